@@ -1,0 +1,46 @@
+# Two commands do everything on a fresh machine:
+#   make demo   - set up, ingest the bundled sample data, serve the demo (offline, no API key)
+#   make test   - set up, lint, type-check, run every test (Python, JavaScript, browser)
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SHARED ?= ../shared
+PORT ?= 8000
+
+.PHONY: demo test setup browser lint bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip==25.3
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
+
+demo: setup
+	$(BIN)/gcite demo --port $(PORT)
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: setup browser lint
+	$(BIN)/gcite vectors $(SHARED)/vectors/citation-stream.json
+	node clients/js/bin/vectors.mjs $(SHARED)/vectors/citation-stream.json
+	node --test clients/js/test/
+	$(BIN)/pytest -q
+
+bench: setup
+	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
