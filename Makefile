@@ -2,6 +2,7 @@
 #   make demo   - set up, ingest the bundled sample data, serve the demo (offline, no API key)
 #   make test   - set up, lint, type-check, run every test (Python, JavaScript, browser)
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,8 +14,8 @@ PORT ?= 8000
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip==25.3
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	$(BIN)/pip install --quiet --upgrade pip==25.3 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]' 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	touch $(STAMP)
 
 setup: $(STAMP)
