@@ -1,0 +1,448 @@
+"""Dify's External Knowledge API on the gcite service: ``POST {prefix}/retrieval``.
+
+A Dify user connects an external knowledge base to gcite and gets role-correct
+retrieval without leaving Dify (platform design document §2.1.1: the risk the
+seeds want solved first). The HTTP contract follows
+``../shared/reference/dify-ecosystem.md`` §1 and Dify's
+``ExternalDatasetService``:
+
+* Request: ``Authorization: Bearer <key>``; JSON body (``Content-Type:
+  application/json``, also accepted without a content type) ``{retrieval_setting:
+  {top_k, score_threshold}, query, knowledge_id, metadata_condition?}``.
+* Response 200: ``{"records": [{"content": str, "score": float 0–1, "title":
+  str, "metadata": object}]}``.
+* Registration probe: Dify's "save" sends the header and no body; a valid key
+  gets 200 ``{"records": []}``, a bad one 403 (so registration fails clearly).
+* Errors: JSON ``{"error_code": int, "error_msg": str}``:
+
+  =====  ==========  ===========================================================
+  HTTP   error_code  when
+  =====  ==========  ===========================================================
+  403    1001        ``Authorization`` missing or not ``Bearer <key>``
+  403    1002        unknown key
+  404    2001        ``knowledge_id`` is not a gcite dataset
+  400    3001        body is not a JSON object; a field is missing or of the wrong
+                     type or range (``query``, ``knowledge_id``,
+                     ``retrieval_setting``)
+  400    3002        ``metadata_condition`` malformed, unknown operator, or a role
+                     condition gcite refuses (see :mod:`retrieval_roles`)
+  413    3003        body larger than :data:`MAX_BODY_BYTES`
+  503    5001        the knowledge store failed (transient; Dify retries 5xx)
+  504    5002        the search took longer than the retrieval timeout
+  =====  ==========  ===========================================================
+
+  Deterministic failures are all 4xx: a 5xx makes Dify retry up to 3 times.
+
+Roles: see :mod:`gcite.service.retrieval_roles` — the key's roles are a
+maximum, ``metadata_condition`` on ``access_roles`` only narrows them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from gcite.config import ApiKey, Settings
+from gcite.errors import FilterError, GciteError, StoreError
+from gcite.service.retrieval_roles import narrow_roles, validate_condition
+
+logger = logging.getLogger("gcite.service.retrieval")
+
+MAX_BODY_BYTES = 1_048_576
+"""Largest request body accepted (bytes); larger gives 413 / 3003."""
+
+MAX_QUERY_CHARS = 8_192
+"""Longest ``query`` accepted (characters); longer gives 400 / 3001."""
+
+MAX_TOP_K = 100
+"""Largest ``retrieval_setting.top_k`` accepted (Dify's UI caps it at 10)."""
+
+RETRIEVAL_TIMEOUT_S = 4.5
+"""Upper bound of one search (seconds): inside Dify's 5 s SSRF read timeout."""
+
+DIFY_OVERWRITTEN_KEYS: frozenset[str] = frozenset({"score", "title", "dataset_id", "dataset_name"})
+"""``metadata`` keys Dify overwrites on every external record (dify-ecosystem.md §1.4)."""
+
+_TOP_LEVEL_METADATA = ("document_id", "document_name", "segment_position", "segment_id")
+
+ERR_AUTH_FORMAT = 1001
+ERR_AUTH_FAILED = 1002
+ERR_KNOWLEDGE_NOT_FOUND = 2001
+ERR_BAD_REQUEST = 3001
+ERR_BAD_CONDITION = 3002
+ERR_TOO_LARGE = 3003
+ERR_STORE = 5001
+ERR_TIMEOUT = 5002
+
+
+class RetrievalAPIError(Exception):
+    """A request the External Knowledge API answers with an error body.
+
+    ``status``: HTTP status; ``code``: Dify-style ``error_code``; ``message``:
+    the ``error_msg`` (Chinese, one line).
+    """
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def response(self) -> JSONResponse:
+        """The JSON error response ``{"error_code", "error_msg"}``."""
+        return JSONResponse(
+            {"error_code": self.code, "error_msg": self.message}, status_code=self.status
+        )
+
+
+@dataclass(frozen=True)
+class RetrievalRequest:
+    """A validated ``/retrieval`` body.
+
+    ``top_k`` in 1..:data:`MAX_TOP_K`; ``score_threshold`` in 0–1 (0.0 = off);
+    ``metadata_condition`` normalised by
+    :func:`gcite.service.retrieval_roles.validate_condition` or ``None``.
+    """
+
+    knowledge_id: str
+    query: str
+    top_k: int
+    score_threshold: float
+    metadata_condition: dict[str, Any] | None
+
+
+def authenticate(
+    header: str | None, keys: Sequence[ApiKey], *, allow_any_key: bool = False
+) -> ApiKey:
+    """Find the API key of an ``Authorization`` header value.
+
+    ``header``: the raw header (``"Bearer <key>"``, scheme case-insensitive).
+    ``keys``: ``settings.retrieval_keys``. With ``allow_any_key`` (demo mode)
+    an unknown key is accepted as a caller with no roles.
+
+    Raises :class:`RetrievalAPIError` 403/1001 for a missing or malformed
+    header, 403/1002 for an unknown key. Keys are compared in constant time.
+    Source: dify-ecosystem.md §1.3 (error conventions).
+    """
+    if header is None or not header.strip():
+        raise RetrievalAPIError(
+            403, ERR_AUTH_FORMAT, "缺少 Authorization 请求头，应为 Bearer <API key>"
+        )
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or " " in token:
+        raise RetrievalAPIError(
+            403, ERR_AUTH_FORMAT, "Authorization 请求头格式无效，应为 Bearer <API key>"
+        )
+    found: ApiKey | None = None
+    for candidate in keys:
+        if hmac.compare_digest(candidate.key.encode(), token.encode()):
+            found = candidate
+    if found is not None:
+        return found
+    if allow_any_key:
+        return ApiKey(key=token, roles=())
+    raise RetrievalAPIError(403, ERR_AUTH_FAILED, "API key 无效，鉴权失败")
+
+
+def decode_body(raw: bytes) -> dict[str, Any] | None:
+    """Decode a request body; ``None`` means the registration probe (no body).
+
+    An empty or whitespace-only body is the probe. Anything else must be a
+    UTF-8 JSON object, whatever the Content-Type says (Dify sends
+    ``application/json``; some proxies drop it).
+
+    Raises :class:`RetrievalAPIError` 400/3001 for a body that is not a JSON
+    object, 413/3003 above :data:`MAX_BODY_BYTES`.
+    """
+    if len(raw) > MAX_BODY_BYTES:
+        raise RetrievalAPIError(413, ERR_TOO_LARGE, f"请求体过大（上限 {MAX_BODY_BYTES} 字节）")
+    if not raw.strip():
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, f"请求体不是有效的 JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RetrievalAPIError(
+            400, ERR_BAD_REQUEST, f"请求体必须是 JSON 对象，收到 {type(data).__name__}"
+        )
+    return data
+
+
+def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> RetrievalRequest:
+    """Validate a decoded ``/retrieval`` body (dify-ecosystem.md §1.2).
+
+    ``retrieval_setting`` may be absent (``top_k`` = ``default_top_k``, no
+    threshold); ``score_threshold`` ``null`` means 0.0 (off). ``top_k`` must be
+    an integer (``4.0`` accepted) in 1..:data:`MAX_TOP_K`; ``score_threshold``
+    a number in 0–1. Unknown top-level keys are ignored.
+
+    Raises :class:`RetrievalAPIError` 400/3001 for a missing or wrong
+    ``knowledge_id``, ``query`` (also empty or longer than
+    :data:`MAX_QUERY_CHARS`) or ``retrieval_setting``; 400/3002 for a malformed
+    ``metadata_condition``.
+    """
+    knowledge_id = body.get("knowledge_id")
+    if not isinstance(knowledge_id, str) or not knowledge_id.strip():
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "缺少 knowledge_id（非空字符串）")
+    query = body.get("query")
+    if not isinstance(query, str):
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "缺少 query（字符串）")
+    if not query.strip():
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "query 不能为空")
+    if len(query) > MAX_QUERY_CHARS:
+        raise RetrievalAPIError(
+            400, ERR_BAD_REQUEST, f"query 过长（{len(query)} 字符，上限 {MAX_QUERY_CHARS}）"
+        )
+    setting = body.get("retrieval_setting")
+    if setting is None:
+        setting = {}
+    if not isinstance(setting, dict):
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting 必须是对象")
+    top_k = _parse_top_k(setting.get("top_k", default_top_k))
+    threshold = _parse_threshold(setting.get("score_threshold"))
+    try:
+        condition = validate_condition(body.get("metadata_condition"))
+    except FilterError as exc:
+        raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
+    return RetrievalRequest(
+        knowledge_id=knowledge_id.strip(),
+        query=query,
+        top_k=top_k,
+        score_threshold=threshold,
+        metadata_condition=condition,
+    )
+
+
+def _parse_top_k(raw: Any) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting.top_k 必须是整数")
+    if isinstance(raw, float) and (not math.isfinite(raw) or not raw.is_integer()):
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting.top_k 必须是整数")
+    value = int(raw)
+    if not 1 <= value <= MAX_TOP_K:
+        raise RetrievalAPIError(
+            400, ERR_BAD_REQUEST, f"retrieval_setting.top_k 必须在 1 到 {MAX_TOP_K} 之间"
+        )
+    return value
+
+
+def _parse_threshold(raw: Any) -> float:
+    if raw is None:
+        return 0.0
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise RetrievalAPIError(
+            400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须是数字"
+        )
+    value = float(raw)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise RetrievalAPIError(
+            400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须在 0 到 1 之间"
+        )
+    return value
+
+
+def to_record(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn one knowledge-base result item into an External Knowledge API record.
+
+    ``item``: a Dify Knowledge Retrieval ``result`` item as
+    ``KnowledgeStore.search`` returns it (``{content, title, metadata: {score,
+    document_id, document_name, segment_position, doc_metadata: {...}}}``).
+
+    Returns ``{"content": str, "score": float 0–1, "title": non-empty str,
+    "metadata": dict}``. ``metadata`` holds the document's ``doc_metadata``
+    fields plus ``document_id``, ``document_name``, ``segment_position`` (and
+    ``segment_id`` when present), always with ``document_title`` and
+    ``source_file_url`` keys, and never the keys Dify overwrites
+    (:data:`DIFY_OVERWRITTEN_KEYS`). ``title`` is ``document_title``, else the
+    document name, else the item's title, else the document id. Never raises.
+    Source: dify-ecosystem.md §1.3–1.4.
+    """
+    raw_meta = item.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    raw_doc = meta.get("doc_metadata")
+    doc: Mapping[str, Any] = raw_doc if isinstance(raw_doc, Mapping) else {}
+
+    metadata: dict[str, Any] = {k: v for k, v in doc.items() if k not in DIFY_OVERWRITTEN_KEYS}
+    for key in _TOP_LEVEL_METADATA:
+        if meta.get(key) is not None:
+            metadata[key] = meta[key]
+    document_name = _text(metadata.get("document_name")) or _text(item.get("title"))
+    title = (
+        _text(metadata.get("document_title"))
+        or document_name
+        or _text(metadata.get("document_id"))
+        or "未命名文档"
+    )
+    if not _text(metadata.get("document_title")):
+        metadata["document_title"] = title
+    if metadata.get("source_file_url") is None:
+        metadata["source_file_url"] = ""
+    if not _text(metadata.get("document_id")):
+        metadata["document_id"] = document_name or title
+    if document_name and not metadata.get("document_name"):
+        metadata["document_name"] = document_name
+
+    content = item.get("content")
+    return {
+        "content": content if isinstance(content, str) else "",
+        "score": _score(meta.get("score", item.get("score"))),
+        "title": title,
+        "metadata": metadata,
+    }
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _score(raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return 0.0
+    value = float(raw)
+    if not math.isfinite(value):
+        return 0.0
+    return min(1.0, max(0.0, value))
+
+
+def build_records(
+    items: Sequence[Mapping[str, Any]], *, top_k: int, score_threshold: float
+) -> list[dict[str, Any]]:
+    """Records for the response: mapped, thresholded, sorted by score, cut to ``top_k``.
+
+    ``score_threshold`` 0.0 keeps everything; otherwise ``score >=
+    score_threshold``. The store already applies both; this keeps the contract
+    (``len <= top_k``, every ``score >= score_threshold``) whatever it returns.
+    """
+    records = [to_record(item) for item in items if isinstance(item, Mapping)]
+    if score_threshold > 0.0:
+        records = [r for r in records if r["score"] >= score_threshold]
+    records.sort(key=lambda r: r["score"], reverse=True)
+    return records[:top_k]
+
+
+def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> APIRouter:
+    """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
+
+    ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
+    ``allow_any_key`` and ``top_k``. ``get_store``: zero-argument callable
+    returning the shared ``KnowledgeStore`` (``search(...)``, ``datasets()``),
+    called per request so the app may open the store lazily.
+
+    The app factory mounts the router under ``settings.retrieval_prefix``; Dify
+    is then registered with the endpoint ``http://host:port{prefix}`` (Dify
+    appends ``/retrieval``). Every response is JSON; see the module docstring
+    for the status codes.
+    """
+    router = APIRouter()
+    keys = list(settings.retrieval_keys)
+
+    @router.post("/retrieval", summary="Dify External Knowledge API")
+    async def retrieval(request: Request) -> JSONResponse:
+        try:
+            api_key = authenticate(
+                request.headers.get("authorization"),
+                keys,
+                allow_any_key=settings.allow_any_key,
+            )
+            body = decode_body(await _read_body(request))
+            if body is None:
+                return JSONResponse({"records": []})
+            parsed = parse_request(body, default_top_k=settings.top_k)
+            try:
+                decision = narrow_roles(api_key.roles, parsed.metadata_condition)
+            except FilterError as exc:
+                raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
+            records = await _search(get_store, parsed, decision.roles, decision.condition)
+        except RetrievalAPIError as exc:
+            if exc.status >= 500:
+                logger.warning("retrieval failed: %s %s", exc.code, exc.message)
+            return exc.response()
+        return JSONResponse({"records": records})
+
+    return router
+
+
+async def _read_body(request: Request) -> bytes:
+    """Read the body, stopping early above :data:`MAX_BODY_BYTES`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise RetrievalAPIError(413, ERR_TOO_LARGE, f"请求体过大（上限 {MAX_BODY_BYTES} 字节）")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise RetrievalAPIError(413, ERR_TOO_LARGE, f"请求体过大（上限 {MAX_BODY_BYTES} 字节）")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _search(
+    get_store: Callable[[], Any],
+    req: RetrievalRequest,
+    roles: tuple[str, ...],
+    condition: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Run the (blocking) store search in a worker thread, within the timeout."""
+
+    def work() -> list[dict[str, Any]]:
+        store = get_store()
+        if req.knowledge_id not in set(store.datasets()):
+            raise RetrievalAPIError(
+                404, ERR_KNOWLEDGE_NOT_FOUND, f"知识库不存在: {req.knowledge_id}"
+            )
+        items = store.search(
+            req.query,
+            dataset=req.knowledge_id,
+            roles=list(roles),
+            condition=condition,
+            top_k=req.top_k,
+            score_threshold=req.score_threshold,
+        )
+        return build_records(items, top_k=req.top_k, score_threshold=req.score_threshold)
+
+    try:
+        with anyio.fail_after(RETRIEVAL_TIMEOUT_S):
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+    except TimeoutError as exc:
+        raise RetrievalAPIError(
+            504, ERR_TIMEOUT, f"检索超时（超过 {RETRIEVAL_TIMEOUT_S} 秒）"
+        ) from exc
+    except FilterError as exc:
+        raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
+    except StoreError as exc:
+        raise RetrievalAPIError(503, ERR_STORE, f"知识库暂时不可用: {exc}") from exc
+    except GciteError as exc:
+        raise RetrievalAPIError(503, ERR_STORE, f"检索失败: {exc}") from exc
+
+
+__all__ = [
+    "DIFY_OVERWRITTEN_KEYS",
+    "MAX_BODY_BYTES",
+    "MAX_QUERY_CHARS",
+    "MAX_TOP_K",
+    "RETRIEVAL_TIMEOUT_S",
+    "RetrievalAPIError",
+    "RetrievalRequest",
+    "authenticate",
+    "build_records",
+    "build_retrieval_router",
+    "decode_body",
+    "parse_request",
+    "to_record",
+]
