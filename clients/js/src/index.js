@@ -1,0 +1,22 @@
+/**
+ * gcite-client: G-Cite citation stream client (ES2017, no dependencies).
+ *
+ * Contract: ../../../shared/spec/citation-markers.md (markers), the mobile
+ * design seed §3-§5 (SSE events, idMap, panel) and Dify's Service API
+ * streaming format (docs: ../../shared/reference/dify-protocol.md §1).
+ */
+export { CitationParser, citedIds, mergeText, stripMarkers } from './parser.js';
+export { FAIL, MATCH, MORE, isOpener, matchMarker } from './grammar.js';
+export { buildPanel, chunkMap, chunksFromRetrieverResources } from './panel.js';
+export { Utf8Decoder } from './utf8.js';
+export { SseDecoder } from './sse.js';
+export { AnswerStream } from './answer.js';
+export { streamChat, wxStreamChat } from './transport.js';
+export {
+  escapeHtml,
+  isOfficeUrl,
+  renderPanelHtml,
+  renderSegmentsHtml,
+  safeUrl,
+  subtitleOf,
+} from './render.js';

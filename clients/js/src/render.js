@@ -1,0 +1,108 @@
+/**
+ * Safe rendering helpers: strings out, for an H5 page (innerHTML) and for a
+ * mini program's rich-text `nodes` string. All text is escaped; URLs are
+ * checked before use. Markup follows the mobile seed §4.3 (DOM structure) and
+ * §5.2/§5.4 (icons by source_type, display_subtitle as is).
+ */
+
+var ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/**
+ * Escape text for HTML element content and quoted attribute values.
+ * @param {*} s any value (null/undefined -> "")
+ * @returns {string}
+ */
+export function escapeHtml(s) {
+  if (s === null || s === undefined) return '';
+  return String(s).replace(/[&<>"']/g, function (c) {
+    return ESCAPES[c];
+  });
+}
+
+/**
+ * A URL fit for href/src: only absolute http: and https: URLs with a host,
+ * trimmed; control characters anywhere make it unsafe.
+ * @param {*} url
+ * @returns {string|null} the trimmed URL, or null when unsafe or not a URL
+ */
+export function safeUrl(url) {
+  if (typeof url !== 'string') return null;
+  var u = url.trim();
+  if (/[\u0000-\u001f\u007f]/.test(u)) return null;
+  if (!/^https?:\/\/[^\/\\?#\s@]/i.test(u)) return null;
+  return u;
+}
+
+/**
+ * The subtitle line of a chunk: `display_subtitle` as is (platform seed §3.6,
+ * mobile seed §5.4: no client-side fallback chain); "" means "no subtitle row".
+ * @param {object} chunk UnifiedChunk
+ * @returns {string}
+ */
+export function subtitleOf(chunk) {
+  if (chunk === null || typeof chunk !== 'object') return '';
+  var s = chunk.display_subtitle;
+  return typeof s === 'string' ? s.trim() : '';
+}
+
+/**
+ * True when the URL's path ends in .doc, .docx or .pdf (query and fragment
+ * ignored, case-insensitive): the half-screen shows the Office hint (mobile
+ * seed §5.3).
+ * @param {*} url
+ * @returns {boolean}
+ */
+export function isOfficeUrl(url) {
+  if (typeof url !== 'string') return false;
+  var path = url.trim().split('#')[0].split('?')[0].toLowerCase();
+  return /\.(docx?|pdf)$/.test(path);
+}
+
+function citeHtml(raw, idx) {
+  var i = escapeHtml(idx);
+  return '<sup class="g-cite" data-raw-id="' + escapeHtml(raw) + '" data-idx="' + i + '">' + i + '</sup>';
+}
+
+/**
+ * Answer segments as HTML: text escaped with newlines as <br>, each citation
+ * as `<sup class="g-cite" data-raw-id="7" data-idx="1">1</sup>` (seed §4.3).
+ * @param {Array<{text: string}|{cite: string, idx: number}>} segments
+ * @returns {string}
+ */
+export function renderSegmentsHtml(segments) {
+  var out = '';
+  if (!Array.isArray(segments)) return out;
+  for (var k = 0; k < segments.length; k++) {
+    var s = segments[k];
+    if (s === null || typeof s !== 'object') continue;
+    if (s.cite !== undefined) out += citeHtml(s.cite, s.idx);
+    else if (s.text !== undefined) out += escapeHtml(s.text).replace(/\r\n|\r|\n/g, '<br>');
+  }
+  return out;
+}
+
+/**
+ * The citation panel (摘要栏) as HTML per seed §4.3; "" for an empty panel
+ * (no panel without citations, seed §5.1). Icons: fa-globe for "web",
+ * fa-file-lines otherwise; the subtitle row is left out when empty.
+ * @param {Array<{idx: number, rawId: string, chunk: object}>} panel buildPanel()
+ * @returns {string}
+ */
+export function renderPanelHtml(panel) {
+  if (!Array.isArray(panel) || panel.length === 0) return '';
+  var out = '<div class="citation-panel">';
+  for (var k = 0; k < panel.length; k++) {
+    var row = panel[k];
+    var chunk = row && row.chunk && typeof row.chunk === 'object' ? row.chunk : {};
+    var web = chunk.source_type === 'web';
+    var sub = subtitleOf(chunk);
+    out +=
+      '<div class="g-cite-item" data-raw-id="' + escapeHtml(row.rawId) + '" data-source-type="' + (web ? 'web' : 'rag') + '">' +
+      '<sup>' + escapeHtml(row.idx) + '</sup>' +
+      '<i class="fa-solid ' + (web ? 'fa-globe' : 'fa-file-lines') + ' g-cite-item-icon"></i>' +
+      '<span class="g-cite-item-title">' + escapeHtml(chunk.document_title) + '</span>' +
+      (sub !== '' ? '<span class="g-cite-item-subtitle">' + escapeHtml(sub) + '</span>' : '') +
+      '</div>';
+  }
+  return out + '</div>';
+}
