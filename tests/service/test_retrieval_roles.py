@@ -226,3 +226,27 @@ def test_roles_never_exceed_the_key(key: list[str], items: list[dict[str, Any]],
     assert set(decision.roles) <= set(key)
     if decision.condition is not None:
         assert all(c.get("name") != "access_roles" for c in decision.condition["conditions"])
+
+
+def test_not_groups_and_aliases_are_validated() -> None:
+    raw = {
+        "conditions": [
+            {"not": {"name": "document_title", "comparison_operator": "!=", "value": "x"}},
+            {"not": {"conditions": [CATEGORY]}},
+        ]
+    }
+    validated = validate_condition(raw)
+    assert validated is not None
+    assert validated["conditions"][0] == {
+        "not": {"name": "document_title", "comparison_operator": "≠", "value": "x"}
+    }
+    decision = narrow_roles(KEY, validated)
+    assert decision.roles == KEY
+    assert decision.condition == validated
+    with pytest.raises(FilterError, match="not"):
+        validate_condition({"conditions": [{"not": CATEGORY, "extra": 1}]})
+
+
+def test_role_condition_under_not_is_refused() -> None:
+    with pytest.raises(FilterError, match="嵌套"):
+        narrow_roles(KEY, cond({"not": role("in", "法务")}))

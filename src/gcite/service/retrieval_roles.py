@@ -43,7 +43,9 @@ it can therefore never widen visibility either.
 Shapes follow Dify's ``MetadataCondition``: ``{"logical_operator": "and"|"or",
 "conditions": [{"name", "comparison_operator", "value"?}]}``
 (``../shared/reference/dify-protocol.md`` §3). A nested group is an item that
-itself has ``conditions`` (a gcite extension; Dify only sends flat lists).
+itself has ``conditions``, a negation is ``{"not": <group or condition>}``
+(gcite extensions shared with :mod:`gcite.knowledge.filters`; Dify only sends
+flat lists). Role conditions are only read at the top level.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ DIFY_OPERATORS: frozenset[str] = frozenset(
     }
 )
 """Dify's ``SupportedComparisonOperator`` values (dify-ecosystem.md §1.2)."""
+
+OPERATOR_ALIASES: dict[str, str] = {"!=": "≠", ">=": "≥", "<=": "≤", "==": "="}
+"""ASCII spellings accepted as well (the knowledge-base filter accepts them too)."""
 
 VALUELESS_OPERATORS: frozenset[str] = frozenset({"empty", "not empty"})
 """Operators that take no ``value``."""
@@ -169,8 +174,10 @@ def validate_condition(condition: Any) -> dict[str, Any] | None:
     ``logical_operator`` (``"and"``/``"or"``, case-insensitive, default
     ``"and"``) and a list ``conditions`` (``null`` counts as empty); each item is
     either a condition ``{name: non-empty str, comparison_operator: one of
-    DIFY_OPERATORS, value?: str | number | list[str] | null}`` or a nested
-    group. The result has ``logical_operator`` lower-cased and filled in.
+    DIFY_OPERATORS (or an ASCII alias), value?: str | number | list[str] |
+    null}``, a nested group, or ``{"not": <group or condition>}`` (the
+    knowledge-base filter's extensions). The result has ``logical_operator``
+    lower-cased and filled in, and aliases replaced by Dify's operators.
 
     Raises :class:`FilterError` naming the offending path (e.g.
     ``metadata_condition.conditions[1].comparison_operator``) for a wrong type,
@@ -198,17 +205,28 @@ def _validate_group(raw: Any, path: str, depth: int, counter: list[int]) -> dict
         items = []
     if not isinstance(items, list):
         raise FilterError(f"{path}.conditions 必须是数组，收到 {type(items).__name__}")
-    out: list[dict[str, Any]] = []
-    for index, item in enumerate(items):
-        item_path = f"{path}.conditions[{index}]"
-        if isinstance(item, dict) and "conditions" in item and "name" not in item:
-            out.append(_validate_group(item, item_path, depth + 1, counter))
-        else:
-            counter[0] += 1
-            if counter[0] > MAX_CONDITIONS:
-                raise FilterError(f"metadata_condition 的条件数超过上限 {MAX_CONDITIONS}")
-            out.append(_validate_leaf(item, item_path))
+    out = [
+        _validate_item(item, f"{path}.conditions[{index}]", depth, counter)
+        for index, item in enumerate(items)
+    ]
     return {"logical_operator": op.lower(), "conditions": out}
+
+
+def _validate_item(raw: Any, path: str, depth: int, counter: list[int]) -> dict[str, Any]:
+    """One member of a group: a nested group, a ``not`` group or a condition."""
+    if isinstance(raw, dict) and "name" not in raw:
+        if "conditions" in raw:
+            return _validate_group(raw, path, depth + 1, counter)
+        if "not" in raw:
+            if set(raw) != {"not"}:
+                raise FilterError(f"{path}: not 组不能带其他键")
+            if depth + 1 > MAX_DEPTH:
+                raise FilterError(f"{path} 嵌套层数超过 {MAX_DEPTH} 层")
+            return {"not": _validate_item(raw["not"], f"{path}.not", depth, counter)}
+    counter[0] += 1
+    if counter[0] > MAX_CONDITIONS:
+        raise FilterError(f"metadata_condition 的条件数超过上限 {MAX_CONDITIONS}")
+    return _validate_leaf(raw, path)
 
 
 def _validate_leaf(raw: Any, path: str) -> dict[str, Any]:
@@ -217,12 +235,13 @@ def _validate_leaf(raw: Any, path: str) -> dict[str, Any]:
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise FilterError(f"{path}.name 必须是非空字符串")
-    op = raw.get("comparison_operator")
-    if not isinstance(op, str):
+    op_raw = raw.get("comparison_operator")
+    if not isinstance(op_raw, str):
         raise FilterError(f"{path}.comparison_operator 缺失或不是字符串")
+    op = OPERATOR_ALIASES.get(op_raw.strip(), op_raw.strip())
     if op not in DIFY_OPERATORS:
         allowed = "、".join(sorted(DIFY_OPERATORS))
-        raise FilterError(f"{path}.comparison_operator 未知: {op!r}（支持: {allowed}）")
+        raise FilterError(f"{path}.comparison_operator 未知: {op_raw!r}（支持: {allowed}）")
     leaf: dict[str, Any] = {"name": name, "comparison_operator": op}
     if "value" in raw:
         value = raw["value"]
@@ -262,14 +281,16 @@ def _requested_roles(item: dict[str, Any], path: str) -> set[str]:
     return parse_role_value(item.get("value"))
 
 
-def _contains_role_condition(group: dict[str, Any]) -> bool:
-    for item in group["conditions"]:
-        if "conditions" in item:
-            if _contains_role_condition(item):
-                return True
-        elif is_role_condition(item):
-            return True
-    return False
+def _is_group(item: dict[str, Any]) -> bool:
+    return "conditions" in item or "not" in item
+
+
+def _contains_role_condition(item: dict[str, Any]) -> bool:
+    if "not" in item:
+        return _contains_role_condition(item["not"])
+    if "conditions" in item:
+        return any(_contains_role_condition(child) for child in item["conditions"])
+    return is_role_condition(item)
 
 
 def narrow_roles(key_roles: Sequence[str], condition: dict[str, Any] | None) -> RoleDecision:
@@ -292,7 +313,7 @@ def narrow_roles(key_roles: Sequence[str], condition: dict[str, Any] | None) -> 
     other_items: list[dict[str, Any]] = []
     for index, item in enumerate(top):
         path = f"metadata_condition.conditions[{index}]"
-        if "conditions" in item:
+        if _is_group(item):
             if _contains_role_condition(item):
                 raise FilterError(f"{path}: {ROLE_FIELD} 条件不能放在嵌套条件组里，请放在最外层")
             other_items.append(item)
@@ -332,6 +353,7 @@ __all__ = [
     "MAX_CONDITIONS",
     "MAX_DEPTH",
     "NARROWING_OPERATORS",
+    "OPERATOR_ALIASES",
     "ROLE_FIELD",
     "VALUELESS_OPERATORS",
     "RoleDecision",
