@@ -1,0 +1,576 @@
+"""Client side of a Dify-style chat SSE stream: bytes in, citation-aware updates out.
+
+A stack of tiny decoders, each with ``decode()``/``flush()`` (httpx ``_decoders.py``
+style), wired by one pure state machine, :class:`DifyStreamConsumer`::
+
+    bytes ─ Utf8Decoder ─▶ str ─ LineDecoder ─▶ lines ─ SSEDecoder ─▶ ServerSentEvent
+          ─ DifyStreamConsumer ─▶ JSON events ─▶ CitationParser ─▶ StreamUpdate ... AnswerFinished
+
+Protocol facts (``dify-protocol.md`` §1.2–§1.8; mobile design document §3):
+
+- frames are ``data: <json>`` lines ended by a blank line; Dify's keep-alive is a bare
+  ``event: ping`` line with no ``data:``; lines end in ``\\n``, ``\\r\\n`` or ``\\r``;
+  several ``data:`` lines of one event join with ``\\n`` (WHATWG SSE);
+- ``chunk_metadata`` comes from ``node_finished`` where ``data.node_type == "code"``
+  and ``data.outputs.chunk_metadata`` exists (a list, or a JSON string of one); it is
+  cached as ``chunkMetadataMap`` and cleared at ``workflow_started`` (mobile §3.3, §3.4);
+- answer text comes from ``message`` / ``agent_message`` (``answer``) and from
+  ``text_chunk`` (``data.text``); ``message_replace`` replaces the answer;
+- ``message_end`` and ``workflow_finished`` may come in either order, or not at all
+  (dify#31253): the answer is final when the byte stream ends;
+- an ``error`` event releases held text and surfaces the error (no ``message_end`` follows);
+- without ``chunk_metadata`` the panel falls back to
+  ``message_end.metadata.retriever_resources`` (mobile §3.4: it may list every
+  retrieved chunk, not only the cited ones).
+
+Bad input never raises from the consumer: undecodable UTF-8 becomes U+FFFD, frames that
+are not JSON objects or come incomplete at the end are skipped and listed in
+``AnswerResult.warnings``, an over-long line stops the stream with error
+``frame_too_large``. :func:`consume_chat_stream` adds the HTTP edge over httpx.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json as jsonlib
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import httpx
+
+from gcite.errors import StreamError
+from gcite.stream.panel import (
+    PanelEntry,
+    build_panel,
+    chunk_map,
+    panel_from_retriever_resources,
+)
+from gcite.stream.parser import CitationParser, Segment, merge_segments
+
+#: Longest SSE line accepted, in characters. Code-node outputs are capped at 400,000
+#: characters by Dify (and JSON escaping can multiply that), so this leaves ample room.
+DEFAULT_MAX_LINE: Final = 8_000_000
+
+_LINE_END: Final = re.compile("\r\n|\r|\n")
+
+
+# -- decoders -------------------------------------------------------------------------
+
+
+class Utf8Decoder:
+    """Bytes to text, keeping a UTF-8 sequence split across chunks for the next chunk.
+
+    Invalid bytes decode to U+FFFD (never raises).
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def decode(self, data: bytes) -> str:
+        """Decode one chunk; returns the text it completes."""
+        return self._decoder.decode(data)
+
+    def flush(self) -> str:
+        """End of input: an unfinished sequence becomes U+FFFD."""
+        return self._decoder.decode(b"", final=True)
+
+
+class LineDecoder:
+    """Text to lines, split on ``\\r\\n``, ``\\r`` or ``\\n`` only (not ``str.splitlines``).
+
+    A ``\\r`` at the end of a chunk waits for the next one (it may be half of ``\\r\\n``).
+    Raises :class:`~gcite.errors.StreamError` when a line grows beyond ``max_line`` characters.
+    """
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self._max_line = max_line
+        self._parts: list[str] = []
+        self._size = 0
+        self._pending_cr = False
+
+    def decode(self, text: str) -> list[str]:
+        """Add text; returns the lines it completes, without their line ends."""
+        if self._pending_cr:
+            self._pending_cr = False
+            text = "\r" + text
+        if text.endswith("\r"):
+            self._pending_cr = True
+            text = text[:-1]
+        lines: list[str] = []
+        start = 0
+        for m in _LINE_END.finditer(text):
+            self._parts.append(text[start : m.start()])
+            lines.append("".join(self._parts))
+            self._parts, self._size = [], 0
+            start = m.end()
+        rest = text[start:]
+        if rest:
+            self._parts.append(rest)
+            self._size += len(rest)
+            if self._size > self._max_line:
+                self._parts, self._size = [], 0
+                raise StreamError(f"SSE line longer than {self._max_line} characters")
+        return lines
+
+    def flush(self) -> list[str]:
+        """End of input: the last line (ended by a lone ``\\r``, or unterminated), if any."""
+        if not self._pending_cr and not self._parts:
+            return []
+        line = "".join(self._parts)
+        self._parts, self._size, self._pending_cr = [], 0, False
+        return [line]
+
+
+@dataclass(frozen=True)
+class ServerSentEvent:
+    """One dispatched SSE event (WHATWG ``event``/``data``/``id``/``retry`` fields)."""
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Lines to events per the WHATWG SSE parsing rules (as httpx-sse).
+
+    Unlike the browser, an event with a type but no data is dispatched, because
+    Dify's keep-alive is exactly that (``event: ping``). ``flush()`` at end of input
+    returns an event left without its blank line (the caller decides whether to trust it).
+    """
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+        self._last_id = ""
+        self._retry: int | None = None
+
+    def decode(self, line: str) -> ServerSentEvent | None:
+        """Feed one line (no line end); returns an event at a blank line, else ``None``."""
+        if not line:
+            if not self._event and not self._data and self._retry is None:
+                return None
+            sse = ServerSentEvent(
+                event=self._event or "message",
+                data="\n".join(self._data),
+                id=self._last_id,
+                retry=self._retry,
+            )
+            self._event, self._data, self._retry = "", [], None
+            return sse
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def flush(self) -> ServerSentEvent | None:
+        """End of input: the pending event as if a blank line had come."""
+        return self.decode("")
+
+
+# -- typed results --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataReceived:
+    """``chunk_metadata`` arrived (``node_finished`` of the code node); the list as received."""
+
+    chunk_metadata: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SegmentsReceived:
+    """Segments that became final. ``replace=True``: they replace everything shown before
+    (``message_replace``, e.g. output moderation)."""
+
+    segments: list[Segment]
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class StreamFailed:
+    """The stream reported or suffered an error.
+
+    ``code``: Dify's error code (``invalid_param``, ``internal_server_error``, ...) or
+    ours: ``stream_interrupted`` (connection broke), ``timeout``, ``frame_too_large``.
+    ``status``: the HTTP status Dify put in the ``error`` event, when any.
+    """
+
+    code: str
+    message: str
+    status: int | None = None
+
+
+@dataclass
+class AnswerResult:
+    """Everything one streamed answer produced, complete at the end of the stream.
+
+    ``answer``: text without markers; ``raw_answer``: text as received (markers kept);
+    ``segments`` merged; ``citations`` ``[(raw_id, idx)]``; ``panel`` cited chunks in
+    display order (or the §3.4 fallback); ``panel_source``: where panel metadata came
+    from; ``metadata``: ``message_end.metadata`` (usage, retriever_resources);
+    ``events``: names of the events seen in order (``ping`` included);
+    ``finished``: whether ``message_end`` arrived; ``warnings``: frames skipped.
+    """
+
+    answer: str = ""
+    raw_answer: str = ""
+    segments: list[Segment] = field(default_factory=list)
+    citations: list[tuple[str, int]] = field(default_factory=list)
+    panel: list[PanelEntry] = field(default_factory=list)
+    panel_source: Literal["chunk_metadata", "retriever_resources", "none"] = "none"
+    invalid: list[str] = field(default_factory=list)
+    chunk_metadata: list[dict[str, Any]] = field(default_factory=list)
+    message_id: str = ""
+    conversation_id: str = ""
+    task_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    workflow_status: str = ""
+    error: StreamFailed | None = None
+    events: list[str] = field(default_factory=list)
+    finished: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AnswerFinished:
+    """The last update of every stream: the complete :class:`AnswerResult`."""
+
+    result: AnswerResult
+
+
+StreamUpdate = MetadataReceived | SegmentsReceived | StreamFailed | AnswerFinished
+
+
+# -- the consumer ---------------------------------------------------------------------
+
+
+def _parse_chunk_metadata(value: Any) -> list[dict[str, Any]] | None:
+    if isinstance(value, str):
+        try:
+            value = jsonlib.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, list):
+        return None
+    return [item for item in value if isinstance(item, dict)]
+
+
+class DifyStreamConsumer:
+    """Pure state machine from the bytes of one Dify chat SSE response to updates.
+
+    ``feed(data)`` takes the next chunk of bytes, cut anywhere; ``close()`` ends the
+    stream and returns the remaining updates, the last one :class:`AnswerFinished`.
+    ``fail(code, message)`` records a transport failure, then closes. After
+    ``close()``, :attr:`result` holds the :class:`AnswerResult`.
+    """
+
+    def __init__(self, *, max_hold: int = 32, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self._max_hold = max_hold
+        self._utf8 = Utf8Decoder()
+        self._lines = LineDecoder(max_line)
+        self._sse = SSEDecoder()
+        self._parser = CitationParser(None, max_hold)
+        self._text_started = False
+        self._segments: list[Segment] = []
+        self._raw: list[str] = []
+        self._chunks: dict[str, dict[str, Any]] | None = None
+        self._chunk_list: list[dict[str, Any]] = []
+        self._res = AnswerResult()
+        self._stopped = False
+        self._closed = False
+
+    @property
+    def stopped(self) -> bool:
+        """True once the input is no longer read (error event, over-long line, or closed)."""
+        return self._stopped or self._closed
+
+    @property
+    def result(self) -> AnswerResult:
+        """The answer; complete only after :meth:`close`."""
+        return self._res
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[StreamUpdate]:
+        """Decode the next chunk of the response body."""
+        if self._closed:
+            raise RuntimeError("DifyStreamConsumer.feed() after close()")
+        if self._stopped:
+            return []
+        updates: list[StreamUpdate] = []
+        try:
+            lines = self._lines.decode(self._utf8.decode(bytes(data)))
+        except StreamError as exc:
+            self._stop(StreamFailed("frame_too_large", str(exc)), updates)
+            return updates
+        for line in lines:
+            self._line(line, updates)
+            if self._stopped:
+                break
+        return updates
+
+    def fail(self, code: str, message: str) -> list[StreamUpdate]:
+        """The transport broke (``code``: ``stream_interrupted``, ``timeout``): record, close."""
+        updates: list[StreamUpdate] = []
+        if not self._stopped and not self._closed:
+            self._stop(StreamFailed(code, message), updates)
+        return updates + self.close()
+
+    def close(self) -> list[StreamUpdate]:
+        """End of the byte stream: flush every decoder and the parser, finish the result."""
+        if self._closed:
+            return []
+        updates: list[StreamUpdate] = []
+        if not self._stopped:
+            try:
+                lines = self._lines.decode(self._utf8.flush()) + self._lines.flush()
+            except StreamError as exc:
+                lines = []
+                self._stop(StreamFailed("frame_too_large", str(exc)), updates)
+            for line in lines:
+                self._line(line, updates)
+            if not self._stopped:
+                sse = self._sse.flush()
+                if sse is not None:
+                    self._event(sse, updates, complete=False)
+        self._closed = True
+        self._finish_text(updates)
+        self._res.segments = merge_segments(self._segments)
+        self._res.answer = "".join(s["text"] for s in self._res.segments if "text" in s)
+        self._res.raw_answer = "".join(self._raw)
+        self._res.citations = self._parser.citations
+        self._res.invalid = self._parser.invalid
+        self._res.chunk_metadata = self._chunk_list
+        resources = self._res.metadata.get("retriever_resources")
+        if self._chunks is not None:
+            self._res.panel = build_panel(self._res.citations, self._chunks)
+            self._res.panel_source = "chunk_metadata"
+        elif isinstance(resources, list) and resources:
+            self._res.panel = panel_from_retriever_resources(resources)
+            self._res.panel_source = "retriever_resources"
+        else:
+            self._res.panel = build_panel(self._res.citations, {})
+        updates.append(AnswerFinished(self._res))
+        return updates
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _stop(self, error: StreamFailed, updates: list[StreamUpdate]) -> None:
+        self._stopped = True
+        if self._res.error is None:
+            self._res.error = error
+        self._finish_text(updates)
+        updates.append(error)
+
+    def _line(self, line: str, updates: list[StreamUpdate]) -> None:
+        sse = self._sse.decode(line)
+        if sse is not None:
+            self._event(sse, updates, complete=True)
+
+    def _emit(self, segments: list[Segment], updates: list[StreamUpdate]) -> None:
+        if segments:
+            self._segments.extend(segments)
+            updates.append(SegmentsReceived(segments))
+
+    def _finish_text(self, updates: list[StreamUpdate]) -> None:
+        if not self._parser.closed:
+            self._emit(self._parser.close(), updates)
+
+    def _text(self, text: Any, updates: list[StreamUpdate], event: str) -> None:
+        if not isinstance(text, str):
+            self._res.warnings.append(f"{event}: answer text is not a string; skipped")
+            return
+        self._raw.append(text)
+        if self._parser.closed:
+            self._res.warnings.append(f"{event} after the end of the answer: {text!r}")
+            return
+        self._text_started = True
+        self._emit(self._parser.feed(text), updates)
+
+    def _event(self, sse: ServerSentEvent, updates: list[StreamUpdate], *, complete: bool) -> None:
+        if not sse.data:
+            self._res.events.append(sse.event)
+            return
+        try:
+            payload = jsonlib.loads(sse.data)
+        except ValueError:
+            what = "incomplete frame at end of stream" if not complete else "frame is not JSON"
+            self._res.warnings.append(f"{what}; skipped: {sse.data[:200]!r}")
+            return
+        if not isinstance(payload, dict):
+            self._res.warnings.append(f"frame is not a JSON object; skipped: {sse.data[:200]!r}")
+            return
+        name = payload.get("event")
+        if not isinstance(name, str) or not name:
+            name = sse.event
+        self._res.events.append(name)
+        self._envelope(payload)
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(self, payload, updates)
+
+    def _envelope(self, payload: Mapping[str, Any]) -> None:
+        for key in ("conversation_id", "message_id", "task_id"):
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                setattr(self._res, key, value)
+
+    def _on_workflow_started(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        if not self._text_started:  # a new answer starts: forget earlier metadata (mobile §3.3)
+            self._chunks = None
+            self._chunk_list = []
+            self._parser.set_known_ids(None)
+
+    def _on_node_finished(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        data = payload.get("data")
+        if not isinstance(data, dict) or data.get("node_type") != "code":
+            return
+        outputs = data.get("outputs")
+        if not isinstance(outputs, dict) or "chunk_metadata" not in outputs:
+            return
+        chunks = _parse_chunk_metadata(outputs["chunk_metadata"])
+        if chunks is None:
+            self._res.warnings.append("node_finished: chunk_metadata is not a list; ignored")
+            return
+        self._chunk_list = chunks
+        self._chunks = chunk_map(chunks)
+        self._parser.set_known_ids(self._chunks)
+        updates.append(MetadataReceived(chunks))
+
+    def _on_message(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        self._text(payload.get("answer"), updates, str(payload.get("event") or "message"))
+
+    def _on_text_chunk(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        data = payload.get("data")
+        self._text(data.get("text") if isinstance(data, dict) else None, updates, "text_chunk")
+
+    def _on_message_replace(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        answer = payload.get("answer")
+        if not isinstance(answer, str):
+            self._res.warnings.append("message_replace: answer is not a string; skipped")
+            return
+        known = None if self._chunks is None else list(self._chunks)
+        self._parser = CitationParser(known, self._max_hold)
+        self._raw = [answer]
+        self._text_started = True
+        segments = self._parser.feed(answer)
+        self._segments = list(segments)
+        updates.append(SegmentsReceived(segments, replace=True))
+
+    def _on_message_end(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        self._res.finished = True
+        message_id = payload.get("id")
+        if isinstance(message_id, str) and message_id and not self._res.message_id:
+            self._res.message_id = message_id
+        metadata = payload.get("metadata")
+        if isinstance(metadata, dict):
+            self._res.metadata = metadata
+        self._finish_text(updates)
+
+    def _on_workflow_finished(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        data = payload.get("data")
+        status = data.get("status") if isinstance(data, dict) else None
+        if isinstance(status, str):
+            self._res.workflow_status = status
+
+    def _on_error(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
+        status = payload.get("status")
+        error = StreamFailed(
+            code=str(payload.get("code") or "error"),
+            message=str(payload.get("message") or ""),
+            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        )
+        self._stop(error, updates)
+
+
+_HANDLERS: Final = {
+    "workflow_started": DifyStreamConsumer._on_workflow_started,
+    "node_finished": DifyStreamConsumer._on_node_finished,
+    "message": DifyStreamConsumer._on_message,
+    "agent_message": DifyStreamConsumer._on_message,
+    "text_chunk": DifyStreamConsumer._on_text_chunk,
+    "message_replace": DifyStreamConsumer._on_message_replace,
+    "message_end": DifyStreamConsumer._on_message_end,
+    "workflow_finished": DifyStreamConsumer._on_workflow_finished,
+    "error": DifyStreamConsumer._on_error,
+}
+
+
+# -- the HTTP edge --------------------------------------------------------------------
+
+
+def _http_error(status: int, body: bytes) -> StreamError:
+    code, message = "", ""
+    try:
+        payload = jsonlib.loads(body.decode("utf-8", errors="replace"))
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        code = str(payload.get("code") or "")
+        message = str(payload.get("message") or "")
+    else:
+        message = body[:200].decode("utf-8", errors="replace").strip()
+    detail = f"（{code}）" if code else ""
+    return StreamError(f"服务返回 HTTP {status}{detail}：{message or '无详细信息'}")
+
+
+async def consume_chat_stream(
+    client: httpx.AsyncClient,
+    url: str,
+    json: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    max_hold: int = 32,
+) -> AsyncIterator[StreamUpdate]:
+    """POST a Dify ``chat-messages`` request and yield updates while the answer streams.
+
+    The last update is always :class:`AnswerFinished`. Raises
+    :class:`~gcite.errors.StreamError` only when no event stream was opened: the
+    connection failed, the status was not 2xx (message from Dify's
+    ``{code, message, status}`` body) or the response was not ``text/event-stream``.
+    Once the stream is open, a broken connection or a timeout ends it with a
+    :class:`StreamFailed` update and ``result.error`` — the text received so far is kept.
+    Timeouts are the ``client``'s.
+    """
+    consumer = DifyStreamConsumer(max_hold=max_hold)
+    try:
+        async with client.stream("POST", url, json=json, headers=headers) as response:
+            if not 200 <= response.status_code < 300:
+                body = b""
+                async for piece in response.aiter_bytes():
+                    body += piece
+                    if len(body) > 65536:
+                        break
+                raise _http_error(response.status_code, body)
+            content_type = response.headers.get("content-type", "")
+            if "text/event-stream" not in content_type.lower():
+                raise StreamError(f"服务没有返回事件流（Content-Type: {content_type or '无'}）")
+            tail: list[StreamUpdate] = []
+            try:
+                async for chunk in response.aiter_bytes():
+                    for update in consumer.feed(chunk):
+                        yield update
+                    if consumer.stopped:
+                        break
+            except httpx.TimeoutException as exc:
+                tail = consumer.fail("timeout", f"stream timed out: {type(exc).__name__}")
+            except httpx.HTTPError as exc:
+                tail = consumer.fail("stream_interrupted", f"stream broke off: {exc}")
+            for update in tail or consumer.close():
+                yield update
+    except httpx.TimeoutException as exc:
+        raise StreamError(f"连接服务超时：{url}") from exc
+    except httpx.HTTPError as exc:
+        raise StreamError(f"无法连接服务：{url}（{exc}）") from exc
