@@ -369,9 +369,20 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
                 raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
             records = await _search(get_store, parsed, decision.roles, decision.condition)
         except RetrievalAPIError as exc:
-            if exc.status >= 500:
-                logger.warning("retrieval failed: %s %s", exc.code, exc.message)
+            # Dify turns any non-200 into a silent empty result: log every failure here.
+            logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
             return exc.response()
+        logger.info(
+            "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
+            "score_threshold=%s records=%d",
+            parsed.knowledge_id,
+            list(decision.roles),
+            decision.narrowed,
+            "yes" if decision.condition else "no",
+            parsed.top_k,
+            parsed.score_threshold,
+            len(records),
+        )
         return JSONResponse({"records": records})
 
     return router
