@@ -79,10 +79,12 @@ class CitationParser:
 
     ``known_ids``: the ``id`` values of ``chunk_metadata`` (strings; other values are
     converted with ``str``), or ``None`` when no chunk metadata was received, in
-    which case every well-formed id is accepted (spec §2). ``max_hold``: the most
-    characters held back while waiting for a marker to complete (spec §5; the seeds
-    use 20, the default 32 leaves room for multi-id markers); a marker is recognised
-    when the text before its closer fits in ``max_hold``.
+    which case every well-formed id is accepted (spec §2). ``max_hold`` (>= 2): the
+    longest marker recognised, opener to closer, in characters (spec §5; the seeds use
+    20, the default 32 leaves room for multi-id markers). Held text is therefore always
+    shorter than ``max_hold``; a longer would-be marker is literal text. This is the
+    JavaScript client's rule too (``clients/js``), so both agree on every input.
+    ``ValueError`` for a bad ``max_hold``, ``TypeError`` when ``known_ids`` is a ``str``.
 
     ``feed(delta)`` returns the segments that became final with this delta (adjacent
     text already merged); ``close()`` releases held text at the end of the stream
@@ -90,8 +92,8 @@ class CitationParser:
     """
 
     def __init__(self, known_ids: Iterable[str] | None = None, max_hold: int = 32) -> None:
-        if isinstance(max_hold, bool) or not isinstance(max_hold, int) or max_hold < 1:
-            raise ValueError(f"max_hold must be a positive int, got {max_hold!r}")
+        if isinstance(max_hold, bool) or not isinstance(max_hold, int) or max_hold < 2:
+            raise ValueError(f"max_hold must be an int >= 2, got {max_hold!r}")
         self._known: frozenset[str] | None = None
         self.set_known_ids(known_ids)
         self._max_hold = max_hold
@@ -128,7 +130,7 @@ class CitationParser:
 
     @property
     def held(self) -> str:
-        """The text currently held back (a possible marker start; at most ``max_hold`` chars)."""
+        """The text currently held back (a possible marker start; shorter than ``max_hold``)."""
         return "".join(self._held)
 
     @property
@@ -227,15 +229,16 @@ class CitationParser:
             if self._held:
                 ch = text[i]
                 step = self._matcher.step(ch)
-                if step is Step.DONE:
+                room = len(self._held) + 1 < self._max_hold
+                if step is Step.DONE and len(self._held) < self._max_hold:
                     self._held = []
                     for raw_id in self._matcher.ids:
                         self._cite(raw_id)
                     i += 1
-                elif step is Step.MORE and len(self._held) < self._max_hold:
+                elif step is Step.MORE and room:
                     self._held.append(ch)
                     i += 1
-                else:  # FAIL, or over max_hold: the opener is literal; re-read ch
+                else:  # FAIL, or no room left: the opener is literal; re-read ch
                     self._release()
                 continue
             if self._run_len:
