@@ -29,8 +29,9 @@ export var WAYS = [
 export function runParser(knownIds, deltas, maxHold) {
   var p = new CitationParser({ knownIds: knownIds, maxHold: maxHold });
   var segs = [];
-  for (var k = 0; k < deltas.length; k++) segs = segs.concat(p.feed(deltas[k]));
-  segs = mergeText(segs.concat(p.close()));
+  for (var k = 0; k < deltas.length; k++) Array.prototype.push.apply(segs, p.feed(deltas[k]));
+  Array.prototype.push.apply(segs, p.close());
+  segs = mergeText(segs);
   return { segments: segs, citations: p.citations, invalid: p.invalid };
 }
 
