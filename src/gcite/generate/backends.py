@@ -1,0 +1,90 @@
+"""The LLM node's backend seam: the :class:`LLMBackend` protocol and :func:`make_backend`.
+
+A backend turns chat ``messages`` (from :func:`gcite.generate.prompt.build_messages`)
+into a stream of text deltas that carry ``[C:N]`` markers (seed §5: the LLM node in
+streaming mode). Two implementations:
+
+- :class:`gcite.generate.openai_backend.OpenAIBackend`: any OpenAI-compatible
+  chat-completions endpoint (DeepSeek, Qwen, Ollama, vLLM, ...), streaming;
+- :class:`gcite.generate.extractive.ExtractiveBackend`: offline, deterministic, picks
+  the chunk sentences that best answer the question (default when no LLM is set).
+
+Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from gcite.config import Settings
+
+
+@dataclass
+class Usage:
+    """Token usage of one generation, filled in by the backend while it streams.
+
+    ``prompt_tokens`` / ``completion_tokens``: as reported by the provider, or estimated
+    (characters / 2 for the prompt, deltas for the completion) when it reports nothing;
+    ``estimated`` says which.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = True
+
+    @property
+    def total_tokens(self) -> int:
+        """``prompt_tokens + completion_tokens``."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """What the pipeline needs from a language model.
+
+    ``name``: reported in ``message_end.metadata.gcite.backend``.
+    ``stream(messages, *, chunks, query, usage=None)``: an async iterator of text
+    deltas (``str``), markers included. ``chunks`` are the merge node's UnifiedChunk
+    list (for backends that work on chunks directly), ``query`` the user question;
+    ``usage``, when given, is filled in as tokens are known. Closing the iterator
+    (``aclose`` / task cancellation) must close the upstream call. Raises ``LLMError``.
+    """
+
+    name: str
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        chunks: Sequence[dict[str, Any]],
+        query: str,
+        usage: Usage | None = None,
+    ) -> AsyncIterator[str]:
+        """Stream the answer as text deltas."""
+        ...
+
+
+def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
+    """A rough prompt size in tokens (characters / 2; Chinese text is ~1-2 chars a token)."""
+    return sum(len(m.get("content") or "") for m in messages) // 2
+
+
+def make_backend(settings: Settings) -> LLMBackend:
+    """The backend the settings ask for.
+
+    ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
+    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key).
+    Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
+    """
+    if settings.llm_base_url:
+        from gcite.generate.openai_backend import OpenAIBackend
+
+        return OpenAIBackend.from_settings(settings)
+    from gcite.generate.extractive import ExtractiveBackend
+
+    return ExtractiveBackend()
+
+
+__all__ = ["LLMBackend", "Usage", "estimate_tokens", "make_backend"]

@@ -1,0 +1,248 @@
+"""The offline extractive backend: answers with the chunk sentences that best match the question.
+
+It follows the seed §5.2 answering rules without a language model: every sentence it
+writes is copied from one merged chunk and ends with that chunk's ``[C:N]`` marker
+(rule 2); chunks that do not match are not used (rule 3); when nothing matches it
+answers exactly "根据现有资料无法确定" with no marker (rule 6).
+
+Scoring is lexical: the question is cut into words with jieba (search mode), question
+words (什么, 怎么, 多少 ...) are dropped, and a sentence's score is the share of the
+question's word weight (word length, in characters) that it contains. Deterministic:
+same chunks and question, same answer, same deltas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gcite.generate.backends import Usage, estimate_tokens
+from gcite.generate.prompt import NO_ANSWER
+
+_STOPWORDS = frozenset(
+    [
+        "什么",
+        "怎么",
+        "怎么样",
+        "怎样",
+        "如何",
+        "哪些",
+        "哪个",
+        "哪里",
+        "哪儿",
+        "多少",
+        "几个",
+        "是否",
+        "是不是",
+        "能否",
+        "可以",
+        "可否",
+        "请问",
+        "一下",
+        "我们",
+        "你们",
+        "他们",
+        "她们",
+        "这个",
+        "那个",
+        "这些",
+        "那些",
+        "为什么",
+        "为何",
+        "需要",
+        "应该",
+        "要求",
+        "有没有",
+        "没有",
+        "有关",
+        "关于",
+        "以及",
+        "或者",
+        "还是",
+        "就是",
+        "自己",
+        "进行",
+        "其中",
+        "时候",
+        "问题",
+        "知道",
+        "告诉",
+        "规定",
+        "情况",
+        "the",
+        "and",
+        "what",
+        "how",
+    ]
+)
+_SENTENCE_RE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]*")
+_END_PUNCT = "。！？!?；;"
+_WORD_RE = re.compile(r"[\w\u4e00-\u9fff]")
+_jieba_lock = threading.Lock()
+
+
+def _cut(text: str) -> list[str]:
+    import jieba
+
+    with _jieba_lock:  # jieba lazily builds its dictionary; not thread-safe on first use
+        jieba.setLogLevel(logging.WARNING)
+        return list(jieba.cut_for_search(text))
+
+
+def query_terms(query: str) -> dict[str, int]:
+    """The question's content words with their weights (length in characters).
+
+    Words shorter than two characters, punctuation and question words are dropped;
+    a question with no such word falls back to its CJK character bigrams.
+    """
+    terms: dict[str, int] = {}
+    for raw in _cut(query):
+        word = raw.strip().lower()
+        if len(word) < 2 or word in _STOPWORDS or not _WORD_RE.search(word):
+            continue
+        terms[word] = len(word)
+    if not terms:
+        cjk = "".join(ch for ch in query if "\u4e00" <= ch <= "\u9fff")
+        for i in range(len(cjk) - 1):
+            terms[cjk[i : i + 2]] = 2
+    return terms
+
+
+def split_sentences(content: str) -> list[str]:
+    """Sentences of a chunk (split after 。！？；!?; and line breaks), headings cleaned."""
+    sentences: list[str] = []
+    for match in _SENTENCE_RE.finditer(content):
+        sentence = match.group(0).strip().lstrip("#").strip()
+        if len(sentence) >= 4:
+            sentences.append(sentence)
+    return sentences
+
+
+def coverage(sentence: str, terms: dict[str, int]) -> float:
+    """Share (0..1) of the question's term weight found in ``sentence``."""
+    total = sum(terms.values())
+    if not total:
+        return 0.0
+    low = sentence.lower()
+    return sum(w for t, w in terms.items() if t in low) / total
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One chosen sentence: its chunk id, the chunk's rank, its position, its score."""
+
+    chunk_id: str
+    rank: int
+    position: int
+    score: float
+    sentence: str
+
+
+def pick_sentences(
+    query: str,
+    chunks: Sequence[dict[str, Any]],
+    *,
+    max_sentences: int = 3,
+    min_score: float = 0.34,
+) -> list[Pick]:
+    """The best-matching sentences, in chunk order then sentence order.
+
+    A sentence qualifies with a score of at least ``min_score`` and at least 60 % of the
+    best score; at most ``max_sentences`` are kept, duplicates dropped. Empty when
+    nothing qualifies.
+    """
+    terms = query_terms(query)
+    scored: list[Pick] = []
+    for rank, chunk in enumerate(chunks):
+        chunk_id = str(chunk.get("id") or "").strip()
+        content = chunk.get("content")
+        if not chunk_id or not isinstance(content, str):
+            continue
+        for position, sentence in enumerate(split_sentences(content)):
+            score = coverage(sentence, terms)
+            if score >= min_score:
+                scored.append(Pick(chunk_id, rank, position, score, sentence))
+    if not scored:
+        return []
+    best = max(p.score for p in scored)
+    scored.sort(key=lambda p: (-p.score, p.rank, p.position))
+    chosen: list[Pick] = []
+    seen: set[str] = set()
+    for pick in scored:
+        if pick.score < 0.6 * best or len(chosen) >= max_sentences:
+            break
+        norm = "".join(pick.sentence.split())
+        if norm in seen:
+            continue
+        seen.add(norm)
+        chosen.append(pick)
+    chosen.sort(key=lambda p: (p.rank, p.position))
+    return chosen
+
+
+def compose_answer(picks: Sequence[Pick]) -> str:
+    """Join the picked sentences, each with ``[C:id]`` before its final punctuation."""
+    if not picks:
+        return NO_ANSWER
+    parts: list[str] = []
+    for pick in picks:
+        body = pick.sentence.rstrip(_END_PUNCT).rstrip()
+        end = pick.sentence[len(body) :].strip()[:1] or "。"
+        if end in ";；":
+            end = "。"
+        parts.append(f"{body}[C:{pick.chunk_id}]{end}")
+    return "".join(parts)
+
+
+class ExtractiveBackend:
+    """Offline backend: :func:`pick_sentences` + :func:`compose_answer`, streamed in deltas.
+
+    ``delta_chars``: characters per delta (markers may be cut across deltas, as real models
+    do). ``name`` is ``"extractive"``.
+    """
+
+    name = "extractive"
+
+    def __init__(self, *, delta_chars: int = 6, max_sentences: int = 3) -> None:
+        self.delta_chars = max(1, delta_chars)
+        self.max_sentences = max_sentences
+
+    def answer(self, query: str, chunks: Sequence[dict[str, Any]]) -> str:
+        """The full answer text (markers included)."""
+        return compose_answer(pick_sentences(query, chunks, max_sentences=self.max_sentences))
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        chunks: Sequence[dict[str, Any]],
+        query: str,
+        usage: Usage | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the answer in ``delta_chars``-sized deltas (never raises on bad chunks)."""
+        text = await asyncio.to_thread(self.answer, query, list(chunks))
+        if usage is not None:
+            usage.prompt_tokens = estimate_tokens(messages)
+            usage.completion_tokens = 0
+            usage.estimated = True
+        for i in range(0, len(text), self.delta_chars):
+            if usage is not None:
+                usage.completion_tokens += 1
+            yield text[i : i + self.delta_chars]
+            await asyncio.sleep(0)
+
+
+__all__ = [
+    "ExtractiveBackend",
+    "Pick",
+    "compose_answer",
+    "coverage",
+    "pick_sentences",
+    "query_terms",
+    "split_sentences",
+]

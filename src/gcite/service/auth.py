@@ -1,0 +1,69 @@
+"""Service API keys: ``Authorization: Bearer <app key>`` -> the caller's roles, server side.
+
+Source: Dify Service API auth (``../shared/reference/dify-protocol.md`` §1.1, 401
+``unauthorized``); platform design §2.1 (roles filter retrieval before the merge node).
+The roles come ONLY from the key's entry in ``settings.app_keys``: request fields
+(``inputs.roles``, ``user``) never widen them. With ``settings.allow_any_key`` (demo
+mode) a listed key still gets its roles, and any other key, or none, is accepted with
+no roles (sees only documents without ``access_roles``).
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from gcite.config import ApiKey, Settings
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the matched key (None in demo mode without a listed key), its roles
+    and the answer-delta event it wants (``message`` or ``text_chunk``)."""
+
+    key: ApiKey | None
+    roles: tuple[str, ...]
+    stream_event: str
+
+
+class AuthError(Exception):
+    """Missing or unknown key; ``message`` is Dify's wording."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def find_key(keys: list[ApiKey], token: str) -> ApiKey | None:
+    """The configured key equal to ``token`` (constant-time comparison), or None."""
+    found: ApiKey | None = None
+    for key in keys:
+        if hmac.compare_digest(key.key.encode(), token.encode()):
+            found = key
+    return found
+
+
+def authenticate(settings: Settings, header: str | None) -> Caller:
+    """Resolve the caller of one request. Raises :class:`AuthError` (-> HTTP 401)."""
+    token = bearer_token(header)
+    key = find_key(settings.app_keys, token) if token else None
+    if key is not None:
+        return Caller(key=key, roles=tuple(key.roles), stream_event=key.stream_event)
+    if settings.allow_any_key:
+        return Caller(key=None, roles=(), stream_event=settings.stream_event)
+    if token is None:
+        raise AuthError("Authorization header must be provided and start with 'Bearer'")
+    raise AuthError("Access token is invalid")
+
+
+__all__ = ["AuthError", "Caller", "authenticate", "bearer_token", "find_key"]
