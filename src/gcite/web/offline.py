@@ -190,6 +190,8 @@ class OfflineWebSource:
 
     def _search_sync(self, query: str, count: int) -> dict[str, Any]:
         try:
+            if not self.folder.is_dir():
+                raise FileNotFoundError("folder is gone")
             index = self._current_index()
         except OSError as exc:
             raise SourceUnavailable(f"无法读取离线网页文件夹 {self.folder}: {exc}") from exc
