@@ -1,0 +1,62 @@
+"""``gcite serve``: run the Dify-compatible chat service with uvicorn.
+
+Settings come from ``--config`` / ``GCITE_CONFIG`` / ``<data_dir>/gcite.toml``, ``GCITE_*``
+environment variables and the flags below (flags win). Without ``llm_base_url`` the
+offline extractive backend answers; set ``GCITE_LLM_BASE_URL``, ``GCITE_LLM_MODEL`` and
+``GCITE_LLM_API_KEY`` for an OpenAI-compatible model. The API is described in
+``docs/api.md``.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from pathlib import Path
+
+import click
+
+from gcite.config import load_settings
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail with one Chinese line when the port is taken (instead of a uvicorn traceback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise click.ClickException(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
+            raise click.ClickException(f"无法监听 {host}:{port}: {exc.strerror}") from exc
+
+
+@click.command("serve")
+@click.option("--host", default=None, help="监听地址（默认 127.0.0.1）")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="监听端口（默认 8000）")
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), default=None, help="数据目录（知识库与会话）"
+)
+@click.option(
+    "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
+)
+def serve(
+    host: str | None, port: int | None, data_dir: Path | None, config_file: Path | None
+) -> None:
+    """启动 Dify 兼容的对话服务（POST /v1/chat-messages，流式 SSE）。"""
+    import uvicorn
+
+    from gcite.service import create_app
+
+    settings = load_settings(
+        {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
+    )
+    _check_port(settings.host, settings.port)
+    app = create_app(settings)
+    backend = app.state.service.backend.name
+    click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
+    if not settings.app_keys and not settings.allow_any_key:
+        click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+
+
+__all__ = ["serve"]
