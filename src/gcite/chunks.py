@@ -117,7 +117,8 @@ def extract_host(url: str) -> str:
 
     ``"https://www.zhihu.com/question/1"`` → ``"zhihu.com"``. A URL given without
     a scheme (``"www.zhihu.com/q/1"``) is read as ``//www.zhihu.com/q/1``. Ports and
-    credentials are dropped. Anything unparsable gives "" (never raises).
+    credentials are dropped. Anything unparsable, or a "host" with whitespace,
+    gives "" (never raises).
     """
     text = url.strip() if isinstance(url, str) else ""
     if not text:
@@ -127,6 +128,8 @@ def extract_host(url: str) -> str:
     try:
         host = urlsplit(text).hostname or ""
     except ValueError:
+        return ""
+    if any(ch.isspace() for ch in host):
         return ""
     if host.startswith("www."):
         host = host[4:]

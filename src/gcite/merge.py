@@ -16,6 +16,7 @@ Standard library only (inlined into the exported Dify Code node).
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, TypedDict, cast
 
 from gcite.chunks import (
@@ -38,8 +39,8 @@ DIFY_MAX_OBJECTS = 30
 DIFY_MAX_STRING_LENGTH = 400_000
 #: Numbers Dify accepts (``CODE_MAX_NUMBER``) and decimal digits it allows (``CODE_MAX_PRECISION``).
 DIFY_MAX_NUMBER = 9_223_372_036_854_775_807
+DIFY_MAX_PRECISION = 20
 DIFY_SCORE_LIMIT = 1e15
-DIFY_SCORE_DIGITS = 10
 
 
 class MergeResult(TypedDict):
@@ -221,8 +222,20 @@ def merge_chunks(
     }
 
 
+def _decimals(number: float) -> int:
+    """Decimal places as Dify counts them: ``Decimal(str(v)).normalize()`` exponent."""
+    exponent = Decimal(str(number)).normalize().as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
 def _fit_score(score: float) -> float:
-    return round(max(-DIFY_SCORE_LIMIT, min(DIFY_SCORE_LIMIT, score)), DIFY_SCORE_DIGITS)
+    """Clamp to ±1e15 and round only as far as needed for ``CODE_MAX_PRECISION`` decimals."""
+    score = max(-DIFY_SCORE_LIMIT, min(DIFY_SCORE_LIMIT, score))
+    digits = DIFY_MAX_PRECISION
+    while _decimals(score) > DIFY_MAX_PRECISION:
+        score = round(score, digits)
+        digits -= 1
+    return score
 
 
 def _cut(text: str, limit: int) -> str:
@@ -248,8 +261,9 @@ def fit_dify_limits(
       has its content cut (ending in "…") when at least its ``[C:N]`` header and
       one character fit, and every later chunk is dropped;
     - every string field of every chunk at most ``max_string_length`` characters;
-    - scores clamped to ±1e15 and rounded to 10 decimals (``CODE_MAX_NUMBER``,
-      ``CODE_MAX_PRECISION``), ``segment_position`` within ``CODE_MAX_NUMBER``.
+    - scores clamped to ±1e15 and, only when they have more than 20 decimal
+      places (``CODE_MAX_PRECISION``, e.g. ``1.2345678901234567e-05``), rounded
+      to fit; ``segment_position`` within ``CODE_MAX_NUMBER``.
 
     The ``content`` in ``chunk_metadata`` is the (possibly cut) text the LLM
     sees, ids stay 1..K, and ``formatted_chunks`` cites exactly the chunks of

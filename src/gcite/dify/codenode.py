@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -135,31 +136,30 @@ def _module_source(module: ModuleType) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def render_code_node(
-    *,
-    max_string_length: int = 400_000,
-    max_web_results: int | None = None,
-    max_objects: int = 30,
-) -> str:
-    """The Dify Code-node file: a header with the node's declarations, then the merge node.
-
-    ``max_string_length``: Dify's ``CODE_MAX_STRING_LENGTH`` (400,000 on 1.x,
-    80,000 on older deployments), at least :data:`MIN_STRING_LENGTH`;
-    ``max_web_results``: the editable ``MAX_WEB_RESULTS`` constant (``None``:
-    no cap; seed Appendix A used 2); ``max_objects``: Dify's
-    ``CODE_MAX_OBJECT_ARRAY_LENGTH`` (30), at least 1.
-
-    Returns the file's text (UTF-8, ends with a newline, deterministic).
-    Raises :class:`ValueError` for a setting out of range, and
-    :class:`RuntimeError` if two inlined modules define the same top-level name
-    (a packaging bug the tests catch).
-    """
+def _check_settings(max_string_length: int, max_web_results: int | None, max_objects: int) -> None:
     if isinstance(max_string_length, bool) or max_string_length < MIN_STRING_LENGTH:
         raise ValueError(f"max_string_length must be >= {MIN_STRING_LENGTH}")
     if isinstance(max_objects, bool) or max_objects < 1:
         raise ValueError("max_objects must be >= 1")
     if max_web_results is not None and (isinstance(max_web_results, bool) or max_web_results < 0):
         raise ValueError("max_web_results must be None or >= 0")
+
+
+def build_code_node(
+    sources: Sequence[tuple[str, str]],
+    *,
+    max_string_length: int = 400_000,
+    max_web_results: int | None = None,
+    max_objects: int = 30,
+) -> str:
+    """Assemble the Code-node file from ``(module name, source)`` pairs, in order.
+
+    The pure core of :func:`render_code_node` (same settings and errors); each
+    source is stripped by :func:`inline_source`. Raises :class:`RuntimeError`
+    when two sources (or a source and the generated part) define the same
+    top-level name, and :class:`SyntaxError` if the result does not compile.
+    """
+    _check_settings(max_string_length, max_web_results, max_objects)
     options = ""
     if max_string_length != 400_000:
         options += f" --max-string-length {max_string_length}"
@@ -177,16 +177,16 @@ def render_code_node(
         )
     ]
     defined: dict[str, str] = dict.fromkeys(NODE_NAMES, "main")
-    for module in INLINED_MODULES:
-        text, names = inline_source(_module_source(module))
+    for module_name, source in sources:
+        text, names = inline_source(source)
         for name in sorted(names):
             if name in defined:
                 raise RuntimeError(
-                    f"{module.__name__} and {defined[name]} both define {name!r}: "
+                    f"{module_name} and {defined[name]} both define {name!r}: "
                     "inlined modules need distinct top-level names"
                 )
-            defined[name] = module.__name__
-        parts.append(f"\n\n# ---- {module.__name__} " + "-" * (60 - len(module.__name__)))
+            defined[name] = module_name
+        parts.append(f"\n\n# ---- {module_name} " + "-" * max(4, 60 - len(module_name)))
         parts.append("\n" + text + "\n")
     parts.append(_MAIN)
     code = "".join(parts)
@@ -194,4 +194,39 @@ def render_code_node(
     return code
 
 
-__all__ = ["INLINED_MODULES", "MIN_STRING_LENGTH", "inline_source", "render_code_node"]
+def render_code_node(
+    *,
+    max_string_length: int = 400_000,
+    max_web_results: int | None = None,
+    max_objects: int = 30,
+) -> str:
+    """The Dify Code-node file: a header with the node's declarations, then the merge node.
+
+    ``max_string_length``: Dify's ``CODE_MAX_STRING_LENGTH`` (400,000 on 1.x,
+    80,000 on older deployments), at least :data:`MIN_STRING_LENGTH`;
+    ``max_web_results``: the editable ``MAX_WEB_RESULTS`` constant (``None``:
+    no cap; seed Appendix A used 2); ``max_objects``: Dify's
+    ``CODE_MAX_OBJECT_ARRAY_LENGTH`` (30), at least 1.
+
+    Returns the file's text (UTF-8, ends with a newline, deterministic):
+    ``def main(rag_chunks: list, web_chunks: list) -> dict`` returning exactly
+    ``formatted_chunks``, ``chunk_count`` and ``chunk_metadata``, equal to
+    :func:`gcite.merge.code_node_outputs` with the same settings.
+    Raises :class:`ValueError` for a setting out of range.
+    """
+    sources = [(module.__name__, _module_source(module)) for module in INLINED_MODULES]
+    return build_code_node(
+        sources,
+        max_string_length=max_string_length,
+        max_web_results=max_web_results,
+        max_objects=max_objects,
+    )
+
+
+__all__ = [
+    "INLINED_MODULES",
+    "MIN_STRING_LENGTH",
+    "build_code_node",
+    "inline_source",
+    "render_code_node",
+]
