@@ -1,0 +1,90 @@
+"""``gcite search QUERY``: role-aware hybrid search, printed or as Dify KR ``result`` JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gcite.config import load_settings
+from gcite.errors import GciteError
+
+
+def _fail(message: str) -> None:
+    """One clear Chinese line on stderr, exit status 1, no traceback."""
+    click.echo(f"错误: {message}", err=True)
+    raise SystemExit(1)
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--role", "roles", multiple=True, help="用户角色（可重复）；不给则不按角色过滤")
+@click.option("--no-roles", is_flag=True, help="以“没有任何角色”的用户身份检索")
+@click.option(
+    "--filter", "filter_json", default=None, help="元数据过滤条件（Dify 格式 JSON，可嵌套）"
+)
+@click.option("--top-k", type=click.IntRange(1, 100), default=None, help="返回条数")
+@click.option("--score-threshold", type=click.FloatRange(0, 1), default=None, help="最低分数 0–1")
+@click.option("--dataset", default=None, help="只在该数据集中检索")
+@click.option("--json", "as_json", is_flag=True, help="输出 Dify 知识检索 result JSON")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="知识库数据目录")
+@click.option(
+    "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
+)
+def search(
+    query: str,
+    roles: tuple[str, ...],
+    no_roles: bool,
+    filter_json: str | None,
+    top_k: int | None,
+    score_threshold: float | None,
+    dataset: str | None,
+    as_json: bool,
+    data_dir: Path | None,
+    config_file: Path | None,
+) -> None:
+    """在知识库中检索（按角色过滤）。"""
+    from gcite.knowledge import open_store
+
+    condition: Any = None
+    if filter_json is not None:
+        try:
+            condition = json.loads(filter_json)
+        except json.JSONDecodeError as exc:
+            _fail(f"--filter 不是有效的 JSON: {exc.msg}（第 {exc.pos} 个字符）")
+        if not isinstance(condition, dict):
+            _fail("--filter 必须是 JSON 对象")
+    try:
+        settings = load_settings(
+            {"data_dir": data_dir, "top_k": top_k, "score_threshold": score_threshold},
+            config_file=config_file,
+        )
+        with open_store(settings) as store:
+            items = store.search(
+                query,
+                dataset=dataset,
+                roles=list(roles) if roles or no_roles else None,
+                condition=condition,
+                top_k=settings.top_k,
+                score_threshold=settings.score_threshold,
+            )
+    except GciteError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(items, ensure_ascii=False, indent=2))
+        return
+    if not items:
+        click.echo("没有找到相关内容")
+        return
+    for item in items:
+        meta = item["metadata"]
+        title = meta["doc_metadata"].get("document_title") or item["title"]
+        click.echo(
+            f"[{meta['position']}] {meta['score']:.3f}  {title}  (第 {meta['segment_position']} 段)"
+        )
+        click.echo("    " + item["content"].replace("\n", "\n    ")[:400])
+
+
+__all__ = ["search"]

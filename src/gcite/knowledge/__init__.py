@@ -1,0 +1,20 @@
+"""The knowledge base: ingestion, hybrid retrieval on Qdrant Edge / Qdrant server, filters.
+
+Public contract (docs/architecture.md)::
+
+    open_store(settings) -> KnowledgeStore
+    KnowledgeStore.search(query, *, dataset=None, roles=None, condition=None,
+                          top_k=5, score_threshold=0.0) -> list[dict]   # Dify KR result items
+    KnowledgeStore.datasets() -> list[str];  KnowledgeStore.close()
+    ingest_paths(paths, *, settings, dataset, manifest=None, progress=False) -> IngestReport
+
+See docs/knowledge-base.md for formats, metadata, filter syntax and configuration.
+"""
+
+from __future__ import annotations
+
+from gcite.knowledge.filters import role_condition
+from gcite.knowledge.ingest import IngestReport, ingest_paths
+from gcite.knowledge.store import KnowledgeStore, open_store
+
+__all__ = ["IngestReport", "KnowledgeStore", "ingest_paths", "open_store", "role_condition"]

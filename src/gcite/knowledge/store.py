@@ -1,0 +1,700 @@
+"""KnowledgeStore: hybrid (dense + BM25, RRF) search on Qdrant Edge or a Qdrant server.
+
+Two backends share everything but the calls into Qdrant:
+
+* :class:`EdgeBackend` - an in-process Qdrant Edge shard (``qdrant-edge-py``)
+  in ``<data_dir>/qdrant``; no server. A shard can be open in one process at
+  a time; inside a process every :func:`open_store` on the same directory
+  shares one handle (reference counted).
+* :class:`ClientBackend` - ``qdrant-client``: a Qdrant server when
+  ``settings.qdrant_url`` is ``http(s)://...``; ``local:<dir>`` selects
+  qdrant-client's local mode (same API, used by the tests) and ``:memory:``
+  an in-memory one. Collection ``gcite``.
+
+Bookkeeping (datasets, documents, content hashes, segment counts, the
+embedder) lives in ``<data_dir>/catalog.json`` for both backends.
+
+Search: one Qdrant query with two prefetches (dense cosine, sparse BM25/IDF),
+fused by RRF (k=60); the payload filter (dataset, roles, metadata condition,
+see :mod:`gcite.knowledge.filters`) is applied inside every stage. The
+reported ``score`` is the RRF score scaled to 0-1 (1.0 = ranked first by both).
+
+Source: issue 4 items 2-5; dify-protocol.md §2 (result items).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gcite.config import Settings
+from gcite.errors import FilterError, StoreError
+from gcite.knowledge.embed import Embedder, make_embedder
+from gcite.knowledge.filters import (
+    ClientModels,
+    EdgeModels,
+    FilterModels,
+    build_filter,
+)
+from gcite.knowledge.results import rank, result_item
+from gcite.knowledge.sparse import Sparse, query_vector
+
+CATALOG_FORMAT = 1
+CATALOG_NAME = "catalog.json"
+SHARD_DIR = "qdrant"
+COLLECTION = "gcite"
+DENSE = "dense"
+SPARSE = "bm25"
+RRF_K = 60
+MAX_TOP_K = 100
+MAX_QUERY_CHARS = 2000
+NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic UUID (string) for ids: dataset, document, segment."""
+    return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
+
+
+@dataclass
+class PointData:
+    """One chunk to store: id (UUID string), dense vector, sparse vector, payload."""
+
+    id: str
+    dense: list[float]
+    sparse: Sparse
+    payload: dict[str, Any]
+
+
+@dataclass
+class Hit:
+    """One raw search hit: fused RRF score and payload."""
+
+    score: float
+    payload: dict[str, Any]
+
+
+class Backend(Protocol):
+    """The Qdrant calls a :class:`KnowledgeStore` needs."""
+
+    models: FilterModels
+
+    def ensure(self, dim: int) -> None: ...
+    def upsert(self, points: Sequence[PointData]) -> None: ...
+    def delete_document(self, document_id: str) -> None: ...
+    def hybrid(
+        self,
+        dense: list[float] | None,
+        sparse: Sparse | None,
+        flt: Any,
+        limit: int,
+        prefetch: int,
+        threshold: float | None,
+    ) -> list[Hit]: ...
+    def count(self) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- Qdrant Edge
+
+
+class EdgeBackend:
+    """Qdrant Edge shard in ``path`` (created by :meth:`ensure` when missing)."""
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        import qdrant_edge as q
+
+        self.q = q
+        self.models: FilterModels = EdgeModels()
+        self.path = path
+        self.shard: Any = None
+        if path.is_dir() and any(path.iterdir()):
+            try:
+                self.shard = q.EdgeShard.load(str(path))
+            except Exception as exc:  # the binding raises plain Exception
+                raise _edge_error(path, exc) from exc
+        elif not create:
+            raise StoreError(f"知识库数据损坏: 缺少向量库目录 {path}，请重新运行 gcite ingest")
+
+    def ensure(self, dim: int) -> None:
+        if self.shard is not None:
+            return
+        q = self.q
+        config = q.EdgeConfig(
+            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+            sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+        )
+        try:
+            self.shard = q.EdgeShard.create(str(self.path), config)
+        except Exception as exc:
+            raise _edge_error(self.path, exc) from exc
+
+    def _shard(self) -> Any:
+        if self.shard is None:
+            raise StoreError("知识库为空: 尚未导入任何文档")
+        return self.shard
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        q = self.q
+        items = [
+            q.Point(
+                p.id,
+                {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse.indices, p.sparse.values)},
+                p.payload,
+            )
+            for p in points
+        ]
+        if items:
+            self._shard().update(q.UpdateOperation.upsert_points(items))
+
+    def delete_document(self, document_id: str) -> None:
+        if self.shard is None:
+            return
+        flt = self.q.Filter(must=[self.models.match_value("document_id", document_id)])
+        self.shard.update(self.q.UpdateOperation.delete_points_by_filter(flt))
+
+    def hybrid(
+        self,
+        dense: list[float] | None,
+        sparse: Sparse | None,
+        flt: Any,
+        limit: int,
+        prefetch: int,
+        threshold: float | None,
+    ) -> list[Hit]:
+        q = self.q
+        stages = []
+        if dense is not None:
+            stages.append(
+                q.Prefetch(limit=prefetch, query=q.Query.Nearest(dense, using=DENSE), filter=flt)
+            )
+        if sparse is not None and sparse.indices:
+            vector = q.SparseVector(sparse.indices, sparse.values)
+            stages.append(
+                q.Prefetch(limit=prefetch, query=q.Query.Nearest(vector, using=SPARSE), filter=flt)
+            )
+        if not stages:
+            return []
+        request = q.QueryRequest(
+            limit=limit,
+            prefetches=stages,
+            query=q.Fusion.Rrf(k=RRF_K),
+            filter=flt,
+            with_payload=True,
+            score_threshold=threshold,
+        )
+        try:
+            points = self._shard().query(request)
+        except Exception as exc:
+            raise StoreError(f"知识库查询失败: {exc}") from exc
+        return [Hit(_rrf_scale(p.score, len(stages)), dict(p.payload or {})) for p in points]
+
+    def count(self) -> int:
+        return 0 if self.shard is None else int(self.shard.info().points_count)
+
+    def flush(self) -> None:
+        if self.shard is not None:
+            self.shard.flush()
+
+    def close(self) -> None:
+        if self.shard is not None:
+            with contextlib.suppress(Exception):
+                self.shard.flush()
+            self.shard.close()
+            self.shard = None
+
+
+def _edge_error(path: Path, exc: Exception) -> StoreError:
+    text = str(exc)
+    if "WouldBlock" in text or "lock" in text.lower():
+        return StoreError(
+            f"知识库 {path} 正被另一个进程使用（Qdrant Edge 同一时间只允许一个进程打开），"
+            "请先停止该进程，或配置 qdrant_url 使用 Qdrant 服务器"
+        )
+    return StoreError(f"知识库数据损坏，无法打开 {path}: {text}")
+
+
+def _rrf_scale(score: float, stages: int) -> float:
+    """RRF score (sum of 1/(k+rank), rank from 0) -> 0-1 (1.0 = first in every stage)."""
+    return min(1.0, max(0.0, float(score) * RRF_K / max(stages, 1)))
+
+
+# --------------------------------------------------------------------------- qdrant-client
+
+
+class ClientBackend:
+    """``qdrant-client`` on a server URL, ``local:<dir>`` or ``:memory:``."""
+
+    def __init__(self, url: str, api_key: str = "", *, create: bool) -> None:
+        from qdrant_client import QdrantClient, models
+
+        self.m = models
+        self.models: FilterModels = ClientModels()
+        self.url = url
+        try:
+            if url.startswith("local:"):
+                local = Path(url[len("local:") :]).expanduser()
+                if not create and not local.exists():
+                    raise StoreError(f"知识库目录不存在: {local}，请先运行 gcite ingest")
+                self.client = QdrantClient(path=str(local))
+            elif url == ":memory:":
+                self.client = QdrantClient(location=":memory:")
+            else:
+                self.client = QdrantClient(url=url, api_key=api_key or None, timeout=10)
+            self._ready = self.client.collection_exists(COLLECTION)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"无法连接 Qdrant ({url}): {exc}") from exc
+
+    def ensure(self, dim: int) -> None:
+        if self._ready:
+            return
+        m = self.m
+        try:
+            self.client.create_collection(
+                COLLECTION,
+                vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            )
+            for key in ("dataset_name", "document_id"):
+                self.client.create_payload_index(COLLECTION, key, m.PayloadSchemaType.KEYWORD)
+        except Exception as exc:
+            raise StoreError(f"无法在 Qdrant 中创建集合 {COLLECTION}: {exc}") from exc
+        self._ready = True
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        m = self.m
+        items = [
+            m.PointStruct(
+                id=p.id,
+                vector={
+                    DENSE: p.dense,
+                    SPARSE: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
+                },
+                payload=p.payload,
+            )
+            for p in points
+        ]
+        if items:
+            self._call(lambda: self.client.upsert(COLLECTION, items, wait=True))
+
+    def delete_document(self, document_id: str) -> None:
+        if not self._ready:
+            return
+        flt = self.m.Filter(must=[self.models.match_value("document_id", document_id)])
+        selector = self.m.FilterSelector(filter=flt)
+        self._call(lambda: self.client.delete(COLLECTION, points_selector=selector, wait=True))
+
+    def hybrid(
+        self,
+        dense: list[float] | None,
+        sparse: Sparse | None,
+        flt: Any,
+        limit: int,
+        prefetch: int,
+        threshold: float | None,
+    ) -> list[Hit]:
+        if not self._ready:
+            raise StoreError("知识库为空: 尚未导入任何文档")
+        m = self.m
+        stages = []
+        if dense is not None:
+            stages.append(m.Prefetch(query=dense, using=DENSE, limit=prefetch, filter=flt))
+        if sparse is not None and sparse.indices:
+            vector = m.SparseVector(indices=sparse.indices, values=sparse.values)
+            stages.append(m.Prefetch(query=vector, using=SPARSE, limit=prefetch, filter=flt))
+        if not stages:
+            return []
+        response = self._call(
+            lambda: self.client.query_points(
+                COLLECTION,
+                prefetch=stages,
+                query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)),
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+                score_threshold=threshold,
+            )
+        )
+        return [
+            Hit(_rrf_scale(p.score, len(stages)), dict(p.payload or {})) for p in response.points
+        ]
+
+    def count(self) -> int:
+        if not self._ready:
+            return 0
+        return int(self._call(lambda: self.client.count(COLLECTION, exact=True)).count)
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close()
+
+    def _call(self, fn: Any) -> Any:
+        try:
+            return fn()
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"Qdrant 请求失败 ({self.url}): {exc}") from exc
+
+
+# --------------------------------------------------------------------------- catalog
+
+
+@dataclass
+class Catalog:
+    """Dataset bookkeeping persisted as ``<data_dir>/catalog.json``.
+
+    ``datasets[name] = {"dataset_id", "array_fields": [...],
+    "documents": {document_id: {"path", "root", "name", "hash", "segments"}}}``.
+    """
+
+    path: Path
+    embedder: str = ""
+    dim: int = 0
+    datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> Catalog:
+        """Read the catalog; raises :class:`StoreError` when it is unreadable or malformed."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(f"知识库数据损坏: 无法读取 {path}: {exc}") from exc
+        if (
+            not isinstance(raw, dict)
+            or raw.get("format") != CATALOG_FORMAT
+            or not isinstance(raw.get("datasets"), dict)
+        ):
+            raise StoreError(f"知识库数据损坏: {path} 不是 gcite 知识库目录文件")
+        return cls(path, str(raw.get("embedder", "")), int(raw.get("dim", 0)), raw["datasets"])
+
+    def save(self) -> None:
+        """Write atomically (temporary file + rename)."""
+        data = {
+            "format": CATALOG_FORMAT,
+            "embedder": self.embedder,
+            "dim": self.dim,
+            "datasets": self.datasets,
+        }
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def dataset(self, name: str) -> dict[str, Any]:
+        """The entry of ``name``, created when missing."""
+        entry = self.datasets.setdefault(
+            name, {"dataset_id": stable_id("dataset", name), "array_fields": [], "documents": {}}
+        )
+        return entry
+
+    def array_fields(self) -> frozenset[str]:
+        """Names of list-valued metadata fields over all datasets."""
+        return frozenset(f for d in self.datasets.values() for f in d.get("array_fields", []))
+
+
+# --------------------------------------------------------------------------- the store
+
+
+@dataclass
+class _Handle:
+    backend: Backend
+    catalog: Catalog
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    refs: int = 0
+
+
+_handles: dict[str, _Handle] = {}
+_handles_lock = threading.Lock()
+
+
+def _embedder_name(settings: Settings) -> str:
+    if settings.embed_backend == "openai":
+        return f"openai:{settings.embed_model}"
+    return settings.embed_backend
+
+
+class KnowledgeStore:
+    """Search (and, for ingestion, write) one knowledge base.
+
+    Get one with :func:`open_store`; call :meth:`close` when done (it is also a
+    context manager). Thread-safe: one lock per data directory.
+    """
+
+    def __init__(self, settings: Settings, handle: _Handle, key: str) -> None:
+        self.settings = settings
+        self._handle = handle
+        self._key = key
+        self._closed = False
+        self._embedder: Embedder | None = None
+
+    # -- public contract ---------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        dataset: str | None = None,
+        roles: Sequence[str] | None = None,
+        condition: dict[str, Any] | None = None,
+        top_k: int = 5,
+        score_threshold: float = 0.0,
+    ) -> list[dict[str, Any]]:
+        """Hybrid search -> Dify KR ``result`` items (see :mod:`gcite.knowledge.results`).
+
+        ``roles=None``: no role filter (trusted internal callers); ``roles=[]``: a
+        user without roles (sees only documents without ``access_roles``).
+        ``condition``: Dify condition with nested groups (:mod:`gcite.knowledge.filters`).
+        ``top_k`` is clamped to 1-100, ``score_threshold`` to 0-1 (scaled RRF score).
+        A blank query returns ``[]``; a query is cut to 2000 characters.
+        Raises :class:`FilterError` (malformed condition/roles, unknown dataset)
+        or :class:`StoreError` (store unusable).
+        """
+        hits = self.hits(
+            query,
+            dataset=dataset,
+            roles=roles,
+            condition=condition,
+            top_k=top_k,
+            score_threshold=score_threshold,
+        )
+        return rank([result_item(h.payload, h.score) for h in hits])
+
+    def hits(
+        self,
+        query: str,
+        *,
+        dataset: str | None = None,
+        roles: Sequence[str] | None = None,
+        condition: dict[str, Any] | None = None,
+        top_k: int = 5,
+        score_threshold: float = 0.0,
+        mode: str = "hybrid",
+    ) -> list[Hit]:
+        """Raw hits (scaled score + full payload) behind :meth:`search`.
+
+        ``mode``: ``"hybrid"`` (dense + BM25, RRF), ``"dense"`` or ``"sparse"``
+        (one retriever, still scored by RRF rank; used by the benchmarks).
+        Same arguments and errors as :meth:`search`.
+        """
+        self._check_open()
+        if not isinstance(query, str):
+            raise FilterError(f"query 必须是字符串，得到 {type(query).__name__}")
+        if roles is not None and (
+            isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
+        ):
+            raise FilterError("roles 必须是字符串列表")
+        if mode not in {"hybrid", "dense", "sparse"}:
+            raise ValueError(f"unknown search mode {mode!r}")
+        text = query.strip()[:MAX_QUERY_CHARS]
+        catalog = self._handle.catalog
+        flt = build_filter(
+            self._handle.backend.models,
+            dataset=dataset,
+            roles=roles,
+            condition=condition,
+            array_fields=catalog.array_fields(),
+        )
+        if dataset is not None and dataset not in catalog.datasets:
+            known = ", ".join(self.datasets())
+            raise StoreError(f"知识库中没有数据集 {dataset!r}（现有: {known}）")
+        if not text:
+            return []
+        limit = min(max(int(top_k), 1), MAX_TOP_K)
+        threshold = min(max(float(score_threshold), 0.0), 1.0)
+        dense = None
+        if mode != "sparse":
+            dense = [float(x) for x in self.embedder().embed_query(text)]
+        sparse = query_vector(text) if mode != "dense" else None
+        stages = (dense is not None) + bool(sparse is not None and sparse.indices)
+        raw_threshold = threshold * stages / RRF_K if threshold > 0 and stages else None
+        with self._handle.lock:
+            hits = self._handle.backend.hybrid(
+                dense, sparse, flt, limit, max(limit * 4, 40), raw_threshold
+            )
+        return [h for h in hits if h.score >= threshold]
+
+    def datasets(self) -> list[str]:
+        """Names of the datasets in this store, sorted."""
+        self._check_open()
+        return sorted(self._handle.catalog.datasets)
+
+    def close(self) -> None:
+        """Release this store (the shared shard closes with the last user). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with _handles_lock:
+            self._handle.refs -= 1
+            if self._handle.refs <= 0:
+                _handles.pop(self._key, None)
+                with self._handle.lock:
+                    self._handle.backend.close()
+
+    def __enter__(self) -> KnowledgeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- used by ingestion -------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        """The dataset bookkeeping (shared by every store on this data dir)."""
+        return self._handle.catalog
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The data directory's lock (hold it around read-modify-write sequences)."""
+        return self._handle.lock
+
+    def embedder(self) -> Embedder:
+        """The configured embedder; raises :class:`StoreError` if it differs from the stored one."""
+        if self._embedder is None:
+            expected = self._handle.catalog.embedder
+            name = _embedder_name(self.settings)
+            if expected and expected != name:
+                raise StoreError(
+                    f"知识库是用嵌入模型 {expected} 构建的，当前配置为 {name}；"
+                    "请改回配置或在新的数据目录重新导入"
+                )
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
+        """Replace all points of ``document_id`` by ``points`` (catalog untouched)."""
+        self._check_open()
+        embedder = self.embedder()
+        with self._handle.lock:
+            catalog = self._handle.catalog
+            if not catalog.embedder:
+                catalog.embedder, catalog.dim = embedder.name, embedder.dim
+            self._handle.backend.ensure(catalog.dim)
+            self._handle.backend.delete_document(document_id)
+            for start in range(0, len(points), 256):
+                self._handle.backend.upsert(points[start : start + 256])
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove every point of ``document_id``."""
+        self._check_open()
+        with self._handle.lock:
+            self._handle.backend.delete_document(document_id)
+
+    def save(self) -> None:
+        """Flush the shard and write the catalog."""
+        with self._handle.lock:
+            self._handle.backend.flush()
+            self._handle.catalog.save()
+
+    def count(self) -> int:
+        """Number of stored chunks."""
+        with self._handle.lock:
+            return self._handle.backend.count()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("知识库已关闭")
+
+
+def open_store(settings: Settings, *, create: bool = False) -> KnowledgeStore:
+    """Open the knowledge base of ``settings``.
+
+    Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.qdrant_url``
+    is set. ``create=False`` (search): a missing or corrupt data dir raises
+    :class:`StoreError` with a clear message; ``create=True`` (ingestion)
+    creates it. Handles are shared per data directory within a process.
+    """
+    data_dir = Path(settings.data_dir).expanduser().resolve()
+    catalog_path = data_dir / CATALOG_NAME
+    if not create:
+        if not data_dir.is_dir():
+            raise StoreError(f"知识库数据目录不存在: {data_dir}（请先运行 gcite ingest 导入文档）")
+        if not catalog_path.is_file():
+            raise StoreError(
+                f"知识库数据目录 {data_dir} 中没有 {CATALOG_NAME}: 目录不是 gcite 知识库或已损坏"
+                "（请先运行 gcite ingest）"
+            )
+    key = f"{data_dir}|{settings.qdrant_url}"
+    with _handles_lock:
+        handle = _handles.get(key)
+        if handle is None:
+            if create:
+                try:
+                    data_dir.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"无法创建知识库数据目录 {data_dir}: {exc}") from exc
+            catalog = (
+                Catalog.load(catalog_path) if catalog_path.is_file() else Catalog(catalog_path)
+            )
+            backend: Backend
+            if settings.qdrant_url:
+                backend = ClientBackend(settings.qdrant_url, settings.qdrant_api_key, create=create)
+            else:
+                shard_dir = data_dir / SHARD_DIR
+                if not create and catalog.datasets and not shard_dir.is_dir():
+                    raise StoreError(
+                        f"知识库数据损坏: 缺少向量库目录 {shard_dir}，请重新运行 gcite ingest"
+                    )
+                backend = EdgeBackend(shard_dir, create=create or not catalog.datasets)
+            handle = _Handle(backend, catalog)
+            _handles[key] = handle
+        handle.refs += 1
+    return KnowledgeStore(settings, handle, key)
+
+
+def payload_of(
+    *,
+    dataset: Mapping[str, Any],
+    dataset_name: str,
+    document_id: str,
+    document_name: str,
+    segment_id: str,
+    position: int,
+    content: str,
+    content_hash: str,
+    articles: Sequence[str],
+    doc_metadata: Mapping[str, Any],
+    lookups: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The stored payload of one chunk (everything :mod:`results` and the filters read)."""
+    return {
+        "dataset_name": dataset_name,
+        "dataset_id": dataset["dataset_id"],
+        "document_id": document_id,
+        "document_name": document_name,
+        "segment_id": segment_id,
+        "segment_position": position,
+        "content": content,
+        "content_hash": content_hash,
+        "word_count": len(content),
+        "articles": list(articles),
+        "doc_metadata": dict(doc_metadata),
+        **lookups,
+    }
+
+
+__all__ = [
+    "Backend",
+    "Catalog",
+    "ClientBackend",
+    "EdgeBackend",
+    "Hit",
+    "KnowledgeStore",
+    "PointData",
+    "open_store",
+    "payload_of",
+    "stable_id",
+]
