@@ -13,7 +13,6 @@ its top-level names must not clash with those of :mod:`gcite.envelopes` and
 from __future__ import annotations
 
 import datetime
-import email.utils
 import math
 import re
 from typing import Any, TypedDict
@@ -138,6 +137,8 @@ def extract_host(url: str) -> str:
 
 _DATE_YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})")
 _DATE_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})")
+_DATE_RFC2822 = re.compile(r"(?<!\d)(\d{1,2})\s+([A-Za-z]{3})[a-z]*\.?\s+(\d{4})(?!\d)")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
 def _valid_ymd(year: str, month: str, day: str) -> str:
@@ -152,7 +153,8 @@ def normalize_date(raw: Any) -> str:
 
     Accepts ISO dates and date-times (``2024-07-22T17:54:38+08:00``, Baidu's
     ``2026-05-27 12:35:55``), ``2025/08/12``, ``2025.8.12``, ``2025年8月12日``,
-    ``20250812`` and RFC 2822 (``Mon, 25 Nov 2024 14:32:00 GMT``, Tavily news).
+    ``20250812`` and RFC 2822 (``Mon, 25 Nov 2024 14:32:00 GMT``, Tavily news;
+    also ``25 November 2024``).
     The calendar date is taken as written, with no time-zone conversion: Bocha's
     ``dateLastCrawled`` is local (UTC+8) time despite its ``Z`` suffix
     (dify-protocol.md §6). Impossible dates (``2025-02-30``) give "".
@@ -166,11 +168,11 @@ def normalize_date(raw: Any) -> str:
     match = _DATE_COMPACT.fullmatch(text)
     if match:
         return _valid_ymd(*match.groups())
-    try:
-        parsed = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return ""
-    return parsed.date().isoformat()
+    match = _DATE_RFC2822.search(text)
+    if match and match.group(2).lower() in _MONTHS:
+        month = _MONTHS.index(match.group(2).lower()) + 1
+        return _valid_ymd(match.group(3), str(month), match.group(1))
+    return ""
 
 
 def display_subtitle(site_name: str, url: str, published_date: str) -> str:

@@ -3,9 +3,11 @@
 The file is built from the sources of :mod:`gcite.chunks`,
 :mod:`gcite.envelopes` and :mod:`gcite.merge` (standard library only), with
 their ``from __future__`` / ``from gcite...`` imports, docstrings and
-``__all__`` removed, followed by a ``main(rag_chunks, web_chunks) -> dict``
-that returns exactly the node's three declared outputs (Dify rejects extra or
-missing keys: dify-protocol.md §4). What ``main`` returns equals
+``__all__`` removed (no ``from __future__`` in the file: a sandbox may run it
+after a prelude of its own, and the annotations are valid on Python 3.10+),
+followed by a ``main(rag_chunks, web_chunks) -> dict`` that returns exactly
+the node's three declared outputs (Dify rejects extra or missing keys:
+dify-protocol.md §4). What ``main`` returns equals
 :func:`gcite.merge.code_node_outputs` with the same settings; the parity test
 runs the file in a bare interpreter to prove it.
 
@@ -52,8 +54,6 @@ _HEADER = """\
 # （CODE_MAX_STRING_LENGTH，Dify 1.x 默认 400000，较旧的部署为 80000，可用
 #  --max-string-length 80000 重新生成）。超出时按排序从末尾丢弃 chunk、截断正文，
 # formatted_chunks 只引用 chunk_metadata 中存在的 chunk。
-
-from __future__ import annotations
 
 # Web 结果最多保留条数（按排序取前 N 条）；None 表示不限制。
 # 附录 A 的做法：搜索工具的 Top-K 不生效时设为 2 等小值。

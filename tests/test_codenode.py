@@ -1,0 +1,370 @@
+"""The exported Dify Code node: self-contained, Dify-valid outputs, parity with the library, CLI."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gcite.cli import cli
+from gcite.dify.codenode import build_code_node, inline_source, render_code_node
+from gcite.merge import code_node_outputs
+
+FIXTURES = Path(__file__).parent / "fixtures" / "merge"
+FIXTURE_NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))
+
+
+def fixture_inputs(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))["inputs"]
+    return data
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+# -- bare interpreters ---------------------------------------------------------------------------
+
+
+@cache
+def bare_pythons() -> tuple[str, ...]:
+    """Interpreters outside the venv (gcite not installed), Python 3.10+, one per version."""
+    candidates = [getattr(sys, "_base_executable", ""), "/usr/bin/python3"]
+    candidates += [shutil.which(f"python3.{minor}") or "" for minor in range(10, 15)]
+    base = Path(candidates[0] or sys.executable).resolve()
+    if len(base.parents) > 2:  # sibling installations, e.g. pyenv's versions/*/bin/python3
+        candidates += sorted(str(p) for p in base.parents[2].glob("*/bin/python3"))
+    found: dict[str, str] = {}
+    for exe in candidates:
+        if not exe or not Path(exe).exists():
+            continue
+        probe = subprocess.run(
+            [exe, "-I", "-c", "import sys, importlib.util as u; "
+             "print('%d.%d' % sys.version_info[:2], u.find_spec('gcite') is None)"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if probe.returncode != 0:
+            continue
+        version, isolated = probe.stdout.split()
+        if isolated == "True" and tuple(map(int, version.split("."))) >= (3, 10):
+            found.setdefault(version, exe)
+    return tuple(found[v] for v in sorted(found))
+
+
+def first_bare_python() -> str:
+    pythons = bare_pythons()
+    if not pythons:
+        pytest.skip("no Python 3.10+ outside the virtualenv to run the exported node")
+    return pythons[0]
+
+
+# The harness plays Dify's sandbox: each case gets a fresh namespace with the node's code.
+HARNESS = """
+import importlib.util, json, sys
+assert importlib.util.find_spec("gcite") is None, "gcite must not be importable"
+code = open(sys.argv[1], encoding="utf-8").read()
+cases = json.load(open(sys.argv[2], encoding="utf-8"))
+for inputs in cases:
+    namespace = {"__name__": "__main__"}
+    exec(compile(code, "node.py", "exec"), namespace)
+    out = namespace["main"](**inputs)
+    assert sorted(out) == ["chunk_count", "chunk_metadata", "formatted_chunks"], sorted(out)
+    sys.stdout.write(json.dumps(out, sort_keys=True, ensure_ascii=False) + "\\n")
+"""
+
+
+def run_exported(python: str, code: str, cases: list[dict[str, Any]], tmp_path: Path) -> list[str]:
+    node = tmp_path / "node.py"
+    node.write_text(code, encoding="utf-8")
+    cases_file = tmp_path / "cases.json"
+    cases_file.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
+    harness = tmp_path / "harness.py"
+    harness.write_text(HARNESS, encoding="utf-8")
+    done = subprocess.run(
+        [python, "-I", str(harness), str(node), str(cases_file)],
+        capture_output=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    return done.stdout.decode("utf-8").splitlines()
+
+
+def generated_cases() -> list[dict[str, Any]]:
+    """Inputs no fixture file holds: 10,000 chunks, and more than Dify's limits allow."""
+    rng = random.Random(7)
+    rag = [
+        {"metadata": {"score": rng.random(), "dataset_name": "压测库"}, "content": f"片段{i}"}
+        for i in range(5000)
+    ]
+    web = [
+        {"url": f"https://e{i}.example.com/", "snippet": f"网页{i}", "score": str(rng.random())}
+        for i in range(5000)
+    ]
+    long_rag = [
+        {"metadata": {"score": 1 - i / 50}, "content": chr(0x4E00 + i) * 30_000} for i in range(8)
+    ]
+    tiny = [{"content": "x", "metadata": {"score": 1.2345678901234567e-05}}]
+    return [
+        {"rag_chunks": rag, "web_chunks": [{"references": web, "request_id": "big"}]},
+        {"rag_chunks": long_rag, "web_chunks": web[:40]},
+        {"rag_chunks": tiny, "web_chunks": None},
+    ]
+
+
+SETTINGS = [
+    {},
+    {"max_web_results": 2, "max_string_length": 80_000},
+    {"max_web_results": 0, "max_objects": 5, "max_string_length": 1_000},
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=["default", "old-dify", "tight"])
+def test_parity_with_the_library_on_every_fixture(settings: dict[str, Any], tmp_path: Path) -> None:
+    python = first_bare_python()
+    cases = [fixture_inputs(name) for name in FIXTURE_NAMES] + generated_cases()
+    got = run_exported(python, render_code_node(**settings), cases, tmp_path)
+    assert len(got) == len(cases)
+    for label, line, inputs in zip(
+        [*FIXTURE_NAMES, "10k", "over", "tiny"], got, cases, strict=True
+    ):
+        expected = canonical(code_node_outputs(**inputs, **settings))
+        assert line == expected, label
+
+
+def test_every_available_python_gives_the_same_bytes(tmp_path: Path) -> None:
+    pythons = bare_pythons()
+    if len(pythons) < 2:
+        pytest.skip("only one Python 3.10+ interpreter outside the virtualenv")
+    cases = [fixture_inputs(name) for name in FIXTURE_NAMES]
+    code = render_code_node(max_web_results=3)
+    expected = [canonical(code_node_outputs(**c, max_web_results=3)) for c in cases]
+    for index, python in enumerate(pythons):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        assert run_exported(python, code, cases, folder) == expected, python
+
+
+# -- Dify's own runner and validation -------------------------------------------------------------
+
+
+def dify_runner_script(code: str, inputs: dict[str, Any]) -> str:
+    """What Dify's python3 transformer sends to the sandbox (dify-protocol.md §4)."""
+    encoded = base64.b64encode(json.dumps(inputs, ensure_ascii=False).encode("utf-8")).decode()
+    return (
+        f"{code}\n\nimport json\nfrom base64 import b64decode\n\n"
+        f"inputs_obj = json.loads(b64decode('{encoded}').decode('utf-8'))\n\n"
+        "output_obj = main(**inputs_obj)\n\n"
+        "output_json = json.dumps(output_obj, indent=4)\n"
+        "result = f'''<<RESULT>>{output_json}<<RESULT>>'''\n"
+        "print(result)\n"
+    )
+
+
+def dify_validate(outputs: dict[str, Any], max_string_length: int) -> None:
+    """Dify's CodeNode._transform_result checks for our declared outputs (dify-protocol.md §4)."""
+    declared = {"formatted_chunks": str, "chunk_count": int, "chunk_metadata": list}
+    for name in declared:
+        assert name in outputs, f"Output {name} is missing."
+    assert len(outputs) == len(declared), "Not all output parameters are validated."
+
+    def check(value: Any, depth: int) -> None:
+        assert depth <= 5, "Depth limit 5 reached, object too deep."
+        if isinstance(value, str):
+            assert len(value) <= max_string_length
+        elif isinstance(value, bool) or value is None:
+            pass
+        elif isinstance(value, int | float):
+            assert -9223372036854775807 <= value <= 9223372036854775807
+            if isinstance(value, float):
+                exponent = Decimal(str(value)).normalize().as_tuple().exponent
+                assert not isinstance(exponent, int) or -exponent <= 20
+        elif isinstance(value, dict):
+            for item in value.values():
+                check(item, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                check(item, depth + 1)
+        else:
+            raise AssertionError(f"unsupported output type {type(value)}")
+
+    for name, kind in declared.items():
+        assert isinstance(outputs[name], kind), name
+        check(outputs[name], 1)
+    assert len(outputs["chunk_metadata"]) <= 30
+    assert all(isinstance(item, dict) for item in outputs["chunk_metadata"])
+
+
+@pytest.mark.parametrize(
+    ("case", "max_string_length"),
+    [("mobile_2_1.json", 400_000), ("over", 80_000), ("10k", 400_000), ("tiny", 400_000)],
+)
+def test_dify_runner_accepts_the_outputs(case: str, max_string_length: int, tmp_path: Path) -> None:
+    python = first_bare_python()
+    generated = dict(zip(["10k", "over", "tiny"], generated_cases(), strict=True))
+    inputs = generated[case] if case in generated else fixture_inputs(case)
+    code = render_code_node(max_string_length=max_string_length)
+    script = tmp_path / "runner.py"
+    # A prelude before the code, as a sandbox may add, must not break it (no __future__ import).
+    script.write_text("import os\n" + dify_runner_script(code, inputs), encoding="utf-8")
+    done = subprocess.run(
+        [python, "-I", str(script)], capture_output=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    stdout = done.stdout.decode("utf-8")
+    outputs = json.loads(stdout.split("<<RESULT>>")[1])
+    dify_validate(outputs, max_string_length)
+    expected = code_node_outputs(**inputs, max_string_length=max_string_length)
+    assert canonical(outputs) == canonical(expected)
+
+
+# -- the file itself ------------------------------------------------------------------------------
+
+
+def test_header_states_the_declarations_and_settings() -> None:
+    code = render_code_node(max_string_length=80_000, max_web_results=2)
+    header = code.split("def ", 1)[0]
+    for line in (
+        "rag_chunks   ← 知识检索节点 / result",
+        "web_chunks   ← 网页搜索工具节点 / json",
+        "formatted_chunks   String",
+        "chunk_count        Number",
+        "chunk_metadata     Array[Object]",
+        "gcite export dify-node --max-string-length 80000 --max-web-results 2",
+        "MAX_WEB_RESULTS = 2\n",
+        "MAX_OBJECTS = 30\n",
+        "MAX_STRING_LENGTH = 80000\n",
+    ):
+        assert line in header, line
+    assert "def main(rag_chunks: list, web_chunks: list) -> dict:" in code
+    assert "MAX_WEB_RESULTS = None\n" in render_code_node()
+
+
+def test_file_is_self_contained_and_deterministic() -> None:
+    code = render_code_node()
+    assert code == render_code_node()
+    assert code.endswith("\n")
+    assert "from gcite" not in code and "import gcite" not in code
+    assert "__future__" not in code
+    imported = {
+        line.split()[1].split(".")[0]
+        for line in code.splitlines()
+        if line.startswith(("import ", "from "))
+    }
+    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+
+
+def test_editing_the_constant_in_the_file_changes_the_cap(tmp_path: Path) -> None:
+    python = first_bare_python()
+    code = render_code_node().replace("MAX_WEB_RESULTS = None\n", "MAX_WEB_RESULTS = 1\n")
+    inputs = fixture_inputs("mobile_2_1.json")
+    (line,) = run_exported(python, code, [inputs], tmp_path)
+    assert line == canonical(code_node_outputs(**inputs, max_web_results=1))
+    assert json.loads(line)["chunk_count"] == 6
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_string_length": 99},
+        {"max_objects": 0},
+        {"max_web_results": -1},
+        {"max_string_length": True},
+    ],
+)
+def test_out_of_range_settings_are_refused(settings: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        render_code_node(**settings)
+
+
+def test_inline_source_strips_gcite_imports_docstring_and_all() -> None:
+    source = '''"""Doc."""
+
+from __future__ import annotations
+
+import re
+from gcite.chunks import (
+    as_text,
+    extract_host,
+)
+import gcite.envelopes
+
+# a comment that stays
+VALUE = re.compile("x")  # stays
+
+
+def helper() -> str:
+    """Kept."""
+    return "ok"
+
+
+__all__ = ["VALUE", "helper"]
+'''
+    text, names = inline_source(source)
+    assert names == {"VALUE", "helper"}
+    assert "gcite" not in text and "__future__" not in text and "__all__" not in text
+    assert "Doc." not in text and '"""Kept."""' in text
+    assert "# a comment that stays" in text and "import re" in text
+
+
+def test_clashing_names_are_refused() -> None:
+    sources = [("gcite.a", "def helper():\n    return 1\n"), ("gcite.b", "helper = 2\n")]
+    with pytest.raises(RuntimeError, match="helper"):
+        build_code_node(sources)
+    with pytest.raises(RuntimeError, match="main"):
+        build_code_node([("gcite.a", "def main():\n    pass\n")])
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+
+def test_cli_prints_the_node_to_stdout() -> None:
+    result = CliRunner().invoke(cli, ["export", "dify-node", "--max-web-results", "2"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == render_code_node(max_web_results=2)
+
+
+def test_cli_writes_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "merge_node.py"
+    result = CliRunner().invoke(
+        cli, ["export", "dify-node", "-o", str(target), "--max-string-length", "80000"]
+    )
+    assert result.exit_code == 0, result.output
+    assert target.read_text(encoding="utf-8") == render_code_node(max_string_length=80_000)
+    assert "已写入" in result.stderr
+    assert result.stdout == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["merge_node.py"]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--max-string-length", "50"],
+        ["--max-string-length", "lots"],
+        ["--max-web-results", "-1"],
+        ["--max-objects", "0"],
+    ],
+)
+def test_cli_rejects_bad_options(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["export", "dify-node", *args])
+    assert result.exit_code == 2
+    assert "Error" in result.stderr
+
+
+def test_cli_reports_an_unwritable_path(tmp_path: Path) -> None:
+    target = tmp_path / "missing-folder" / "node.py"
+    result = CliRunner().invoke(cli, ["export", "dify-node", "--output", str(target)])
+    assert result.exit_code == 1
+    assert "无法写入" in result.stderr
+    assert not target.exists()
