@@ -81,14 +81,16 @@ class LineDecoder:
     """Text to lines, split on ``\\r\\n``, ``\\r`` or ``\\n`` only (not ``str.splitlines``).
 
     A ``\\r`` at the end of a chunk waits for the next one (it may be half of ``\\r\\n``).
-    Raises :class:`~gcite.errors.StreamError` when a line grows beyond ``max_line`` characters.
+    A line growing beyond ``max_line`` characters is discarded and :attr:`overflow` set;
+    the lines completed before it are still returned.
     """
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
-        self._max_line = max_line
+        self.max_line = max_line
         self._parts: list[str] = []
         self._size = 0
         self._pending_cr = False
+        self.overflow = False
 
     def decode(self, text: str) -> list[str]:
         """Add text; returns the lines it completes, without their line ends."""
@@ -109,9 +111,9 @@ class LineDecoder:
         if rest:
             self._parts.append(rest)
             self._size += len(rest)
-            if self._size > self._max_line:
+            if self._size > self.max_line:
                 self._parts, self._size = [], 0
-                raise StreamError(f"SSE line longer than {self._max_line} characters")
+                self.overflow = True
         return lines
 
     def flush(self) -> list[str]:
@@ -310,16 +312,17 @@ class DifyStreamConsumer:
         if self._stopped:
             return []
         updates: list[StreamUpdate] = []
-        try:
-            lines = self._lines.decode(self._utf8.decode(bytes(data)))
-        except StreamError as exc:
-            self._stop(StreamFailed("frame_too_large", str(exc)), updates)
-            return updates
-        for line in lines:
+        for line in self._lines.decode(self._utf8.decode(bytes(data))):
             self._line(line, updates)
             if self._stopped:
-                break
+                return updates
+        self._check_overflow(updates)
         return updates
+
+    def _check_overflow(self, updates: list[StreamUpdate]) -> None:
+        if self._lines.overflow and not self._stopped:
+            message = f"SSE line longer than {self._lines.max_line} characters"
+            self._stop(StreamFailed("frame_too_large", message), updates)
 
     def fail(self, code: str, message: str) -> list[StreamUpdate]:
         """The transport broke (``code``: ``stream_interrupted``, ``timeout``): record, close."""
@@ -334,13 +337,14 @@ class DifyStreamConsumer:
             return []
         updates: list[StreamUpdate] = []
         if not self._stopped:
-            try:
-                lines = self._lines.decode(self._utf8.flush()) + self._lines.flush()
-            except StreamError as exc:
-                lines = []
-                self._stop(StreamFailed("frame_too_large", str(exc)), updates)
+            lines = self._lines.decode(self._utf8.flush())
+            self._check_overflow(updates)
+            if not self._stopped:
+                lines += self._lines.flush()
             for line in lines:
                 self._line(line, updates)
+                if self._stopped:
+                    break
             if not self._stopped:
                 sse = self._sse.flush()
                 if sse is not None:
