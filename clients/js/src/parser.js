@@ -109,6 +109,16 @@ export class CitationParser {
     var i = 0;
     var n = buf.length;
     while (i < n) {
+      if (!isSpecial(buf.charCodeAt(i))) {
+        // Fast path: a stretch of ordinary characters is literal text.
+        var j = i + 1;
+        while (j < n && !isSpecial(buf.charCodeAt(j))) j++;
+        if (this._run > 0) this._endRun();
+        this._lineStart = false;
+        text += buf.slice(i, j);
+        i = j;
+        continue;
+      }
       var ch = buf.charAt(i);
       if (ch === '`' || ch === '~') {
         if (this._run > 0 && ch === this._runChar) {
@@ -204,6 +214,12 @@ export class CitationParser {
       this._lastCite = raw;
     }
   }
+}
+
+// Characters that can change the scanner's state: backtick, tilde, line
+// feed and the three openers "[", "【", "［".
+function isSpecial(c) {
+  return c === 96 || c === 126 || c === 10 || c === 91 || c === 0x3010 || c === 0xff3b;
 }
 
 /** Merge adjacent text segments (spec §6). Returns a new array. */
