@@ -1,0 +1,200 @@
+"""``gcite ask``: local pipeline on the real knowledge base, --json, and --url against a
+loopback Dify stand-in; user mistakes end as one line (issue 7, item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.conftest import run_gcite
+from cli.dify_standin import Reply, dify_answer, dify_standin
+from gcite.cli.ask import ask, chat_url
+from gcite.errors import ConfigError
+
+RAW_MARKER = re.compile(r"[\[【［]\s*[CcＣｃ]\s*[:：]")
+CHUNKS = [
+    {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "巡更路线与打卡规范 v2.1",
+        "display_subtitle": "明湖大厦物业手册",
+        "url": "https://wiki.example/patrol",
+    },
+    {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "物业巡检流程标准",
+        "display_subtitle": "问答社区 · 2025-08-12",
+        "url": "javascript:alert(1)",
+    },
+]
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(ask, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_local_answer_streams_superscripts_and_sources(demo_dir: Path) -> None:
+    code, out, err = invoke("夜间巡更要打卡多少个点位？", "--data-dir", str(demo_dir))
+    assert code == 0, err
+    assert not RAW_MARKER.search(out)
+    assert "24 个点位¹" in out
+    _, _, sources = out.partition("\n来源：\n")
+    assert sources, out
+    assert re.match(r"1\. \[知识库\] 巡更路线与打卡规范 v2\.1 — 明湖大厦物业手册\n", sources)
+    numbers = re.findall(r"^(\d+)\. \[", sources, re.M)
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+
+
+def test_roles_decide_what_is_retrieved(demo_dir: Path) -> None:
+    question = "监控中心的备用钥匙放在哪里？"
+    code, out, _ = invoke(question, "--data-dir", str(demo_dir))
+    assert code == 0
+    assert out.strip() == "根据现有资料无法确定"
+    code, out, _ = invoke(question, "--data-dir", str(demo_dir), "--role", "安保主管")
+    assert code == 0
+    assert "电子钥匙柜第 3 格" in out
+    assert "[知识库] 监控中心值守与应急联络（安保内部）" in out
+    code, out, _ = invoke(question, "--data-dir", str(demo_dir), "--role", "运维工程师")
+    assert "电子钥匙柜" not in out
+
+
+def test_json_prints_every_event(demo_dir: Path) -> None:
+    code, out, _ = invoke("干粉灭火器怎么用？", "--data-dir", str(demo_dir), "--json")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    names = [e["event"] for e in events]
+    assert names[0] == "workflow_started"
+    assert {"node_finished", "message", "message_end", "workflow_finished"} <= set(names)
+    code_nodes = [
+        e for e in events if e["event"] == "node_finished" and e["data"]["node_type"] == "code"
+    ]
+    assert len(code_nodes) == 1
+    metadata = code_nodes[0]["data"]["outputs"]["chunk_metadata"]
+    assert {c["source_type"] for c in metadata} == {"rag"}  # no web source configured
+    assert names.index("node_finished") < names.index("message")
+    raw = "".join(e["answer"] for e in events if e["event"] == "message")
+    assert re.search(r"\[C:\d+\]", raw), "the raw answer keeps its markers in --json"
+
+
+def test_remote_answer_over_sse() -> None:
+    answer = ["巡更要先登录终端[", "C:1]。行业", "做法见【C", "：2】，无效[C:9]", "结束[C:1]。"]
+    with dify_standin() as server:
+        server.replies.append(Reply(body=dify_answer(answer, CHUNKS), piece=5))
+        code, out, err = invoke("巡更怎么做？", "--url", server.url, "--key", "app-secret")
+    assert code == 0, err
+    assert out.startswith("巡更要先登录终端¹。行业做法见²，无效结束¹。\n")
+    assert (
+        "1. [知识库] 巡更路线与打卡规范 v2.1 — 明湖大厦物业手册\n   https://wiki.example/patrol"
+        in out
+    )
+    assert "2. [网页] 物业巡检流程标准 — 问答社区 · 2025-08-12\n" in out
+    assert "javascript:" not in out
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat-messages"
+    assert request["headers"]["Authorization"] == "Bearer app-secret"
+    assert request["json"]["response_mode"] == "streaming"
+    assert request["json"]["query"] == "巡更怎么做？"
+
+
+def test_remote_json_and_broken_stream() -> None:
+    with dify_standin() as server:
+        body = dify_answer(["第一句[C:1]。", "第二句"], CHUNKS, end=False)
+        server.replies.append(Reply(body=body, piece=3, break_after=True))
+        code, out, err = invoke("问题", "--url", server.url + "/v1")
+        assert code == 1
+        assert out.startswith("第一句¹。第二句\n")
+        assert "回答中断" in err
+        server.replies.append(Reply(body=dify_answer(["好[C:1]"], CHUNKS), piece=4))
+        code, out, _ = invoke("问题", "--url", server.url, "--json")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [e["event"] for e in lines] == [
+        "workflow_started",
+        "ping",
+        "node_finished",
+        "message",
+        "message_end",
+    ]
+
+
+def test_remote_error_event_exit_status() -> None:
+    env = {"conversation_id": "c", "message_id": "m"}
+    error = {
+        "event": "error",
+        **env,
+        "status": 400,
+        "code": "completion_request_error",
+        "message": "Run failed: upstream down",
+    }
+    body = dify_answer(["部分回答[C"], CHUNKS, end=False)
+    body += b"data: " + json.dumps(error).encode() + b"\n\n"
+    with dify_standin() as server:
+        server.replies.append(Reply(body=body))
+        code, out, err = invoke("问题", "--url", server.url)
+    assert code == 1
+    assert "部分回答" in out
+    assert "upstream down" in err
+
+
+def test_remote_http_errors_are_one_line() -> None:
+    body = json.dumps({"code": "unauthorized", "message": "Invalid API key", "status": 401})
+    with dify_standin() as server:
+        server.replies.append(
+            Reply(status=401, body=body.encode(), content_type="application/json")
+        )
+        proc = run_gcite("ask", "问题", "--url", server.url, "--key", "wrong")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401: Invalid API key（unauthorized）"
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["ask", "   "], 1, "错误: 问题不能为空"),
+        (["ask", "问题", "--url", "ftp://example.com"], 1, "错误: --url 必须是 http(s) 地址"),
+        (["ask", "问题", "--url", "http://127.0.0.1:9"], 1, "错误: 与服务的连接出错"),
+        (
+            ["ask", "问题", "--url", "http://127.0.0.1:9", "--role", "安保主管"],
+            2,
+            "--role 只用于本地模式",
+        ),
+        (["ask"], 2, "Missing argument"),
+    ],
+)
+def test_user_mistakes_are_one_line(args: list[str], status: int, message: str) -> None:
+    proc = run_gcite(*args)
+    assert proc.returncode == status
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_knowledge_base_is_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+    proc = run_gcite("ask", "问题", "--data-dir", str(tmp_path / "nothing"), env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("错误: 知识库数据目录不存在")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_help_explains_trusted_roles() -> None:
+    proc = run_gcite("ask", "--help")
+    assert proc.returncode == 0
+    assert "可信" in proc.stdout and "--url" in proc.stdout and "--json" in proc.stdout
+
+
+def test_chat_url() -> None:
+    assert chat_url("http://h:1") == "http://h:1/v1/chat-messages"
+    assert chat_url("http://h:1/v1/") == "http://h:1/v1/chat-messages"
+    assert chat_url("https://h/v1/chat-messages") == "https://h/v1/chat-messages"
+    with pytest.raises(ConfigError):
+        chat_url("javascript:alert(1)")

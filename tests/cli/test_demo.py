@@ -1,0 +1,97 @@
+"""``gcite demo``: idempotent ingestion of the bundled sample data, --once, errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cli.conftest import run_gcite
+from gcite.cli.demo import SAMPLE_DIR, default_data_dir, demo, demo_settings, prepare_demo
+from gcite.service.pages import load_page_config
+
+
+def test_sample_data_front_matter() -> None:
+    import yaml
+
+    docs = sorted((SAMPLE_DIR / "handbook").glob("*.md"))
+    assert len(docs) >= 6
+    metas = []
+    for doc in docs:
+        head = doc.read_text(encoding="utf-8").split("---\n")[1]
+        metas.append(yaml.safe_load(head))
+    assert all(m["document_title"] for m in metas)
+    urls = [m.get("source_file_url") or "" for m in metas]
+    assert any(u.startswith("https://") for u in urls)
+    assert any(u.lower().endswith((".pdf", ".docx")) for u in urls)
+    assert "" in urls
+    roles = [m.get("access_roles") for m in metas]
+    assert ["安保主管"] in roles and None in roles and [] in roles
+    pages = [
+        yaml.safe_load(p.read_text(encoding="utf-8").split("---\n")[1])
+        for p in (SAMPLE_DIR / "web").glob("*.md")
+    ]
+    assert any("site_name" not in p for p in pages)
+    assert any("published_date" not in p for p in pages)
+    assert all(p["url"].startswith("https://") for p in pages)
+
+
+def test_prepare_is_idempotent(demo_dir: Path) -> None:
+    settings = demo_settings(demo_dir)
+    state = prepare_demo(settings)
+    assert not state.ingested
+    assert load_page_config(settings)["identities"][0] == {
+        "label": "访客",
+        "key": "demo-visitor",
+        "hint": "无角色：只能看到公开文档",
+    }
+
+
+def test_demo_once_answers_in_terminal(demo_dir: Path) -> None:
+    result = CliRunner().invoke(demo, ["--data-dir", str(demo_dir), "--once", "干粉灭火器怎么用？"])
+    assert result.exit_code == 0, result.stderr
+    assert "示例数据已导入，跳过" in result.stderr
+    assert "[知识库]" in result.stdout and "[网页]" in result.stdout
+    assert "¹" in result.stdout
+    result = CliRunner().invoke(
+        demo, ["--data-dir", str(demo_dir), "--once", "大厦食堂周五的特价菜是什么？", "--json"]
+    )
+    assert result.exit_code == 0
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    answer = "".join(e.get("answer", "") for e in events if e["event"] == "message")
+    assert answer == "根据现有资料无法确定"
+
+
+def test_settings_are_offline_whatever_the_environment(tmp_path: Path, monkeypatch: object) -> None:
+    settings = demo_settings(tmp_path, port=8123)
+    assert settings.llm_base_url == "" and settings.web_provider == "offline"
+    assert Path(settings.web_dir) == SAMPLE_DIR / "web"
+    assert settings.allow_any_key and settings.port == 8123
+    assert {k.key: k.roles for k in settings.app_keys}["demo-security"] == ("安保主管",)
+    assert default_data_dir({"GCITE_DATA_DIR": "/x/y"}) == Path("/x/y")
+    assert default_data_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/gcite/demo")
+
+
+def test_demo_errors_are_one_line(tmp_path: Path) -> None:
+    proc = run_gcite("demo", "--role", "安保主管")
+    assert proc.returncode == 2 and "--role 和 --json 只能与 --once 一起使用" in proc.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run_gcite("demo", "--data-dir", str(tmp_path), "--port", str(port))
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"错误: 端口 {port} 已被占用，请用 --port 换一个端口"
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = run_gcite("demo", "--data-dir", str(blocker / "sub"), "--once", "问题")
+    assert proc.returncode == 1
+    assert "错误: 无法写入演示数据目录" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help() -> None:
+    proc = run_gcite("demo", "--help")
+    assert proc.returncode == 0
+    assert "离线演示" in proc.stdout and "--once" in proc.stdout
