@@ -10,9 +10,14 @@
  * - Answer text: `message` (answer) and `text_chunk` (data.text). The parser is
  *   created at the first text, with the cached ids as known ids (none cached:
  *   every well-formed id is accepted).
- * - `message_end` and `workflow_finished`, in either order, flush the held
- *   text; the stream may also just end without them. `error` flushes, records
- *   `{code, status, message}` and calls onError.
+ * - `message_end` releases the held text; `workflow_finished` (before or
+ *   after it) records its status; the stream may also just end without
+ *   either, and then end() releases it. `error` releases it, records
+ *   `{code, status, message}` and calls onError (once: the first error wins).
+ * - `message_replace` (output moderation) replaces the answer: it is parsed
+ *   afresh and onReplace(segments) is called with the new segments.
+ * - chunk_metadata arriving after the text started only validates markers
+ *   completed from then on.
  * - No chunk_metadata at all: the panel falls back to
  *   message_end.metadata.retriever_resources (id = position).
  * - Nothing is lost: a frame that is not JSON is skipped and listed in
@@ -22,7 +27,7 @@
  * onEvent(evt), onDone(result), onError(err). onDone runs once, at end().
  *
  * result = {answer, segments, citations, panel, invalid, messageId,
- *   conversationId, taskId, metadata, error, warnings}
+ *   conversationId, taskId, metadata, workflowStatus, error, warnings}
  */
 import { CitationParser, mergeText } from './parser.js';
 import { buildPanel, chunkMap, chunksFromRetrieverResources } from './panel.js';
@@ -40,6 +45,7 @@ export class AnswerStream {
    * @param {{maxHold?: number, maxLine?: number,
    *   onMetadata?: function(Array<object>): void,
    *   onSegments?: function(Array<object>): void,
+   *   onReplace?: function(Array<object>): void,
    *   onEvent?: function(object): void,
    *   onDone?: function(object): void,
    *   onError?: function({code: string, status: number, message: string}): void}} [options]
@@ -52,6 +58,7 @@ export class AnswerStream {
     this._onEvent = opts.onEvent || noop;
     this._onDone = opts.onDone || noop;
     this._onError = opts.onError || noop;
+    this._onReplace = opts.onReplace || noop;
     this._utf8 = new Utf8Decoder();
     this._sse = new SseDecoder({ maxLine: opts.maxLine });
     this._metadataChunks = null; // chunk_metadata of the current answer
@@ -63,6 +70,7 @@ export class AnswerStream {
     this._conversationId = null;
     this._taskId = null;
     this._metadata = null;
+    this._workflowStatus = null;
     this._error = null;
     this._warnings = [];
     this._ended = false;
@@ -158,6 +166,7 @@ export class AnswerStream {
       conversationId: this._conversationId,
       taskId: this._taskId,
       metadata: this._metadata,
+      workflowStatus: this._workflowStatus,
       error: this._error,
       warnings: this._warnings.slice(),
     };
@@ -186,7 +195,8 @@ export class AnswerStream {
     var data = isObject(evt.data) ? evt.data : {};
     switch (evt.event) {
       case 'workflow_started':
-        this._metadataChunks = null;
+        // A new answer starts: forget earlier metadata (mobile seed §3.3).
+        if (this._parser === null) this._metadataChunks = null;
         break;
       case 'node_finished':
         if (data.node_type === 'code' && isObject(data.outputs) && data.outputs.chunk_metadata !== undefined) {
@@ -207,7 +217,11 @@ export class AnswerStream {
         this._flush();
         break;
       case 'workflow_finished':
-        this._flush();
+        if (typeof data.status === 'string') this._workflowStatus = data.status;
+        break;
+      case 'message_replace':
+        if (typeof evt.answer === 'string') this._replace(evt.answer);
+        else this._warn('bad_answer', frame.data);
         break;
       case 'error':
         this._fail({
@@ -249,6 +263,7 @@ export class AnswerStream {
     }
     if (kept.length !== chunks.length) this._warn('bad_chunk', String(chunks.length - kept.length) + ' item(s) without id');
     this._metadataChunks = kept;
+    if (this._parser !== null) this._parser.setKnownIds(this._knownIds());
     this._onMetadata(kept);
   }
 
@@ -261,15 +276,31 @@ export class AnswerStream {
       return;
     }
     if (this._parser === null) {
-      var known = null;
-      if (this._metadataChunks !== null) {
-        known = this._metadataChunks.map(function (c) {
-          return String(c.id);
-        });
-      }
-      this._parser = new CitationParser({ knownIds: known, maxHold: this._maxHold });
+      this._parser = new CitationParser({ knownIds: this._knownIds(), maxHold: this._maxHold });
     }
     this._emit(this._parser.feed(delta));
+  }
+
+  _knownIds() {
+    if (this._metadataChunks === null) return null;
+    return this._metadataChunks.map(function (c) {
+      return String(c.id);
+    });
+  }
+
+  // message_replace (e.g. output moderation): the answer so far is replaced
+  // by `answer`, parsed afresh; onReplace(segments) gets the new segments.
+  _replace(answer) {
+    if (this._flushed) {
+      this._warn('text_after_end', answer);
+      return;
+    }
+    this._parser = new CitationParser({ knownIds: this._knownIds(), maxHold: this._maxHold });
+    var segments = this._parser.feed(answer);
+    this._segments = segments.slice();
+    this._answer = '';
+    for (var k = 0; k < segments.length; k++) if (segments[k].cite === undefined) this._answer += segments[k].text;
+    this._onReplace(segments);
   }
 
   _flush() {

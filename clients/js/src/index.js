@@ -19,4 +19,5 @@ export {
   renderSegmentsHtml,
   safeUrl,
   subtitleOf,
+  titleOf,
 } from './render.js';

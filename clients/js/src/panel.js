@@ -48,11 +48,11 @@ export function chunkMap(source) {
 /**
  * The panel: cited chunks in display order, each once.
  *
- * Citations whose raw id has no metadata are left out (the superscript stays
- * in the text; there is nothing to show for it).
+ * A citation whose raw id has no metadata gets a row with `chunk: null`
+ * (renderers show "来源 <id>"), so every superscript has its row.
  * @param {Array<[string, number]>} citations parser.citations
  * @param {Map<string, object>|Object<string, object>|Array<object>} chunkMetadataById
- * @returns {Array<{idx: number, rawId: string, chunk: object}>}
+ * @returns {Array<{idx: number, rawId: string, chunk: (object|null)}>}
  */
 export function buildPanel(citations, chunkMetadataById) {
   var map = chunkMap(chunkMetadataById);
@@ -67,8 +67,7 @@ export function buildPanel(citations, chunkMetadataById) {
     if (seen.has(raw)) continue;
     seen.add(raw);
     var chunk = map.get(raw);
-    if (chunk === undefined) continue;
-    rows.push({ idx: list[k][1], rawId: raw, chunk: chunk });
+    rows.push({ idx: list[k][1], rawId: raw, chunk: chunk === undefined ? null : chunk });
   }
   return rows;
 }

@@ -30,17 +30,11 @@ export class CitationParser {
     var opts = options || {};
     var known = opts.knownIds === undefined ? null : opts.knownIds;
     var maxHold = opts.maxHold === undefined ? 32 : opts.maxHold;
-    if (known !== null && !Array.isArray(known)) {
-      throw new TypeError('knownIds must be an array of strings or null');
-    }
     if (typeof maxHold !== 'number' || !(maxHold >= 2) || maxHold !== Math.floor(maxHold)) {
       throw new TypeError('maxHold must be an integer >= 2');
     }
     this._known = null;
-    if (known !== null) {
-      this._known = new Set();
-      for (var k = 0; k < known.length; k++) this._known.add(String(known[k]));
-    }
+    this.setKnownIds(known);
     this._maxHold = maxHold;
     this._buf = ''; // unconsumed text; non-empty only while holding an opener
     this._mode = NORMAL;
@@ -74,6 +68,25 @@ export class CitationParser {
   /** The text currently held back (never longer than maxHold). */
   get held() {
     return this._buf;
+  }
+
+  /**
+   * Replace the valid ids for markers completed from now on (chunk_metadata
+   * that arrives after the answer started, which is unusual). Citations
+   * already emitted are final (spec §5).
+   * @param {string[]|null} knownIds
+   * @throws {TypeError} when knownIds is not an array or null
+   */
+  setKnownIds(knownIds) {
+    if (knownIds !== null && !Array.isArray(knownIds)) {
+      throw new TypeError('knownIds must be an array of strings or null');
+    }
+    if (knownIds === null) {
+      this._known = null;
+      return;
+    }
+    this._known = new Set();
+    for (var k = 0; k < knownIds.length; k++) this._known.add(String(knownIds[k]));
   }
 
   /**

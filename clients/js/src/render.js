@@ -21,14 +21,14 @@ export function escapeHtml(s) {
 
 /**
  * A URL fit for href/src: only absolute http: and https: URLs with a host,
- * trimmed; control characters anywhere make it unsafe.
+ * trimmed; whitespace or control characters inside make it unsafe.
  * @param {*} url
  * @returns {string|null} the trimmed URL, or null when unsafe or not a URL
  */
 export function safeUrl(url) {
   if (typeof url !== 'string') return null;
   var u = url.trim();
-  if (/[\u0000-\u001f\u007f]/.test(u)) return null;
+  if (/[\u0000-\u001f\u007f\s]/.test(u)) return null;
   if (!/^https?:\/\/[^\/\\?#\s@]/i.test(u)) return null;
   return u;
 }
@@ -81,11 +81,36 @@ export function renderSegmentsHtml(segments) {
   return out;
 }
 
+function str(v) {
+  return typeof v === 'string' ? v : '';
+}
+
+/**
+ * The title of a panel row: document_title, else document_name, else title,
+ * else "来源 <raw id>" (no metadata for that id).
+ * @param {{rawId: string, chunk: (object|null)}} row
+ * @returns {string}
+ */
+export function titleOf(row) {
+  var chunk = row && row.chunk !== null && typeof row.chunk === 'object' ? row.chunk : null;
+  if (chunk !== null) {
+    var keys = ['document_title', 'document_name', 'title'];
+    for (var k = 0; k < keys.length; k++) {
+      var v = str(chunk[keys[k]]);
+      if (v.trim() !== '') return v;
+    }
+  }
+  return '来源 ' + String(row ? row.rawId : '');
+}
+
 /**
  * The citation panel (摘要栏) as HTML per seed §4.3; "" for an empty panel
- * (no panel without citations, seed §5.1). Icons: fa-globe for "web",
- * fa-file-lines otherwise; the subtitle row is left out when empty.
- * @param {Array<{idx: number, rawId: string, chunk: object}>} panel buildPanel()
+ * (no panel without citations, seed §5.1). One `div.g-cite-item` per row with
+ * data-raw-id and data-source-type, the display index in <sup>, the icon
+ * (fa-globe for "web", fa-file-lines otherwise), the title (a link only for
+ * a safe http(s) `url` or `source_file_url`) and the subtitle when non-empty.
+ * Same markup as the Python renderer (gcite.stream.render.render_panel_html).
+ * @param {Array<{idx: number, rawId: string, chunk: (object|null)}>} panel buildPanel()
  * @returns {string}
  */
 export function renderPanelHtml(panel) {
@@ -93,14 +118,21 @@ export function renderPanelHtml(panel) {
   var out = '<div class="citation-panel">';
   for (var k = 0; k < panel.length; k++) {
     var row = panel[k];
-    var chunk = row && row.chunk && typeof row.chunk === 'object' ? row.chunk : {};
-    var web = chunk.source_type === 'web';
+    if (row === null || typeof row !== 'object') continue;
+    var chunk = row.chunk !== null && typeof row.chunk === 'object' ? row.chunk : null;
+    var sourceType = chunk !== null ? str(chunk.source_type) : '';
+    var icon = sourceType === 'web' ? 'fa-globe' : 'fa-file-lines';
+    var title = escapeHtml(titleOf(row));
+    var url = chunk !== null ? safeUrl(chunk.url) || safeUrl(chunk.source_file_url) : null;
+    if (url !== null) {
+      title = '<a class="g-cite-item-link" href="' + escapeHtml(url) + '" target="_blank" rel="noopener noreferrer">' + title + '</a>';
+    }
     var sub = subtitleOf(chunk);
     out +=
-      '<div class="g-cite-item" data-raw-id="' + escapeHtml(row.rawId) + '" data-source-type="' + (web ? 'web' : 'rag') + '">' +
+      '<div class="g-cite-item" data-raw-id="' + escapeHtml(row.rawId) + '" data-source-type="' + escapeHtml(sourceType) + '">' +
       '<sup>' + escapeHtml(row.idx) + '</sup>' +
-      '<i class="fa-solid ' + (web ? 'fa-globe' : 'fa-file-lines') + ' g-cite-item-icon"></i>' +
-      '<span class="g-cite-item-title">' + escapeHtml(chunk.document_title) + '</span>' +
+      '<i class="fa-solid ' + icon + ' g-cite-item-icon"></i>' +
+      '<span class="g-cite-item-title">' + title + '</span>' +
       (sub !== '' ? '<span class="g-cite-item-subtitle">' + escapeHtml(sub) + '</span>' : '') +
       '</div>';
   }

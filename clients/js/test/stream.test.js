@@ -169,10 +169,12 @@ test('retriever_resources fallback when no chunk_metadata came', function () {
   assert.deepEqual(r.citations, [['2', 1], ['1', 2], ['9', 3]]);
   assert.deepEqual(r.invalid, []);
   assert.deepEqual(r.panel.map(function (p) {
-    return [p.idx, p.rawId, p.chunk.source_type, p.chunk.document_title, p.chunk.display_subtitle, p.chunk.url];
+    return p.chunk === null ? [p.idx, p.rawId, null] :
+      [p.idx, p.rawId, p.chunk.source_type, p.chunk.document_title, p.chunk.display_subtitle, p.chunk.url];
   }), [
     [1, '2', 'rag', '刑法', '法律库', ''],
     [2, '1', 'rag', '民法典.pdf', '法律库', 'https://files.example.com/民法典.pdf'],
+    [3, '9', null],
   ]);
 });
 
@@ -188,7 +190,7 @@ test('workflow_started clears chunk metadata of an earlier answer', function () 
   var first = chatflowEvents().slice(0, 3); // workflow_started, KR, code node
   var second = chatflowEvents({ metadata: false, deltas: ['见[C:7]'] });
   var r = consume([sseText(first.concat(second))]).result;
-  assert.deepEqual(r.panel, []);
+  assert.deepEqual(r.panel, [{ idx: 1, rawId: '7', chunk: null }]);
   assert.deepEqual(r.citations, [['7', 1]]);
 });
 
@@ -238,4 +240,34 @@ test('end() is idempotent and input after it is ignored', function () {
   s.pushText(sseText([{ event: 'message', answer: 'more' }]));
   assert.equal(s.end(), a);
   assert.equal(a.answer, SEED_ANSWER);
+});
+
+test('chunk_metadata after the text started validates only later markers; workflow_started then keeps it', function () {
+  var events = [
+    { event: 'workflow_started', data: {} },
+    { event: 'message', answer: '甲[C:9]' },
+    { event: 'node_finished', data: { node_type: 'code', outputs: { chunk_metadata: SEED_CHUNKS.slice(0, 2) } } },
+    { event: 'workflow_started', data: {} },
+    { event: 'message', answer: '乙[C:9][C:2]' },
+    { event: 'message_end', metadata: {} },
+  ];
+  var r = consume([sseText(events)]).result;
+  assert.deepEqual(r.segments, [{ text: '甲' }, { cite: '9', idx: 1 }, { text: '乙' }, { cite: '2', idx: 2 }]);
+  assert.deepEqual(r.invalid, ['9']);
+  assert.deepEqual(r.panel.map(function (p) { return [p.rawId, p.chunk ? p.chunk.id : null]; }), [['9', null], ['2', '2']]);
+});
+
+test('message_replace replaces the answer and calls onReplace; workflow_finished status is kept', function () {
+  var replaced = [];
+  var events = chatflowEvents({ deltas: ['不当内容[C:1]'], tail: 'none' }).concat([
+    { event: 'message_replace', answer: '内容已替换[C:2]' },
+    { event: 'workflow_finished', data: { status: 'succeeded' } },
+    { event: 'message_end', metadata: {} },
+  ]);
+  var r = consume([sseText(events)], { onReplace: function (s) { replaced.push(s); } }).result;
+  assert.deepEqual(replaced, [[{ text: '内容已替换' }, { cite: '2', idx: 1 }]]);
+  assert.deepEqual(r.segments, [{ text: '内容已替换' }, { cite: '2', idx: 1 }]);
+  assert.equal(r.answer, '内容已替换');
+  assert.deepEqual(r.citations, [['2', 1]]);
+  assert.equal(r.workflowStatus, 'succeeded');
 });
