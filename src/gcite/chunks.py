@@ -111,6 +111,9 @@ def as_score(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
 def extract_host(url: str) -> str:
     """Host of ``url`` in lower case without a leading ``www.`` (seed Appendix A ``_extract_host``).
 
@@ -128,7 +131,7 @@ def extract_host(url: str) -> str:
         host = urlsplit(text).hostname or ""
     except ValueError:
         return ""
-    if any(ch.isspace() for ch in host):
+    if _WHITESPACE.search(host):
         return ""
     if host.startswith("www."):
         host = host[4:]

@@ -31,6 +31,7 @@ from gcite.chunks import WebChunk, as_score, as_text, extract_host, normalize_da
 ENVELOPE_KEYS = ("references", "results", "webPages", "value", "json", "data", "result")
 #: Keys that mark a dict as one search result rather than an envelope.
 ITEM_KEYS = ("url", "link", "title", "name", "content", "snippet", "summary")
+_ITEM_KEY_SET = frozenset(ITEM_KEYS)
 #: Envelopes nest at most this deep; anything deeper is ignored (guards against hostile input).
 MAX_ENVELOPE_DEPTH = 8
 
@@ -68,7 +69,7 @@ def _collect_web_items(raw: Any, depth: int, out: list[dict[str, Any]]) -> None:
     if isinstance(raw, list | tuple):
         for element in raw:
             if isinstance(element, dict) and _envelope_key(element) is None:
-                if any(key in element for key in ITEM_KEYS):
+                if not _ITEM_KEY_SET.isdisjoint(element.keys()):
                     out.append(element)
             elif isinstance(element, dict | list | tuple):
                 _collect_web_items(element, depth + 1, out)
@@ -77,7 +78,7 @@ def _collect_web_items(raw: Any, depth: int, out: list[dict[str, Any]]) -> None:
         key = _envelope_key(raw)
         if key is not None:
             _collect_web_items(raw[key], depth + 1, out)
-        elif any(key in raw for key in ITEM_KEYS):
+        elif not _ITEM_KEY_SET.isdisjoint(raw.keys()):
             out.append(raw)
 
 
@@ -97,9 +98,11 @@ def extract_web_items(raw: Any) -> list[dict[str, Any]]:
 
 def _first_text(item: dict[str, Any], keys: tuple[str, ...]) -> str:
     for key in keys:
-        text = as_text(item.get(key)).strip()
-        if text:
-            return text
+        value = item.get(key)
+        if value is not None:
+            text = (value if isinstance(value, str) else as_text(value)).strip()
+            if text:
+                return text
     return ""
 
 
@@ -125,12 +128,15 @@ def to_web_chunk(item: dict[str, Any]) -> WebChunk:
         site_name = extract_host(as_text(item.get("website"))) or _first_text(item, ("website",))
     published_date = ""
     for key in DATE_KEYS:
-        published_date = normalize_date(item.get(key))
-        if published_date:
-            break
+        value = item.get(key)
+        if value is not None:
+            published_date = normalize_date(value)
+            if published_date:
+                break
     score = 0.0
     for key in SCORE_KEYS:
-        parsed = as_score(item.get(key))
+        value = item.get(key)
+        parsed = None if value is None else as_score(value)
         if parsed is not None:
             score = parsed
             break

@@ -74,10 +74,13 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _pick(sources: tuple[dict[str, Any], ...], key: str) -> str:
+    """The first non-blank text under ``key`` in ``sources`` (numbers become text)."""
     for source in sources:
-        text = as_text(source.get(key)).strip()
-        if text:
-            return text
+        value = source.get(key)
+        if value is not None:
+            text = (value if isinstance(value, str) else as_text(value)).strip()
+            if text:
+                return text
     return ""
 
 
@@ -231,6 +234,8 @@ def _decimals(number: float) -> int:
 def _fit_score(score: float) -> float:
     """Clamp to ±1e15 and round only as far as needed for ``CODE_MAX_PRECISION`` decimals."""
     score = max(-DIFY_SCORE_LIMIT, min(DIFY_SCORE_LIMIT, score))
+    if score == 0 or abs(score) >= 1e-4:
+        return score  # repr has at most 17 significant digits: <= 20 decimal places
     digits = DIFY_MAX_PRECISION
     while _decimals(score) > DIFY_MAX_PRECISION:
         score = round(score, digits)
