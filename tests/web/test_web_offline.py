@@ -1,4 +1,8 @@
-"""The offline web source: saved pages answering in Bocha's shape (issue 5, item 2)."""
+"""The offline web source: saved pages answering in Bocha's shape (issue 5, item 2).
+
+Most rules are checked with the light BM25 index; the default hybrid index (the
+knowledge base's own search) has its own tests in test_web_offline_hybrid.py.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +58,7 @@ def pages(tmp_path: Path) -> Path:
 
 
 async def test_answers_in_bochas_shape(pages: Path) -> None:
-    async with OfflineWebSource(pages) as source:
+    async with OfflineWebSource(pages, index="bm25") as source:
         assert isinstance(source, WebSource)
         assert source.name == "offline"
         payload = await source.search("停电 备用发电机", count=3)
@@ -70,7 +74,7 @@ async def test_answers_in_bochas_shape(pages: Path) -> None:
 
 
 async def test_relevant_page_first_and_count_enforced(pages: Path) -> None:
-    source = OfflineWebSource(pages)
+    source = OfflineWebSource(pages, index="bm25")
     payload = await source.search("干粉灭火器怎么用", count=2)
     found = values(payload)
     assert len(found) <= 2
@@ -84,14 +88,14 @@ async def test_relevant_page_first_and_count_enforced(pages: Path) -> None:
 
 
 async def test_no_match_and_blank_query(pages: Path) -> None:
-    source = OfflineWebSource(pages)
+    source = OfflineWebSource(pages, index="bm25")
     assert values(await source.search("zzzqqq", count=5)) == []
     assert values(await source.search("   ", count=5)) == []
     assert values(await source.search("停电", count=0)) == []
 
 
 async def test_feeds_the_merge_node(pages: Path) -> None:
-    payload = await OfflineWebSource(pages).search("停电 备用发电机", count=1)
+    payload = await OfflineWebSource(pages, index="bm25").search("停电 备用发电机", count=1)
     [chunk] = merge_chunks([], payload)["chunk_metadata"]
     assert chunk["source_type"] == "web"
     assert chunk["document_title"] == "写字楼停电应急处置要点 - 物业之家"
@@ -101,7 +105,7 @@ async def test_feeds_the_merge_node(pages: Path) -> None:
 
 
 async def test_folder_changes_are_picked_up(pages: Path) -> None:
-    source = OfflineWebSource(pages)
+    source = OfflineWebSource(pages, index="bm25")
     assert values(await source.search("雨水倒灌", count=3)) == []
     write(pages, "flood.md", "---\ntitle: 地下车库雨水倒灌怎么办\n---\n暴雨时地下车库雨水倒灌。")
     assert values(await source.search("雨水倒灌", count=3))[0]["name"] == "地下车库雨水倒灌怎么办"
@@ -114,7 +118,7 @@ async def test_pages_with_poor_metadata_are_kept(tmp_path: Path) -> None:
     write(tmp_path, "broken.md", "---\ntitle: [unclosed\n---\n配电室钥匙由值班长保管。")
     write(tmp_path, "latin1.txt", "门禁卡补办流程".encode() + b"\xff\xfe")
     write(tmp_path, "ignored.pdf", b"%PDF-1.4")
-    source = OfflineWebSource(tmp_path)
+    source = OfflineWebSource(tmp_path, index="bm25")
     plain = values(await source.search("水泵房", count=1))[0]
     assert plain["name"] == "水泵房巡检"  # first heading
     assert plain["url"] == (tmp_path / "plain.md").resolve().as_uri()
@@ -149,24 +153,31 @@ def test_missing_folder_is_a_config_error(tmp_path: Path) -> None:
 async def test_folder_removed_after_start(tmp_path: Path) -> None:
     folder = tmp_path / "web"
     write(folder, "a.md", "巡检")
-    source = OfflineWebSource(folder)
+    source = OfflineWebSource(folder, index="bm25")
     shutil.rmtree(folder)
     with pytest.raises(SourceUnavailable, match="无法读取离线网页文件夹"):
         await source.search("巡检", count=1)
 
 
 async def test_search_slower_than_the_timeout(pages: Path) -> None:
-    source = OfflineWebSource(pages, timeout_s=1e-9)  # building the index takes longer
+    # Building the index takes longer than a nanosecond.
+    source = OfflineWebSource(pages, index="bm25", timeout_s=1e-9)
     with pytest.raises(SourceTimeout):
         await source.search("停电", count=1)
 
 
-async def test_make_web_source_offline(pages: Path) -> None:
-    settings = Settings(web_provider="offline", web_dir=str(pages), web_timeout_s=5)
-    source = make_web_source(settings, environ={})
+async def test_make_web_source_offline(pages: Path, tmp_path: Path) -> None:
+    settings = Settings(
+        web_provider="offline", web_dir=str(pages), web_timeout_s=5, data_dir=tmp_path / "data"
+    )
+    source = make_web_source(settings, environ={"GCITE_WEB_OFFLINE_INDEX": "bm25"})
     assert isinstance(source, OfflineWebSource)
+    assert source.index == "bm25"
     assert values(await source.search("停电", count=1))[0]["siteName"] == "物业之家"
     await source.aclose()
+    assert not (tmp_path / "data").exists()  # BM25 keeps nothing on disk
+    with pytest.raises(ConfigError, match="hybrid 或 bm25"):
+        make_web_source(settings, offline_index="vector")
 
 
 @given(st.lists(st.text(alphabet="巡检 \n电梯ab", max_size=300), max_size=6))

@@ -49,6 +49,8 @@ KEY_ENV_VARS: dict[str, tuple[str, ...]] = {
 
 #: Environment variable for the freshness / recency filter (see each client).
 FRESHNESS_ENV = "GCITE_WEB_FRESHNESS"
+#: Environment variable for the offline source's index: "hybrid" (default) or "bm25".
+OFFLINE_INDEX_ENV = "GCITE_WEB_OFFLINE_INDEX"
 
 
 @runtime_checkable
@@ -96,6 +98,7 @@ def make_web_source(
     environ: Mapping[str, str] | None = None,
     freshness: str | None = None,
     retry: RetryPolicy | None = None,
+    offline_index: str | None = None,
 ) -> WebSource | None:
     """The web source chosen by ``settings.web_provider``, or ``None`` for ``"none"``.
 
@@ -103,7 +106,9 @@ def make_web_source(
     (budget of one search, seconds), ``web_dir`` (the offline folder) and the
     provider's key (:func:`resolve_api_key`). ``freshness`` defaults to the
     ``GCITE_WEB_FRESHNESS`` env var (``day``/``week``/``month``/``year`` or the
-    provider's own values). Raises :class:`ConfigError` (Chinese message) for an
+    provider's own values). For ``offline``, ``offline_index`` (default: the
+    ``GCITE_WEB_OFFLINE_INDEX`` env var, else ``"hybrid"``) picks the index and
+    its build starts in the background at once. Raises :class:`ConfigError` (Chinese message) for an
     unknown provider, a missing key or folder, or a bad URL / timeout /
     freshness. Nothing touches the network here.
     """
@@ -123,7 +128,8 @@ def make_web_source(
             raise ConfigError(
                 "离线联网搜索需要保存网页的文件夹：请设置 web_dir（或环境变量 GCITE_WEB_DIR）"
             )
-        return OfflineWebSource(settings.web_dir, settings=settings)
+        index = offline_index or env.get(OFFLINE_INDEX_ENV, "") or "hybrid"
+        return OfflineWebSource(settings.web_dir, settings=settings, index=index, warm_up=True)
     fresh = freshness if freshness is not None else env.get(FRESHNESS_ENV, "")
     key = resolve_api_key(provider, settings, env)
     if not key:
@@ -157,6 +163,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FRESHNESS_ENV",
     "KEY_ENV_VARS",
+    "OFFLINE_INDEX_ENV",
     "PROVIDERS",
     "BaiduSearch",
     "BochaWebSearch",

@@ -11,18 +11,34 @@ web search provider. Results come back in **Bocha's payload shape**
               "webPages": {"value": [
                  {"name": title, "url": url, "displayUrl": url,
                   "snippet": first 200 characters of the best passage,
-                  "summary": the best passage (≈400 characters),
+                  "summary": the best passage (about chunk_size characters),
                   "siteName": site_name, "datePublished": published_date,
-                  "score": relevance in (0, 1], …}]}}}
+                  "score": relevance in [0, 1], …}]}}}
 
 One result per page (its best passage), at most ``count`` results, best
 first. ``score`` is an addition to Bocha's shape: the merge node uses it to
 rank web chunks.
 
-Search: passages of every page ranked by BM25 over jieba tokens
-(:mod:`gcite.web.bm25`), scores divided by the best one. The index is built
-on first use and rebuilt when a file in the folder is added, removed or
-changed.
+Search (``index=``):
+
+* ``"hybrid"`` (default): the knowledge base's own hybrid search (dense
+  embeddings + BM25, fused with RRF; :mod:`gcite.knowledge`). The folder is
+  ingested with :func:`gcite.knowledge.ingest_paths` into the dataset
+  ``_web:<folder name>-<hash of its path>`` of a store of its own,
+  ``<data_dir>/web-offline`` (an embedded Qdrant Edge shard, so the
+  knowledge base's dataset list and the External Knowledge API never see
+  it). Ingestion is idempotent: unchanged files are skipped. Dense search
+  always returns the nearest pages, even for an unrelated query.
+* ``"bm25"``: a small in-memory BM25 over jieba tokens (:mod:`gcite.web.bm25`)
+  with no data directory and no model; scores are divided by the best one
+  and pages sharing no word with the query are never returned.
+
+Either index is built on first use and refreshed when a file in the folder
+is added, removed or changed. Building the hybrid index loads the embedding
+model and embeds every page, which can take longer than one search's
+timeout: the first searches then raise :class:`SourceTimeout` while the
+build goes on in the background. ``warm_up=True`` (what
+:func:`gcite.web.make_web_source` uses) starts that build at construction.
 
 Errors: :class:`ConfigError` at construction when the folder does not exist;
 :class:`SourceTimeout` when a search (including a rebuild) takes longer than
@@ -33,16 +49,27 @@ be read. A blank query or ``count < 1`` returns the empty payload.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
+import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gcite.config import Settings
-from gcite.errors import ConfigError, SourceTimeout, SourceUnavailable
+from gcite.errors import ConfigError, GciteError, SourceTimeout, SourceUnavailable
 from gcite.web.base import clamp_count, clean_query
 from gcite.web.bm25 import Bm25Index
-from gcite.web.pages import PAGE_SUFFIXES, SavedPage, load_pages, split_passages
+from gcite.web.pages import (
+    SavedPage,
+    load_pages,
+    normalize_date,
+    split_passages,
+)
+
+logger = logging.getLogger("gcite.web")
 
 #: Most results one offline search returns (as Bocha's ``count``).
 MAX_COUNT = 50
@@ -52,12 +79,14 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 
 
 def folder_fingerprint(folder: Path) -> Fingerprint:
-    """(relative path, size, mtime ns) of every page file: changes when the folder does."""
+    """(relative path, size, mtime ns) of every visible file: changes when the folder does."""
     entries = []
     for path in sorted(folder.rglob("*")):
-        if path.suffix.lower() in PAGE_SUFFIXES and path.is_file():
-            stat = path.stat()
-            entries.append((str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns))
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        stat = path.stat()
+        entries.append((str(relative), stat.st_size, stat.st_mtime_ns))
     return tuple(entries)
 
 
@@ -147,13 +176,97 @@ def bocha_payload(query: str, ranked: list[Ranked]) -> dict[str, Any]:
     }
 
 
+INDEXES = ("hybrid", "bm25")
+
+
+def dataset_name(folder: Path) -> str:
+    """The knowledge-base dataset holding ``folder``'s pages: ``_web:<name>-<8 hex>``."""
+    resolved = str(folder.expanduser().resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:8]
+    return f"_web:{folder.name or 'pages'}-{digest}"
+
+
+def _page_for(item: Mapping[str, Any], pages: Mapping[str, list[SavedPage]]) -> SavedPage:
+    """A knowledge-base result item's page: its front matter, with the saved-page fallbacks."""
+    metadata = item.get("metadata") or {}
+    meta = metadata.get("doc_metadata") or {}
+    name = str(metadata.get("document_name") or "")
+    candidates = pages.get(name, [])
+    url = str(meta.get("url") or "").strip()
+    page = next((p for p in candidates if p.url == url), candidates[0] if candidates else None)
+    title = str(meta.get("title") or "").strip()
+    return SavedPage(
+        path=page.path if page else Path(name),
+        title=title or (page.title if page else str(meta.get("document_title") or name)),
+        url=url or (page.url if page else ""),
+        site_name=str(meta.get("site_name") or "").strip() or (page.site_name if page else ""),
+        published_date=normalize_date(meta.get("published_date"))
+        or (page.published_date if page else ""),
+        body="",
+    )
+
+
+class HybridPageIndex:
+    """The folder in the knowledge base (hybrid search); one best passage per page.
+
+    ``settings`` gives the embedding backend and ``chunk_size``; its
+    ``data_dir`` is replaced by ``<data_dir>/web-offline``. Raises
+    :class:`~gcite.errors.StoreError` (or :class:`ConfigError`) from the
+    knowledge base.
+    """
+
+    def __init__(self, folder: Path, settings: Settings) -> None:
+        from gcite.knowledge import ingest_paths, open_store
+
+        self.settings = dataclasses.replace(
+            settings,
+            data_dir=Path(settings.data_dir).expanduser() / "web-offline",
+            qdrant_url="",
+            qdrant_api_key="",
+        )
+        self.dataset = dataset_name(folder)
+        report = ingest_paths([folder], settings=self.settings, dataset=self.dataset)
+        for path, reason in report.failed:
+            logger.warning("offline web page %s not indexed: %s", path, reason)
+        self._pages: dict[str, list[SavedPage]] = {}
+        for page in load_pages(folder):
+            self._pages.setdefault(page.path.name, []).append(page)
+        self._store = open_store(self.settings)
+
+    def rank(self, query: str, count: int) -> list[Ranked]:
+        """At most ``count`` pages for ``query``, best first (scores: the store's 0-1 score)."""
+        items = self._store.search(
+            query, dataset=self.dataset, roles=None, top_k=min(100, count * 4)
+        )
+        best: dict[str, Ranked] = {}
+        for item in items:
+            metadata = item.get("metadata") or {}
+            key = str(metadata.get("document_id") or metadata.get("document_name"))
+            if key in best:
+                continue
+            page = _page_for(item, self._pages)
+            passage = str(item.get("content") or "").strip() or page.title
+            best[key] = Ranked(page, passage, float(metadata.get("score") or 0.0))
+            if len(best) >= count:
+                break
+        return list(best.values())
+
+    def close(self) -> None:
+        """Release the store."""
+        self._store.close()
+
+
 class OfflineWebSource:
     """Saved pages in ``folder`` as a :class:`~gcite.web.WebSource` (``name = "offline"``).
 
     ``folder``: directory of ``*.md`` / ``*.txt`` saved pages (searched
-    recursively). ``settings``: optional; gives ``web_timeout_s`` (seconds) and
-    ``chunk_size`` (passage length, characters) unless ``timeout_s`` is passed.
-    See the module docstring for the payload and the errors.
+    recursively). ``settings``: data directory, embedding backend,
+    ``chunk_size`` (passage length, characters) and ``web_timeout_s``
+    (seconds; ``timeout_s`` overrides it); defaults to ``Settings()``.
+    ``index``: ``"hybrid"`` (default) or ``"bm25"``. ``warm_up``: start
+    building the index in a background thread now. See the module docstring
+    for the payload and the errors; a bad ``index`` or timeout, or a missing
+    folder, is a :class:`ConfigError`.
     """
 
     name: str = "offline"
@@ -164,38 +277,58 @@ class OfflineWebSource:
         *,
         settings: Settings | None = None,
         timeout_s: float | None = None,
+        index: str = "hybrid",
+        warm_up: bool = False,
     ) -> None:
         self.folder = Path(folder).expanduser()
         if not self.folder.is_dir():
             raise ConfigError(f"离线网页文件夹不存在: {self.folder}")
-        self.timeout_s = (
-            timeout_s
-            if timeout_s is not None
-            else (settings.web_timeout_s if settings is not None else 8.0)
-        )
+        if index not in INDEXES:
+            raise ConfigError(f"离线联网搜索的索引方式只能是 hybrid 或 bm25: {index!r}")
+        self.settings = settings if settings is not None else Settings()
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.web_timeout_s
         if not self.timeout_s > 0:
             raise ConfigError(f"离线联网搜索的超时时间必须大于 0 秒: {self.timeout_s}")
-        self.passage_chars = max(100, settings.chunk_size if settings is not None else 400)
-        self._index: PageIndex | None = None
+        self.index = index
+        self.passage_chars = max(100, self.settings.chunk_size)
+        self._index: PageIndex | HybridPageIndex | None = None
         self._fingerprint: Fingerprint | None = None
         self._lock = threading.Lock()
+        if warm_up:
+            threading.Thread(target=self._warm_up, name="gcite-web-offline", daemon=True).start()
 
-    def _current_index(self) -> PageIndex:
+    def _warm_up(self) -> None:
+        try:
+            self._current_index()
+        except Exception as exc:  # reported again, as a SourceError, by the next search
+            logger.warning("offline web index for %s not built: %s", self.folder, exc)
+
+    def _current_index(self) -> PageIndex | HybridPageIndex:
         with self._lock:
+            if not self.folder.is_dir():
+                raise FileNotFoundError(f"folder is gone: {self.folder}")
             fingerprint = folder_fingerprint(self.folder)
             if self._index is None or fingerprint != self._fingerprint:
-                self._index = PageIndex(load_pages(self.folder), passage_chars=self.passage_chars)
+                old, self._index = self._index, None
+                if isinstance(old, HybridPageIndex):
+                    old.close()
+                if self.index == "hybrid":
+                    self._index = HybridPageIndex(self.folder, self.settings)
+                else:
+                    self._index = PageIndex(
+                        load_pages(self.folder), passage_chars=self.passage_chars
+                    )
                 self._fingerprint = fingerprint
             return self._index
 
     def _search_sync(self, query: str, count: int) -> dict[str, Any]:
         try:
-            if not self.folder.is_dir():
-                raise FileNotFoundError("folder is gone")
             index = self._current_index()
+            return bocha_payload(query, index.rank(query, count))
         except OSError as exc:
             raise SourceUnavailable(f"无法读取离线网页文件夹 {self.folder}: {exc}") from exc
-        return bocha_payload(query, index.rank(query, count))
+        except GciteError as exc:
+            raise SourceUnavailable(f"离线联网搜索失败: {exc}") from exc
 
     async def search(self, query: str, *, count: int) -> Any:
         """Search the saved pages; Bocha's payload with at most ``count`` results (module doc)."""
@@ -212,9 +345,14 @@ class OfflineWebSource:
             ) from exc
 
     async def aclose(self) -> None:
-        """Drop the in-memory index. Safe to call twice."""
-        self._index = None
-        self._fingerprint = None
+        """Drop the index (and release the knowledge store). Safe to call twice."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            old, self._index, self._fingerprint = self._index, None, None
+        if isinstance(old, HybridPageIndex):
+            old.close()
 
     async def __aenter__(self) -> OfflineWebSource:
         return self
@@ -223,7 +361,16 @@ class OfflineWebSource:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"OfflineWebSource(folder={str(self.folder)!r})"
+        return f"OfflineWebSource(folder={str(self.folder)!r}, index={self.index!r})"
 
 
-__all__ = ["MAX_COUNT", "OfflineWebSource", "PageIndex", "bocha_item", "bocha_payload"]
+__all__ = [
+    "INDEXES",
+    "MAX_COUNT",
+    "HybridPageIndex",
+    "OfflineWebSource",
+    "PageIndex",
+    "bocha_item",
+    "bocha_payload",
+    "dataset_name",
+]
