@@ -9,7 +9,11 @@
  * dify-protocol.md §1.1) and never reject or throw on a failed request: HTTP
  * errors (body `{code, message, status}`, dify-protocol.md §1.8), network
  * errors and aborts end the stream with `result.error` set (and onError
- * called); whatever text arrived is kept.
+ * called); whatever text arrived is kept. Error codes of our own (as the
+ * Python consumer): `network_error` (no connection), `stream_interrupted`
+ * (the connection broke mid-stream), `timeout`, `aborted`, `http_error` (a
+ * non-2xx without Dify's JSON), `not_event_stream` (2xx but not
+ * text/event-stream; fetch only), `frame_too_large`.
  */
 import { AnswerStream } from './answer.js';
 import { Utf8Decoder } from './utf8.js';
@@ -86,9 +90,12 @@ export function streamChat(options) {
   };
   if (signal) init.signal = signal;
 
+  var opened = false; // a 2xx event stream is being read
   function failed(err) {
+    var detail = String((err && err.message) || err);
     if (isAbort(err, signal)) stream.fail({ code: 'aborted', status: 0, message: '请求已取消' });
-    else stream.fail({ code: 'network_error', status: 0, message: '网络错误：' + String((err && err.message) || err) });
+    else if (opened) stream.fail({ code: 'stream_interrupted', status: 0, message: '回答流中断：' + detail });
+    else stream.fail({ code: 'network_error', status: 0, message: '无法连接服务：' + detail });
     return stream.end();
   }
 
@@ -111,6 +118,13 @@ export function streamChat(options) {
         }
       );
     }
+    var type = res.headers && typeof res.headers.get === 'function' ? res.headers.get('content-type') || '' : 'text/event-stream';
+    if (type.toLowerCase().indexOf('text/event-stream') < 0) {
+      stream.fail({ code: 'not_event_stream', status: res.status, message: '服务没有返回事件流（Content-Type: ' + (type || '无') + '）' });
+      if (res.body && typeof res.body.cancel === 'function') res.body.cancel().then(null, function () {});
+      return stream.end();
+    }
+    opened = true;
     if (res.body && typeof res.body.getReader === 'function') {
       var reader = res.body.getReader();
       var pump = function () {
@@ -215,7 +229,9 @@ export function wxStreamChat(wx, options) {
     fail: function (err) {
       if (done) return;
       var msg = err && err.errMsg ? String(err.errMsg) : String(err);
-      stream.fail({ code: 'network_error', status: 0, message: '网络错误：' + msg });
+      if (/timeout/i.test(msg)) stream.fail({ code: 'timeout', status: 0, message: '请求超时：' + msg });
+      else if (chunks > 0) stream.fail({ code: 'stream_interrupted', status: 0, message: '回答流中断：' + msg });
+      else stream.fail({ code: 'network_error', status: 0, message: '无法连接服务：' + msg });
       finish();
     },
   });

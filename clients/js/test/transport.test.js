@@ -63,7 +63,7 @@ test('streamChat: a non-JSON error body gives code http_error and the status', a
 test('streamChat: a dropped connection keeps the partial answer and releases held text', async function () {
   var c = collector();
   var res = await streamChat(Object.assign({ url: server.url + '/drop', body: {} }, c.callbacks));
-  assert.equal(res.error.code, 'network_error');
+  assert.equal(res.error.code, 'stream_interrupted');
   assert.equal(res.answer, '部分回答，未完[C:');
   assert.deepEqual(res.citations, [['2', 1]]);
   assert.equal(c.seen.errors.length, 1);
@@ -81,6 +81,13 @@ test('streamChat: abort through the signal ends with code aborted', async functi
   });
   assert.equal(res.error.code, 'aborted');
   assert.match(res.answer, /^部分回答/);
+});
+
+test('streamChat: a 2xx response that is not an event stream is an error', async function () {
+  var res = await streamChat({ url: server.url + '/json-ok', body: {} });
+  assert.equal(res.error.code, 'not_event_stream');
+  assert.equal(res.error.status, 200);
+  assert.match(res.error.message, /application\/json/);
 });
 
 test('streamChat: refused connection and misuse', async function () {
@@ -126,7 +133,7 @@ test('wxStreamChat: HTTP error, dropped connection, abort', async function () {
   assert.deepEqual(e.seen.errors, [e.result.error]);
 
   var d = await wxRun(fakeWx(), server.url + '/drop');
-  assert.equal(d.result.error.code, 'network_error');
+  assert.equal(d.result.error.code, 'stream_interrupted');
   assert.equal(d.result.answer, '部分回答，未完[C:');
 
   var handle = null;
@@ -144,4 +151,12 @@ test('wxStreamChat: HTTP error, dropped connection, abort', async function () {
   assert.match(a.answer, /^部分回答/);
   handle.abort(); // a second abort is harmless
   assert.throws(function () { wxStreamChat({}, { url: 'x' }); }, TypeError);
+
+  var slow = await wxRun(fakeWx(), server.url + '/hang', { timeout: 300 });
+  assert.equal(slow.result.error.code, 'timeout');
+  assert.match(slow.result.answer, /^部分回答/);
+
+  var refused = await wxRun(fakeWx(), 'http://127.0.0.1:9/v1/chat-messages');
+  assert.equal(refused.result.error.code, 'network_error');
+  assert.match(refused.result.error.message, /request:fail/);
 });

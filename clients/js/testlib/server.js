@@ -22,6 +22,7 @@ async function writeCut(res, text, step) {
  * Start the server. Routes (POST):
  *   /v1/chat-messages   the seed answer, bytes cut every 5 bytes (records the request)
  *   /http-error         400 with Dify's error JSON
+ *   /json-ok            200 with a JSON body (a blocking-mode answer)
  *   /html-error         502 with an HTML body
  *   /drop               some frames, then the socket is destroyed
  *   /hang               some frames, then nothing until the client goes away
@@ -43,6 +44,9 @@ export function startServer() {
       } else if (req.url === '/http-error') {
         res.writeHead(400, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify({ code: 'invalid_param', message: '参数错误：query 不能为空', status: 400 }));
+      } else if (req.url === '/json-ok') {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ event: 'message', answer: 'blocking' }));
       } else if (req.url === '/html-error') {
         res.writeHead(502, { 'Content-Type': 'text/html' });
         res.end('<html><body>Bad Gateway</body></html>');
@@ -77,7 +81,8 @@ export function startServer() {
 /**
  * A minimal `wx` with request({url, method, data, header, enableChunked,
  * success, fail}) -> RequestTask {onHeadersReceived, onChunkReceived, abort}.
- * Object `data` is sent as JSON, as WeChat does. Chunks are re-cut every
+ * Object `data` is sent as JSON, as WeChat does; `timeout` (ms) fails the
+ * request with "request:fail timeout". Chunks are re-cut every
  * `step` bytes. With chunked=false the whole body comes in success.data.
  */
 export function fakeWx(options) {
@@ -127,6 +132,16 @@ export function fakeWx(options) {
         o.fail({ errMsg: 'request:fail ' + e.message });
       });
       req.end(payload);
+      if (typeof o.timeout === 'number') {
+        // wx.request's `timeout` (ms): the request fails with "request:fail timeout".
+        var timer = setTimeout(function () {
+          if (finished) return;
+          finished = true;
+          req.destroy();
+          o.fail({ errMsg: 'request:fail timeout' });
+        }, o.timeout);
+        req.on('close', function () { clearTimeout(timer); });
+      }
       var task = {
         abort: function () {
           if (finished) return;
