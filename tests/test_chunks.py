@@ -117,6 +117,8 @@ def test_normalize_date(raw: Any, expected: str) -> None:
         (True, None),
         (None, None),
         ({"score": 1}, None),
+        (10**400, None),
+        ("1e999", None),
     ],
 )
 def test_as_score(raw: Any, expected: float | None) -> None:
@@ -125,10 +127,21 @@ def test_as_score(raw: Any, expected: float | None) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("文本", "文本"), (2026, "2026"), (0.5, "0.5"), (True, ""), (None, ""), (math.nan, "")],
+    [
+        ("文本", "文本"),
+        (2026, "2026"),
+        (0.5, "0.5"),
+        (True, ""),
+        (None, ""),
+        (math.nan, ""),
+    ],
 )
 def test_as_text(raw: Any, expected: str) -> None:
     assert as_text(raw) == expected
+
+
+def test_as_text_of_an_int_too_long_to_print() -> None:
+    assert as_text(10**5000) == ""  # beyond Python's int-to-str digit limit
 
 
 def test_empty_chunk_has_every_field_with_its_type() -> None:

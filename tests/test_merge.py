@@ -268,6 +268,9 @@ def test_bad_items_keep_every_valid_chunk() -> None:
         "日期无法解析",
         "URL 无法解析，日期不存在",
         "URL 没有协议头",
+        "分数是超大整数",
+        "1" + "0" * 400,  # a 401-digit number is still text
+        "分数溢出",
     }
     assert by_content["doc_metadata 是列表"]["score"] == 0.81  # "0.81"
     assert by_content["doc_metadata 是列表"]["segment_position"] == 7  # "7"
@@ -282,6 +285,10 @@ def test_bad_items_keep_every_valid_chunk() -> None:
     assert by_content["日期无法解析"]["display_subtitle"] == "odd-date.example.com"
     assert by_content["URL 无法解析，日期不存在"]["display_subtitle"] == ""
     assert by_content["URL 没有协议头"]["display_subtitle"] == "example.net · 2025-08-12"
+    assert by_content["分数是超大整数"]["score"] == 0.0  # beyond the float range
+    assert by_content["分数是超大整数"]["segment_position"] == 0  # unreadable: unknown
+    assert by_content["分数溢出"]["score"] == 0.3
+    assert by_content["分数溢出"]["published_date"] == ""
     assert_well_formed(result)
 
 
@@ -335,7 +342,8 @@ def test_inputs_are_not_modified() -> None:
 json_values = st.recursive(
     st.none()
     | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.integers()
+    | st.sampled_from([10**400, -(10**400), 2**63, 2**64])
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=12),
     lambda children: st.lists(children, max_size=4)

@@ -80,8 +80,8 @@ class WebChunk(TypedDict):
 def as_text(value: Any) -> str:
     """Coerce a payload value to text: ``str`` as is, finite numbers via ``str()``, else "".
 
-    Booleans, ``None``, containers and non-finite floats give "" (they are not
-    text a user could read as a title, URL or content).
+    Booleans, ``None``, containers, non-finite floats and integers too long to
+    print give "" (they are not text a user could read as a title, URL or content).
     """
     if isinstance(value, str):
         return value
@@ -89,24 +89,28 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, float) and not math.isfinite(value):
         return ""
-    return str(value)
+    try:
+        return str(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits()
+        return ""
 
 
 def as_score(value: Any) -> float | None:
     """Parse a score: int, float or numeric string, finite only; ``None`` when unusable.
 
-    ``True``/``False``, ``NaN``, ``±inf`` and non-numeric strings give ``None``.
+    ``True``/``False``, ``NaN``, ``±inf``, integers beyond the float range and
+    non-numeric strings give ``None``.
     """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float):
+            number = float(value)
+        elif isinstance(value, str):
             number = float(value.strip())
-        except ValueError:
+        else:
             return None
-    else:
+    except (OverflowError, ValueError):  # an int too large for a float, a non-numeric string
         return None
     return number if math.isfinite(number) else None
 
