@@ -16,7 +16,7 @@
  * text/event-stream; fetch only), `frame_too_large`.
  */
 import { AnswerStream } from './answer.js';
-import { Utf8Decoder } from './utf8.js';
+import { Utf8Decoder, toBytes } from './utf8.js';
 
 var ERROR_BODY_LIMIT = 64 * 1024; // bytes of an error body kept for the message
 
@@ -187,20 +187,17 @@ export function wxStreamChat(wx, options) {
     return s + d.flush();
   }
 
-  function toBytes(data) {
-    if (data instanceof ArrayBuffer) return new Uint8Array(data);
-    if (data instanceof Uint8Array) return data;
-    if (typeof data === 'string') return null;
-    return null;
-  }
-
   function take(data) {
     if (typeof data === 'string') {
       if (status < 400) stream.pushText(data);
       return;
     }
-    var bytes = toBytes(data);
-    if (bytes === null) return;
+    var bytes;
+    try {
+      bytes = toBytes(data);
+    } catch (e) {
+      return; // no body in this callback (e.g. success after chunks)
+    }
     keepHead(bytes);
     if (status < 400) stream.pushBytes(bytes);
   }

@@ -8,10 +8,22 @@
  * TextDecoder and the SSE spec do).
  */
 
-function toBytes(chunk) {
+// ArrayBuffers handed over by a mini-program runtime may come from another
+// realm, where `instanceof ArrayBuffer` is false: check the tag instead.
+function isArrayBuffer(v) {
+  return v instanceof ArrayBuffer || Object.prototype.toString.call(v) === '[object ArrayBuffer]';
+}
+
+/**
+ * Bytes of a chunk as a Uint8Array (no copy).
+ * @param {Uint8Array|ArrayBuffer|ArrayBufferView} chunk
+ * @returns {Uint8Array}
+ * @throws {TypeError} for anything else
+ */
+export function toBytes(chunk) {
   if (chunk instanceof Uint8Array) return chunk;
-  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
-  if (chunk !== null && typeof chunk === 'object' && chunk.buffer instanceof ArrayBuffer) {
+  if (isArrayBuffer(chunk)) return new Uint8Array(chunk);
+  if (chunk !== null && typeof chunk === 'object' && isArrayBuffer(chunk.buffer) && typeof chunk.byteLength === 'number') {
     return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   }
   throw new TypeError('expected a Uint8Array, an ArrayBuffer or a typed-array view');

@@ -271,3 +271,12 @@ test('message_replace replaces the answer and calls onReplace; workflow_finished
   assert.deepEqual(r.citations, [['2', 1]]);
   assert.equal(r.workflowStatus, 'succeeded');
 });
+
+test('ArrayBuffers from another realm (as a mini-program runtime may hand over) are accepted', async function () {
+  var vm = await import('node:vm');
+  var foreign = vm.runInNewContext('new ArrayBuffer(3)');
+  assert.equal(foreign instanceof ArrayBuffer, false);
+  new Uint8Array(foreign).set([0xe5, 0xbc, 0x95]); // 引
+  var d = new Utf8Decoder();
+  assert.equal(d.decode(foreign), '引');
+});
