@@ -17,11 +17,12 @@
 export class SseDecoder {
   /**
    * @param {{maxLine?: number}} [options] maxLine: the longest line or event
-   *   data kept, in UTF-16 units (default 16 MiB); beyond it feed() throws.
+   *   data kept, in UTF-16 units (default 8,000,000, as the Python consumer:
+   *   Dify caps Code-node strings at 400,000 characters); beyond it feed() throws.
    */
   constructor(options) {
     var opts = options || {};
-    this._maxLine = opts.maxLine === undefined ? 16 * 1024 * 1024 : opts.maxLine;
+    this._maxLine = opts.maxLine === undefined ? 8000000 : opts.maxLine;
     this._partial = ''; // text after the last line end
     this._skipLf = false; // the last chunk ended with "\r"
     this._type = '';
