@@ -269,23 +269,53 @@ def test_text_chunk_events_carry_text_too() -> None:
 
 def test_error_event_releases_held_text_and_surfaces_the_error() -> None:
     body = code_node() + message("部分答案[C:1") + workflow_finished("failed") + error_event()
-    updates, result = consume([body + message("不再读取")])
-    assert result.answer == "部分答案[C:1"
+    updates, result = consume([body + error_event("second") + message("迟到[C:2]")])
     assert result.error == StreamFailed("internal_server_error", "Run failed: boom", 500)
-    assert result.workflow_status == "failed" and not result.finished
     assert StreamFailed("internal_server_error", "Run failed: boom", 500) in updates
-    assert "不再读取" not in result.raw_answer
+    assert result.workflow_status == "failed" and not result.finished
+    # held text released at the error; text after it is kept, literally, with a warning
+    assert result.answer == "部分答案[C:1迟到[C:2]"
+    assert result.citations == [] and len(result.warnings) == 1
+    assert result.events[-2:] == ["error", "message"]
 
 
-def test_retriever_resources_fallback_without_chunk_metadata() -> None:
-    _, result = consume([message("答[C:1]案[C:5]") + message_end(RESOURCES)])
-    assert result.citations == [("1", 1), ("5", 2)]  # no metadata: every id is accepted
+def test_text_after_message_end_is_kept_literally() -> None:
+    _, result = consume([message("答[C:1]") + message_end() + text_chunk("补[C:1]")])
+    assert result.answer == "答补[C:1]" and result.finished
+    assert result.warnings == ["text_chunk after the end of the answer: '补[C:1]'"]
+
+
+def test_retriever_resources_fallback_by_position() -> None:
+    # Dify's own resources: the cited ids are looked up by position (mobile §3.4)
+    _, result = consume([message("答[C:2]案[C:5]") + message_end(RESOURCES)])
+    assert result.citations == [("2", 1), ("5", 2)]  # no metadata: every id is accepted
     assert result.panel_source == "retriever_resources"
-    assert [(e["idx"], e["raw_id"]) for e in result.panel] == [(1, "1"), (2, "2")]
-    first = result.panel[0]["chunk"]
-    assert first is not None
-    assert first["document_title"] == "巡更操作指南.pdf" and first["source_type"] == "rag"
-    assert first["display_subtitle"] == "测试知识库"
+    assert [(e["idx"], e["raw_id"]) for e in result.panel] == [(1, "2"), (2, "5")]
+    chunk = result.panel[0]["chunk"]
+    assert chunk is not None and result.panel[1]["chunk"] is None
+    assert chunk["document_title"] == "消防应急预案.docx" and chunk["source_type"] == "rag"
+    assert chunk["display_subtitle"] == "测试知识库"
+
+
+def test_retriever_resources_fallback_by_gcite_chunk_id() -> None:
+    # gcite's service lists only the cited chunks (positions 1..n in display order) and
+    # puts the raw chunk id and the G-Cite fields into doc_metadata
+    resources = [
+        {"position": 1, "document_name": "物业巡检流程标准 - 知乎", "dataset_name": "知乎",
+         "content": "…", "doc_metadata": {"chunk_id": "7", "source_type": "web",
+         "document_title": "物业巡检流程标准 - 知乎", "display_subtitle": "知乎 · 2025-08-12",
+         "url": "https://www.zhihu.com/q/1"}},
+        {"position": 2, "document_name": "制度.pdf", "dataset_name": "测试知识库",
+         "doc_metadata": {"chunk_id": "2", "source_type": "rag", "document_title": "制度",
+                          "display_subtitle": "", "url": ""}},
+    ]  # fmt: skip
+    _, result = consume([message("甲[C:7]乙[C:2]") + message_end(resources)])
+    assert [(e["idx"], e["raw_id"]) for e in result.panel] == [(1, "7"), (2, "2")]
+    first, second = (e["chunk"] for e in result.panel)
+    assert first is not None and second is not None
+    assert (first["source_type"], first["display_subtitle"]) == ("web", "知乎 · 2025-08-12")
+    assert first["url"] == "https://www.zhihu.com/q/1"
+    assert (second["document_title"], second["display_subtitle"]) == ("制度", "")
 
 
 def test_no_metadata_at_all_gives_panel_without_chunks() -> None:
@@ -453,7 +483,7 @@ async def test_http_workflow_finished_before_message_end(server: str) -> None:
 
 async def test_http_error_event(server: str) -> None:
     updates, result = await collect(f"{server}/v1/chat-messages/error")
-    assert result.answer == "乙[C:"
+    assert result.answer == "乙[C:" and not result.finished
     assert result.error == StreamFailed("invalid_param", "Run failed: boom", 400)
     assert result.error in updates
 

@@ -13,7 +13,7 @@ from gcite.stream.panel import (
     PanelEntry,
     build_panel,
     chunk_map,
-    panel_from_retriever_resources,
+    chunks_from_retriever_resources,
 )
 from gcite.stream.parser import (
     CitationParser,
@@ -64,12 +64,12 @@ __all__ = [
     "TextSegment",
     "build_panel",
     "chunk_map",
+    "chunks_from_retriever_resources",
     "cited_ids",
     "consume_chat_stream",
     "marker_ids",
     "merge_segments",
     "normalise_id",
-    "panel_from_retriever_resources",
     "parse_all",
     "render_html",
     "render_markdown",

@@ -3,9 +3,9 @@
 Mobile design document §4.3 and §5.1: the panel (摘要栏) is built by walking the
 idMap in insertion order and looking each raw id up in ``chunkMetadataMap``
 (``chunk_metadata`` indexed by ``id``) — never by listing all of ``chunk_metadata``.
-Also the fallback of §3.4: when no ``chunk_metadata`` arrived, Dify's
-``message_end.metadata.retriever_resources`` become panel entries (all of them,
-so the panel may list more sources than the answer cites). Pure functions.
+Also the fallback of §3.4: when no ``chunk_metadata`` arrived, the chunks are rebuilt
+from ``message_end.metadata.retriever_resources`` and the cited ids looked up in them
+(a cited id with no matching resource gets ``chunk=None``). Pure functions.
 """
 
 from __future__ import annotations
@@ -69,45 +69,53 @@ def build_panel(
 
 
 def chunk_from_retriever_resource(resource: Mapping[str, Any], position: int) -> dict[str, Any]:
-    """A ``UnifiedChunk``-shaped dict from one Dify ``retriever_resources`` item.
+    """A ``UnifiedChunk``-shaped dict from one ``retriever_resources`` item.
 
-    Dify's ``RetrievalSourceMetadata`` (dify-protocol.md §1.6) knows only knowledge
-    base hits: ``source_type`` is ``"rag"``, ``document_title`` is ``title`` or
-    ``document_name``, ``display_subtitle`` is ``dataset_name``; ``id`` is the
-    resource's ``position`` (or ``position`` given here when absent).
+    Dify's ``RetrievalSourceMetadata`` (dify-protocol.md §1.6) knows only knowledge-base
+    hits: ``source_type`` ``"rag"``, ``document_title`` from ``document_name`` / ``title``,
+    ``display_subtitle`` from ``dataset_name``, and ``id`` = ``position`` (or ``position``
+    given here when absent). When ``doc_metadata`` carries G-Cite fields (as the gcite
+    service writes them: ``chunk_id``, ``source_type``, ``document_title``,
+    ``display_subtitle``, ``url``), those win, so the raw ids of the answer's markers match.
     """
+    meta = resource.get("doc_metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     raw_position = resource.get("position")
-    pos = raw_position if isinstance(raw_position, int) and raw_position > 0 else position
-    title = resource.get("title") or resource.get("document_name") or ""
-    doc_metadata = resource.get("doc_metadata")
-    url = ""
-    if isinstance(doc_metadata, dict):
-        url = str(doc_metadata.get("source_file_url") or doc_metadata.get("url") or "")
+    if isinstance(raw_position, int) and not isinstance(raw_position, bool) and raw_position > 0:
+        position = raw_position
+    chunk_id = meta.get("chunk_id")
+    source_type = meta.get("source_type")
+    subtitle = meta.get("display_subtitle")
+    title = meta.get("document_title") or resource.get("document_name") or resource.get("title")
+    url = meta.get("url") or meta.get("source_file_url") or ""
     return {
-        "id": str(pos),
-        "source_type": "rag",
-        "document_title": str(title),
-        "display_subtitle": str(resource.get("dataset_name") or ""),
+        "id": str(chunk_id) if chunk_id not in (None, "") else str(position),
+        "source_type": source_type if source_type in ("rag", "web") else "rag",
+        "document_title": str(title or ""),
+        "display_subtitle": subtitle
+        if isinstance(subtitle, str)
+        else str(resource.get("dataset_name") or ""),
         "content": str(resource.get("content") or ""),
         "score": resource.get("score"),
-        "url": url,
+        "url": str(url),
+        "source_file_url": str(meta.get("source_file_url") or ""),
         "document_name": str(resource.get("document_name") or ""),
         "dataset_name": str(resource.get("dataset_name") or ""),
     }
 
 
-def panel_from_retriever_resources(resources: Any) -> list[PanelEntry]:
-    """The §3.4 fallback panel: every retriever resource in order, numbered from 1.
+def chunks_from_retriever_resources(resources: Any) -> list[dict[str, Any]]:
+    """``chunk_metadata`` rebuilt from ``message_end.metadata.retriever_resources``.
 
-    ``resources`` is ``message_end.metadata.retriever_resources``; anything that is not
-    a list gives ``[]`` and non-dict items are skipped.
+    The mobile §3.4 fallback when no ``node_finished`` carried ``chunk_metadata``:
+    :func:`build_panel` then looks the cited ids up in these chunks. Anything that is not
+    a list gives ``[]``; non-dict items are skipped.
     """
     if not isinstance(resources, list):
         return []
-    entries: list[PanelEntry] = []
-    for resource in resources:
-        if not isinstance(resource, dict):
-            continue
-        chunk = chunk_from_retriever_resource(resource, len(entries) + 1)
-        entries.append({"idx": len(entries) + 1, "raw_id": chunk["id"], "chunk": chunk})
-    return entries
+    return [
+        chunk_from_retriever_resource(resource, k + 1)
+        for k, resource in enumerate(resources)
+        if isinstance(resource, dict)
+    ]

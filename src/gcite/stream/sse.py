@@ -18,10 +18,11 @@ Protocol facts (``dify-protocol.md`` §1.2–§1.8; mobile design document §3):
   ``text_chunk`` (``data.text``); ``message_replace`` replaces the answer;
 - ``message_end`` and ``workflow_finished`` may come in either order, or not at all
   (dify#31253): the answer is final when the byte stream ends;
-- an ``error`` event releases held text and surfaces the error (no ``message_end`` follows);
+- an ``error`` event releases held text and surfaces the error (the first one wins);
+  text arriving after ``message_end`` or ``error`` is kept as literal text, with a warning;
 - without ``chunk_metadata`` the panel falls back to
-  ``message_end.metadata.retriever_resources`` (mobile §3.4: it may list every
-  retrieved chunk, not only the cited ones).
+  ``message_end.metadata.retriever_resources`` (mobile §3.4): the cited ids are looked up
+  by ``doc_metadata.chunk_id`` (gcite's service) or else by ``position`` (Dify).
 
 Bad input never raises from the consumer: undecodable UTF-8 becomes U+FFFD, frames that
 are not JSON objects or come incomplete at the end are skipped and listed in
@@ -45,7 +46,7 @@ from gcite.stream.panel import (
     PanelEntry,
     build_panel,
     chunk_map,
-    panel_from_retriever_resources,
+    chunks_from_retriever_resources,
 )
 from gcite.stream.parser import CitationParser, Segment, merge_segments
 
@@ -297,7 +298,7 @@ class DifyStreamConsumer:
 
     @property
     def stopped(self) -> bool:
-        """True once the input is no longer read (error event, over-long line, or closed)."""
+        """True once the input is no longer read (over-long line, transport failure, closed)."""
         return self._stopped or self._closed
 
     @property
@@ -357,12 +358,12 @@ class DifyStreamConsumer:
         self._res.citations = self._parser.citations
         self._res.invalid = self._parser.invalid
         self._res.chunk_metadata = self._chunk_list
-        resources = self._res.metadata.get("retriever_resources")
+        resources = chunks_from_retriever_resources(self._res.metadata.get("retriever_resources"))
         if self._chunks is not None:
             self._res.panel = build_panel(self._res.citations, self._chunks)
             self._res.panel_source = "chunk_metadata"
-        elif isinstance(resources, list) and resources:
-            self._res.panel = panel_from_retriever_resources(resources)
+        elif resources:
+            self._res.panel = build_panel(self._res.citations, resources)
             self._res.panel_source = "retriever_resources"
         else:
             self._res.panel = build_panel(self._res.citations, {})
@@ -397,8 +398,9 @@ class DifyStreamConsumer:
             self._res.warnings.append(f"{event}: answer text is not a string; skipped")
             return
         self._raw.append(text)
-        if self._parser.closed:
-            self._res.warnings.append(f"{event} after the end of the answer: {text!r}")
+        if self._parser.closed:  # after message_end or error: kept, as literal text
+            self._res.warnings.append(f"{event} after the end of the answer: {text[:200]!r}")
+            self._emit([{"text": text}] if text else [], updates)
             return
         self._text_started = True
         self._emit(self._parser.feed(text), updates)
@@ -465,6 +467,9 @@ class DifyStreamConsumer:
         if not isinstance(answer, str):
             self._res.warnings.append("message_replace: answer is not a string; skipped")
             return
+        if self._parser.closed:
+            self._res.warnings.append(f"message_replace after the end of the answer: {answer!r}")
+            return
         known = None if self._chunks is None else list(self._chunks)
         self._parser = CitationParser(known, self._max_hold)
         self._raw = [answer]
@@ -496,7 +501,10 @@ class DifyStreamConsumer:
             message=str(payload.get("message") or ""),
             status=status if isinstance(status, int) and not isinstance(status, bool) else None,
         )
-        self._stop(error, updates)
+        if self._res.error is None:  # the first error wins
+            self._res.error = error
+        self._finish_text(updates)
+        updates.append(error)
 
 
 _HANDLERS: Final = {
