@@ -92,20 +92,24 @@ def make_inputs(n: int, seed: int = 1) -> tuple[list[dict[str, Any]], list[dict[
     return rag, [{"references": references, "request_id": f"bench-{n}"}]
 
 
-def median_per_call(func: Callable[[], Any], repeats: int, budget_s: float = 0.2) -> float:
-    """Median seconds per call over ``repeats`` rounds of enough calls to fill ``budget_s``."""
-    func()
-    start = time.perf_counter()
-    func()
-    once = max(time.perf_counter() - start, 1e-7)
-    calls = max(1, int(budget_s / once))
-    rounds = []
-    for _ in range(repeats):
+def medians_per_call(
+    funcs: list[Callable[[], Any]], repeats: int, budget_s: float = 0.1
+) -> list[float]:
+    """Median seconds per call of each function; rounds interleave them (fair under load)."""
+    calls = []
+    for func in funcs:
+        func()
         start = time.perf_counter()
-        for _ in range(calls):
-            func()
-        rounds.append((time.perf_counter() - start) / calls)
-    return statistics.median(rounds)
+        func()
+        calls.append(max(1, int(budget_s / max(time.perf_counter() - start, 1e-7))))
+    rounds: list[list[float]] = [[] for _ in funcs]
+    for _ in range(repeats):
+        for func, n, times in zip(funcs, calls, rounds, strict=True):
+            start = time.perf_counter()
+            for _ in range(n):
+                func()
+            times.append((time.perf_counter() - start) / n)
+    return [statistics.median(times) for times in rounds]
 
 
 def machine() -> str:
@@ -125,7 +129,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=11)
     args = parser.parse_args()
     baseline = load_seed_node(args.shared)
 
@@ -141,9 +145,14 @@ def main() -> None:
         ours = merge_chunks(rag, web)
         seed = baseline(rag, web)
         assert ours["chunk_count"] == seed["chunk_count"] == 2 * n, (n, ours["chunk_count"])
-        t_seed = median_per_call(partial(baseline, rag, web), args.repeats)
-        t_merge = median_per_call(partial(merge_chunks, rag, web), args.repeats)
-        t_node = median_per_call(partial(code_node_outputs, rag, web), args.repeats)
+        t_seed, t_merge, t_node = medians_per_call(
+            [
+                partial(baseline, rag, web),
+                partial(merge_chunks, rag, web),
+                partial(code_node_outputs, rag, web),
+            ],
+            args.repeats,
+        )
         print(
             f"| {n}+{n} | {t_seed * 1e6:,.1f} µs | {t_merge * 1e6:,.1f} µs | "
             f"{t_merge / t_seed:.2f}× | {t_node * 1e6:,.1f} µs | {t_node / t_seed:.2f}× | "
