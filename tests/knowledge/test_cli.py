@@ -1,0 +1,116 @@
+"""``gcite ingest`` and ``gcite search`` through Click, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gcite.cli import cli
+
+from .docs import MANIFEST, write_mixed
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    base = tmp_path_factory.mktemp("cli")
+    write_mixed(base / "docs")
+    (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
+    env = {"GCITE_EMBED_BACKEND": "use", "GCITE_DATA_DIR": str(base / "env-data")}
+    result = CliRunner().invoke(
+        cli,
+        [
+            "ingest",
+            str(base / "docs"),
+            "--manifest",
+            str(base / "manifest.json"),
+            "--data-dir",
+            str(base / "data"),
+            "--chunk-size",
+            "300",
+            "--quiet",
+        ],
+        env=env,
+    )
+    # two broken files -> exit 1, but the rest is ingested and reported
+    assert result.exit_code == 1, result.output
+    assert "数据集 园区制度库: 新增 5" in result.output
+    assert "失败: " in result.output and "broken.pdf" in result.output
+    assert "Traceback" not in result.output
+    return base, env
+
+
+def test_search_json_returns_kr_items_with_role_filter(kb: tuple[Path, dict[str, str]]) -> None:
+    base, env = kb
+    args = ["search", "电梯维保记录", "--json", "--data-dir", str(base / "data"), "--top-k", "3"]
+    result = CliRunner().invoke(cli, [*args, "--role", "运维工程师"], env=env)
+    assert result.exit_code == 0, result.output
+    items = json.loads(result.output)
+    assert items[0]["title"] == "elevator.txt"
+    assert items[0]["metadata"]["dataset_name"] == "园区制度库"
+    denied = CliRunner().invoke(cli, [*args, "--role", "安保主管"], env=env)
+    assert "elevator.txt" not in {i["title"] for i in json.loads(denied.output)}
+    none = CliRunner().invoke(cli, [*args, "--no-roles"], env=env)
+    assert "elevator.txt" not in {i["title"] for i in json.loads(none.output)}
+
+
+def test_search_filter_and_text_output(kb: tuple[Path, dict[str, str]]) -> None:
+    base, env = kb
+    condition = {
+        "logical_operator": "or",
+        "conditions": [{"not": {"name": "year", "comparison_operator": "empty"}}],
+    }
+    result = CliRunner().invoke(
+        cli,
+        ["search", "管理", "--filter", json.dumps(condition), "--data-dir", str(base / "data")],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    assert "停车场管理办法" in result.output or "园区消防巡查制度" in result.output
+    assert "电梯" not in result.output
+
+
+def test_env_data_dir_is_used_and_flag_overrides_it(kb: tuple[Path, dict[str, str]]) -> None:
+    base, env = kb
+    # GCITE_DATA_DIR points to an empty place: a clear error, not empty results
+    result = CliRunner().invoke(cli, ["search", "停车"], env=env)
+    assert result.exit_code == 1
+    assert result.output.startswith("错误: 知识库数据目录不存在")
+    ok = CliRunner().invoke(cli, ["search", "停车", "--data-dir", str(base / "data")], env=env)
+    assert ok.exit_code == 0 and "停车场管理办法" in ok.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--filter", "{not json"], "--filter 不是有效的 JSON"),
+        (["--filter", "[1]"], "--filter 必须是 JSON 对象"),
+        (
+            ["--filter", '{"name": "year", "comparison_operator": "~", "value": 1}'],
+            "未知的比较运算符",
+        ),
+        (["--dataset", "没有的库"], "没有数据集"),
+    ],
+)
+def test_search_errors_are_one_chinese_line(
+    kb: tuple[Path, dict[str, str]], extra: list[str], message: str
+) -> None:
+    base, env = kb
+    result = CliRunner().invoke(
+        cli, ["search", "停车", "--data-dir", str(base / "data"), *extra], env=env
+    )
+    assert result.exit_code == 1
+    assert result.output.startswith("错误: ") and message in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_ingest_missing_path_is_reported(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["ingest", str(tmp_path / "nope"), "--dataset", "x", "--data-dir", str(tmp_path / "d")],
+        env={"GCITE_EMBED_BACKEND": "use"},
+    )
+    assert result.exit_code == 1
+    assert "路径不存在" in result.output
