@@ -1,0 +1,271 @@
+"""Latency of the External Knowledge API (``POST /retrieval``) on the law corpus.
+
+What it measures (issue 8, item 7): p50 / p99 latency of ``/retrieval`` with
+requests shaped as Dify sends them, from an ``httpx.AsyncClient`` to uvicorn on
+127.0.0.1, at 1 and at 20 concurrent requests. Baselines measured in the same
+run: ``KnowledgeStore.search`` called directly (no HTTP, one at a time), and the
+bodyless registration probe (HTTP + auth, no search).
+
+The server runs in a child process (this script with ``--serve``), so client
+and server do not share a GIL. The corpus is ingested once into a cache
+directory (``GCITE_BENCH_DATA``, default ``~/.cache/gcite/bench-laws``);
+ingestion is idempotent, so later runs skip it. Queries are the questions of
+``../shared/corpus/laws-qa.dev.jsonl``.
+
+Run: ``.venv/bin/python benchmarks/bench_retrieval_api.py [--requests 200]``.
+Prints a Markdown block for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("GCITE_SHARED_DIR", REPO.parent / "shared")).resolve()
+CORPUS = SHARED / "corpus"
+KEY = "bench-key"
+KEY_ROLES = ("物业经理", "运维工程师", "安保主管")
+PREFIX = "/dify"
+
+
+def data_dir() -> Path:
+    default = Path.home() / ".cache" / "gcite" / "bench-laws"
+    return Path(os.environ.get("GCITE_BENCH_DATA", default)).expanduser()
+
+
+def settings_for(path: Path) -> Any:
+    from gcite.config import ApiKey, Settings
+
+    return Settings(
+        data_dir=path,
+        retrieval_prefix=PREFIX,
+        retrieval_keys=[ApiKey(key=KEY, roles=KEY_ROLES)],
+    )
+
+
+def dataset_name() -> str:
+    meta = json.loads((CORPUS / "laws.meta.json").read_text("utf-8"))
+    return str(meta["dataset_name"])
+
+
+def questions() -> list[str]:
+    lines = (CORPUS / "laws-qa.dev.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines if line.strip()]
+
+
+def ingest(path: Path) -> None:
+    from gcite.knowledge import ingest_paths
+
+    started = time.perf_counter()
+    report = ingest_paths(
+        [CORPUS / "laws"],
+        settings=settings_for(path),
+        dataset=dataset_name(),
+        manifest=CORPUS / "laws.meta.json",
+    )
+    print(f"# ingest: {time.perf_counter() - started:.1f} s, ok={report.ok}", file=sys.stderr)
+
+
+def build_app(path: Path) -> Any:
+    """The service app: create_app when it exists, else the router on a bare app."""
+    settings = settings_for(path)
+    try:
+        from gcite.service.app import create_app
+    except ImportError:
+        from fastapi import FastAPI
+
+        from gcite.knowledge import open_store
+        from gcite.service.retrieval import build_retrieval_router
+
+        store = open_store(settings)
+        app = FastAPI()
+        app.include_router(build_retrieval_router(settings, lambda: store), prefix=PREFIX)
+        return app
+    return create_app(settings)
+
+
+def serve(port: int, path: Path) -> None:
+    import uvicorn
+
+    uvicorn.run(build_app(path), host="127.0.0.1", port=port, log_level="warning")
+
+
+def body(query: str, dataset: str, *, narrowed: bool) -> str:
+    params: dict[str, Any] = {
+        "retrieval_setting": {"top_k": 5, "score_threshold": 0.0},
+        "query": query,
+        "knowledge_id": dataset,
+    }
+    if narrowed:
+        params["metadata_condition"] = {
+            "logical_operator": "and",
+            "conditions": [
+                {"name": "access_roles", "comparison_operator": "in", "value": "物业经理,法务"}
+            ],
+        }
+    return json.dumps(params)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def run_load(
+    url: str, bodies: Sequence[str | None], concurrency: int
+) -> tuple[list[float], float]:
+    """Send every body (None = probe) with ``concurrency`` workers; latencies in ms."""
+    headers_json = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
+    headers_probe = {"Authorization": f"Bearer {KEY}"}
+    latencies: list[float] = []
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    for item in bodies:
+        queue.put_nowait(item)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def worker() -> None:
+            while True:
+                try:
+                    item = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                started = time.perf_counter()
+                if item is None:
+                    response = await client.post(url, headers=headers_probe)
+                else:
+                    response = await client.post(url, content=item, headers=headers_json)
+                latencies.append((time.perf_counter() - started) * 1000)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{response.status_code}: {response.text}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - started
+    return latencies, wall
+
+
+def direct_baseline(path: Path, queries: list[str], dataset: str) -> list[float]:
+    from gcite.knowledge import open_store
+
+    out: list[float] = []
+    with open_store(settings_for(path)) as store:
+        store.search(queries[0], dataset=dataset, roles=list(KEY_ROLES), top_k=5)  # warm-up
+        for query in queries:
+            started = time.perf_counter()
+            store.search(query, dataset=dataset, roles=list(KEY_ROLES), top_k=5)
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("server exited")
+        try:
+            if httpx.post(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("server did not start")
+
+
+def machine() -> str:
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if "Model name" in ln), "?"
+    )
+    return f"{os.cpu_count()} CPUs (nproc), {model}, Python {platform.python_version()}"
+
+
+def row(name: str, values: list[float], wall: float | None = None) -> str:
+    rate = f"{len(values) / wall:.1f}" if wall else "–"
+    return (
+        f"| {name} | {len(values)} | {statistics.median(values):.1f} | "
+        f"{pct(values, 0.99):.1f} | {max(values):.1f} | {rate} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=200, help="requests per measured run")
+    parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    path = data_dir()
+    if args.serve:
+        serve(args.serve, path)
+        return
+    if not (CORPUS / "laws").is_dir():
+        print(f"corpus not found at {CORPUS}: benchmark skipped", file=sys.stderr)
+        return
+    ingest(path)
+    dataset = dataset_name()
+    qs = questions()
+    n = args.requests
+    queries = [qs[i % len(qs)] for i in range(n)]
+
+    direct = direct_baseline(path, queries[: min(n, 100)], dataset)
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}{PREFIX}/retrieval"
+    cmd = [sys.executable, __file__, "--serve", str(port)]
+    proc = subprocess.Popen(cmd)
+    try:
+        wait_ready(url, proc)
+        plain = [body(q, dataset, narrowed=False) for q in queries]
+        narrowed = [body(q, dataset, narrowed=True) for q in queries]
+        asyncio.run(run_load(url, plain[:20], 1))  # warm-up
+        probe, probe_wall = asyncio.run(run_load(url, [None] * n, 1))
+        c1, c1_wall = asyncio.run(run_load(url, plain, 1))
+        c1n, c1n_wall = asyncio.run(run_load(url, narrowed, 1))
+        c20, c20_wall = asyncio.run(run_load(url, plain, 20))
+        c20n, c20n_wall = asyncio.run(run_load(url, narrowed, 20))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    base = statistics.median(direct)
+    print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine()}.")
+    print(f"Corpus: {dataset} (16 laws), top_k 5, {n} requests per run, key roles {KEY_ROLES}.")
+    print()
+    print("| run | requests | p50 ms | p99 ms | max ms | req/s |")
+    print("|---|---|---|---|---|---|")
+    print(row("baseline: store.search direct, no HTTP", direct))
+    print(row("baseline: registration probe (HTTP + auth)", probe, probe_wall))
+    print(row("/retrieval, 1 concurrent", c1, c1_wall))
+    print(row("/retrieval + role condition, 1 concurrent", c1n, c1n_wall))
+    print(row("/retrieval, 20 concurrent", c20, c20_wall))
+    print(row("/retrieval + role condition, 20 concurrent", c20n, c20n_wall))
+    print()
+    print(
+        f"p50 ratio to direct search: 1 concurrent {statistics.median(c1) / base:.2f}x, "
+        f"20 concurrent {statistics.median(c20) / base:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
