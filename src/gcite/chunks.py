@@ -143,6 +143,7 @@ def extract_host(url: str) -> str:
 
 
 _DATE_YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})")
+_ISO_PREFIX = re.compile(r"\d{4}-\d{2}-\d{2}(?!\d)")
 _DATE_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})")
 _DATE_RFC2822 = re.compile(r"(?<!\d)(\d{1,2})\s+([A-Za-z]{3})[a-z]*\.?\s+(\d{4})(?!\d)")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -166,9 +167,14 @@ def normalize_date(raw: Any) -> str:
     ``dateLastCrawled`` is local (UTC+8) time despite its ``Z`` suffix
     (dify-protocol.md §6). Impossible dates (``2025-02-30``) give "".
     """
-    text = as_text(raw).strip()
+    text = (raw if isinstance(raw, str) else as_text(raw)).strip()
     if not text:
         return ""
+    if _ISO_PREFIX.match(text):  # fast path: 2025-08-12, 2025-08-12T…, 2025-08-12 12:35:55
+        try:
+            return datetime.date.fromisoformat(text[:10]).isoformat()
+        except ValueError:
+            return ""
     match = _DATE_YMD.search(text)
     if match:
         return _valid_ymd(*match.groups())
@@ -195,7 +201,9 @@ def display_subtitle(site_name: str, url: str, published_date: str) -> str:
     """
     site = (site_name.strip() if isinstance(site_name, str) else "") or extract_host(url)
     date = published_date.strip() if isinstance(published_date, str) else ""
-    return SUBTITLE_SEPARATOR.join(part for part in (site, date) if part)
+    if site and date:
+        return site + SUBTITLE_SEPARATOR + date
+    return site or date
 
 
 def empty_chunk(source_type: str) -> UnifiedChunk:
