@@ -186,8 +186,13 @@ def test_external_knowledge_and_qa_segment() -> None:
 
 
 def test_whole_node_output_as_rag_input() -> None:
-    result = merge_chunks(**inputs("web_tool_no_results.json"))
+    data = inputs("web_tool_no_results.json")
+    result = merge_chunks(**data)
     assert [c["document_title"] for c in result["chunk_metadata"]] == ["UPS 不间断电源巡检表"]
+    as_string = json.dumps(data["rag_chunks"], ensure_ascii=False)
+    assert merge_chunks(as_string, None) == result
+    single = data["rag_chunks"]["result"][0]
+    assert merge_chunks(single, None) == result
 
 
 def test_normalizers_reject_what_is_not_a_chunk() -> None:

@@ -16,6 +16,7 @@ Standard library only (inlined into the exported Dify Code node).
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any, TypedDict, cast
 
@@ -57,7 +58,13 @@ class MergeResult(TypedDict):
 
 
 def _as_rag_items(raw: Any) -> list[Any]:
-    """The item list of ``rag_chunks``: a list, or ``{"result": [...]}`` (the whole node output)."""
+    """The item list of ``rag_chunks``: a list, ``{"result": [...]}`` (the whole node
+    output), one item, or a JSON string of these."""
+    if isinstance(raw, str) and raw.strip()[:1] in ("[", "{"):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return []
     if isinstance(raw, list | tuple):
         return list(raw)
     if isinstance(raw, dict):
@@ -181,7 +188,7 @@ def merge_chunks(
     """Merge knowledge-base and web results into numbered UnifiedChunks (seed §3.5, Appendix A).
 
     ``rag_chunks``: Knowledge Retrieval ``result`` items (or the node output
-    ``{"result": [...]}``); ``web_chunks``: any web payload of
+    ``{"result": [...]}``, or either as a JSON string); ``web_chunks``: any web payload of
     :func:`gcite.envelopes.extract_web_items`. ``max_web_results`` keeps only
     the N best web chunks after sorting (seed Appendix A ``MAX_WEB_RESULTS``,
     the workaround for a search tool that ignores Top-K); ``None`` means no cap,
