@@ -154,3 +154,8 @@ def test_panel_model_dedupes_and_orders_by_index() -> None:
     assert build_panel([("1", 1)], [None, {"no_id": 1}, {"id": 1, "document_title": "t"}])[0][  # type: ignore[list-item]
         "chunk"
     ] == {"id": 1, "document_title": "t"}
+
+
+def test_chunk_map_keeps_the_first_chunk_of_a_repeated_id() -> None:
+    first, second = {"id": "1", "document_title": "甲"}, {"id": 1, "document_title": "乙"}
+    assert build_panel([("1", 1)], [first, second])[0]["chunk"] is first
