@@ -1,0 +1,165 @@
+"""Scripted pieces of the browser tests: hostile documents, the frame recorder, and
+the scripted model (:class:`Scenarios`) that answers from the chunks it is given."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support.openai_standin import OpenAIStandin, Script
+
+XSS_TITLE = "<img src=x onerror=alert(1)>"
+XSS_DOC = f"""---
+document_title: "{XSS_TITLE}"
+source_file_url: "javascript:alert(1)"
+---
+
+# 安全测试文档
+
+注入测试专用段落：这份文档的标题是一段 HTML 代码，原文链接是 javascript 地址。
+页面必须把标题当作纯文本显示，并且不能把这个地址变成可点击的链接。
+"""
+XSS_WEB = """---
+title: "<b onmouseover=alert(2)>注入测试网页</b>"
+url: "javascript:alert(2)"
+site_name: "注入测试站"
+published_date: "2025-10-01"
+---
+
+注入测试专用网页：这个网页的地址是 javascript 伪协议，页面只能把按钮显示为禁用。
+"""
+
+#: Installed before any page script: records, after every DOM change, the visible text of
+#: every answer and the number of citation superscripts, so a test can check every
+#: state the user could have seen (each state a frame could paint).
+RECORDER_JS = """
+(() => {
+  window.__frames = [];
+  const snap = () => {
+    const answers = Array.from(document.querySelectorAll('.answer-text'));
+    window.__frames.push(answers.map(a => a.innerText));
+  };
+  const start = () => {
+    const target = document.getElementById('messages') || document.body;
+    const options = {subtree: true, childList: true, characterData: true};
+    new MutationObserver(snap).observe(target, options);
+  };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
+"""
+
+_BLOCK = re.compile(r"\[C:(\d+)\]\n(.*?)(?=\n\n\[C:\d+\]\n|\Z)", re.S)
+
+
+def parse_context(body: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """From an OpenAI request body: (the user's question, {chunk id: content})."""
+    messages = body.get("messages") or []
+    query = str(messages[-1].get("content", "")) if messages else ""
+    text = "\n".join(str(m.get("content", "")) for m in messages[:-1])
+    return query, {m.group(1): m.group(2) for m in _BLOCK.finditer(text)}
+
+
+def find_chunk(chunks: dict[str, str], *phrases: str) -> str | None:
+    """The id of the first chunk (lowest id) whose content contains every phrase."""
+    for cid in sorted(chunks, key=int):
+        if all(p in chunks[cid] for p in phrases):
+            return cid
+    return None
+
+
+def cut(text: str, sizes: tuple[int, ...] = (1, 3, 2, 5, 1, 4)) -> list[str]:
+    """Cut ``text`` into deltas of cycling sizes, so markers are split at every offset."""
+    out: list[str] = []
+    i = 0
+    n = 0
+    while i < len(text):
+        size = sizes[n % len(sizes)]
+        out.append(text[i : i + size])
+        i += size
+        n += 1
+    return out
+
+
+@dataclass
+class Turn:
+    """What the stand-in answered to one question: the answer with markers and its chunks."""
+
+    query: str
+    answer: str
+    chunks: dict[str, str]
+    cited: dict[str, str] = field(default_factory=dict)  # role name -> raw id
+
+
+class Scenarios:
+    """The scripted model: answers each known question from the chunks it was given."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.lock = threading.Lock()
+
+    def last(self, query: str) -> Turn:
+        with self.lock:
+            for turn in reversed(self.turns):
+                if turn.query == query:
+                    return turn
+        raise AssertionError(f"the model was never asked {query!r}")
+
+    def __call__(self, body: dict[str, Any]) -> Script:
+        query, chunks = parse_context(body)
+        cited: dict[str, str] = {}
+        answer = "根据现有资料无法确定。"
+        if "巡更" in query:
+            rag = find_chunk(chunks, "24 个点位") or find_chunk(chunks, "点位")
+            web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")
+            if rag and web:
+                cited = {"rag": rag, "web": web}
+                answer = (
+                    f"夜间巡更每 1 小时一次，必须走完 A、B、C 三条线路的全部 24 个点位[C:{rag}]。\n"
+                    f"行业里也普遍是夜间巡检频次高于白天【C：{web}】，"
+                    f"并使用 NFC 标签打卡[C:{rag}][C:{rag}]。"
+                    f"漏打卡视为该点位未巡查［C:{rag}，{web}］，超过 3 次须复训[C:99]。"
+                )
+        elif "灭火" in query:
+            fire = find_chunk(chunks, "手动火灾报警按钮")
+            room = find_chunk(chunks, "会议中心服务台")
+            web = find_chunk(chunks, "PASS")
+            if fire and web:
+                cited = {"fire": fire, "web": web}
+                answer = (
+                    f"发现火情先按下就近的手动报警按钮并拨打 6119[C:{fire}]。"
+                    f"干粉灭火器按 PASS 四步法使用[c: {web}]。"
+                )
+                if room:
+                    cited["room"] = room
+                    answer += f"会议室内同样禁止明火[C:{room}]。"
+        elif "注入" in query:
+            doc = find_chunk(chunks, "注入测试专用段落")
+            web = find_chunk(chunks, "注入测试专用网页")
+            if doc:
+                cited = {"doc": doc}
+                answer = f"这是一份注入测试文档[C:{doc}]。"
+                if web:
+                    cited["web"] = web
+                    answer += f"还有一个注入测试网页[C:{web}]。"
+        elif "备用钥匙" in query:
+            doc = find_chunk(chunks, "电子钥匙柜")
+            if doc:
+                cited = {"doc": doc}
+                answer = f"备用钥匙存放在 B1 安保办公区的电子钥匙柜第 3 格[C:{doc}]。"
+        with self.lock:
+            self.turns.append(Turn(query=query, answer=answer, chunks=chunks, cited=cited))
+        return Script(deltas=cut(answer), token_delay_s=0.004)
+
+
+@dataclass
+class Live:
+    """The running service for the browser tests."""
+
+    url: str
+    standin: OpenAIStandin
+    scenarios: Scenarios
+    data_dir: Path

@@ -1,0 +1,310 @@
+"""The H5 page in a real Chromium against the real service (issue 7, item 2).
+
+Mobile design document §4 (streaming buffer, idMap), §5.1 (panel), §5.3 (sheet),
+§6 (superscript style, not interactive). The model is the OpenAI stand-in scripted by
+``conftest.Scenarios``; everything else (retrieval, merge node, SSE, the JS client, the
+page) is the real thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser.scenarios import XSS_TITLE, Live
+from gcite.stream.parser import CitationParser
+from support.openai_standin import Script
+
+pytestmark = pytest.mark.browser
+
+RAW_MARKER = re.compile(r"[\[【［]\s*[CcＣｃ]\s*[:：]")
+GRAY = "rgb(143, 149, 158)"
+BLUE = "rgb(37, 99, 235)"
+RAG_BG, RAG_FG = "rgb(239, 246, 255)", "rgb(37, 99, 235)"
+WEB_BG, WEB_FG = "rgb(240, 253, 244)", "rgb(22, 163, 74)"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def ask(page: Any, question: str) -> Any:
+    """Type ``question``, send it, wait until its answer is done; returns the bot message."""
+    before = page.locator(".msg-bot").count()
+    page.fill("#input", question)
+    page.press("#input", "Enter")
+    message = page.locator(".msg-bot").nth(before)
+    message.locator("xpath=self::*[@data-done='true']").wait_for()
+    return message
+
+
+def expected(turn_answer: str, known: list[str]) -> tuple[str, list[tuple[str, int]]]:
+    """What the user should finally see (superscripts as their digits) and the sups."""
+    parser = CitationParser(known_ids=known)
+    segments = parser.feed(turn_answer) + parser.close()
+    text = ""
+    sups: list[tuple[str, int]] = []
+    for seg in segments:
+        if "text" in seg:
+            text += seg["text"]  # type: ignore[typeddict-item]
+        else:
+            text += str(seg["idx"])  # type: ignore[typeddict-item]
+            sups.append((seg["cite"], seg["idx"]))  # type: ignore[typeddict-item]
+    return text, sups
+
+
+def assert_frames_clean(page: Any) -> list[list[str]]:
+    """No recorded state ever showed a raw marker, and an answer's text only ever grew
+    (emitted text is final: nothing retracted or re-rendered)."""
+    frames: list[list[str]] = page.evaluate("window.__frames")
+    assert frames, "the recorder saw no DOM change"
+    for frame in frames:
+        for text in frame:
+            assert not RAW_MARKER.search(text), f"raw marker visible: {text!r}"
+    for earlier, later in itertools.pairwise(frames):
+        for before, after in zip(earlier, later, strict=False):
+            assert after.startswith(before), f"text was retracted: {before!r} -> {after!r}"
+    return frames
+
+
+def style(locator: Any, prop: str) -> str:
+    return str(locator.evaluate(f"(e) => getComputedStyle(e).getPropertyValue('{prop}')"))
+
+
+def shot(page: Any, artifacts: Path, name: str) -> None:
+    page.screenshot(path=str(artifacts / name))
+
+
+def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None:
+    question = "夜间巡更要打卡多少个点位？"
+    suggestions = page.locator(".suggestion")
+    assert suggestions.count() == 3
+    assert suggestions.nth(0).inner_text() == question
+    suggestions.nth(0).click()
+    message = page.locator(".msg-bot").first
+    message.locator("xpath=self::*[@data-done='true']").wait_for()
+
+    turn = live.scenarios.last(question)
+    assert set(turn.cited) == {"rag", "web"}, f"retrieval did not bring both sources: {turn}"
+    rag, web = turn.cited["rag"], turn.cited["web"]
+    final_text, sups = expected(turn.answer, list(turn.chunks))
+    frames = assert_frames_clean(page)
+    answer = message.locator(".answer-text")
+    assert answer.inner_text() == final_text
+    assert frames[-1][0] == final_text
+    # numbering by first appearance; duplicates reuse the number; [C:99] is dropped
+    shown = [
+        (s.get_attribute("data-raw-id"), int(s.get_attribute("data-idx")), s.inner_text())
+        for s in answer.locator("sup.g-cite").all()
+    ]
+    assert [(r, i) for r, i, _ in shown] == sups
+    assert [t for _, i, t in shown] == [str(i) for _, i, _ in shown]
+    assert sups[0] == (rag, 1) and (web, 2) in sups
+    assert "99" not in {r for r, _, _ in shown}
+
+    # superscript style (§6.1) and not interactive (§6.2)
+    sup = answer.locator("sup.g-cite").first
+    assert style(sup, "color") == BLUE
+    assert style(sup, "font-weight") == "600"
+    assert style(sup, "vertical-align") == "super"
+    assert style(sup, "pointer-events") == "none"
+    assert style(sup, "padding-left") == "1px" and style(sup, "padding-top") == "0px"
+    ratio = sup.evaluate(
+        "(e) => parseFloat(getComputedStyle(e).fontSize)"
+        " / parseFloat(getComputedStyle(e.parentElement).fontSize)"
+    )
+    assert ratio == pytest.approx(0.75)
+    shot(page, artifacts, "answer.png")
+
+    # panel (§5.1): collapsed, "引用来源（2）" + 展开; expanded rows in idMap order, once each
+    panel = message.locator(".citation-panel")
+    head = panel.locator(".panel-head")
+    assert panel.is_visible()
+    assert "引用来源（2）" in head.inner_text() and "展开" in head.inner_text()
+    assert not panel.locator(".panel-list").is_visible()
+    head.click()
+    assert "收起" in head.inner_text()
+    rows = panel.locator(".g-cite-item")
+    assert [r.get_attribute("data-raw-id") for r in rows.all()] == [rag, web]
+    assert [r.locator(".g-cite-item-idx").inner_text() for r in rows.all()] == ["1", "2"]
+    assert rows.nth(0).locator("svg").get_attribute("data-icon") == "file"
+    assert rows.nth(1).locator("svg").get_attribute("data-icon") == "globe"
+    for row in rows.all():
+        assert style(row.locator(".g-cite-item-icon"), "color") == GRAY
+        box = row.bounding_box()
+        assert box is not None and box["height"] >= 44
+    assert rows.nth(0).locator(".g-cite-item-title").inner_text() == "巡更路线与打卡规范 v2.1"
+    assert rows.nth(0).locator(".g-cite-item-subtitle").inner_text() == "明湖大厦物业手册"
+    assert rows.nth(1).locator(".g-cite-item-subtitle").inner_text() == "问答社区 · 2025-08-12"
+    shot(page, artifacts, "panel.png")
+
+    # rag sheet (§5.3): blue header, https link, no Office notice for a web page URL
+    rows.nth(0).click()
+    sheet = page.locator("#sheet")
+    sheet.wait_for(state="visible")
+    sheet_head = page.locator("#sheet-head")
+    assert style(sheet_head, "background-color") == RAG_BG
+    assert style(sheet_head, "color") == RAG_FG
+    assert page.locator("#sheet-title").inner_text() == "巡更路线与打卡规范 v2.1"
+    assert page.locator("#sheet-subtitle").inner_text() == "明湖大厦物业手册"
+    assert turn.chunks[rag][:20] in page.locator("#sheet-text").inner_text()
+    link = page.locator("#sheet-foot a.sheet-open")
+    assert link.get_attribute("href") == "https://wiki.minghu-tower.example/handbook/patrol-v2.1"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert not page.locator("#office-notice").is_visible()
+    page.wait_for_timeout(250)  # let the slide-in transition settle for the screenshot
+    shot(page, artifacts, "sheet-rag.png")
+    page.mouse.click(195, 60)  # the mask, above the sheet
+    sheet.wait_for(state="hidden")
+
+    # web sheet: green header, always a link for an https URL; closed by dragging down
+    rows.nth(1).click()
+    sheet.wait_for(state="visible")
+    assert style(sheet_head, "background-color") == WEB_BG
+    assert style(sheet_head, "color") == WEB_FG
+    assert page.locator("#sheet-subtitle").inner_text() == "问答社区 · 2025-08-12"
+    web_link = page.locator("#sheet-foot a.sheet-open")
+    assert web_link.get_attribute("href", timeout=1000).startswith("https://www.wenda-forum")
+    assert not page.locator("#office-notice").is_visible()
+    page.wait_for_timeout(250)
+    shot(page, artifacts, "sheet-web.png")
+    grip = page.locator("#sheet-grip").bounding_box()
+    assert grip is not None
+    x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y + 120, steps=4)
+    page.mouse.move(x, y + 320, steps=4)
+    page.mouse.up()
+    sheet.wait_for(state="hidden")
+    assert page.dialogs == []
+
+
+def test_office_notice_and_disabled_button(page: Any, live: Live) -> None:
+    question = "发现火情怎么办？干粉灭火器怎么用？会议室能用明火吗？"
+    message = ask(page, question)
+    turn = live.scenarios.last(question)
+    assert set(turn.cited) == {"fire", "web", "room"}, f"retrieval missed a source: {turn}"
+    assert_frames_clean(page)
+    message.locator(".panel-head").click()
+    rows = message.locator(".g-cite-item")
+    order = [r.get_attribute("data-raw-id") for r in rows.all()]
+    _, sups = expected(turn.answer, list(turn.chunks))
+    assert order == list(dict.fromkeys(r for r, _ in sups))
+    sheet = page.locator("#sheet")
+
+    message.locator(f".g-cite-item[data-raw-id='{turn.cited['fire']}']").click()
+    sheet.wait_for(state="visible")
+    assert page.locator("#sheet-title").inner_text() == "消防应急预案"
+    assert page.locator("#office-notice").is_visible()
+    href = page.locator("#sheet-foot a.sheet-open").get_attribute("href")
+    assert href is not None and href.endswith(".pdf")
+    page.keyboard.press("Escape")
+    sheet.wait_for(state="hidden")
+
+    # the meeting-room guide has an empty source_file_url
+    message.locator(f".g-cite-item[data-raw-id='{turn.cited['room']}']").click()
+    sheet.wait_for(state="visible")
+    button = page.locator("#sheet-foot .sheet-open")
+    assert button.evaluate("(e) => e.tagName") == "BUTTON"
+    assert button.is_disabled()
+    assert page.locator("#sheet-foot a").count() == 0
+    assert not page.locator("#office-notice").is_visible()
+    page.keyboard.press("Escape")
+    sheet.wait_for(state="hidden")
+
+    message.locator(f".g-cite-item[data-raw-id='{turn.cited['web']}']").click()
+    sheet.wait_for(state="visible")
+    assert style(page.locator("#sheet-head"), "background-color") == WEB_BG
+    assert page.locator("#sheet-subtitle").inner_text() == "安全生活百科 · 2025-09-01"
+    assert page.locator("#sheet-foot a.sheet-open").count() == 1
+
+
+def test_document_strings_are_text_and_javascript_urls_are_not_links(page: Any, live: Live) -> None:
+    question = "注入测试文档说了什么？"
+    message = ask(page, question)
+    turn = live.scenarios.last(question)
+    assert set(turn.cited) == {"doc", "web"}, f"the injection sources were not retrieved: {turn}"
+    assert_frames_clean(page)
+    message.locator(".panel-head").click()
+    row = message.locator(f".g-cite-item[data-raw-id='{turn.cited['doc']}']")
+    assert row.locator(".g-cite-item-title").inner_text() == XSS_TITLE
+    row.click()
+    page.locator("#sheet").wait_for(state="visible")
+    assert page.locator("#sheet-title").inner_text() == XSS_TITLE
+    button = page.locator("#sheet-foot .sheet-open")
+    assert button.evaluate("(e) => e.tagName") == "BUTTON" and button.is_disabled()
+    assert page.locator("#sheet-foot .sheet-hint").inner_text() == "原文链接不是网页地址，无法打开"
+    page.keyboard.press("Escape")
+    # a web page whose url is javascript: — shown disabled
+    message.locator(f".g-cite-item[data-raw-id='{turn.cited['web']}']").click()
+    page.locator("#sheet").wait_for(state="visible")
+    assert style(page.locator("#sheet-head"), "background-color") == WEB_BG
+    assert "<b onmouseover" in page.locator("#sheet-title").inner_text()
+    assert page.locator("#sheet-foot .sheet-open").is_disabled()
+    page.wait_for_timeout(200)  # give an injected handler the chance to fire
+    assert page.locator("img").count() == 0
+    assert page.locator("b").count() == 0
+    assert page.locator("a[href^='javascript' i]").count() == 0
+    assert page.dialogs == []
+
+
+def test_unanswerable_question_has_no_panel(page: Any, live: Live) -> None:
+    question = "大厦食堂周五的特价菜是什么？"
+    message = ask(page, question)
+    assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
+    assert message.locator("sup.g-cite").count() == 0
+    assert not message.locator(".citation-panel").is_visible()
+
+
+def test_identity_picker_chooses_the_key(page: Any, live: Live) -> None:
+    question = "监控中心的备用钥匙放在哪里？"
+    select = page.locator("#identity")
+    labels = [o.inner_text() for o in select.locator("option").all()]
+    assert labels == ["访客", "运维工程师", "安保主管"]
+    with page.expect_request("**/v1/chat-messages") as request:
+        message = ask(page, question)
+    assert request.value.headers["authorization"] == "Bearer demo-visitor"
+    assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
+    assert not message.locator(".citation-panel").is_visible()
+    assert "电子钥匙柜" not in "".join(live.scenarios.last(question).chunks.values())
+
+    select.select_option(label="安保主管")
+    assert "已切换身份：安保主管" in page.locator(".divider").inner_text()
+    with page.expect_request("**/v1/chat-messages") as request:
+        message = ask(page, question)
+    assert request.value.headers["authorization"] == "Bearer demo-security"
+    assert request.value.post_data_json["conversation_id"] == ""
+    assert "电子钥匙柜第 3 格" in message.locator(".answer-text").inner_text()
+    message.locator(".panel-head").click()
+    titles = message.locator(".g-cite-item-title").all_inner_texts()
+    assert titles == ["监控中心值守与应急联络（安保内部）"]
+
+
+def test_model_failure_is_reported(page: Any, live: Live) -> None:
+    live.standin.push(Script(status=500))
+    message = ask(page, "夜间巡更要打卡多少个点位？")
+    status = message.locator(".answer-status")
+    assert status.is_visible() and status.inner_text().startswith("出错了")
+    live.standin.push(Script(deltas=["夜间巡更", "每 1 小时", "一次"], drop_after=2))
+    message = ask(page, "夜间巡更要打卡多少个点位？")
+    assert message.locator(".answer-status").inner_text().startswith("出错了")
+    assert_frames_clean(page)
+    # the page still works afterwards
+    message = ask(page, "大厦食堂周五的特价菜是什么？")
+    assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
+
+
+def test_copy_screenshots_for_docs(artifacts: Path) -> None:
+    """Refresh docs/screenshots from this run's artifacts when GCITE_UPDATE_SCREENSHOTS=1."""
+    import os
+
+    if os.environ.get("GCITE_UPDATE_SCREENSHOTS") != "1":
+        pytest.skip("set GCITE_UPDATE_SCREENSHOTS=1 to refresh docs/screenshots")
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name in ("answer.png", "panel.png", "sheet-rag.png", "sheet-web.png"):
+        source = artifacts / name
+        assert source.is_file(), f"{name} was not produced by this run"
+        shutil.copyfile(source, DOCS_SCREENSHOTS / name)
