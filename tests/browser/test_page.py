@@ -101,6 +101,17 @@ def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None
     ]
     assert [(r, i) for r, i, _ in shown] == sups
     assert [t for _, i, t in shown] == [str(i) for _, i, _ in shown]
+    # a citation right after another one gets a separator ("¹,²"), others do not
+    parser = CitationParser(known_ids=list(turn.chunks))
+    segments = parser.feed(turn.answer) + parser.close()
+    adjacent = [
+        "cite" in seg and k > 0 and "cite" in segments[k - 1] for k, seg in enumerate(segments)
+    ]
+    adjacent = [a for a, seg in zip(adjacent, segments, strict=True) if "cite" in seg]
+    classes = answer.locator("sup.g-cite").evaluate_all(
+        "(els) => els.map((e) => e.classList.contains('g-cite-adjacent'))"
+    )
+    assert classes == adjacent and any(adjacent)
     assert sups[0] == (rag, 1) and (web, 2) in sups
     assert "99" not in {r for r, _, _ in shown}
 

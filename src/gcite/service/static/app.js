@@ -119,7 +119,9 @@ function appendSegments(target, segments) {
         if (lines[j]) target.appendChild(document.createTextNode(lines[j]));
       }
     } else if (seg.cite !== undefined) {
-      var sup = el("sup", "g-cite", seg.idx);
+      var last = target.lastChild;
+      var adjacent = last && last.nodeType === 1 && last.classList.contains("g-cite");
+      var sup = el("sup", adjacent ? "g-cite g-cite-adjacent" : "g-cite", seg.idx);
       sup.setAttribute("data-raw-id", String(seg.cite));
       sup.setAttribute("data-idx", String(seg.idx));
       target.appendChild(sup);
