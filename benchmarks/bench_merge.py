@@ -29,7 +29,7 @@ from typing import Any
 from gcite.merge import code_node_outputs, merge_chunks
 
 REPO = Path(__file__).resolve().parent.parent
-SIZES = (5, 50, 200, 1000)  # chunks per source
+SIZES = (5, 50, 200, 1000, 5000)  # chunks per source
 
 
 def load_seed_node(shared: Path) -> Callable[[Any, Any], dict[str, Any]]:
