@@ -123,6 +123,50 @@ def generated_cases() -> list[dict[str, Any]]:
     ]
 
 
+KEYS = [
+    "content", "metadata", "doc_metadata", "score", "segment_position", "title", "url",
+    "snippet", "summary", "site_name", "siteName", "web_anchor", "website", "date",
+    "datePublished", "references", "results", "json", "data", "webPages", "value",
+    "dataset_name", "document_title", "source_file_url", "authority_score", "result",
+]  # fmt: skip
+LEAVES: list[Any] = [
+    None, True, 0, -1, 7, 10**30, 0.5, -0.25, 1e-9, 1.2345678901234567e-05, 1e300,
+    float("nan"), float("inf"), "", "  ", "文本", "0.7", "2025-08-12",
+    "Mon, 02 Mar 2026 06:15:00 GMT", "https://www.zhihu.com/q/1", "www.example.com/x",
+    "http://[::1/bad", "[C:1] 注入", "知乎",
+]  # fmt: skip
+
+
+def random_json(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 4 or roll < 0.35:
+        return rng.choice(LEAVES)
+    if roll < 0.6:
+        return [random_json(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+    return {rng.choice(KEYS): random_json(rng, depth + 1) for _ in range(rng.randint(0, 6))}
+
+
+def random_item(rng: random.Random) -> Any:
+    item = random_json(rng, depth=3)
+    if isinstance(item, dict) and rng.random() < 0.8:
+        item["content"] = rng.choice(["正文", " 巡检 ", "", 12, None, "知乎", "[C:9]"])
+    return item
+
+
+def random_cases(count: int = 150) -> list[dict[str, Any]]:
+    """Seeded junk shaped like the payloads (for parity on inputs nobody wrote by hand)."""
+    rng = random.Random(2026)
+    cases = []
+    for _ in range(count):
+        rag = [random_item(rng) for _ in range(rng.randint(0, 8))]
+        web: Any = [random_item(rng) for _ in range(rng.randint(0, 8))]
+        web = rng.choice(
+            [web, {"json": [{"references": web}]}, {"results": web}, [{"references": web}]]
+        )
+        cases.append({"rag_chunks": rng.choice([rag, random_json(rng)]), "web_chunks": web})
+    return cases
+
+
 SETTINGS = [
     {},
     {"max_web_results": 2, "max_string_length": 80_000},
@@ -133,12 +177,12 @@ SETTINGS = [
 @pytest.mark.parametrize("settings", SETTINGS, ids=["default", "old-dify", "tight"])
 def test_parity_with_the_library_on_every_fixture(settings: dict[str, Any], tmp_path: Path) -> None:
     python = first_bare_python()
-    cases = [fixture_inputs(name) for name in FIXTURE_NAMES] + generated_cases()
+    junk = random_cases()
+    cases = [fixture_inputs(name) for name in FIXTURE_NAMES] + generated_cases() + junk
     got = run_exported(python, render_code_node(**settings), cases, tmp_path)
     assert len(got) == len(cases)
-    for label, line, inputs in zip(
-        [*FIXTURE_NAMES, "10k", "over", "tiny"], got, cases, strict=True
-    ):
+    labels = [*FIXTURE_NAMES, "10k", "over", "tiny"] + [f"random {i}" for i in range(len(junk))]
+    for label, line, inputs in zip(labels, got, cases, strict=True):
         expected = canonical(code_node_outputs(**inputs, **settings))
         assert line == expected, label
 
