@@ -1,0 +1,293 @@
+"""The chat service end to end: real uvicorn server, OpenAI and web stand-ins, the SSE client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from service_streams import (
+    LiveServer,
+    body,
+    client_view,
+    context_blocks,
+    iter_events,
+    names,
+    node_events,
+    raw_events,
+)
+
+from support.openai_standin import OpenAIStandin, Script
+from support.web_standin import Reply, WebStandin
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+QUESTION = "监控中心的备用钥匙放在哪里？"
+
+
+def _cite_responder(answer_for: Any, size: int = 3, **kwargs: Any) -> Any:
+    """A stand-in responder writing ``answer_for(blocks)`` where blocks = {id: content}."""
+
+    def respond(request: dict[str, Any]) -> Script:
+        return Script.text(answer_for(context_blocks(request)), size=size, **kwargs)
+
+    return respond
+
+
+def _id_with(blocks: dict[str, str], needle: str) -> str:
+    return next(i for i, text in blocks.items() if needle in text)
+
+
+async def test_event_order_envelope_and_metadata_before_text(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("监控中心备用钥匙在三号保险柜[C:1]。", size=2))
+    events = await raw_events(
+        client, service.base_url + "/v1/chat-messages", body(QUESTION), service.headers()
+    )
+    seq = names(events)
+    first_text = seq.index("message")
+    assert seq[:7] == [
+        "workflow_started",
+        "node_started",
+        "node_started",
+        "node_finished",
+        "node_finished",
+        "node_started",
+        "node_finished",
+    ]
+    assert seq[7] == "node_started" and first_text == 8
+    assert seq[-3:] == ["node_finished", "message_end", "workflow_finished"]
+    assert set(seq[first_text:-3]) == {"message"}
+    real = [e for e in events if e["event"] != "ping"]
+    kinds = [e["data"]["node_type"] for e in real if e["event"] == "node_started"]
+    assert kinds == ["knowledge-retrieval", "tool", "code", "llm"]
+    code_done = node_events(events, "node_finished", "code")[0]
+    assert real.index(code_done) < first_text
+    assert code_done["data"]["title"] == "Chunk编号"
+    outputs = code_done["data"]["outputs"]
+    assert set(outputs) == {"formatted_chunks", "chunk_count", "chunk_metadata"}
+    ids = [c["id"] for c in outputs["chunk_metadata"]]
+    assert ids == [str(i) for i in range(1, outputs["chunk_count"] + 1)]
+    assert {c["source_type"] for c in outputs["chunk_metadata"]} == {"rag", "web"}
+    assert outputs["formatted_chunks"].startswith("[C:1]\n")
+    # the envelope: same ids everywhere, task_id on all events
+    env = {(e["message_id"], e["conversation_id"], e["created_at"], e["task_id"]) for e in real}
+    assert len(env) == 1
+    assert all(isinstance(e["created_at"], int) for e in real)
+    kr_done = node_events(events, "node_finished", "knowledge-retrieval")[0]
+    assert kr_done["data"]["status"] == "succeeded"
+    assert kr_done["data"]["outputs"]["result"][0]["metadata"]["_source"] == "knowledge"
+    llm_done = node_events(events, "node_finished", "llm")[0]
+    assert llm_done["data"]["outputs"]["text"] == "监控中心备用钥匙在三号保险柜[C:1]。"
+    finished = real[-1]["data"]
+    assert finished["status"] == "succeeded"
+    # the model received the seed §5.2 prompt with formatted_chunks as context
+    system = llm.requests[-1]["messages"][0]["content"]
+    assert "欧爪宝" in system and outputs["formatted_chunks"] in system
+    assert llm.requests[-1]["messages"][-1] == {"role": "user", "content": QUESTION}
+
+
+async def test_retriever_resources_are_the_cited_chunks_in_display_order(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    cited: dict[str, str] = {}
+
+    def answer(blocks: dict[str, str]) -> str:
+        rag = _id_with(blocks, "备用钥匙")
+        web_id = max(blocks, key=int)  # web chunks come after the knowledge base
+        cited.update(rag=rag, web=web_id)
+        return f"据公开资料[C:{web_id}]，钥匙在三号保险柜[C:{rag}]，须两人在场[C:{rag}]。"
+
+    llm.responder = _cite_responder(answer, size=1)  # one character per delta: split markers
+    url = service.base_url + "/v1/chat-messages"
+    result = await client_view(client, url, body(QUESTION), service.headers())
+    assert result.error is None and result.finished
+    assert "[C:" not in result.answer
+    assert result.answer == "据公开资料，钥匙在三号保险柜，须两人在场。"
+    assert result.citations == [(cited["web"], 1), (cited["rag"], 2)]
+    resources = result.metadata["retriever_resources"]
+    assert [r["position"] for r in resources] == [1, 2]
+    assert [r["doc_metadata"]["chunk_id"] for r in resources] == [cited["web"], cited["rag"]]
+    by_id = {c["id"]: c for c in result.chunk_metadata}
+    web_chunk, rag_chunk = by_id[cited["web"]], by_id[cited["rag"]]
+    assert resources[0]["data_source_type"] == "web"
+    assert resources[0]["document_name"] == web_chunk["document_title"]
+    assert resources[0]["doc_metadata"]["url"] == web_chunk["url"]
+    assert resources[1]["data_source_type"] == "upload_file"
+    assert resources[1]["content"] == rag_chunk["content"]
+    assert resources[1]["dataset_name"] == "服务测试库"
+    assert result.metadata["gcite"] == {
+        "backend": "openai:standin-model",
+        "cited_ids": [cited["web"], cited["rag"]],
+        "invalid_ids": [],
+    }
+    usage = result.metadata["usage"]
+    assert usage["completion_tokens"] == len(result.raw_answer)  # the stand-in's count
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert usage["time_to_first_token"] is not None
+    assert [p["raw_id"] for p in result.panel] == [cited["web"], cited["rag"]]
+
+
+async def test_invalid_ids_are_reported_and_not_listed(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("钥匙在保险柜[C:99]。访客需登记[C:1][C:0]。", size=4))
+    url = service.base_url + "/v1/chat-messages"
+    result = await client_view(client, url, body(QUESTION), service.headers())
+    assert result.metadata["gcite"]["invalid_ids"] == ["99", "0"]
+    assert result.metadata["gcite"]["cited_ids"] == ["1"]
+    assert [r["doc_metadata"]["chunk_id"] for r in result.metadata["retriever_resources"]] == ["1"]
+    assert result.invalid == ["99", "0"]
+    assert result.answer == "钥匙在保险柜。访客需登记。"
+
+
+async def test_text_chunk_events_for_keys_that_ask_for_them(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("钥匙在保险柜[C:1]。", size=3))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION), service.headers("key-text"))
+    texts = [e for e in events if e["event"] == "text_chunk"]
+    assert texts and not [e for e in events if e["event"] == "message"]
+    assert "".join(e["data"]["text"] for e in texts) == "钥匙在保险柜[C:1]。"
+    assert all(e["task_id"] and e["workflow_run_id"] for e in texts)
+    llm.push(Script.text("钥匙在保险柜[C:1]。", size=3))
+    result = await client_view(client, url, body(QUESTION), service.headers("key-text"))
+    assert result.answer == "钥匙在保险柜。" and result.citations == [("1", 1)]
+
+
+async def test_web_timeout_answers_from_the_knowledge_base(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    web.default = Reply.hang(5)
+    llm.push(Script.text("钥匙在三号保险柜[C:1]。", size=3))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION), service.headers())
+    tool = node_events(events, "node_finished", "tool")[0]["data"]
+    assert tool["status"] == "failed"
+    assert "timeout" in tool["error"].lower() or "超时" in tool["error"]
+    code = node_events(events, "node_finished", "code")[0]["data"]["outputs"]
+    assert code["chunk_count"] >= 1
+    assert {c["source_type"] for c in code["chunk_metadata"]} == {"rag"}
+    end = next(e for e in events if e["event"] == "message_end")
+    assert [r["data_source_type"] for r in end["metadata"]["retriever_resources"]] == [
+        "upload_file"
+    ]
+    assert names(events)[-1] == "workflow_finished"
+
+
+async def test_connection_dropped_mid_answer(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script(deltas=["钥匙在保险柜", "[C", ":1]。", "其余"], drop_after=2))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION, user="dropper"), service.headers())
+    seq = names(events)
+    assert seq[-2:] == ["workflow_finished", "error"]
+    assert "message_end" not in seq
+    error = events[-1]
+    assert error["code"] == "completion_request_error" and error["status"] == 400
+    assert "task_id" not in error and error["message"].startswith("Run failed")
+    assert events[-2]["data"]["status"] == "failed"
+    # the client releases the held "[C" as text and reports the error
+    llm.push(Script(deltas=["钥匙在保险柜", "[C", ":1]。", "其余"], drop_after=2))
+    result = await client_view(client, url, body(QUESTION, user="dropper"), service.headers())
+    assert result.error is not None and result.error.code == "completion_request_error"
+    assert result.answer == "钥匙在保险柜[C"
+    # the stored message keeps the partial answer and is marked failed
+    conv = result.conversation_id
+    page = await client.get(
+        service.base_url + "/v1/messages",
+        params={"conversation_id": conv, "user": "dropper"},
+        headers=service.headers(),
+    )
+    assert page.status_code == 200
+    stored = page.json()["data"][-1]
+    assert stored["failed"] is True and stored["status"] == "error"
+    assert stored["answer"] == "钥匙在保险柜[C"
+    assert stored["error"].startswith("Run failed")
+
+
+async def test_stop_ends_the_answer_and_closes_the_model_call(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("一二三四五六七八九十" * 20, size=1, token_delay_s=0.05))
+    url = service.base_url + "/v1/chat-messages"
+    events: list[dict[str, Any]] = []
+    stopped = False
+    async for event in iter_events(client, url, body(QUESTION, user="stopper"), service.headers()):
+        events.append(event)
+        if event["event"] == "message" and not stopped:
+            stopped = True
+            wrong = await client.post(
+                f"{service.base_url}/v1/chat-messages/{event['task_id']}/stop",
+                json={"user": "someone-else"},
+                headers=service.headers(),
+            )
+            assert wrong.json() == {"result": "success"}  # silently ignored (Dify)
+            reply = await client.post(
+                f"{service.base_url}/v1/chat-messages/{event['task_id']}/stop",
+                json={"user": "stopper"},
+                headers=service.headers(),
+            )
+            assert reply.status_code == 200 and reply.json() == {"result": "success"}
+    seq = names(events)
+    assert seq[-2:] == ["message_end", "workflow_finished"]
+    assert events[-1]["data"]["status"] == "stopped"
+    llm_done = node_events(events, "node_finished", "llm")[0]["data"]
+    assert llm_done["status"] == "stopped"
+    answer = "".join(e["answer"] for e in events if e["event"] == "message")
+    assert 0 < len(answer) < 200
+    assert await asyncio.to_thread(llm.wait_for_disconnect, 1, 10)
+    assert llm.completed == 0
+
+
+async def test_client_disconnect_cancels_the_model_call(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("一二三四五六七八九十" * 20, size=1, token_delay_s=0.05))
+    url = service.base_url + "/v1/chat-messages"
+    conversation_id = ""
+    async for event in iter_events(client, url, body(QUESTION, user="leaver"), service.headers()):
+        if event["event"] == "message":
+            conversation_id = event["conversation_id"]
+            break  # closes the HTTP response
+    assert await asyncio.to_thread(llm.wait_for_disconnect, 1, 10)
+    assert llm.completed == 0
+    # what was produced is kept, marked as stopped
+    for _ in range(100):
+        page = await client.get(
+            service.base_url + "/v1/messages",
+            params={"conversation_id": conversation_id, "user": "leaver"},
+            headers=service.headers(),
+        )
+        stored = page.json()["data"][0]
+        if stored["gcite_status"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert stored["gcite_status"] == "stopped" and stored["answer"].startswith("一")
+
+
+async def test_pings_while_the_model_is_silent(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("钥匙在保险柜[C:1]。", first_token_delay_s=0.5))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION), service.headers())
+    llm_start = next(i for i, e in enumerate(events) if e.get("data", {}).get("node_type") == "llm")
+    first_text = next(i for i, e in enumerate(events) if e["event"] == "message")
+    assert {"event": "ping"} in events[llm_start:first_text]
+    result_names = names(events)
+    assert result_names[-1] == "workflow_finished"
+
+
+async def test_upstream_http_error_becomes_an_error_event(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script(status=401, error={"message": "bad key", "type": "auth", "code": None}))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION), service.headers())
+    assert names(events)[-2:] == ["workflow_finished", "error"]
+    assert "401" in events[-1]["message"] and "bad key" in events[-1]["message"]
