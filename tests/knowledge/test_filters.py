@@ -167,6 +167,8 @@ def _reference(meta: dict[str, Any], node: dict[str, Any]) -> bool:
         else ([] if value in (None, "") else [str(value)])
     )
     op, want = node["comparison_operator"], node.get("value")
+    if op in {"in", "not in"} and isinstance(want, str):
+        want = [w.strip() for w in want.split(",")]
     is_array = isinstance(value, list) or node["name"] == "access_roles"
     if op == "empty":
         return not values

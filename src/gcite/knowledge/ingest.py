@@ -192,7 +192,7 @@ def _run(
     man: Manifest | None,
     progress: bool,
 ) -> None:
-    embedder = store.embedder()
+    embedder = store.embedder(for_write=True)
     with store.lock:
         entry = store.catalog.dataset(dataset)
         docs: dict[str, dict[str, Any]] = entry["documents"]

