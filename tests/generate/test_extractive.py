@@ -1,0 +1,67 @@
+"""The offline extractive backend: lexical sentence picking with [C:N], deterministic."""
+
+from __future__ import annotations
+
+from gcite.config import Settings
+from gcite.generate.backends import Usage, make_backend
+from gcite.generate.extractive import (
+    ExtractiveBackend,
+    pick_sentences,
+    query_terms,
+    split_sentences,
+)
+from gcite.generate.prompt import NO_ANSWER
+
+CHUNKS = [
+    {"id": "1", "content": "日间巡更每 2 小时一次。夜间巡更每 1 小时一次，须打卡全部 24 个点位。"},
+    {"id": "2", "content": "会议室可在前台预约。会议室内禁止吸烟。"},
+    {"id": "3", "content": "夜间巡更每 1 小时一次，须打卡全部 24 个点位。"},  # same sentence
+    {"id": "", "content": "没有编号的片段夜间巡更打卡点位"},
+    {"id": "4", "content": None},
+]
+
+
+async def _collect(backend: ExtractiveBackend, query: str, usage: Usage | None = None) -> list[str]:
+    return [d async for d in backend.stream([], chunks=CHUNKS, query=query, usage=usage)]
+
+
+def test_terms_drop_question_words() -> None:
+    terms = query_terms("夜间巡更要打卡多少个点位？")
+    assert {"夜间", "巡更", "打卡", "点位"} <= set(terms)
+    assert "多少" not in terms and "？" not in terms
+    assert split_sentences("# 标题文字\n第一句话。第二句话！短") == [
+        "标题文字",
+        "第一句话。",
+        "第二句话！",
+    ]
+
+
+def test_picks_the_best_sentences_with_their_markers() -> None:
+    picks = pick_sentences("夜间巡更要打卡多少个点位？", CHUNKS)
+    assert [(p.chunk_id, p.sentence) for p in picks] == [
+        ("1", "夜间巡更每 1 小时一次，须打卡全部 24 个点位。")
+    ]
+    backend = ExtractiveBackend()
+    answer = backend.answer("夜间巡更要打卡多少个点位？", CHUNKS)
+    assert answer == "夜间巡更每 1 小时一次，须打卡全部 24 个点位[C:1]。"
+
+
+async def test_streams_small_deltas_deterministically() -> None:
+    backend = ExtractiveBackend(delta_chars=4)
+    usage = Usage()
+    deltas = await _collect(backend, "会议室能吸烟吗？", usage)
+    assert "".join(deltas) == "会议室可在前台预约[C:2]。会议室内禁止吸烟[C:2]。"
+    assert all(len(d) <= 4 for d in deltas) and len(deltas) > 1
+    assert deltas == await _collect(backend, "会议室能吸烟吗？")
+    assert usage.completion_tokens == len(deltas) and usage.estimated
+
+
+async def test_nothing_relevant_gives_the_fixed_answer() -> None:
+    backend = ExtractiveBackend()
+    assert "".join(await _collect(backend, "今天天气怎么样？")) == NO_ANSWER
+    assert "".join([d async for d in backend.stream([], chunks=[], query="巡更")]) == NO_ANSWER
+    assert backend.answer("？？？", CHUNKS) == NO_ANSWER
+
+
+def test_make_backend_defaults_to_extractive() -> None:
+    assert make_backend(Settings()).name == "extractive"

@@ -1,0 +1,81 @@
+"""The OpenAI-compatible backend against the local streaming stand-in (a real HTTP server)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gcite.config import Settings
+from gcite.errors import ConfigError, LLMError
+from gcite.generate.backends import Usage, make_backend
+from gcite.generate.openai_backend import OpenAIBackend
+from support.openai_standin import OpenAIStandin, Script
+
+MESSAGES = [{"role": "system", "content": "系统"}, {"role": "user", "content": "问题"}]
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[OpenAIStandin]:
+    with OpenAIStandin() as server:
+        yield server
+
+
+def _backend(standin: OpenAIStandin, timeout_s: float = 10.0) -> OpenAIBackend:
+    settings = Settings(
+        llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1", llm_timeout_s=timeout_s
+    )
+    backend = make_backend(settings)
+    assert isinstance(backend, OpenAIBackend) and backend.name == "openai:m1"
+    return backend
+
+
+async def _run(backend: OpenAIBackend, usage: Usage | None = None) -> list[str]:
+    return [d async for d in backend.stream(MESSAGES, chunks=[], query="问题", usage=usage)]
+
+
+async def test_streams_deltas_and_reads_usage(standin: OpenAIStandin) -> None:
+    standin.push(Script.text("答案[C:1]。", size=2, usage=(40, 3)))
+    usage = Usage()
+    backend = _backend(standin)
+    assert await _run(backend, usage) == ["答案", "[C", ":1", "]。"]
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.estimated) == (40, 3, False)
+    request = standin.requests[-1]
+    assert request["model"] == "m1" and request["stream"] is True
+    assert request["messages"] == MESSAGES
+    assert standin.request_headers[-1]["authorization"] == "Bearer sk-1"
+    await backend.aclose()
+
+
+@pytest.mark.parametrize(
+    ("script", "fragment"),
+    [
+        (Script(status=401, error={"message": "invalid key", "type": "auth"}), "401"),
+        (Script(status=500), "500"),
+        (Script.text("一二三四", size=1, drop_after=2), "中断"),
+    ],
+)
+async def test_failures_become_llm_errors(
+    standin: OpenAIStandin, script: Script, fragment: str
+) -> None:
+    standin.push(script)
+    backend = _backend(standin)
+    received: list[str] = []
+    with pytest.raises(LLMError, match=fragment):
+        async for delta in backend.stream(MESSAGES, chunks=[], query="q"):
+            received.append(delta)
+    assert "".join(received) in ("", "一二")
+    await backend.aclose()
+
+
+async def test_timeout_becomes_llm_error(standin: OpenAIStandin) -> None:
+    standin.push(Script(hang=True))
+    backend = _backend(standin, timeout_s=0.3)
+    with pytest.raises(LLMError):
+        await _run(backend)
+    await backend.aclose()
+
+
+def test_model_is_required() -> None:
+    with pytest.raises(ConfigError):
+        make_backend(Settings(llm_base_url="http://127.0.0.1:9/v1"))
