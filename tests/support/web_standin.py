@@ -30,7 +30,10 @@ API
 ``WebStandin.default``
     A :class:`Reply` or a callable ``(Request) -> Reply``.
 ``WebStandin.requests``
-    Every :class:`Request` received (method, path, lower-cased headers, raw body).
+    Every :class:`Request` received (method, path, lower-cased headers, raw body);
+    ``WebStandin.count(path=None)`` counts them.
+``WebStandin.reset()``
+    Forget requests and queued replies, and answer normally again.
 :class:`Reply` constructors
     ``auto()`` (the realistic answer for the endpoint hit), ``ok(payload)``,
     ``error(status, body=None, retry_after=None)``, ``hang(seconds=30)`` (answer
@@ -292,6 +295,13 @@ class WebStandin:
         """Queue ``replies`` for the next requests, in order."""
         with self._lock:
             self._queue.extend(replies)
+
+    def reset(self) -> None:
+        """Forget requests and queued replies; answer normally again (``default = auto()``)."""
+        with self._lock:
+            self.requests.clear()
+            self._queue.clear()
+            self.default = Reply.auto()
 
     def count(self, path: str | None = None) -> int:
         """How many requests arrived (to ``path`` only, when given)."""

@@ -98,9 +98,7 @@ def server() -> Iterator[WebStandin]:
 @pytest.fixture
 def standin(server: WebStandin) -> WebStandin:
     """The module's stand-in, reset to its normal behaviour and an empty request log."""
-    server.requests.clear()
-    server._queue.clear()
-    server.default = Reply.auto()
+    server.reset()
     return server
 
 
