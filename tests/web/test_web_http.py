@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 from datetime import UTC, datetime, timedelta
 
@@ -136,3 +137,16 @@ async def test_utf8_garbage_is_invalid_json() -> None:
         with pytest.raises(SourceUnavailable, match="JSON"):
             await client.post_json("/search", {"query": "q"})
         await client.aclose()
+
+
+def test_one_source_across_event_loops() -> None:
+    # The CLI runs one asyncio.run per command; pooled connections must not leak across.
+    from gcite.web import TavilySearch
+
+    with web_standin(api_key="k") as server:
+        source = TavilySearch("k", base_url=server.base_url, timeout_s=2.0)
+        first = asyncio.run(source.search("巡检", count=1))
+        second = asyncio.run(source.search("消防", count=2))
+        asyncio.run(source.aclose())
+    assert [len(first["results"]), len(second["results"])] == [1, 2]
+    assert [r.json()["query"] for r in server.requests] == ["巡检", "消防"]

@@ -220,9 +220,18 @@ class JsonClient:
         self._sleep = sleep
         self._rand = rand
         self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing: set[asyncio.Future[None]] = set()
 
     def _http(self) -> httpx.AsyncClient:
-        # Created on first use, inside the running event loop.
+        # Created on first use, inside the running event loop. Pooled connections
+        # belong to that loop: a source reused from another loop (one asyncio.run
+        # per CLI command, a test client's portal) gets a fresh pool.
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is not loop:
+            stale, self._client = self._client, None
+            if not (self._loop is None or self._loop.is_closed()):
+                self._loop.call_soon_threadsafe(lambda: self._loop_close(stale))
         if self._client is None:
             self._client = httpx.AsyncClient(
                 headers=self._headers,
@@ -230,13 +239,24 @@ class JsonClient:
                 follow_redirects=False,
                 trust_env=False,
             )
+            self._loop = loop
         return self._client
+
+    def _loop_close(self, client: httpx.AsyncClient) -> None:
+        # Runs in the client's own loop; keep a reference so the task is not collected.
+        task = asyncio.ensure_future(client.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def aclose(self) -> None:
         """Close the connection pool. Safe to call twice."""
         client, self._client = self._client, None
-        if client is not None:
+        if client is None:
+            return
+        if self._loop is asyncio.get_running_loop():
             await client.aclose()
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(lambda: self._loop_close(client))
 
     async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` as JSON to ``base_url + path`` and return the decoded answer.
