@@ -150,3 +150,32 @@ def test_one_source_across_event_loops() -> None:
         asyncio.run(source.aclose())
     assert [len(first["results"]), len(second["results"])] == [1, 2]
     assert [r.json()["query"] for r in server.requests] == ["巡检", "消防"]
+
+
+async def test_waits_follow_retry_after_and_backoff() -> None:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    policy = RetryPolicy(attempts=4, backoff_s=0.1, backoff_max_s=1.0, retry_after_max_s=3.0)
+    with web_standin(api_key=None) as server:
+        server.script(
+            Reply.error(429, retry_after="2"),  # the server's wish
+            Reply.error(503, retry_after="120"),  # capped at retry_after_max_s
+            Reply.error(502),  # no header: backoff 0.1 * 2**2 with half jitter
+            Reply.raw(b'{"results": []}'),
+        )
+        client = JsonClient(
+            source="测试",
+            base_url=server.base_url,
+            headers={},
+            timeout_s=30.0,
+            retry=policy,
+            sleep=record,
+            rand=lambda: 0.5,
+        )
+        assert await client.post_json("/search", {"query": "q"}) == {"results": []}
+        await client.aclose()
+    assert waits == [2.0, 3.0, pytest.approx(0.4 * (1 - 0.5 * 0.5))]
+    assert len(server.requests) == 4
