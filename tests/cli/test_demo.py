@@ -95,3 +95,63 @@ def test_help() -> None:
     proc = run_gcite("demo", "--help")
     assert proc.returncode == 0
     assert "离线演示" in proc.stdout and "--once" in proc.stdout
+
+
+def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None:
+    """`gcite demo` on an ingested dir: prints the URL, serves the page, binds the keys."""
+    import shutil
+    import subprocess
+    import sys
+
+    import httpx
+
+    # Qdrant Edge allows one process per shard, and this process keeps demo_dir open.
+    data_dir = tmp_path / "demo"
+    shutil.copytree(demo_dir, data_dir)
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "demo", "--data-dir", str(data_dir), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = f"http://127.0.0.1:{port}/"
+        assert line.strip() == f"演示已启动: {url}"
+        for _ in range(200):
+            try:
+                page = httpx.get(url, timeout=2)
+                break
+            except httpx.TransportError:
+                proc.poll()
+                assert proc.returncode is None, proc.stderr.read() if proc.stderr else ""
+                import time
+
+                time.sleep(0.1)
+        assert page.status_code == 200 and "/static/app.js" in page.text
+        config = httpx.get(url + "page-config.json").json()
+        assert [i["label"] for i in config["identities"]] == ["访客", "运维工程师", "安保主管"]
+        question = "监控中心的备用钥匙放在哪里？"
+        visitor = run_gcite("ask", question, "--url", url, "--key", "demo-visitor")
+        assert visitor.returncode == 0, visitor.stderr
+        assert visitor.stdout.strip() == "根据现有资料无法确定"
+        guard = run_gcite("ask", question, "--url", url, "--key", "demo-security")
+        assert "电子钥匙柜第 3 格" in guard.stdout
+        anyone = run_gcite("ask", "干粉灭火器怎么用？", "--url", url, "--key", "whatever")
+        assert "[网页]" in anyone.stdout and "[知识库]" in anyone.stdout, (
+            anyone.stdout + anyone.stderr
+        )
+        # the running demo holds the shard: a local `ask` says so in one line
+        busy = run_gcite("ask", question, "--data-dir", str(data_dir))
+        assert busy.returncode == 1
+        assert busy.stderr.startswith("错误: 知识库") and "另一个进程" in busy.stderr
+        assert len(busy.stderr.strip().splitlines()) == 1
+    finally:
+        proc.terminate()
+        proc.wait(10)

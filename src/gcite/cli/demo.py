@@ -15,6 +15,7 @@ reading ``gcite/sample_data/web``. Steps:
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 import json
@@ -88,7 +89,7 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
 def _digest(settings: Settings) -> str:
     h = hashlib.sha256()
     h.update(f"{settings.embed_backend}|{settings.chunk_size}|{settings.chunk_overlap}".encode())
-    for path in sorted((SAMPLE_DIR / "handbook").rglob("*")):
+    for path in sorted([*(SAMPLE_DIR / "handbook").rglob("*"), *(SAMPLE_DIR / "web").rglob("*")]):
         if path.is_file():
             h.update(path.relative_to(SAMPLE_DIR).as_posix().encode())
             h.update(path.read_bytes())
@@ -145,11 +146,29 @@ def prepare_demo(settings: Settings, *, progress: bool = False, force: bool = Fa
     if not report.ok:
         failed = "；".join(f"{path.name}: {reason}" for path, reason in report.failed)
         raise ConfigError(f"示例数据导入失败：{failed}")
+    warm_web_index(settings)
     stamp_path.write_text(
         json.dumps({"digest": digest, "dataset": settings.dataset}, ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
     return DemoState(ingested=True, documents=len(documents))
+
+
+def warm_web_index(settings: Settings) -> None:
+    """Build the offline web source's index of ``settings.web_dir`` now (embedding every
+    saved page), so the demo's first questions get web results instead of a web-branch
+    timeout while the index builds. Idempotent; raises the web source's
+    :class:`~gcite.errors.SourceError` on failure."""
+    from gcite.web.offline import OfflineWebSource
+
+    async def build() -> None:
+        source = OfflineWebSource(settings.web_dir, settings=settings, timeout_s=600.0)
+        try:
+            await source.search("明湖大厦", count=1)
+        finally:
+            await source.aclose()
+
+    asyncio.run(build())
 
 
 def _check_port(host: str, port: int) -> None:
