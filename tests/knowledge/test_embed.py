@@ -1,0 +1,121 @@
+"""The OpenAI-compatible embeddings backend against a real loopback server, and chunking rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gcite.config import Settings
+from gcite.errors import ConfigError, StoreError
+from gcite.knowledge import ingest_paths, open_store
+from gcite.knowledge.chunking import chunk_text, split_sentences
+from gcite.knowledge.embed import EmbeddingError, OpenAIEmbedder, make_embedder
+
+from .embed_standin import DIM, EmbeddingStandin
+
+
+def test_openai_endpoint_end_to_end(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("电梯每十五日至少进行一次维护保养。", encoding="utf-8")
+    (docs / "b.txt").write_text("地下停车场禁止存放易燃易爆物品。", encoding="utf-8")
+    with EmbeddingStandin() as server:
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            embed_backend="openai",
+            embed_base_url=server.base_url,
+            embed_model="bigram-64",
+            embed_api_key="sk-test",
+        )
+        report = ingest_paths([docs], settings=settings, dataset="d")
+        assert report.added == 2 and not report.failed
+        assert all(r["model"] == "bigram-64" for r in server.requests)
+        with open_store(settings) as store:
+            assert store.search("电梯维护保养", top_k=1)[0]["title"] == "a.txt"
+            assert store.catalog.embedder == "openai:bigram-64" and store.catalog.dim == DIM
+            server.mode = "500"
+            with pytest.raises(StoreError, match="HTTP 500"):
+                store.search("停车场")
+        # another model on the same store is refused even for searching
+        other = Settings(**{**settings.__dict__, "embed_model": "other"})
+        with open_store(other) as store, pytest.raises(StoreError, match="openai:bigram-64"):
+            store.search("停车场")
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"), [("garbage", "格式无效"), ("short", "数量与输入不符"), ("500", "HTTP 500")]
+)
+def test_openai_endpoint_failures_are_clear(mode: str, message: str) -> None:
+    with EmbeddingStandin() as server:
+        embedder = OpenAIEmbedder(server.base_url, "m")
+        server.mode = mode
+        with pytest.raises(EmbeddingError, match=message):
+            embedder.embed_documents(["一", "二"])
+
+
+def test_openai_endpoint_timeout_and_refused() -> None:
+    with EmbeddingStandin() as server:
+        embedder = OpenAIEmbedder(server.base_url, "m", timeout_s=0.3)
+        server.mode = "slow"
+        with pytest.raises(EmbeddingError, match="请求失败"):
+            embedder.embed_query("慢")
+    with pytest.raises(EmbeddingError, match="请求失败"):
+        OpenAIEmbedder("http://127.0.0.1:9/v1", "m", timeout_s=1)
+    assert issubclass(EmbeddingError, StoreError)
+    assert httpx  # the backend speaks plain HTTP through httpx
+
+
+def test_embedder_configuration_errors() -> None:
+    with pytest.raises(ConfigError, match="embed_base_url"):
+        make_embedder(Settings(embed_backend="openai"))
+    with pytest.raises(ConfigError, match="未知的嵌入后端"):
+        make_embedder(Settings(embed_backend="word2vec"))
+
+
+# --------------------------------------------------------------------------- chunking
+
+
+def test_articles_stay_whole_and_headings_stay_with_text() -> None:
+    text = (
+        "# 条例\n\n## 第一章 总则\n\n第一条 甲。\n\n第二条 乙。\n第二款内容。"
+        "\n\n## 第二章 管理\n\n第三条 丙。"
+    )
+    chunks = chunk_text(text, chunk_size=100, chunk_overlap=10)
+    assert [c.text for c in chunks] == [
+        "条例 > 第一章 总则\n第一条 甲。\n第二条 乙。\n第二款内容。",
+        "条例 > 第二章 管理\n第三条 丙。",
+    ]
+    assert chunks[0].articles == ["第一条", "第二条"] and chunks[1].position == 2
+
+
+def test_long_articles_are_cut_at_sentence_ends_with_overlap() -> None:
+    sentences = [f"第{i}句内容比较长一些。" for i in range(30)]
+    text = "第十条 " + "".join(sentences)
+    chunks = chunk_text(text, chunk_size=60, chunk_overlap=15)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert len(chunk.text) <= 60
+        assert chunk.text.endswith("。")
+        assert chunk.articles == ["第十条"]
+    # the next piece starts with the previous piece's last sentence (overlap)
+    last = split_sentences(chunks[0].text)[-1]
+    assert chunks[1].text.startswith(last)
+
+
+def test_an_article_that_fits_is_never_split_across_chunks() -> None:
+    articles = [f"第{n}条 " + "规定内容。" * 8 for n in "一二三四五六"]
+    chunks = chunk_text("\n".join(articles), chunk_size=100, chunk_overlap=20)
+    for article in articles:
+        assert sum(article in c.text for c in chunks) == 1
+
+
+def test_chunk_settings_are_validated() -> None:
+    with pytest.raises(ValueError):
+        chunk_text("x", chunk_size=0)
+    with pytest.raises(ValueError):
+        chunk_text("x", chunk_size=10, chunk_overlap=10)
+    assert chunk_text("   \n\n", chunk_size=10, chunk_overlap=0) == []
+    giant = "无标点" * 1000
+    assert all(len(c.text) <= 50 for c in chunk_text(giant, chunk_size=50, chunk_overlap=5))
