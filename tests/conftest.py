@@ -104,8 +104,10 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
             tmp = cache_root / f".tmp-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(build, tmp)
-            shutil.rmtree(cached, ignore_errors=True)
-            os.replace(tmp, cached)
+            try:
+                os.replace(tmp, cached)
+            except OSError:  # another session filled the cache first
+                shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(build, data_dir)
     else:
         shutil.copytree(cached, data_dir)

@@ -114,3 +114,17 @@ def test_ingest_missing_path_is_reported(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "路径不存在" in result.output
+
+
+def test_ingest_shows_a_progress_bar(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n第一条 内容。", encoding="utf-8")
+    result = CliRunner().invoke(
+        cli,
+        ["ingest", str(docs), "--dataset", "x", "--data-dir", str(tmp_path / "d")],
+        env={"GCITE_EMBED_BACKEND": "use"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "导入" in result.output and "1/1" in result.output
+    assert "新增 1" in result.output

@@ -138,6 +138,11 @@ def test_convert_errors_name_the_reason(tmp_path: Path) -> None:
         convert_file(empty)
     with pytest.raises(ConversionError, match="不支持"):
         convert_file(tmp_path / "x.xls")
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as handle:
+        handle.truncate(51 * 1024 * 1024)  # sparse file: no disk used
+    with pytest.raises(ConversionError, match="文件过大"):
+        convert_file(huge)
     gbk = tmp_path / "gbk.txt"
     gbk.write_bytes("物业服务合同".encode("gb18030"))
     assert convert_file(gbk).text == "物业服务合同"

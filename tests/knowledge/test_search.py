@@ -75,3 +75,15 @@ def test_top_k_threshold_and_blank_query(law_store: Any) -> None:
     assert len(kept) < len(all_items)
     long_query = "物业" * 50_000
     assert law_store.store.search(long_query, top_k=2)
+
+
+def test_the_whole_corpus_is_ingested(law_store: Any) -> None:
+    laws = sorted(p.name for p in (law_store.corpus_dir / "laws").glob("*.md"))
+    assert len(laws) == 16
+    docs = law_store.store.catalog.datasets[law_store.dataset]["documents"].values()
+    assert sorted(d["name"] for d in docs) == laws
+    assert law_store.store.count() == sum(d["segments"] for d in docs)
+    for name in laws:
+        title = name.split("(")[0].removesuffix(".md")
+        items = law_store.store.search(title, top_k=10)
+        assert name in {i["title"] for i in items}, name
