@@ -264,10 +264,36 @@ def test_document_strings_are_text_and_javascript_urls_are_not_links(page: Any, 
 
 def test_unanswerable_question_has_no_panel(page: Any, live: Live) -> None:
     question = "大厦食堂周五的特价菜是什么？"
-    message = ask(page, question)
+    with page.expect_response("**/v1/chat-messages") as first:
+        message = ask(page, question)
     assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
     assert message.locator("sup.g-cite").count() == 0
     assert not message.locator(".citation-panel").is_visible()
+    # the next question continues the same conversation
+    conversation = re.search(r'"conversation_id":\s*"([^"]+)"', first.value.text())
+    assert conversation is not None
+    with page.expect_request("**/v1/chat-messages") as second:
+        ask(page, "那周四呢？")
+    assert second.value.post_data_json["conversation_id"] == conversation.group(1)
+
+
+def test_stop_button_cancels_the_generation(page: Any, live: Live) -> None:
+    live.standin.reset()
+    live.standin.push(Script(deltas=["夜间巡更", *["每小时一次。"] * 200], token_delay_s=0.05))
+    page.fill("#input", "夜间巡更要打卡多少个点位？")
+    page.press("#input", "Enter")
+    message = page.locator(".msg-bot").last
+    page.wait_for_function(
+        "() => document.querySelector('.msg-bot:last-child .answer-text').innerText.length > 8"
+    )
+    assert page.locator("#send").get_attribute("aria-label") == "停止"
+    page.click("#send")
+    message.locator("xpath=self::*[@data-done='true']").wait_for()
+    assert message.locator(".answer-status").inner_text() == "已停止生成"
+    assert page.locator("#send").get_attribute("aria-label") == "发送"
+    text = message.locator(".answer-text").inner_text()
+    assert text.startswith("夜间巡更每小时一次。") and text.count("每小时一次") < 200
+    assert live.standin.wait_for_disconnect(1, timeout=10), "the model call was not cancelled"
 
 
 def test_identity_picker_chooses_the_key(page: Any, live: Live) -> None:

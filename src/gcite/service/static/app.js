@@ -393,7 +393,10 @@ function ask(query) {
       if (result.conversationId) state.conversationId = result.conversationId;
       if (result.panel) renderPanel(view.panel, result.panel);
     }
-    if (error) {
+    if (error && error.code === "aborted") {
+      view.status.hidden = false;
+      view.status.textContent = "已停止生成";
+    } else if (error) {
       view.status.textContent = errorText(error);
       view.status.classList.add("is-error");
     } else if (!gotText) {
@@ -441,7 +444,7 @@ function ask(query) {
       finish(result, null);
     },
     onError: function (err) {
-      if (!finished && err) {
+      if (!finished && err && err.code !== "aborted") {
         view.status.textContent = errorText(err);
         view.status.classList.add("is-error");
       }
