@@ -15,6 +15,7 @@ or intersects the caller's effective roles.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -78,8 +79,8 @@ def meta(corpus_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def dataset(meta: dict[str, Any]) -> str:
-    return str(meta["dataset_name"])
+def dataset(law_store: Any) -> str:
+    return str(law_store.dataset)
 
 
 @pytest.fixture(scope="module")
@@ -91,15 +92,26 @@ def roles_by_title(meta: dict[str, Any]) -> dict[str, set[str]]:
     }
 
 
+def build_app(settings: Settings, law_store: Any) -> FastAPI:
+    """The gcite service app (``create_app``) once it exists, else the router alone."""
+    try:
+        from gcite.service.app import create_app
+    except ImportError:
+        app = FastAPI()
+        router = build_retrieval_router(settings, lambda: law_store.store)
+        app.include_router(router, prefix=settings.retrieval_prefix)
+        return app
+    return create_app(settings)
+
+
 @pytest.fixture(scope="module")
 def base_url(law_store: Any) -> Iterator[str]:
-    settings = Settings(
+    settings = dataclasses.replace(
+        law_store.settings,
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=k, roles=r) for k, r in KEYS.items()],
     )
-    app = FastAPI()
-    app.include_router(build_retrieval_router(settings, lambda: law_store), prefix=PREFIX)
-    with Server(app) as server:
+    with Server(build_app(settings, law_store)) as server:
         yield f"http://127.0.0.1:{server.port}{PREFIX}"
 
 
@@ -449,9 +461,20 @@ def test_threshold_zero_means_off(client: httpx.Client, dataset: str) -> None:
     assert len(records_of(retrieve(client, "kb-ops", body_zero))) == 10
 
 
-def test_threshold_one_returns_empty_records(client: httpx.Client, dataset: str) -> None:
-    body = dify_body("电梯的定期检验", dataset, top_k=10, score_threshold=1.0)
-    assert records_of(retrieve(client, "kb-ops", body)) == []
+def test_threshold_above_every_score_returns_empty_records(
+    client: httpx.Client, dataset: str
+) -> None:
+    query = "物业服务企业 公共秩序维护"
+    scores = [
+        r["score"]
+        for r in records_of(retrieve(client, "kb-ops", dify_body(query, dataset, top_k=10)))
+    ]
+    assert scores
+    above = min(1.0, scores[0] + 1e-4)  # above every score unless the best is exactly 1.0
+    body = dify_body(query, dataset, top_k=10, score_threshold=above)
+    filtered = records_of(retrieve(client, "kb-ops", body))
+    assert len(filtered) == sum(1 for s in scores if s >= above)
+    assert all(r["score"] >= above for r in filtered)
 
 
 # --- roles ----------------------------------------------------------------------------
@@ -636,3 +659,170 @@ def test_unassigned_template_variable_is_literal_role(
     body = dify_body("消防设施", dataset, top_k=10, metadata_condition=condition)
     records = records_of(retrieve(client, "kb-guard", body))
     assert_visible(records, set(), roles_by_title)
+
+
+# --- other metadata conditions: every operator family, through to the knowledge base ----
+
+
+def leaf(name: str, op: str, value: Any = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": name, "comparison_operator": op}
+    if value is not None:
+        item["value"] = value
+    return item
+
+
+def search_titles(
+    client: httpx.Client,
+    dataset: str,
+    query: str,
+    condition: dict[str, Any],
+    key: str = "kb-ops",
+    top_k: int = 10,
+) -> list[dict[str, Any]]:
+    body = dify_body(query, dataset, top_k=top_k, metadata_condition=condition)
+    return records_of(retrieve(client, key, body))
+
+
+@pytest.mark.parametrize(
+    ("item", "holds"),
+    [
+        (leaf("document_title", "is", "上海市消防条例"), lambda t, u: t == "上海市消防条例"),
+        (leaf("document_title", "is not", "上海市消防条例"), lambda t, u: t != "上海市消防条例"),
+        (leaf("document_title", "contains", "消防"), lambda t, u: "消防" in t),
+        (leaf("document_title", "not contains", "消防"), lambda t, u: "消防" not in t),
+        (leaf("document_title", "start with", "中华人民共和国"), lambda t, u: t.startswith("中华")),
+        (leaf("document_title", "end with", "条例"), lambda t, u: t.endswith("条例")),
+        (
+            leaf("document_title", "in", ["上海市消防条例", "物业管理条例"]),
+            lambda t, u: t in {"上海市消防条例", "物业管理条例"},
+        ),
+        (
+            leaf("document_title", "in", "上海市消防条例,物业管理条例"),
+            lambda t, u: t in {"上海市消防条例", "物业管理条例"},
+        ),
+        (
+            leaf("document_title", "not in", "上海市消防条例,物业管理条例"),
+            lambda t, u: t not in {"上海市消防条例", "物业管理条例"},
+        ),
+        (leaf("source_file_url", "empty"), lambda t, u: u == ""),
+        (leaf("source_file_url", "not empty"), lambda t, u: u != ""),
+        (leaf("source_file_url", "start with", "https://"), lambda t, u: u.startswith("https://")),
+    ],
+    ids=lambda v: (
+        v["comparison_operator"] + ":" + str(v.get("value", "")) if isinstance(v, dict) else ""
+    ),
+)
+def test_string_operators_filter_as_the_knowledge_base(
+    client: httpx.Client,
+    dataset: str,
+    meta: dict[str, Any],
+    roles_by_title: dict[str, set[str]],
+    item: dict[str, Any],
+    holds: Any,
+) -> None:
+    urls = {d["document_title"]: d.get("source_file_url", "") for d in meta["documents"].values()}
+    condition = {"logical_operator": "and", "conditions": [item]}
+    records = search_titles(client, dataset, "消防设施 物业管理 安全", condition, key="kb-public")
+    assert records
+    for record in records:
+        title = record["metadata"]["document_title"]
+        assert holds(title, urls[title]), title
+        assert record["metadata"]["source_file_url"] == urls[title]
+    assert_visible(records, set(), roles_by_title)
+
+
+def test_or_of_other_conditions_is_a_union(client: httpx.Client, dataset: str) -> None:
+    condition = {
+        "logical_operator": "or",
+        "conditions": [
+            leaf("document_title", "is", "上海市消防条例"),
+            leaf("document_title", "is", "物业管理条例"),
+        ],
+    }
+    # top_k 100 reaches past every chunk of the two documents
+    records = search_titles(client, dataset, "消防 物业", condition, key="kb-public", top_k=100)
+    assert titles(records) == {"上海市消防条例", "物业管理条例"}
+
+
+def test_nested_groups_and_not(client: httpx.Client, dataset: str) -> None:
+    condition = {
+        "logical_operator": "and",
+        "conditions": [
+            {
+                "logical_operator": "or",
+                "conditions": [
+                    leaf("document_title", "contains", "消防"),
+                    leaf("document_title", "contains", "物业"),
+                ],
+            },
+            {"not": leaf("document_title", "start with", "中华人民共和国")},
+        ],
+    }
+    records = search_titles(client, dataset, "消防设施 物业服务", condition)
+    assert records
+    for title in titles(records):
+        assert ("消防" in title or "物业" in title) and not title.startswith("中华人民共和国")
+
+
+def test_role_narrowing_combines_with_other_conditions(
+    client: httpx.Client, dataset: str, roles_by_title: dict[str, set[str]]
+) -> None:
+    condition = {
+        "logical_operator": "and",
+        "conditions": [
+            leaf("access_roles", "in", "运维工程师"),
+            leaf("document_title", "contains", "物业"),
+        ],
+    }
+    records = search_titles(client, dataset, "物业服务企业 业主大会", condition)
+    found = titles(records)
+    assert found
+    assert all("物业" in t for t in found)
+    assert "上海市住宅物业管理规定" not in found
+    assert_visible(records, {"运维工程师"}, roles_by_title)
+
+
+@pytest.mark.parametrize(
+    ("item", "expect_records"),
+    [
+        (leaf("year", ">", 2000), False),
+        (leaf("year", "<", 2000), False),
+        (leaf("year", "≥", 2000), False),
+        (leaf("year", "≤", 2000), False),
+        (leaf("year", "=", 2000), False),
+        (leaf("year", "≠", 2000), True),
+        (leaf("year", ">=", 2000), False),
+        (leaf("effective_date", "before", "2030-01-01"), False),
+        (leaf("effective_date", "after", "2000-01-01"), False),
+    ],
+    ids=["gt", "lt", "ge", "le", "eq", "ne", "ascii-ge", "before", "after"],
+)
+def test_number_and_time_operators_reach_the_knowledge_base(
+    client: httpx.Client, dataset: str, item: dict[str, Any], expect_records: bool
+) -> None:
+    # The law corpus has no number or time metadata: a comparison matches no
+    # document, its negation (≠) every document.
+    condition = {"logical_operator": "and", "conditions": [item]}
+    records = search_titles(client, dataset, "消防设施", condition, key="kb-public")
+    assert bool(records) is expect_records
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        leaf("year", ">", "abc"),
+        leaf("effective_date", "after", "soon"),
+        leaf("document_title", "contains"),
+        leaf("document_title", "is", ""),
+        leaf("bad name!", "is", "x"),
+    ],
+    ids=["number-not-numeric", "time-not-a-date", "missing-value", "empty-string", "bad-name"],
+)
+def test_conditions_the_knowledge_base_rejects_are_400(
+    client: httpx.Client, dataset: str, item: dict[str, Any]
+) -> None:
+    condition = {"logical_operator": "and", "conditions": [item]}
+    body = dify_body("消防", dataset, metadata_condition=condition)
+    response = retrieve(client, "kb-ops", body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error_code"] == 3002
