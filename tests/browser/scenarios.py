@@ -141,7 +141,7 @@ class Scenarios:
             web = find_chunk(chunks, "注入测试专用网页")
             if doc:
                 cited = {"doc": doc}
-                answer = f"这是一份注入测试文档[C:{doc}]。"
+                answer = f"这是一份注入测试文档[C:{doc}]。模型输出<img src=x onerror=alert(3)>。"
                 if web:
                     cited["web"] = web
                     answer += f"还有一个注入测试网页[C:{web}]。"

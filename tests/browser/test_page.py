@@ -239,6 +239,7 @@ def test_document_strings_are_text_and_javascript_urls_are_not_links(page: Any, 
     turn = live.scenarios.last(question)
     assert set(turn.cited) == {"doc", "web"}, f"the injection sources were not retrieved: {turn}"
     assert_frames_clean(page)
+    assert "模型输出<img src=x onerror=alert(3)>。" in message.locator(".answer-text").inner_text()
     message.locator(".panel-head").click()
     row = message.locator(f".g-cite-item[data-raw-id='{turn.cited['doc']}']")
     assert row.locator(".g-cite-item-title").inner_text() == XSS_TITLE
