@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.web.baidu import BaiduSearch
 from gcite.web.bocha import BochaWebSearch
 from gcite.web.http import RetryPolicy
+from gcite.web.offline import OfflineWebSource
 from gcite.web.tavily import TavilySearch
-
-if TYPE_CHECKING:
-    from gcite.web.offline import OfflineWebSource
 
 PROVIDERS = ("none", "offline", "bocha", "tavily", "baidu")
 
@@ -122,8 +120,6 @@ def make_web_source(
     if provider == "none":
         return None
     if provider == "offline":
-        from gcite.web.offline import OfflineWebSource
-
         if not settings.web_dir.strip():
             raise ConfigError(
                 "离线联网搜索需要保存网页的文件夹：请设置 web_dir（或环境变量 GCITE_WEB_DIR）"
@@ -149,15 +145,6 @@ def make_web_source(
     if provider == "tavily":
         return TavilySearch(key, **common)
     return BaiduSearch(key, **common)
-
-
-def __getattr__(name: str) -> Any:
-    # The offline source pulls in the knowledge base; import it only when asked.
-    if name == "OfflineWebSource":
-        from gcite.web.offline import OfflineWebSource
-
-        return OfflineWebSource
-    raise AttributeError(f"module 'gcite.web' has no attribute {name!r}")
 
 
 __all__ = [
