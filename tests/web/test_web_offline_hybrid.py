@@ -47,6 +47,9 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     (root / "web" / "no-front-matter.md").write_text(
         "# 水泵房巡检要点\n\n水泵房每天巡检一次，检查水泵运行声音和压力表读数。", encoding="utf-8"
     )
+    (root / "web" / "broken.md").write_text(
+        "---\ntitle: [unclosed\n---\n配电室钥匙由值班长保管，借用须登记。", encoding="utf-8"
+    )
     return Settings(
         data_dir=root / "data", web_provider="offline", web_dir=str(root / "web"), web_timeout_s=120
     )
@@ -88,6 +91,16 @@ async def test_page_fallbacks_and_the_merge_node(
     assert chunk["source_type"] == "web"
     assert chunk["document_title"] == "水泵房巡检要点"
     assert "压力表" in chunk["content"]
+
+
+async def test_broken_front_matter_is_still_served(
+    source: OfflineWebSource, settings: Settings
+) -> None:
+    # The knowledge base refuses such a file; the staged copy gets in.
+    [item] = values(await source.search("配电室钥匙借用", count=1))
+    assert item["name"] == "broken"
+    assert item["url"] == (Path(settings.web_dir) / "broken.md").resolve().as_uri()
+    assert "值班长" in item["summary"]
 
 
 async def test_kept_apart_from_the_knowledge_base(settings: Settings) -> None:

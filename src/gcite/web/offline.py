@@ -22,8 +22,10 @@ rank web chunks.
 Search (``index=``):
 
 * ``"hybrid"`` (default): the knowledge base's own hybrid search (dense
-  embeddings + BM25, fused with RRF; :mod:`gcite.knowledge`). The folder is
-  ingested with :func:`gcite.knowledge.ingest_paths` into the dataset
+  embeddings + BM25, fused with RRF; :mod:`gcite.knowledge`). The pages,
+  read exactly as for ``"bm25"`` (fallbacks applied), are staged as clean
+  Markdown under ``<data_dir>/web-offline/pages/`` and ingested with
+  :func:`gcite.knowledge.ingest_paths` into the dataset
   ``_web:<folder name>-<hash of its path>`` of a store of its own,
   ``<data_dir>/web-offline`` (an embedded Qdrant Edge shard, so the
   knowledge base's dataset list and the External Knowledge API never see
@@ -57,6 +59,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, GciteError, SourceTimeout, SourceUnavailable
@@ -186,22 +190,59 @@ def dataset_name(folder: Path) -> str:
     return f"_web:{folder.name or 'pages'}-{digest}"
 
 
-def _page_for(item: Mapping[str, Any], pages: Mapping[str, list[SavedPage]]) -> SavedPage:
-    """A knowledge-base result item's page: its front matter, with the saved-page fallbacks."""
+def staged_name(relative: Path) -> Path:
+    """Where a page at ``relative`` is staged: the same path, ``.md`` appended unless present."""
+    return relative if relative.suffix == ".md" else relative.with_name(relative.name + ".md")
+
+
+def staged_text(page: SavedPage, relative: Path) -> str:
+    """A page rewritten with clean front matter (fallbacks applied) for ingestion."""
+    meta = {
+        "title": page.title,
+        "document_title": page.title,
+        "url": page.url,
+        "site_name": page.site_name,
+        "published_date": page.published_date,
+        "page_path": relative.as_posix(),
+    }
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=10_000)
+    return f"---\n{front}---\n\n{page.body or page.title}\n"
+
+
+def stage_pages(pages: list[SavedPage], folder: Path, target: Path) -> int:
+    """Mirror ``pages`` (from ``folder``) into ``target`` as clean Markdown; returns the count.
+
+    Only changed files are rewritten; staged files of pages that are gone are
+    removed. The knowledge base refuses files with broken front matter, so the
+    staged copies are what gets ingested: every page the BM25 index would
+    serve is served by the hybrid index too, with the same metadata.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    wanted: set[Path] = set()
+    for page in pages:
+        relative = page.path.relative_to(folder)
+        path = target / staged_name(relative)
+        wanted.add(path)
+        text = staged_text(page, relative)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    for path in list(target.rglob("*.md")):
+        if path not in wanted:
+            path.unlink()
+    return len(wanted)
+
+
+def _page_of(item: Mapping[str, Any], folder: Path) -> SavedPage:
+    """The page of a knowledge-base result item (its staged front matter)."""
     metadata = item.get("metadata") or {}
     meta = metadata.get("doc_metadata") or {}
-    name = str(metadata.get("document_name") or "")
-    candidates = pages.get(name, [])
-    url = str(meta.get("url") or "").strip()
-    page = next((p for p in candidates if p.url == url), candidates[0] if candidates else None)
-    title = str(meta.get("title") or "").strip()
     return SavedPage(
-        path=page.path if page else Path(name),
-        title=title or (page.title if page else str(meta.get("document_title") or name)),
-        url=url or (page.url if page else ""),
-        site_name=str(meta.get("site_name") or "").strip() or (page.site_name if page else ""),
-        published_date=normalize_date(meta.get("published_date"))
-        or (page.published_date if page else ""),
+        path=folder / str(meta.get("page_path") or metadata.get("document_name") or ""),
+        title=str(meta.get("title") or meta.get("document_title") or "").strip(),
+        url=str(meta.get("url") or "").strip(),
+        site_name=str(meta.get("site_name") or "").strip(),
+        published_date=normalize_date(meta.get("published_date")),
         body="",
     )
 
@@ -210,27 +251,26 @@ class HybridPageIndex:
     """The folder in the knowledge base (hybrid search); one best passage per page.
 
     ``settings`` gives the embedding backend and ``chunk_size``; its
-    ``data_dir`` is replaced by ``<data_dir>/web-offline``. Raises
-    :class:`~gcite.errors.StoreError` (or :class:`ConfigError`) from the
-    knowledge base.
+    ``data_dir`` is replaced by ``<data_dir>/web-offline``, where the pages are
+    staged (``pages/<name>-<hash>/``, see :func:`stage_pages`) and ingested.
+    Raises :class:`~gcite.errors.StoreError` (or :class:`ConfigError`) from the
+    knowledge base and :class:`OSError` when the folder cannot be read.
     """
 
     def __init__(self, folder: Path, settings: Settings) -> None:
         from gcite.knowledge import ingest_paths, open_store
 
+        web_dir = Path(settings.data_dir).expanduser() / "web-offline"
         self.settings = dataclasses.replace(
-            settings,
-            data_dir=Path(settings.data_dir).expanduser() / "web-offline",
-            qdrant_url="",
-            qdrant_api_key="",
+            settings, data_dir=web_dir, qdrant_url="", qdrant_api_key=""
         )
+        self.folder = folder
         self.dataset = dataset_name(folder)
-        report = ingest_paths([folder], settings=self.settings, dataset=self.dataset)
+        staging = web_dir / "pages" / self.dataset.removeprefix("_web:")
+        stage_pages(load_pages(folder), folder, staging)
+        report = ingest_paths([staging], settings=self.settings, dataset=self.dataset)
         for path, reason in report.failed:
             logger.warning("offline web page %s not indexed: %s", path, reason)
-        self._pages: dict[str, list[SavedPage]] = {}
-        for page in load_pages(folder):
-            self._pages.setdefault(page.path.name, []).append(page)
         self._store = open_store(self.settings)
 
     def rank(self, query: str, count: int) -> list[Ranked]:
@@ -241,10 +281,11 @@ class HybridPageIndex:
         best: dict[str, Ranked] = {}
         for item in items:
             metadata = item.get("metadata") or {}
-            key = str(metadata.get("document_id") or metadata.get("document_name"))
+            page = _page_of(item, self.folder)
+            # One result per page; the URL is the page's identity (as for a search engine).
+            key = page.url or str(metadata.get("document_id") or metadata.get("document_name"))
             if key in best:
                 continue
-            page = _page_for(item, self._pages)
             passage = str(item.get("content") or "").strip() or page.title
             best[key] = Ranked(page, passage, float(metadata.get("score") or 0.0))
             if len(best) >= count:
@@ -373,4 +414,5 @@ __all__ = [
     "bocha_item",
     "bocha_payload",
     "dataset_name",
+    "stage_pages",
 ]
