@@ -306,6 +306,17 @@ def test_bad_base_url_is_a_config_error(case: Case, url: str) -> None:
         case.cls(KEY, base_url=url)
 
 
+@pytest.mark.parametrize("key", ["", "   ", "sk-abc\ndef", "sk abc"])
+def test_bad_key_is_a_config_error(case: Case, key: str) -> None:
+    with pytest.raises(ConfigError, match="API 密钥"):
+        case.cls(key)
+
+
+async def test_key_is_stripped(case: Case, standin: WebStandin) -> None:
+    await search(case.cls(f"  {KEY}\n", base_url=standin.base_url, timeout_s=2.0))
+    assert standin.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
 def test_bad_timeout_is_a_config_error(case: Case) -> None:
     with pytest.raises(ConfigError, match="超时"):
         case.cls(KEY, timeout_s=0)

@@ -73,7 +73,10 @@ def truncate_list(container: dict[str, Any], key: str, count: int, *, source: st
 class HttpWebSource:
     """Base of the Bocha, Tavily and Baidu clients (one JSON POST per search).
 
-    Subclasses set :attr:`name`, :attr:`display_name`, :attr:`default_base_url`,
+    ``api_key`` is sent as ``Authorization: Bearer <key>`` (surrounding
+    whitespace removed); an empty key or one with inner whitespace or control
+    characters is a :class:`ConfigError`. Subclasses set :attr:`name`,
+    :attr:`display_name`, :attr:`default_base_url`,
     :attr:`path` and :attr:`max_count`, and implement :meth:`build_body`,
     :meth:`empty_payload` and :meth:`enforce` (check the payload's shape and cut
     its result list to ``count``). Constructor arguments: see the subclasses.
@@ -94,10 +97,17 @@ class HttpWebSource:
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        key = api_key.strip() if isinstance(api_key, str) else ""
+        if not key:
+            raise ConfigError(f"{self.display_name}的 API 密钥为空")
+        if any(ch.isspace() or not ch.isprintable() for ch in key):
+            raise ConfigError(
+                f"{self.display_name}的 API 密钥含有空白或控制字符，请检查是否复制完整"
+            )
         self._client = JsonClient(
             source=self.display_name,
             base_url=base_url or self.default_base_url,
-            headers={"Authorization": f"Bearer {api_key}"},
+            headers={"Authorization": f"Bearer {key}"},
             timeout_s=timeout_s,
             retry=retry,
             transport=transport,
