@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import RECORDER_JS, XSS_DOC, XSS_WEB, Live, Scenarios
+from browser.scenarios import RECORDER_JS, VIEWPORT, XSS_DOC, XSS_WEB, Live, Scenarios
 from support.openai_standin import OpenAIStandin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-VIEWPORT = {"width": 390, "height": 844}
 
 
 def _free_port() -> int:
@@ -64,8 +63,6 @@ def chromium_path() -> str:
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """The chat service (real app, uvicorn on 127.0.0.1) over the sample data + hostile docs."""
-    import uvicorn
-
     from gcite.cli.demo import SAMPLE_DIR, page_config
     from gcite.config import ApiKey, load_settings
     from gcite.knowledge import ingest_paths
@@ -109,6 +106,34 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     )
     ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.dataset)
     app = create_app(settings)
+    # A second app on the same data, created without page.json: no identities published,
+    # so the page asks for an API key.
+    page_json = data_dir / "page.json"
+    page_json.rename(data_dir / "page.json.off")
+    try:
+        plain_app = create_app(settings)
+    finally:
+        (data_dir / "page.json.off").rename(page_json)
+    servers = [_start(app), _start(plain_app)]
+    try:
+        yield Live(
+            url=servers[0][0],
+            plain_url=servers[1][0],
+            standin=standin,
+            scenarios=scenarios,
+            data_dir=data_dir,
+        )
+    finally:
+        for _, server, thread in servers:
+            server.should_exit = True
+            thread.join(10)
+        standin.stop()
+
+
+def _start(app: Any) -> tuple[str, Any, threading.Thread]:
+    """Serve ``app`` with uvicorn in a thread on a free loopback port; (url, server, thread)."""
+    import uvicorn
+
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
@@ -120,14 +145,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the chat service did not start")
         time.sleep(0.05)
-    try:
-        yield Live(
-            url=f"http://127.0.0.1:{port}", standin=standin, scenarios=scenarios, data_dir=data_dir
-        )
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        standin.stop()
+    return f"http://127.0.0.1:{port}", server, thread
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,9 @@ from typing import Any
 
 from support.openai_standin import OpenAIStandin, Script
 
+#: Phone viewport of every browser test (CSS pixels).
+VIEWPORT = {"width": 390, "height": 844}
+
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 XSS_DOC = f"""---
 document_title: "{XSS_TITLE}"
@@ -157,9 +160,11 @@ class Scenarios:
 
 @dataclass
 class Live:
-    """The running service for the browser tests."""
+    """The running service for the browser tests: ``url`` with the demo identities,
+    ``plain_url`` the same service without ``page.json`` (the page asks for a key)."""
 
     url: str
+    plain_url: str
     standin: OpenAIStandin
     scenarios: Scenarios
     data_dir: Path

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import XSS_TITLE, Live
+from browser.scenarios import VIEWPORT, XSS_TITLE, Live
 from gcite.stream.parser import CitationParser
 from support.openai_standin import Script
 
@@ -333,6 +333,30 @@ def test_model_failure_is_reported(page: Any, live: Live) -> None:
     # the page still works afterwards
     message = ask(page, "大厦食堂周五的特价菜是什么？")
     assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
+
+
+def test_api_key_mode_without_identities(browser: Any, live: Live) -> None:
+    context = browser.new_context(viewport=VIEWPORT, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(live.plain_url + "/")
+        page.wait_for_selector("body[data-ready='true']")
+        assert not page.locator("#identity").is_visible()
+        assert page.locator(".suggestion").count() == 0
+        key_input = page.locator("#api-key")
+        assert key_input.is_visible()
+        key_input.fill("demo-security")
+        key_input.press("Tab")  # commits the key (change event)
+        question = "监控中心的备用钥匙放在哪里？"
+        with page.expect_request("**/v1/chat-messages") as request:
+            message = ask(page, question)
+        assert request.value.headers["authorization"] == "Bearer demo-security"
+        assert "电子钥匙柜第 3 格" in message.locator(".answer-text").inner_text()
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        assert page.locator("#api-key").input_value() == "demo-security"
+    finally:
+        context.close()
 
 
 def test_copy_screenshots_for_docs(artifacts: Path) -> None:
