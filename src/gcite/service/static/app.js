@@ -440,6 +440,22 @@ function ask(query) {
       if (changed) livePanel();
       scrollToEnd(false);
     },
+    onReplace: function (segments) {
+      // message_replace (e.g. output moderation): the answer shown so far is replaced.
+      while (view.text.firstChild) view.text.removeChild(view.text.firstChild);
+      citations = [];
+      seen = new Set();
+      gotText = true;
+      view.status.textContent = "";
+      appendSegments(view.text, segments || []);
+      (segments || []).forEach(function (seg) {
+        if (seg.cite !== undefined && !seen.has(String(seg.cite))) {
+          seen.add(String(seg.cite));
+          citations.push([String(seg.cite), seg.idx]);
+        }
+      });
+      livePanel();
+    },
     onDone: function (result) {
       finish(result, null);
     },
