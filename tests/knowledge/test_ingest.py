@@ -96,6 +96,15 @@ def test_converted_text_and_metadata(mixed: Any) -> None:
             {"patrol.md"},
         ),
         ({"name": "department", "comparison_operator": "is", "value": "安保部"}, {"patrol.md"}),
+        ({"name": "department", "comparison_operator": "in", "value": []}, set()),
+        (
+            {"name": "department", "comparison_operator": "not in", "value": []},
+            {"patrol.md", "elevator.txt", "parking.html", "boiler.pdf", "water.docx"},
+        ),
+        (
+            {"name": "access_roles", "comparison_operator": "in", "value": "运维工程师, 安保主管"},
+            {"patrol.md", "elevator.txt"},
+        ),
         ({"name": "department", "comparison_operator": "end with", "value": "保部"}, {"patrol.md"}),
         (
             {
