@@ -194,12 +194,16 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("server did not start")
 
 
-def machine() -> str:
+def machine(load_before: tuple[float, float, float]) -> str:
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     model = next(
         (ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if "Model name" in ln), "?"
     )
-    return f"{os.cpu_count()} CPUs (nproc), {model}, Python {platform.python_version()}"
+    load = ", ".join(f"{x:.1f}" for x in load_before)
+    return (
+        f"{os.cpu_count()} CPUs (nproc), {model}, Python {platform.python_version()}, "
+        f"load average before the run {load} (the machine is shared)"
+    )
 
 
 def row(name: str, values: list[float], wall: float | None = None) -> str:
@@ -223,6 +227,7 @@ def main() -> None:
         print(f"corpus not found at {CORPUS}: benchmark skipped", file=sys.stderr)
         return
     ingest(path)
+    load_before = os.getloadavg()
     dataset = dataset_name()
     qs = questions()
     n = args.requests
@@ -249,7 +254,7 @@ def main() -> None:
         proc.wait(timeout=30)
 
     base = statistics.median(direct)
-    print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine()}.")
+    print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine(load_before)}.")
     print(f"Corpus: {dataset} (16 laws), top_k 5, {n} requests per run, key roles {KEY_ROLES}.")
     print()
     print("| run | requests | p50 ms | p99 ms | max ms | req/s |")
