@@ -82,21 +82,10 @@ def ingest(path: Path) -> None:
 
 
 def build_app(path: Path) -> Any:
-    """The service app: create_app when it exists, else the router on a bare app."""
-    settings = settings_for(path)
-    try:
-        from gcite.service.app import create_app
-    except ImportError:
-        from fastapi import FastAPI
+    """The gcite service app (``create_app``) on the benchmark's data dir."""
+    from gcite.service.app import create_app
 
-        from gcite.knowledge import open_store
-        from gcite.service.retrieval import build_retrieval_router
-
-        store = open_store(settings)
-        app = FastAPI()
-        app.include_router(build_retrieval_router(settings, lambda: store), prefix=PREFIX)
-        return app
-    return create_app(settings)
+    return create_app(settings_for(path))
 
 
 def serve(port: int, path: Path) -> None:

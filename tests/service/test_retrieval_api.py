@@ -1,6 +1,6 @@
 """The External Knowledge API (``POST /retrieval``) against the real service.
 
-The gcite service runs under uvicorn on 127.0.0.1 with the law corpus ingested
+The gcite service (``create_app``) runs under uvicorn on 127.0.0.1 with the law corpus ingested
 (``law_store``); every request is shaped exactly as Dify sends it
 (``ExternalDatasetService``: ``data=json.dumps(params)`` in the key order
 ``retrieval_setting, query, knowledge_id[, metadata_condition]``,
@@ -30,7 +30,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from gcite.config import ApiKey, Settings
-from gcite.service.retrieval import MAX_BODY_BYTES, build_retrieval_router
+from gcite.service.app import create_app
+from gcite.service.retrieval import MAX_BODY_BYTES
 
 pytestmark = pytest.mark.corpus
 
@@ -92,15 +93,8 @@ def roles_by_title(meta: dict[str, Any]) -> dict[str, set[str]]:
     }
 
 
-def build_app(settings: Settings, law_store: Any) -> FastAPI:
-    """The gcite service app (``create_app``) once it exists, else the router alone."""
-    try:
-        from gcite.service.app import create_app
-    except ImportError:
-        app = FastAPI()
-        router = build_retrieval_router(settings, lambda: law_store.store)
-        app.include_router(router, prefix=settings.retrieval_prefix)
-        return app
+def build_app(settings: Settings) -> FastAPI:
+    """The gcite service app, with the External Knowledge API under ``retrieval_prefix``."""
     return create_app(settings)
 
 
@@ -111,7 +105,7 @@ def base_url(law_store: Any) -> Iterator[str]:
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=k, roles=r) for k, r in KEYS.items()],
     )
-    with Server(build_app(settings, law_store)) as server:
+    with Server(build_app(settings)) as server:
         yield f"http://127.0.0.1:{server.port}{PREFIX}"
 
 
@@ -826,3 +820,75 @@ def test_conditions_the_knowledge_base_rejects_are_400(
     response = retrieve(client, "kb-ops", body)
     assert response.status_code == 400, response.text
     assert response.json()["error_code"] == 3002
+
+
+# --- failures of the service side: timeout, store unavailable, broken streams ---------
+
+
+def serve_with(law_store: Any, **changes: Any) -> Server:
+    settings = dataclasses.replace(
+        law_store.settings,
+        retrieval_prefix=PREFIX,
+        retrieval_keys=[ApiKey(key="kb-ops", roles=KEYS["kb-ops"])],
+        **changes,
+    )
+    return Server(build_app(settings))
+
+
+def test_search_over_the_timeout_is_504(law_store: Any) -> None:
+    # kb_timeout_s bounds the search (capped at 4.5 s); no real search ends in 1 µs.
+    with serve_with(law_store, kb_timeout_s=0.000001) as server:
+        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+        body = dify_body("消防设施的维护保养", law_store.dataset)
+        response = httpx.post(url, content=body, headers=dify_headers("kb-ops"), timeout=30)
+        assert response.status_code == 504
+        assert response.json()["error_code"] == 5002
+        assert "超时" in response.json()["error_msg"]
+        probe = httpx.post(url, headers={"Authorization": "Bearer kb-ops"}, timeout=30)
+        assert probe.status_code == 200
+
+
+def test_unavailable_store_is_503(law_store: Any, tmp_path: Path) -> None:
+    missing = tmp_path / "no-knowledge-base"
+    with serve_with(law_store, data_dir=missing) as server:
+        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+        body = dify_body("消防", law_store.dataset)
+        response = httpx.post(url, content=body, headers=dify_headers("kb-ops"), timeout=30)
+        assert response.status_code == 503
+        assert response.json()["error_code"] == 5001
+        assert str(missing.name) in response.json()["error_msg"]
+        # the registration probe does not need the store
+        probe = httpx.post(url, headers={"Authorization": "Bearer kb-ops"}, timeout=30)
+        assert probe.status_code == 200
+
+
+def test_broken_request_stream_does_not_harm_the_service(
+    base_url: str, client: httpx.Client, dataset: str
+) -> None:
+    url = httpx.URL(base_url)
+    head = (
+        f"POST {url.path}/retrieval HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nAuthorization: Bearer kb-ops\r\n"
+        "Content-Length: 500\r\n\r\n"
+    ).encode()
+    for _ in range(3):
+        with socket.create_connection((url.host, url.port), timeout=10) as sock:
+            sock.sendall(head + dify_body("消防", dataset).encode()[:40])
+    assert records_of(retrieve(client, "kb-ops", dify_body("消防设施", dataset)))
+
+
+def test_demo_mode_accepts_any_key_without_roles(
+    law_store: Any, roles_by_title: dict[str, set[str]]
+) -> None:
+    with serve_with(law_store, allow_any_key=True) as server:
+        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+        body = dify_body("消防设施 物业", law_store.dataset, top_k=10)
+        response = httpx.post(url, content=body, headers=dify_headers("anything"), timeout=30)
+        records = records_of(response)
+        assert records
+        assert_visible(records, set(), roles_by_title)
+        # a configured key keeps its roles; a malformed header is still refused
+        legal = httpx.post(url, content=body, headers=dify_headers("kb-ops"), timeout=30)
+        assert records_of(legal)
+        bad = httpx.post(url, content=body, headers={"Authorization": "Token x"}, timeout=30)
+        assert bad.json()["error_code"] == 1001

@@ -29,6 +29,7 @@ seeds want solved first). The HTTP contract follows
   413    3003        body larger than :data:`MAX_BODY_BYTES`
   503    5001        the knowledge store failed (transient; Dify retries 5xx)
   504    5002        the search took longer than the retrieval timeout
+                     (``kb_timeout_s``, at most :data:`RETRIEVAL_TIMEOUT_S`)
   =====  ==========  ===========================================================
 
   Deterministic failures are all 4xx: a 5xx makes Dify retry up to 3 times.
@@ -339,7 +340,9 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
     """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
 
     ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
-    ``allow_any_key`` and ``top_k``. ``get_store``: zero-argument callable
+    ``allow_any_key``, ``top_k`` (when the body has no ``retrieval_setting``)
+    and ``kb_timeout_s`` (the search timeout, capped at
+    :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s). ``get_store``: zero-argument callable
     returning the shared ``KnowledgeStore`` (``search(...)``, ``datasets()``),
     called per request so the app may open the store lazily.
 
@@ -350,6 +353,9 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
     """
     router = APIRouter()
     keys = list(settings.retrieval_keys)
+    timeout_s = RETRIEVAL_TIMEOUT_S
+    if 0 < settings.kb_timeout_s < RETRIEVAL_TIMEOUT_S:
+        timeout_s = settings.kb_timeout_s
 
     @router.post("/retrieval", summary="Dify External Knowledge API")
     async def retrieval(request: Request) -> JSONResponse:
@@ -367,7 +373,9 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
                 decision = narrow_roles(api_key.roles, parsed.metadata_condition)
             except FilterError as exc:
                 raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
-            records = await _search(get_store, parsed, decision.roles, decision.condition)
+            records = await _search(
+                get_store, parsed, decision.roles, decision.condition, timeout_s
+            )
         except RetrievalAPIError as exc:
             # Dify turns any non-200 into a silent empty result: log every failure here.
             logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
@@ -408,8 +416,9 @@ async def _search(
     req: RetrievalRequest,
     roles: tuple[str, ...],
     condition: dict[str, Any] | None,
+    timeout_s: float,
 ) -> list[dict[str, Any]]:
-    """Run the (blocking) store search in a worker thread, within the timeout."""
+    """Run the (blocking) store search in a worker thread, within ``timeout_s`` seconds."""
 
     def work() -> list[dict[str, Any]]:
         store = get_store()
@@ -428,12 +437,10 @@ async def _search(
         return build_records(items, top_k=req.top_k, score_threshold=req.score_threshold)
 
     try:
-        with anyio.fail_after(RETRIEVAL_TIMEOUT_S):
+        with anyio.fail_after(timeout_s):
             return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
     except TimeoutError as exc:
-        raise RetrievalAPIError(
-            504, ERR_TIMEOUT, f"检索超时（超过 {RETRIEVAL_TIMEOUT_S} 秒）"
-        ) from exc
+        raise RetrievalAPIError(504, ERR_TIMEOUT, f"检索超时（超过 {timeout_s:g} 秒）") from exc
     except FilterError as exc:
         raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
     except StoreError as exc:
