@@ -667,11 +667,12 @@ def open_store(settings: Settings, *, create: bool = False) -> KnowledgeStore:
                 backend = ClientBackend(settings.qdrant_url, settings.qdrant_api_key, create=create)
             else:
                 shard_dir = data_dir / SHARD_DIR
-                if not create and catalog.datasets and not shard_dir.is_dir():
+                has_docs = any(d.get("documents") for d in catalog.datasets.values())
+                if not create and has_docs and not shard_dir.is_dir():
                     raise StoreError(
                         f"知识库数据损坏: 缺少向量库目录 {shard_dir}，请重新运行 gcite ingest"
                     )
-                backend = EdgeBackend(shard_dir, create=create or not catalog.datasets)
+                backend = EdgeBackend(shard_dir, create=create or not has_docs)
             handle = _Handle(backend, catalog)
             _handles[key] = handle
         handle.refs += 1
