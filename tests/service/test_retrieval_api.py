@@ -31,7 +31,7 @@ from fastapi import FastAPI
 
 from gcite.config import ApiKey, Settings
 from gcite.service.app import create_app
-from gcite.service.retrieval import MAX_BODY_BYTES
+from gcite.service.retrieval import MAX_BODY_BYTES, warm_up
 
 pytestmark = pytest.mark.corpus
 
@@ -892,3 +892,11 @@ def test_demo_mode_accepts_any_key_without_roles(
         assert records_of(legal)
         bad = httpx.post(url, content=body, headers={"Authorization": "Token x"}, timeout=30)
         assert bad.json()["error_code"] == 1001
+
+
+def test_warm_up_reports_whether_the_store_answers(law_store: Any, tmp_path: Path) -> None:
+    from gcite.knowledge import open_store
+
+    assert warm_up(lambda: law_store.store) is True
+    missing = dataclasses.replace(law_store.settings, data_dir=tmp_path / "missing")
+    assert warm_up(lambda: open_store(missing)) is False

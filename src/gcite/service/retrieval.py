@@ -44,6 +44,7 @@ import hmac
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -346,13 +347,21 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
     returning the shared ``KnowledgeStore`` (``search(...)``, ``datasets()``),
     called per request so the app may open the store lazily.
 
-    The app factory mounts the router under ``settings.retrieval_prefix``; Dify
+    When keys are configured (or ``allow_any_key``), building the router starts
+    :func:`warm_up` in a daemon thread. The app factory mounts the router under
+    ``settings.retrieval_prefix``; Dify
     is then registered with the endpoint ``http://host:port{prefix}`` (Dify
     appends ``/retrieval``). Every response is JSON; see the module docstring
     for the status codes.
     """
     router = APIRouter()
     keys = list(settings.retrieval_keys)
+    if keys or settings.allow_any_key:
+        # The first search loads the embedding model, the tokenizer and the shard:
+        # seconds, which would eat Dify's 5 s. Do it now, in the background.
+        threading.Thread(
+            target=warm_up, args=(get_store,), name="gcite-retrieval-warm-up", daemon=True
+        ).start()
     timeout_s = RETRIEVAL_TIMEOUT_S
     if 0 < settings.kb_timeout_s < RETRIEVAL_TIMEOUT_S:
         timeout_s = settings.kb_timeout_s
@@ -394,6 +403,21 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
         return JSONResponse({"records": records})
 
     return router
+
+
+def warm_up(get_store: Callable[[], Any]) -> bool:
+    """Open the store and run one tiny search so the first real request is fast.
+
+    Best effort: returns ``False`` and logs a warning (visible on the stderr of
+    ``gcite serve``) when the store cannot be opened or searched, e.g. before
+    ``gcite ingest``; requests then answer 503 / 5001 with the reason.
+    """
+    try:
+        get_store().search("预热", roles=[], top_k=1)
+    except Exception as exc:  # any failure here is reported, never raised
+        logger.warning("External Knowledge API: 知识库预热失败: %s", exc)
+        return False
+    return True
 
 
 async def _read_body(request: Request) -> bytes:
@@ -463,4 +487,5 @@ __all__ = [
     "decode_body",
     "parse_request",
     "to_record",
+    "warm_up",
 ]
