@@ -126,24 +126,52 @@ async def first_text_direct(llm: openai.AsyncOpenAI) -> float:
     raise RuntimeError("no delta")
 
 
-async def gaps_service(client: httpx.AsyncClient, url: str) -> list[float]:
+async def raw_stamps(
+    port: int, path: str, payload: dict[str, Any], text_prefix: bytes
+) -> list[float]:
+    """POST over a plain asyncio socket; times of the SSE lines starting with ``text_prefix``.
+
+    The same minimal reader for the service and the stand-in, so both are measured alike
+    (HTTP/1.1 chunked framing lines are simply skipped). Reading stops at the last event.
+    """
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(payload).encode()
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"connection: close\r\ncontent-length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+    stamps: list[float] = []
+    while True:
+        line = await reader.readline()
+        if not line or line.startswith(b"data: [DONE]"):
+            break
+        if line.startswith(text_prefix):
+            stamps.append(time.perf_counter())
+        elif line.startswith(b'data: {"event":"workflow_finished"'):
+            break
+    writer.close()
+    return stamps
+
+
+def gaps(stamps: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(stamps)]
+
+
+SERVICE_TEXT = b'data: {"event":"message"'
+STANDIN_TEXT = b'data: {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created"'
+
+
+async def gaps_service(port: int) -> list[float]:
     payload = {"query": "巡更怎么打卡？", "user": "bench", "response_mode": "streaming"}
-    stamps: list[float] = []
-    async with client.stream("POST", url, json=payload) as response:
-        async for line in response.aiter_lines():
-            if line.startswith('data: {"event":"message"'):
-                stamps.append(time.perf_counter())
-    return [b - a for a, b in itertools.pairwise(stamps)]
+    return gaps(await raw_stamps(port, "/v1/chat-messages", payload, SERVICE_TEXT))
 
 
-async def gaps_direct(client: httpx.AsyncClient, url: str) -> list[float]:
+async def gaps_direct(port: int) -> list[float]:
     body = {"model": "standin", "stream": True, "messages": [{"role": "user", "content": "q"}]}
-    stamps: list[float] = []
-    async with client.stream("POST", url, json=body) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: {") and '"content":' in line and '"content":""' not in line:
-                stamps.append(time.perf_counter())
-    return [b - a for a, b in itertools.pairwise(stamps)]
+    stamps = await raw_stamps(port, "/v1/chat/completions", body, STANDIN_TEXT)
+    return gaps(stamps[1:])  # the first chunk only carries the role
 
 
 async def gaps_sdk(llm: openai.AsyncOpenAI) -> list[float]:
@@ -178,31 +206,27 @@ async def bench_ttft(base: str, llm_base: str, runs: int) -> dict[str, float]:
 
 
 async def bench_concurrency(
-    base: str, llm_base: str, streams: int, service_pid: int, standin_pid: int
+    port: int, llm_port: int, streams: int, service_pid: int, standin_pid: int
 ) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        direct_start = time.perf_counter()
-        direct = await asyncio.gather(
-            *[gaps_direct(client, llm_base + "/chat/completions") for _ in range(streams)]
-        )
-        direct_wall = time.perf_counter() - direct_start
-        llm = openai.AsyncOpenAI(base_url=llm_base, api_key="x", max_retries=0)
-        sdk_start = time.perf_counter()
-        sdk = await asyncio.gather(*[gaps_sdk(llm) for _ in range(streams)])
-        sdk_wall = time.perf_counter() - sdk_start
-        await llm.close()
-        cpu0, t0 = cpu_seconds(service_pid), time.perf_counter()
-        llm0, own0 = cpu_seconds(standin_pid), time.process_time()
-        service = await asyncio.gather(
-            *[gaps_service(client, base + "/v1/chat-messages") for _ in range(streams)]
-        )
-        wall = time.perf_counter() - t0
-        cpu = cpu_seconds(service_pid) - cpu0
-        llm_cpu, own_cpu = cpu_seconds(standin_pid) - llm0, time.process_time() - own0
-    s_gaps = [g for gaps in service for g in gaps]
-    d_gaps = [g for gaps in direct for g in gaps]
-    k_gaps = [g for gaps in sdk for g in gaps]
+    llm_base = f"http://127.0.0.1:{llm_port}/v1"
+    await gaps_service(port)  # warm-up
+    direct_start = time.perf_counter()
+    direct = await asyncio.gather(*[gaps_direct(llm_port) for _ in range(streams)])
+    direct_wall = time.perf_counter() - direct_start
+    llm = openai.AsyncOpenAI(base_url=llm_base, api_key="x", max_retries=0)
+    sdk_start = time.perf_counter()
+    sdk = await asyncio.gather(*[gaps_sdk(llm) for _ in range(streams)])
+    sdk_wall = time.perf_counter() - sdk_start
+    await llm.close()
+    cpu0, t0 = cpu_seconds(service_pid), time.perf_counter()
+    llm0, own0 = cpu_seconds(standin_pid), time.process_time()
+    service = await asyncio.gather(*[gaps_service(port) for _ in range(streams)])
+    wall = time.perf_counter() - t0
+    cpu = cpu_seconds(service_pid) - cpu0
+    llm_cpu, own_cpu = cpu_seconds(standin_pid) - llm0, time.process_time() - own0
+    s_gaps = [g for one in service for g in one]
+    d_gaps = [g for one in direct for g in one]
+    k_gaps = [g for one in sdk for g in one]
     return {
         "streams": streams,
         "events": len(s_gaps) + len(service),
@@ -262,7 +286,7 @@ def main() -> None:
             wait_port(port)
             base, llm_base = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{llm_port}/v1"
             conc = asyncio.run(
-                bench_concurrency(base, llm_base, args.streams, procs[1].pid, procs[0].pid)
+                bench_concurrency(port, llm_port, args.streams, procs[1].pid, procs[0].pid)
             )
     finally:
         for proc in procs:

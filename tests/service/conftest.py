@@ -17,14 +17,13 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from service_streams import LiveServer, run_service
+from service_streams import WEB_KEY, LiveServer, run_service
 
 from gcite.config import ApiKey, Settings
 from support.openai_standin import OpenAIStandin
 from support.web_standin import Reply, WebStandin, web_standin
 
 DATASET = "服务测试库"
-WEB_KEY = "web-test-key"
 
 PUBLIC_DOC = """---
 document_title: 访客登记办法

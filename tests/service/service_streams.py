@@ -25,6 +25,9 @@ from gcite.stream.sse import (
     consume_chat_stream,
 )
 
+WEB_KEY = "web-test-key"
+"""The API key the web-search stand-in accepts."""
+
 
 @dataclass
 class LiveServer:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from service_streams import (
+    WEB_KEY,
     LiveServer,
     body,
     client_view,
@@ -16,8 +18,10 @@ from service_streams import (
     names,
     node_events,
     raw_events,
+    run_service,
 )
 
+from gcite.config import ApiKey, Settings
 from support.openai_standin import OpenAIStandin, Script
 from support.web_standin import Reply, WebStandin
 
@@ -291,3 +295,29 @@ async def test_upstream_http_error_becomes_an_error_event(
     events = await raw_events(client, url, body(QUESTION), service.headers())
     assert names(events)[-2:] == ["workflow_finished", "error"]
     assert "401" in events[-1]["message"] and "bad key" in events[-1]["message"]
+
+
+async def test_missing_knowledge_base_answers_from_the_web(
+    llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "no-kb",
+        app_keys=[ApiKey("k", ())],
+        llm_base_url=llm.base_url,
+        llm_model="m",
+        web_provider="bocha",
+        bocha_api_key=WEB_KEY,
+        web_base_url=web.base_url,
+        web_count=2,
+    )
+    llm.push(Script.text("据网上资料[C:1]。", size=2))
+    with run_service(settings) as live:
+        events = await raw_events(
+            client, live.base_url + "/v1/chat-messages", body("巡检怎么做？"), live.headers("k")
+        )
+    kr = node_events(events, "node_finished", "knowledge-retrieval")[0]["data"]
+    assert kr["status"] == "failed" and "StoreError" in kr["error"]
+    chunks = node_events(events, "node_finished", "code")[0]["data"]["outputs"]["chunk_metadata"]
+    assert chunks and {c["source_type"] for c in chunks} == {"web"}
+    end = next(e for e in events if e["event"] == "message_end")
+    assert [r["data_source_type"] for r in end["metadata"]["retriever_resources"]] == ["web"]

@@ -190,6 +190,17 @@ class ChatService:
         factory: Callable[[Settings], Any] = module.make_web_source
         return factory(self.settings)
 
+    def warm_up(self) -> None:
+        """Load what the first request would otherwise load while others stream (imports,
+        the extractive backend's dictionary), so it does not stall the event loop later."""
+        importlib.import_module("gcite.stream.parser")
+        importlib.import_module("gcite.merge")
+        if self.knowledge_available:
+            importlib.import_module("gcite.knowledge")
+        warm = getattr(self.backend, "warm_up", None)
+        if warm is not None:
+            warm()
+
     def get_store(self) -> Any:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
         with self._kb_lock:
@@ -284,14 +295,22 @@ class ChatService:
         )
 
     async def _on_event(self, flow: Chatflow, event: Event) -> bool:
-        """Persist at the points where the state is final; True once the outcome is stored."""
-        if isinstance(event, NodeFinished) and event.node_type == "code":
-            await asyncio.to_thread(
-                self.store.set_chunks, flow.turn.message_id, flow.state.chunk_metadata
-            )
-        if isinstance(event, MessageEnd | ErrorEvent):
-            await asyncio.to_thread(self.persist, flow)
-            return True
+        """Persist at the points where the state is final; True once the outcome is stored.
+
+        A database failure is logged and does not break the answer stream (the client still
+        gets every event); the outcome then counts as handled so it is not written twice.
+        """
+        try:
+            if isinstance(event, NodeFinished) and event.node_type == "code":
+                await asyncio.to_thread(
+                    self.store.set_chunks, flow.turn.message_id, flow.state.chunk_metadata
+                )
+            if isinstance(event, MessageEnd | ErrorEvent):
+                await asyncio.to_thread(self.persist, flow)
+                return True
+        except Exception:
+            log.exception("could not store message %s", flow.turn.message_id)
+            return isinstance(event, MessageEnd | ErrorEvent)
         return False
 
     async def stream(self, flow: Chatflow, env: Envelope, user: str) -> AsyncIterator[bytes]:
@@ -396,6 +415,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(service.warm_up)
         yield
         await service.aclose()
 
