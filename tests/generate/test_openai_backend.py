@@ -68,6 +68,42 @@ async def test_failures_become_llm_errors(
     await backend.aclose()
 
 
+@pytest.mark.parametrize(
+    ("frames", "fragment"),
+    [
+        (
+            [b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n', b"data: {not json\n\n"],
+            "无法解析",
+        ),
+        ([b'data: {"error": {"message": "overloaded"}}\n\n'], "overloaded"),
+        ([b"data: [1, 2]\n\n"], "无法解析"),
+    ],
+)
+async def test_malformed_stream_chunks_become_llm_errors(
+    standin: OpenAIStandin, frames: list[bytes], fragment: str
+) -> None:
+    standin.push(Script(raw=frames))
+    backend = _backend(standin)
+    with pytest.raises(LLMError, match=fragment):
+        await _run(backend)
+    await backend.aclose()
+
+
+async def test_stream_without_done_and_odd_lines(standin: OpenAIStandin) -> None:
+    frames = [
+        b": keep-alive comment\n\n",
+        b'data: {"choices": []}\n\n',
+        b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n',
+        b'data: {"choices": [{"delta": {"content": "ok"}}]}\n\n',
+    ]
+    standin.push(Script(raw=frames))
+    usage = Usage()
+    backend = _backend(standin)
+    assert await _run(backend, usage) == ["ok"]
+    assert usage.completion_tokens == 1 and usage.estimated
+    await backend.aclose()
+
+
 async def test_timeout_becomes_llm_error(standin: OpenAIStandin) -> None:
     standin.push(Script(hang=True))
     backend = _backend(standin, timeout_s=0.3)

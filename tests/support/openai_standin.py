@@ -60,6 +60,7 @@ class Script:
     ``status``: answer with this HTTP error status and ``error`` (OpenAI error object)
     instead of a completion. ``usage``: (prompt_tokens, completion_tokens); by default
     prompt tokens = characters of all messages // 2, completion tokens = number of deltas.
+    ``raw``: SSE frames sent verbatim instead (e.g. a malformed chunk), then the stream ends.
     """
 
     deltas: list[str] = field(default_factory=lambda: ["你好", "。"])
@@ -70,6 +71,7 @@ class Script:
     status: int | None = None
     error: dict[str, Any] | None = None
     usage: tuple[int, int] | None = None
+    raw: list[bytes] | None = None
 
     @classmethod
     def text(cls, answer: str, *, size: int = 4, **kwargs: Any) -> Script:
@@ -360,6 +362,12 @@ class OpenAIStandin:
             return False
         if not await pause(script.first_token_delay_s):
             return False
+        if script.raw is not None:
+            for frame in script.raw:
+                await send(frame)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            return True
         await send(chunk({"role": "assistant", "content": ""}, None))
         for i, delta in enumerate(script.deltas):
             if script.drop_after is not None and i >= script.drop_after:
