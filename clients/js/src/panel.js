@@ -93,19 +93,25 @@ export function chunksFromRetrieverResources(resources) {
     var r = resources[k];
     if (r === null || typeof r !== 'object') continue;
     var meta = r.doc_metadata !== null && typeof r.doc_metadata === 'object' ? r.doc_metadata : {};
-    var url = str(meta.source_file_url);
+    // G-Cite fields written by the gcite service win, so the raw ids of the
+    // answer's markers match (same rule as the Python client).
+    var url = str(meta.url) || str(meta.source_file_url);
     var pos = r.position;
     var id = typeof pos === 'number' || (typeof pos === 'string' && pos !== '') ? String(pos) : String(k + 1);
+    if (meta.chunk_id !== undefined && meta.chunk_id !== null && String(meta.chunk_id) !== '') id = String(meta.chunk_id);
+    var sourceType = meta.source_type === 'web' ? 'web' : 'rag';
+    var title = str(meta.document_title) || str(r.document_name) || str(r.title);
+    var subtitle = typeof meta.display_subtitle === 'string' ? meta.display_subtitle : str(r.dataset_name);
     out.push({
       id: id,
-      source_type: 'rag',
+      source_type: sourceType,
       content: str(r.content),
-      document_title: str(r.document_name) || str(r.title),
+      document_title: title,
       document_name: str(r.document_name),
       dataset_name: str(r.dataset_name),
-      display_subtitle: str(r.dataset_name),
+      display_subtitle: subtitle,
       url: url,
-      source_file_url: url,
+      source_file_url: str(meta.source_file_url),
       score: typeof r.score === 'number' ? r.score : 0,
       segment_position: typeof r.segment_position === 'number' ? r.segment_position : 0,
     });

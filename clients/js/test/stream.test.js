@@ -178,6 +178,27 @@ test('retriever_resources fallback when no chunk_metadata came', function () {
   ]);
 });
 
+test('retriever_resources written by the gcite service map back to the cited raw ids', function () {
+  // The gcite service numbers positions in display order and keeps the raw chunk id,
+  // source type and subtitle in doc_metadata (docs/api.md); the fallback panel must use them.
+  var rr = [
+    { position: 1, dataset_name: '', document_name: '物业巡检流程标准 - 知乎', content: '网页摘要',
+      doc_metadata: { chunk_id: '7', source_type: 'web', document_title: '物业巡检流程标准 - 知乎',
+        display_subtitle: '知乎 · 2025-08-12', url: 'https://www.zhihu.com/q/1' } },
+    { position: 2, dataset_name: '测试知识库', document_name: '巡更.md', content: '巡更',
+      doc_metadata: { chunk_id: '2', source_type: 'rag', document_title: '巡更操作指南',
+        display_subtitle: '测试知识库', source_file_url: 'oss://kb/巡更.pdf' } },
+  ];
+  var r = consume([sseText(chatflowEvents({ metadata: false, deltas: ['先[C:7]后[C:2]再[C:7]'], retrieverResources: rr }))]).result;
+  assert.deepEqual(r.citations, [['7', 1], ['2', 2]]);
+  assert.deepEqual(r.panel.map(function (p) {
+    return [p.idx, p.rawId, p.chunk.source_type, p.chunk.document_title, p.chunk.display_subtitle, p.chunk.url];
+  }), [
+    [1, '7', 'web', '物业巡检流程标准 - 知乎', '知乎 · 2025-08-12', 'https://www.zhihu.com/q/1'],
+    [2, '2', 'rag', '巡更操作指南', '测试知识库', 'oss://kb/巡更.pdf'],
+  ]);
+});
+
 test('chunk_metadata as a JSON string is accepted; ids outside it are invalid', function () {
   var meta = JSON.stringify(SEED_CHUNKS.slice(0, 3));
   var r = consume([sseText(chatflowEvents({ chunkMetadata: meta, deltas: ['甲[C:3]乙[C:7]'] }))]).result;
