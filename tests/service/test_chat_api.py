@@ -240,3 +240,31 @@ async def test_history_listing_and_plan_b(
         404,
         "not_found",
     )
+
+
+async def test_conversations_belong_to_their_key(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("钥匙在三号保险柜[C:1]。"))
+    url = service.base_url + "/v1/chat-messages"
+    guard = await client_view(client, url, body(QUESTION, user="shared"), service.headers())
+    conv = guard.conversation_id
+    visitor = service.headers("key-visitor")
+    # another key with the same user string can neither continue nor read the conversation
+    follow_up = await client.post(
+        url, json=body("再说一遍", user="shared", conversation_id=conv), headers=visitor
+    )
+    _dify_error(follow_up, 404, "not_found")
+    params = {"conversation_id": conv, "user": "shared"}
+    listing = await client.get(service.base_url + "/v1/messages", params=params, headers=visitor)
+    _dify_error(listing, 404, "not_found")
+    chunks = await client.get(
+        f"{service.base_url}/v1/messages/{guard.message_id}/chunk-metadata",
+        params={"user": "shared"},
+        headers=visitor,
+    )
+    _dify_error(chunks, 404, "not_found")
+    mine = await client.get(
+        service.base_url + "/v1/conversations", params={"user": "shared"}, headers=visitor
+    )
+    assert mine.json()["data"] == []

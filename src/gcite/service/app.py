@@ -49,7 +49,7 @@ log = logging.getLogger("gcite.service")
 
 MAX_BODY_BYTES = 1_000_000
 MAX_QUERY_CHARS = 10_000
-MAX_USER_CHARS = 255
+MAX_USER_CHARS = 200
 HISTORY_TURNS = 10
 
 
@@ -241,7 +241,7 @@ class ChatService:
         """Create the message row and the chatflow run (404 for an unknown conversation)."""
         try:
             record = self.store.start_message(
-                user=body.user,
+                user=caller.owner(body.user),
                 query=body.query,
                 inputs=body.inputs,
                 conversation_id=body.conversation_id or None,
@@ -460,14 +460,14 @@ def create_app(settings: Settings) -> FastAPI:
         if body.response_mode == "blocking":
             return await service.blocking(flow, env)
         return StreamingResponse(
-            service.stream(flow, env, body.user),
+            service.stream(flow, env, caller.owner(body.user)),
             media_type=MEDIA_TYPE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     @app.post("/v1/chat-messages/{task_id}/stop")
     async def stop(task_id: str, request: Request) -> dict[str, str]:
-        caller_of(request)
+        caller = caller_of(request)
         try:
             body = json.loads(await request.body() or b"{}")
         except ValueError as exc:
@@ -476,15 +476,16 @@ def create_app(settings: Settings) -> FastAPI:
         if not isinstance(user, str) or not user:
             raise ApiError(400, "invalid_param", "user is required.")
         entry = service.tasks.get(task_id)
-        if entry is not None and entry[0] == user:  # a wrong user silently does nothing (Dify)
+        # a wrong user silently does nothing (Dify)
+        if entry is not None and entry[0] == caller.owner(user):
             entry[1].set()
         return {"result": "success"}
 
     @app.get("/v1/messages")
     async def messages(request: Request) -> dict[str, Any]:
-        caller_of(request)
+        caller = caller_of(request)
         conversation_id = _required(request, "conversation_id")
-        user = _required(request, "user")
+        user = caller.owner(_required(request, "user"))
         limit = _limit(request.query_params.get("limit"))
         first_id = request.query_params.get("first_id") or None
         conv = await asyncio.to_thread(service.store.get_conversation, conversation_id, user)
@@ -500,8 +501,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/v1/conversations")
     async def conversations(request: Request) -> dict[str, Any]:
-        caller_of(request)
-        user = _required(request, "user")
+        caller = caller_of(request)
+        user = caller.owner(_required(request, "user"))
         limit = _limit(request.query_params.get("limit"))
         last_id = request.query_params.get("last_id") or None
         try:
@@ -526,8 +527,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/v1/messages/{message_id}/chunk-metadata")
     async def message_chunks(message_id: str, request: Request) -> dict[str, Any]:
-        caller_of(request)
-        user = _required(request, "user")
+        caller = caller_of(request)
+        user = caller.owner(_required(request, "user"))
         record = await asyncio.to_thread(service.store.get_message, message_id, user)
         if record is None:
             raise ApiError(404, "not_found", "Message Not Exists.")
@@ -535,8 +536,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/v1/conversations/{conversation_id}/chunk-metadata")
     async def conversation_chunks(conversation_id: str, request: Request) -> dict[str, Any]:
-        caller_of(request)
-        user = _required(request, "user")
+        caller = caller_of(request)
+        user = caller.owner(_required(request, "user"))
         conv = await asyncio.to_thread(service.store.get_conversation, conversation_id, user)
         if conv is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")

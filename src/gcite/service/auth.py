@@ -10,6 +10,7 @@ no roles (sees only documents without ``access_roles``).
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 
@@ -24,6 +25,22 @@ class Caller:
     key: ApiKey | None
     roles: tuple[str, ...]
     stream_event: str
+
+    @property
+    def app_id(self) -> str:
+        """A stable, non-secret id of the key (``anonymous`` without a listed key).
+
+        Conversations are scoped by app id and ``user``, as Dify scopes them by app and
+        user: a conversation answered under one key (and its roles) cannot be read or
+        continued with another key.
+        """
+        if self.key is None:
+            return "anonymous"
+        return hashlib.sha256(self.key.key.encode()).hexdigest()[:16]
+
+    def owner(self, user: str) -> str:
+        """The stored owner of ``user``'s conversations under this key."""
+        return f"{self.app_id}/{user}"
 
 
 class AuthError(Exception):
