@@ -148,9 +148,14 @@ def _start(app: Any) -> tuple[str, Any, threading.Thread]:
     return f"http://127.0.0.1:{port}", server, thread
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: str) -> Iterator[Any]:
-    """One headless Chromium for the whole session."""
+    """One headless Chromium for the browser test module.
+
+    Module scope on purpose: while Playwright's sync API is active, its event loop counts
+    as running in the main thread, so ``asyncio.run`` and pytest-asyncio tests in later
+    modules would fail; the browser (and that loop) is closed when the module ends.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
