@@ -60,7 +60,7 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """The chat service (real app, uvicorn on 127.0.0.1) over the sample data + hostile docs."""
     from gcite.cli.demo import SAMPLE_DIR, page_config
