@@ -7,7 +7,10 @@ run: ``KnowledgeStore.search`` called directly (no HTTP, one at a time), and the
 bodyless registration probe (HTTP + auth, no search).
 
 The server runs in a child process (this script with ``--serve``), so client
-and server do not share a GIL. The corpus is ingested once into a cache
+and server do not share a GIL. Everything is measured twice: with the default
+BLAS thread pools, and with one BLAS thread per process
+(``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1``), since the query
+embedding is numpy and thread pools fight over 2 shared cores. The corpus is ingested once into a cache
 directory (``GCITE_BENCH_DATA``, default ``~/.cache/gcite/bench-laws``);
 ingestion is idempotent, so later runs skip it. Queries are the questions of
 ``../shared/corpus/laws-qa.dev.jsonl``.
@@ -203,14 +206,74 @@ def row(name: str, values: list[float], wall: float | None = None) -> str:
     )
 
 
+SINGLE_THREAD_BLAS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Environment of the second server variant: one BLAS thread per request."""
+
+
+def direct_in_child(env: dict[str, str], n: int) -> list[float]:
+    """The direct-search baseline, run in a child process with ``env``."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--direct", str(n)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    values: list[float] = json.loads(out.strip().splitlines()[-1])
+    return values
+
+
+def measure(
+    env: dict[str, str], dataset: str, queries: list[str]
+) -> dict[str, tuple[list[float], float | None]]:
+    """Every run of one server variant (server started with ``env``)."""
+    results: dict[str, tuple[list[float], float | None]] = {
+        "direct": (direct_in_child(env, min(len(queries), 100)), None)
+    }
+    port = free_port()
+    url = f"http://127.0.0.1:{port}{PREFIX}/retrieval"
+    cmd = [sys.executable, __file__, "--serve", str(port)]
+    proc = subprocess.Popen(cmd, env={**os.environ, **env})
+    try:
+        wait_ready(url, proc)
+        plain = [body(q, dataset, narrowed=False) for q in queries]
+        narrowed = [body(q, dataset, narrowed=True) for q in queries]
+        asyncio.run(run_load(url, plain[:20], 1))  # warm-up
+        results["probe"] = asyncio.run(run_load(url, [None] * len(queries), 1))
+        results["c1"] = asyncio.run(run_load(url, plain, 1))
+        results["c1n"] = asyncio.run(run_load(url, narrowed, 1))
+        results["c20"] = asyncio.run(run_load(url, plain, 20))
+        results["c20n"] = asyncio.run(run_load(url, narrowed, 20))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return results
+
+
+LABELS = {
+    "direct": "baseline: store.search direct, no HTTP",
+    "probe": "baseline: registration probe (HTTP + auth)",
+    "c1": "/retrieval, 1 concurrent",
+    "c1n": "/retrieval + role condition, 1 concurrent",
+    "c20": "/retrieval, 20 concurrent",
+    "c20n": "/retrieval + role condition, 20 concurrent",
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="requests per measured run")
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--direct", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = data_dir()
     if args.serve:
         serve(args.serve, path)
+        return
+    if args.direct:
+        qs = questions()
+        picked = [qs[i % len(qs)] for i in range(args.direct)]
+        print(json.dumps(direct_baseline(path, picked, dataset_name())))
         return
     if not (CORPUS / "laws").is_dir():
         print(f"corpus not found at {CORPUS}: benchmark skipped", file=sys.stderr)
@@ -221,44 +284,29 @@ def main() -> None:
     qs = questions()
     n = args.requests
     queries = [qs[i % len(qs)] for i in range(n)]
+    variants = {
+        "default BLAS threads": measure({}, dataset, queries),
+        "OMP/OPENBLAS/MKL_NUM_THREADS=1": measure(SINGLE_THREAD_BLAS, dataset, queries),
+    }
 
-    direct = direct_baseline(path, queries[: min(n, 100)], dataset)
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}{PREFIX}/retrieval"
-    cmd = [sys.executable, __file__, "--serve", str(port)]
-    proc = subprocess.Popen(cmd)
-    try:
-        wait_ready(url, proc)
-        plain = [body(q, dataset, narrowed=False) for q in queries]
-        narrowed = [body(q, dataset, narrowed=True) for q in queries]
-        asyncio.run(run_load(url, plain[:20], 1))  # warm-up
-        probe, probe_wall = asyncio.run(run_load(url, [None] * n, 1))
-        c1, c1_wall = asyncio.run(run_load(url, plain, 1))
-        c1n, c1n_wall = asyncio.run(run_load(url, narrowed, 1))
-        c20, c20_wall = asyncio.run(run_load(url, plain, 20))
-        c20n, c20n_wall = asyncio.run(run_load(url, narrowed, 20))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-    base = statistics.median(direct)
     print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine(load_before)}.")
     print(f"Corpus: {dataset} (16 laws), top_k 5, {n} requests per run, key roles {KEY_ROLES}.")
-    print()
-    print("| run | requests | p50 ms | p99 ms | max ms | req/s |")
-    print("|---|---|---|---|---|---|")
-    print(row("baseline: store.search direct, no HTTP", direct))
-    print(row("baseline: registration probe (HTTP + auth)", probe, probe_wall))
-    print(row("/retrieval, 1 concurrent", c1, c1_wall))
-    print(row("/retrieval + role condition, 1 concurrent", c1n, c1n_wall))
-    print(row("/retrieval, 20 concurrent", c20, c20_wall))
-    print(row("/retrieval + role condition, 20 concurrent", c20n, c20n_wall))
-    print()
-    print(
-        f"p50 ratio to direct search: 1 concurrent {statistics.median(c1) / base:.2f}x, "
-        f"20 concurrent {statistics.median(c20) / base:.2f}x"
-    )
+    for name, results in variants.items():
+        print()
+        print(f"Server environment: {name}")
+        print()
+        print("| run | requests | p50 ms | p99 ms | max ms | req/s |")
+        print("|---|---|---|---|---|---|")
+        for key, label in LABELS.items():
+            values, wall = results[key]
+            print(row(label, values, wall))
+        base = statistics.median(results["direct"][0])
+        print()
+        print(
+            f"p50 ratio to direct search: 1 concurrent "
+            f"{statistics.median(results['c1'][0]) / base:.2f}x, 20 concurrent "
+            f"{statistics.median(results['c20'][0]) / base:.2f}x"
+        )
 
 
 if __name__ == "__main__":
