@@ -21,10 +21,12 @@ $(STAMP): pyproject.toml requirements.lock
 setup: $(STAMP)
 
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian chromium for the browser tests"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi wqy; then \
+	  echo "installing Debian chromium and a CJK font for the browser tests"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
+	fi
 
 demo: setup
 	$(BIN)/gcite demo --port $(PORT)
