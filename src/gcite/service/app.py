@@ -25,9 +25,10 @@ import importlib.util
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -179,8 +180,7 @@ class ChatService:
         self.knowledge_available = importlib.util.find_spec("gcite.knowledge") is not None
         self._kb: Any = None
         self._kb_lock = threading.Lock()
-        self.tasks: dict[str, tuple[str, asyncio.Event]] = {}
-        self._background: set[asyncio.Task[Any]] = set()
+        self.tasks: dict[str, tuple[str, Callable[[], None]]] = {}
 
     def _make_web_source(self) -> Any:
         try:
@@ -212,9 +212,6 @@ class ChatService:
 
     async def aclose(self) -> None:
         """Release sources, the backend and the database."""
-        for task in list(self._background):
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(task, 5)
         for resource in (self.web_source, self.backend):
             closer = getattr(resource, "aclose", None)
             if closer is not None:
@@ -314,65 +311,71 @@ class ChatService:
         return False
 
     async def stream(self, flow: Chatflow, env: Envelope, user: str) -> AsyncIterator[bytes]:
-        """SSE frames of one run, with pings, ``/stop`` and client-disconnect handling."""
-        stop = asyncio.Event()
-        self.tasks[env.task_id] = (user, stop)
-        events = flow.events()
-        stop_wait: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-        pending: asyncio.Task[Event] | None = None
-        persisted = False
-        finished = False
-        interval = max(0.01, self.settings.ping_interval_s)
+        """SSE frames of one run, with pings, ``/stop`` and client-disconnect handling.
+
+        The chatflow runs in a producer task that puts its events on a queue; a pinger task
+        adds a ping after ``ping_interval_s`` of silence; this generator only serialises
+        what comes off the queue. ``/stop`` cancels the producer (which closes the model
+        call) and queues the stopped terminal events; a client disconnect cancels it too and
+        stores what was produced.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | bytes | None] = asyncio.Queue()
+        run = _Run()
+
+        async def produce() -> None:
+            async for event in flow.events():
+                queue.put_nowait(event)
+
+        def produced(task: asyncio.Task[None]) -> None:
+            if task.cancelled():
+                if run.stopping:
+                    for event in flow.stopped_events():
+                        queue.put_nowait(event)
+            elif task.exception() is not None:
+                log.error("chatflow failed", exc_info=task.exception())
+                queue.put_nowait(ErrorEvent("internal_server_error", 500, "Run failed."))
+            queue.put_nowait(None)
+            if run.abandoned and not run.persisted:
+                run.persisted = True
+                loop.run_in_executor(None, self._persist_quietly, flow, "client disconnected")
+
+        def request_stop() -> None:
+            if flow.state.status == "running" and not producer.done():
+                run.stopping = True
+                producer.cancel()
+
+        producer = asyncio.create_task(produce())
+        producer.add_done_callback(produced)
+        pinger = asyncio.create_task(_ping(queue, run, max(0.01, self.settings.ping_interval_s)))
+        self.tasks[env.task_id] = (user, request_stop)
         try:
             while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(events.__anext__())
-                done, _ = await asyncio.wait(
-                    {pending, stop_wait}, timeout=interval, return_when=asyncio.FIRST_COMPLETED
-                )
-                if pending in done:
-                    task, pending = pending, None
-                    try:
-                        event = task.result()
-                    except StopAsyncIteration:
-                        break
-                    persisted = await self._on_event(flow, event) or persisted
-                    yield data_frame(to_wire(event, env))
-                    continue
-                if stop_wait in done:
-                    if flow.state.status != "running":  # already ending: let it finish
-                        stop_wait = asyncio.get_running_loop().create_future()
-                        continue
-                    await _cancel(pending, events)
-                    pending = None
-                    for event in flow.stopped_events():
-                        persisted = await self._on_event(flow, event) or persisted
-                        yield data_frame(to_wire(event, env))
+                item = await queue.get()
+                if item is None:
                     break
-                yield PING_FRAME
-            finished = True
+                if isinstance(item, bytes):
+                    yield item
+                    continue
+                run.persisted = await self._on_event(flow, item) or run.persisted
+                run.last_sent = time.monotonic()
+                yield data_frame(to_wire(item, env))
         finally:
-            stop_wait.cancel()
+            pinger.cancel()
             self.tasks.pop(env.task_id, None)
-            if not finished or not persisted:
-                # The client went away (or the stream broke): cancel the model call and keep
-                # what was produced, outside the cancelled request scope.
-                cleanup = asyncio.ensure_future(self._abandon(flow, pending, events, persisted))
-                self._background.add(cleanup)
-                cleanup.add_done_callback(self._background.discard)
+            if not run.persisted:
+                run.abandoned = True
+                if producer.done():  # the run ended but its outcome was not stored
+                    run.persisted = True
+                    loop.run_in_executor(None, self._persist_quietly, flow, "client disconnected")
+                else:  # the client went away: cancel the model call; `produced` stores
+                    producer.cancel()
 
-    async def _abandon(
-        self,
-        flow: Chatflow,
-        pending: asyncio.Task[Event] | None,
-        events: AsyncIterator[Event],
-        persisted: bool,
-    ) -> None:
-        await _cancel(pending, events)
-        if not persisted:
-            await asyncio.to_thread(
-                self.persist, flow, status="stopped", error="client disconnected"
-            )
+    def _persist_quietly(self, flow: Chatflow, error: str) -> None:
+        try:
+            self.persist(flow, status="stopped", error=error)
+        except Exception:
+            log.exception("could not store message %s", flow.turn.message_id)
 
     async def blocking(self, flow: Chatflow, env: Envelope) -> JSONResponse:
         """Run to the end and answer Dify's blocking shape (an HTTP error if the run failed)."""
@@ -390,16 +393,23 @@ class ChatService:
         return JSONResponse(blocking_response(env, flow.state.answer, flow.state.metadata))
 
 
-async def _cancel(pending: asyncio.Task[Event] | None, events: AsyncIterator[Event]) -> None:
-    """Cancel an in-flight ``__anext__`` and close the generator (closes the model call)."""
-    if pending is not None:
-        pending.cancel()
-        with contextlib.suppress(BaseException):
-            await pending
-    closer = getattr(events, "aclose", None)
-    if closer is not None:
-        with contextlib.suppress(BaseException):
-            await closer()
+@dataclass
+class _Run:
+    """Bookkeeping of one streamed run (shared by the generator and its callbacks)."""
+
+    stopping: bool = False
+    abandoned: bool = False
+    persisted: bool = False
+    last_sent: float = field(default_factory=time.monotonic)
+
+
+async def _ping(queue: asyncio.Queue[Event | bytes | None], run: _Run, interval: float) -> None:
+    """Queue Dify's ``event: ping`` frame whenever ``interval`` seconds passed without a frame."""
+    while True:
+        await asyncio.sleep(max(0.0, run.last_sent + interval - time.monotonic()))
+        if time.monotonic() - run.last_sent >= interval:
+            run.last_sent = time.monotonic()
+            queue.put_nowait(PING_FRAME)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -478,7 +488,7 @@ def create_app(settings: Settings) -> FastAPI:
         entry = service.tasks.get(task_id)
         # a wrong user silently does nothing (Dify)
         if entry is not None and entry[0] == caller.owner(user):
-            entry[1].set()
+            entry[1]()
         return {"result": "success"}
 
     @app.get("/v1/messages")
