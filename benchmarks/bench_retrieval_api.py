@@ -10,8 +10,8 @@ The server runs in a child process (this script with ``--serve``), so client
 and server do not share a GIL. Everything is measured twice: with the default
 BLAS thread pools, and with one BLAS thread per process
 (``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1``), since the query
-embedding is numpy and thread pools fight over 2 shared cores. The corpus is ingested once into a cache
-directory (``GCITE_BENCH_DATA``, default ``~/.cache/gcite/bench-laws``);
+embedding is numpy and thread pools fight over 2 shared cores. The corpus is
+ingested once into a cache directory (``GCITE_BENCH_DATA``, default ``~/.cache/gcite/bench-laws``);
 ingestion is idempotent, so later runs skip it. Queries are the questions of
 ``../shared/corpus/laws-qa.dev.jsonl``.
 
@@ -113,6 +113,10 @@ def body(query: str, dataset: str, *, narrowed: bool) -> str:
     return json.dumps(params)
 
 
+FAILURES: list[int] = []
+"""Non-200 answers of each run, in run order (a 504 is the 4.5 s timeout)."""
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
@@ -122,10 +126,14 @@ def pct(values: list[float], q: float) -> float:
 async def run_load(
     url: str, bodies: Sequence[str | None], concurrency: int
 ) -> tuple[list[float], float]:
-    """Send every body (None = probe) with ``concurrency`` workers; latencies in ms."""
+    """Send every body (None = probe) with ``concurrency`` workers; latencies in ms.
+
+    Non-200 answers are counted in :data:`FAILURES` (their latency still counts).
+    """
     headers_json = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
     headers_probe = {"Authorization": f"Bearer {KEY}"}
     latencies: list[float] = []
+    failures: list[int] = []
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     for item in bodies:
         queue.put_nowait(item)
@@ -145,11 +153,15 @@ async def run_load(
                     response = await client.post(url, content=item, headers=headers_json)
                 latencies.append((time.perf_counter() - started) * 1000)
                 if response.status_code != 200:
-                    raise RuntimeError(f"{response.status_code}: {response.text}")
+                    failures.append(response.status_code)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
+    if failures:
+        counts = {code: failures.count(code) for code in sorted(set(failures))}
+        print(f"# {len(failures)} non-200 answers: {counts}", file=sys.stderr)
+    FAILURES.append(len(failures))
     return latencies, wall
 
 
@@ -230,6 +242,7 @@ def measure(
     results: dict[str, tuple[list[float], float | None]] = {
         "direct": (direct_in_child(env, min(len(queries), 100)), None)
     }
+    errors = ERRORS.setdefault(json.dumps(env, sort_keys=True), {})
     port = free_port()
     url = f"http://127.0.0.1:{port}{PREFIX}/retrieval"
     cmd = [sys.executable, __file__, "--serve", str(port)]
@@ -239,16 +252,25 @@ def measure(
         plain = [body(q, dataset, narrowed=False) for q in queries]
         narrowed = [body(q, dataset, narrowed=True) for q in queries]
         asyncio.run(run_load(url, plain[:20], 1))  # warm-up
-        results["probe"] = asyncio.run(run_load(url, [None] * len(queries), 1))
-        results["c1"] = asyncio.run(run_load(url, plain, 1))
-        results["c1n"] = asyncio.run(run_load(url, narrowed, 1))
-        results["c20"] = asyncio.run(run_load(url, plain, 20))
-        results["c20n"] = asyncio.run(run_load(url, narrowed, 20))
+        runs: dict[str, Sequence[str | None]] = {
+            "probe": [None] * len(queries),
+            "c1": plain,
+            "c1n": narrowed,
+            "c20": plain,
+            "c20n": narrowed,
+        }
+        for key, bodies in runs.items():
+            concurrency = 20 if key.startswith("c20") else 1
+            results[key] = asyncio.run(run_load(url, bodies, concurrency))
+            errors[key] = FAILURES[-1]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     return results
 
+
+ERRORS: dict[str, dict[str, int]] = {}
+"""Non-200 answers per server environment and run."""
 
 LABELS = {
     "direct": "baseline: store.search direct, no HTTP",
@@ -284,10 +306,11 @@ def main() -> None:
     qs = questions()
     n = args.requests
     queries = [qs[i % len(qs)] for i in range(n)]
-    variants = {
-        "default BLAS threads": measure({}, dataset, queries),
-        "OMP/OPENBLAS/MKL_NUM_THREADS=1": measure(SINGLE_THREAD_BLAS, dataset, queries),
+    env_of: dict[str, dict[str, str]] = {
+        "default BLAS threads": {},
+        "OMP/OPENBLAS/MKL_NUM_THREADS=1": SINGLE_THREAD_BLAS,
     }
+    variants = {name: measure(env, dataset, queries) for name, env in env_of.items()}
 
     print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine(load_before)}.")
     print(f"Corpus: {dataset} (16 laws), top_k 5, {n} requests per run, key roles {KEY_ROLES}.")
@@ -295,11 +318,12 @@ def main() -> None:
         print()
         print(f"Server environment: {name}")
         print()
-        print("| run | requests | p50 ms | p99 ms | max ms | req/s |")
-        print("|---|---|---|---|---|---|")
+        errors = ERRORS[json.dumps(env_of[name], sort_keys=True)]
+        print("| run | requests | p50 ms | p99 ms | max ms | req/s | non-200 |")
+        print("|---|---|---|---|---|---|---|")
         for key, label in LABELS.items():
             values, wall = results[key]
-            print(row(label, values, wall))
+            print(row(label, values, wall) + f" {errors.get(key, 0)} |")
         base = statistics.median(results["direct"][0])
         print()
         print(
