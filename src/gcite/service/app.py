@@ -181,6 +181,7 @@ class ChatService:
         self._kb: Any = None
         self._kb_lock = threading.Lock()
         self.tasks: dict[str, tuple[str, Callable[[], None]]] = {}
+        self._running: set[asyncio.Task[None]] = set()
 
     def _make_web_source(self) -> Any:
         try:
@@ -346,6 +347,8 @@ class ChatService:
                 producer.cancel()
 
         producer = asyncio.create_task(produce())
+        self._running.add(producer)  # keep a strong reference until it ends
+        producer.add_done_callback(self._running.discard)
         producer.add_done_callback(produced)
         pinger = asyncio.create_task(_ping(queue, run, max(0.01, self.settings.ping_interval_s)))
         self.tasks[env.task_id] = (user, request_stop)
@@ -372,8 +375,13 @@ class ChatService:
                     producer.cancel()
 
     def _persist_quietly(self, flow: Chatflow, error: str) -> None:
+        """Store a run whose client went away: its own outcome if it ended, else stopped."""
+        ended = flow.state.status in ("succeeded", "failed")
         try:
-            self.persist(flow, status="stopped", error=error)
+            if ended:
+                self.persist(flow)
+            else:
+                self.persist(flow, status="stopped", error=error)
         except Exception:
             log.exception("could not store message %s", flow.turn.message_id)
 
