@@ -6,6 +6,7 @@ from gcite.config import Settings
 from gcite.generate.backends import Usage, make_backend
 from gcite.generate.extractive import (
     ExtractiveBackend,
+    chunk_units,
     pick_sentences,
     query_terms,
     split_sentences,
@@ -65,3 +66,28 @@ async def test_nothing_relevant_gives_the_fixed_answer() -> None:
 
 def test_make_backend_defaults_to_extractive() -> None:
     assert make_backend(Settings()).name == "extractive"
+
+
+def test_headings_are_context_not_answer_sentences() -> None:
+    # The knowledge base writes the heading breadcrumb as a chunk's first line.
+    content = (
+        "巡更路线与打卡规范 v2.1 > 三、打卡要求\n"
+        "1. 巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功。\n"
+        "2. 相邻两个点位的打卡间隔不得少于 1 分钟。"
+    )
+    heading, sentences = chunk_units(content)
+    assert heading == "巡更路线与打卡规范 v2.1 > 三、打卡要求"
+    assert sentences == [
+        "巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功。",
+        "相邻两个点位的打卡间隔不得少于 1 分钟。",
+    ]
+    answer = ExtractiveBackend().answer("巡更打卡怎么操作？", [{"id": "1", "content": content}])
+    assert "三、打卡要求" not in answer
+    assert answer.startswith("巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功[C:1]。")
+
+
+def test_a_heading_alone_does_not_make_a_sentence_relevant() -> None:
+    content = "消防应急预案 > 疏散\n会议室可在前台预约。"
+    assert ExtractiveBackend().answer("消防疏散怎么做？", [{"id": "1", "content": content}]) == (
+        NO_ANSWER
+    )

@@ -123,6 +123,38 @@ def split_sentences(content: str) -> list[str]:
     return sentences
 
 
+_LIST_MARK_RE = re.compile(r"^(?:\d{1,3}[.、)）]|[-*•·])\s*")
+
+
+def _is_heading_line(line: str, first: bool) -> bool:
+    """A Markdown heading, a breadcrumb (``A > B``), or a short unpunctuated first line."""
+    text = line.strip()
+    if not text or text[-1] in _END_PUNCT + "。，,：:":
+        return False
+    return text.startswith("#") or " > " in text or (first and len(text) <= 40)
+
+
+def chunk_units(content: str) -> tuple[str, list[str]]:
+    """``(heading context, answerable sentences)`` of one chunk.
+
+    Heading lines (Markdown headings, the knowledge base's breadcrumb first line, a short
+    unpunctuated first line) are context, never answer sentences: they say where a
+    sentence stands, and a question's words in them lift the sentences below.
+    List markers (``1.``, ``-``) are dropped from the sentences.
+    """
+    headings: list[str] = []
+    body: list[str] = []
+    for line in content.splitlines():
+        if not line.strip():
+            continue
+        if _is_heading_line(line, first=not body and not headings):
+            headings.append(line.strip().lstrip("#").strip())
+        else:
+            body.append(line)
+    sentences = [_LIST_MARK_RE.sub("", s) for s in split_sentences("\n".join(body))]
+    return " ".join(headings), [s for s in sentences if len(s) >= 4]
+
+
 def coverage(sentence: str, terms: dict[str, int]) -> float:
     """Share (0..1) of the question's term weight found in ``sentence``."""
     total = sum(terms.values())
@@ -152,8 +184,10 @@ def pick_sentences(
 ) -> list[Pick]:
     """The best-matching sentences, in chunk order then sentence order.
 
-    A sentence qualifies with a score of at least ``min_score`` and at least 60 % of the
-    best score; at most ``max_sentences`` are kept, duplicates dropped. Empty when
+    A sentence's score is its own :func:`coverage`, averaged with the coverage of the
+    sentence together with its chunk's heading context (:func:`chunk_units`) when the
+    chunk has one. A sentence qualifies with a score of at least ``min_score`` and at
+    least 60 % of the best score; at most ``max_sentences`` are kept, duplicates dropped. Empty when
     nothing qualifies.
     """
     terms = query_terms(query)
@@ -163,8 +197,12 @@ def pick_sentences(
         content = chunk.get("content")
         if not chunk_id or not isinstance(content, str):
             continue
-        for position, sentence in enumerate(split_sentences(content)):
-            score = coverage(sentence, terms)
+        heading, sentences = chunk_units(content)
+        for position, sentence in enumerate(sentences):
+            own = coverage(sentence, terms)
+            if own <= 0.0:
+                continue  # the sentence itself must say something the question asks about
+            score = (own + coverage(heading + " " + sentence, terms)) / 2 if heading else own
             if score >= min_score:
                 scored.append(Pick(chunk_id, rank, position, score, sentence))
     if not scored:
@@ -244,6 +282,7 @@ class ExtractiveBackend:
 __all__ = [
     "ExtractiveBackend",
     "Pick",
+    "chunk_units",
     "compose_answer",
     "coverage",
     "pick_sentences",
