@@ -11,7 +11,8 @@ and server do not share a GIL. Everything is measured twice: with the default
 BLAS thread pools, and with one BLAS thread per process
 (``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1``), since the query
 embedding is numpy and thread pools fight over 2 shared cores. The corpus is
-ingested once into a cache directory (``GCITE_BENCH_DATA``, default ``~/.cache/gcite/bench-laws``);
+ingested once into a cache directory (``GCITE_BENCH_DATA``, default
+``~/.cache/gcite/bench-laws-<embed backend>``);
 ingestion is idempotent, so later runs skip it. Queries are the questions of
 ``../shared/corpus/laws-qa.dev.jsonl``.
 
@@ -47,7 +48,10 @@ PREFIX = "/dify"
 
 
 def data_dir() -> Path:
-    default = Path.home() / ".cache" / "gcite" / "bench-laws"
+    """The ingested corpus, one directory per embedding backend (the default's)."""
+    from gcite.config import Settings
+
+    default = Path.home() / ".cache" / "gcite" / f"bench-laws-{Settings().embed_backend}"
     return Path(os.environ.get("GCITE_BENCH_DATA", default)).expanduser()
 
 
@@ -297,6 +301,8 @@ def main() -> None:
         picked = [qs[i % len(qs)] for i in range(args.direct)]
         print(json.dumps(direct_baseline(path, picked, dataset_name())))
         return
+    from gcite.config import Settings
+
     if not (CORPUS / "laws").is_dir():
         print(f"corpus not found at {CORPUS}: benchmark skipped", file=sys.stderr)
         return
@@ -313,7 +319,10 @@ def main() -> None:
     variants = {name: measure(env, dataset, queries) for name, env in env_of.items()}
 
     print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine(load_before)}.")
-    print(f"Corpus: {dataset} (16 laws), top_k 5, {n} requests per run, key roles {KEY_ROLES}.")
+    print(
+        f"Corpus: {dataset} (16 laws), embedder {Settings().embed_backend}, top_k 5, "
+        f"{n} requests per run, key roles {KEY_ROLES}."
+    )
     for name, results in variants.items():
         print()
         print(f"Server environment: {name}")
