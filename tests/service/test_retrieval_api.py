@@ -28,6 +28,9 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from gcite.config import ApiKey, Settings
 from gcite.service.app import create_app
@@ -900,3 +903,52 @@ def test_warm_up_reports_whether_the_store_answers(law_store: Any, tmp_path: Pat
     assert warm_up(lambda: law_store.store) is True
     missing = dataclasses.replace(law_store.settings, data_dir=tmp_path / "missing")
     assert warm_up(lambda: open_store(missing)) is False
+
+
+# --- no input gives a 5xx ---------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CONDITION_ITEMS = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["access_roles", "document_title", "year", "", " Access_Roles"]),
+        "comparison_operator": st.sampled_from(["in", "is", "not in", "≥", "before", "empty", "?"]),
+    },
+    optional={"value": JSON_VALUES},
+)
+BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "retrieval_setting": st.fixed_dictionaries(
+            {}, optional={"top_k": JSON_VALUES, "score_threshold": JSON_VALUES}
+        )
+        | JSON_VALUES,
+        "query": st.text(max_size=20) | JSON_VALUES,
+        "knowledge_id": st.just("楼宇法规库") | JSON_VALUES,
+        "metadata_condition": st.fixed_dictionaries(
+            {},
+            optional={
+                "logical_operator": st.sampled_from(["and", "or", "xor"]) | JSON_VALUES,
+                "conditions": st.lists(CONDITION_ITEMS | JSON_VALUES, max_size=3) | JSON_VALUES,
+            },
+        )
+        | JSON_VALUES,
+    },
+)
+
+
+@hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=BODIES)
+def test_arbitrary_bodies_never_answer_5xx(client: httpx.Client, body: dict[str, Any]) -> None:
+    response = client.post("/retrieval", content=json.dumps(body), headers=dify_headers("kb-ops"))
+    assert response.status_code in {200, 400, 404}, response.text
+    payload = response.json()
+    if response.status_code == 200:
+        assert isinstance(payload["records"], list)
+    else:
+        assert isinstance(payload["error_code"], int) and payload["error_msg"]
