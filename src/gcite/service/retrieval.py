@@ -341,18 +341,19 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
     """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
 
     ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
-    ``allow_any_key``, ``top_k`` (when the body has no ``retrieval_setting``)
-    and ``kb_timeout_s`` (the search timeout, capped at
-    :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s). ``get_store``: zero-argument callable
-    returning the shared ``KnowledgeStore`` (``search(...)``, ``datasets()``),
-    called per request so the app may open the store lazily.
+    ``allow_any_key`` (demo mode: unknown keys get no roles), ``top_k`` (when
+    the body has no ``retrieval_setting``) and ``kb_timeout_s`` (the search
+    timeout, capped at :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s).
+    ``get_store``: zero-argument callable returning the shared
+    ``KnowledgeStore`` (``search(...)``, ``datasets()``), called per request so
+    the app may open the store lazily; a :class:`StoreError` it raises becomes
+    503 / 5001.
 
     When keys are configured (or ``allow_any_key``), building the router starts
     :func:`warm_up` in a daemon thread. The app factory mounts the router under
-    ``settings.retrieval_prefix``; Dify
-    is then registered with the endpoint ``http://host:port{prefix}`` (Dify
-    appends ``/retrieval``). Every response is JSON; see the module docstring
-    for the status codes.
+    ``settings.retrieval_prefix``; Dify is then registered with the endpoint
+    ``http://host:port{prefix}`` (Dify appends ``/retrieval``). Every response
+    is JSON; see the module docstring for the status codes.
     """
     router = APIRouter()
     keys = list(settings.retrieval_keys)
