@@ -24,7 +24,8 @@ passed to the knowledge base are always a subset of ``K`` and never ``None``
 * ``empty`` asks for "no roles": only documents without roles.
 * A value that is missing, ``null``, ``""`` or ``[]`` also means "no roles"
   (fail closed: an unassigned chatflow variable, Dify issue #18365, must not
-  fall back to the key's full role set).
+  fall back to the key's full role set). An unresolved template such as
+  ``"{{#conversation.user_roles#}}"`` is a role name no key has: no roles.
 * Several role conditions joined by ``and`` intersect; role conditions joined
   by ``or`` *where every condition of the group is a role condition* unite
   (each part is already a subset of ``K``, so the union is too).
@@ -32,7 +33,7 @@ passed to the knowledge base are always a subset of ``K`` and never ``None``
   (HTTP 400): the operators ``not in``, ``is not``, ``not contains``,
   ``start with``, ``end with``, ``not empty`` and the numeric/time ones; a role
   condition inside an ``or`` group that also holds other conditions; a role
-  condition inside a nested group. These could only be read as "open up" or
+  condition inside a nested group or a ``not`` group. These could only be read as "open up" or
   are ambiguous, so gcite refuses them instead of guessing.
 * Without any role condition, the caller has ``K``.
 
