@@ -9,6 +9,7 @@ exit status 2 (usage) or 1 (runtime), never as a traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -61,8 +62,20 @@ def cli() -> None:
     """gcite — 生成时引用（G-Cite）：回答中的每句话都标注实际使用的来源。"""
 
 
+# Commands that serve requests: one BLAS thread per process keeps query latency
+# predictable (multi-threaded BLAS stalls single searches on small machines; see
+# docs/dify-external-knowledge.md). Set before numpy is imported; the user's own
+# values win.
+_SERVING_COMMANDS = frozenset({"serve", "demo"})
+_BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: runs the CLI, turning gcite errors into one line and exit 1."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in _SERVING_COMMANDS:
+        for name in _BLAS_THREAD_VARS:
+            os.environ.setdefault(name, "1")
     try:
         return cli.main(args=argv, prog_name="gcite", standalone_mode=True)
     except GciteError as exc:
