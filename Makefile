@@ -11,7 +11,7 @@ SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.json
 PORT ?= 8000
 
-.PHONY: demo test setup browser lint bench clean
+.PHONY: demo test setup browser services lint bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,14 @@ browser:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
 	fi
 
+services:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "installing Debian postgresql for the conversation-store tests"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
 demo: setup
 	$(BIN)/gcite demo --port $(PORT)
 
@@ -37,7 +45,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser lint
+test: setup browser services lint
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \

@@ -10,6 +10,13 @@ generation.
 The store is synchronous (SQLAlchemy Core/ORM sessions); the service calls it from a
 worker thread. Times are int seconds since the epoch. Raises
 :class:`gcite.errors.StoreError` when the database cannot be opened.
+
+Databases: SQLite (``sqlite:///path``, the default in the data dir) and PostgreSQL through
+the psycopg 3 driver (a dependency). :func:`sqlalchemy_url` is the one place URLs are
+normalised: ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://``.
+PostgreSQL text cannot hold NUL characters, so every string column stores U+FFFD in
+their place, on both databases alike (a question, user or id containing NUL is stored,
+and looked up, with U+FFFD instead); ownership checks run in SQL, on the stored values.
 """
 
 from __future__ import annotations
@@ -20,14 +27,74 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Integer, String, Text, create_engine, event, select
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    create_engine,
+    event,
+    select,
+    update,
+)
+from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from gcite.errors import StoreError
 
 CONVERSATION_NAME_CHARS = 20
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def sqlalchemy_url(url: str) -> str:
+    """``url`` with the driver SQLAlchemy should use: plain PostgreSQL URLs get psycopg 3.
+
+    ``postgresql://u:p@host/db`` and ``postgres://u:p@host/db`` (the form many hosting
+    providers hand out, which SQLAlchemy rejects) become ``postgresql+psycopg://u:p@host/db``;
+    any other URL (``sqlite:///...``, ``postgresql+psycopg://...``, other drivers) is
+    returned unchanged.
+    """
+    for scheme in _POSTGRES_SCHEMES:
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url.removeprefix(scheme)
+    return url
+
+
+def _safe_url(url: str) -> str:
+    """``url`` with its password masked, for error messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # not a URL SQLAlchemy can parse: drop credentials
+        return url.rsplit("@", 1)[-1]
+
+
+def _no_nul(value: str | None) -> str | None:
+    return value.replace("\x00", "\ufffd") if value is not None and "\x00" in value else value
+
+
+class _Str(TypeDecorator[str]):
+    """``String(n)`` without NUL characters (U+FFFD instead), on every database."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return _no_nul(value)
+
+
+class _Text(TypeDecorator[str]):
+    """``Text`` without NUL characters (U+FFFD instead), on every database."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return _no_nul(value)
 
 
 class _Base(DeclarativeBase):
@@ -37,33 +104,33 @@ class _Base(DeclarativeBase):
 class _Conversation(_Base):
     __tablename__ = "gcite_conversations"
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    user: Mapped[str] = mapped_column(String(255), index=True)
-    name: Mapped[str] = mapped_column(String(255), default="")
+    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
+    user: Mapped[str] = mapped_column(_Str(255), index=True)
+    name: Mapped[str] = mapped_column(_Str(255), default="")
     inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[int] = mapped_column(Integer, index=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger, index=True)
     seq: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class _Message(_Base):
     __tablename__ = "gcite_messages"
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(String(36), index=True)
-    user: Mapped[str] = mapped_column(String(255))
+    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(_Str(36), index=True)
+    user: Mapped[str] = mapped_column(_Str(255))
     seq: Mapped[int] = mapped_column(Integer)
-    query: Mapped[str] = mapped_column(Text)
+    query: Mapped[str] = mapped_column(_Text)
     inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    answer: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(16), default="running")
+    answer: Mapped[str] = mapped_column(_Text, default="")
+    status: Mapped[str] = mapped_column(_Str(16), default="running")
     failed: Mapped[bool] = mapped_column(Boolean, default=False)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(_Text, nullable=True)
     chunk_metadata: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     retriever_resources: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     cited_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     message_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(BigInteger)
 
 
 @dataclass
@@ -136,12 +203,13 @@ def _conv(row: _Conversation) -> ConversationRecord:
 class ConversationStore:
     """Conversations and messages in one SQL database.
 
-    ``url``: a SQLAlchemy URL (``sqlite:///path``, ``postgresql+psycopg://...``); for SQLite
-    the parent folder is created. Tables are created on open (``CREATE TABLE IF NOT
-    EXISTS``).
+    ``url``: a SQLAlchemy URL (``sqlite:///path``, ``postgresql://...``,
+    ``postgresql+psycopg://...``; see :func:`sqlalchemy_url`); for SQLite the parent folder
+    is created. Tables are created on open (``CREATE TABLE IF NOT EXISTS``).
     """
 
     def __init__(self, url: str) -> None:
+        url = sqlalchemy_url(url)
         try:
             if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
                 Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(
@@ -152,7 +220,9 @@ class ConversationStore:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             _Base.metadata.create_all(self.engine)
         except (SQLAlchemyError, OSError, ValueError, ImportError) as exc:
-            raise StoreError(f"无法打开会话数据库 {url}: {exc}") from exc
+            safe = _safe_url(url)
+            detail = str(exc).replace(url, safe)
+            raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
@@ -175,27 +245,36 @@ class ConversationStore:
         now = int(time.time())
         with self._session.begin() as session:
             if conversation_id:
-                conv = session.get(_Conversation, conversation_id)
-                if conv is None or conv.user != user:
+                # one atomic UPDATE ... RETURNING: concurrent turns of a conversation each get
+                # their own seq on PostgreSQL and on SQLite (no read-then-write race)
+                seq = session.execute(
+                    update(_Conversation)
+                    .where(_Conversation.id == conversation_id, _Conversation.user == user)
+                    .values(seq=_Conversation.seq + 1, updated_at=now)
+                    .returning(_Conversation.seq)
+                    .execution_options(synchronize_session=False)
+                ).scalar_one_or_none()
+                if seq is None:
                     raise KeyError(conversation_id)
             else:
-                conv = _Conversation(
-                    id=str(uuid.uuid4()),
-                    user=user,
-                    name=" ".join(query.split())[:CONVERSATION_NAME_CHARS],
-                    inputs=inputs,
-                    created_at=now,
-                    updated_at=now,
-                    seq=0,
+                conversation_id = str(uuid.uuid4())
+                seq = 1
+                session.add(
+                    _Conversation(
+                        id=conversation_id,
+                        user=user,
+                        name=" ".join(query.split())[:CONVERSATION_NAME_CHARS],
+                        inputs=inputs,
+                        created_at=now,
+                        updated_at=now,
+                        seq=seq,
+                    )
                 )
-                session.add(conv)
-            conv.seq = (conv.seq or 0) + 1
-            conv.updated_at = now
             row = _Message(
                 id=str(uuid.uuid4()),
-                conversation_id=conv.id,
+                conversation_id=conversation_id,
                 user=user,
-                seq=conv.seq,
+                seq=seq,
                 query=query,
                 inputs=inputs,
                 answer="",
@@ -247,18 +326,21 @@ class ConversationStore:
     def get_conversation(self, conversation_id: str, user: str) -> ConversationRecord | None:
         """The conversation when it exists and belongs to ``user``."""
         with self._session() as session:
-            row = session.get(_Conversation, conversation_id)
-            if row is None or row.user != user:
-                return None
-            return _conv(row)
+            row = session.scalars(
+                select(_Conversation).where(
+                    _Conversation.id == conversation_id, _Conversation.user == user
+                )
+            ).one_or_none()
+            return None if row is None else _conv(row)
 
     def get_message(self, message_id: str, user: str | None = None) -> MessageRecord | None:
         """One message (``user`` given: only when it belongs to that user)."""
         with self._session() as session:
-            row = session.get(_Message, message_id)
-            if row is None or (user is not None and row.user != user):
-                return None
-            return _msg(row)
+            query = select(_Message).where(_Message.id == message_id)
+            if user is not None:
+                query = query.where(_Message.user == user)
+            row = session.scalars(query).one_or_none()
+            return None if row is None else _msg(row)
 
     def history(self, conversation_id: str, *, limit: int = 20) -> list[MessageRecord]:
         """The last ``limit`` finished messages of a conversation, oldest first."""
@@ -282,8 +364,12 @@ class ConversationStore:
         with self._session() as session:
             query = select(_Message).where(_Message.conversation_id == conversation_id)
             if first_id:
-                first = session.get(_Message, first_id)
-                if first is None or first.conversation_id != conversation_id:
+                first = session.scalars(
+                    select(_Message).where(
+                        _Message.id == first_id, _Message.conversation_id == conversation_id
+                    )
+                ).one_or_none()
+                if first is None:
                     raise KeyError(first_id)
                 query = query.where(_Message.seq < first.seq)
             rows = session.scalars(query.order_by(_Message.seq.desc()).limit(limit + 1)).all()
@@ -300,8 +386,12 @@ class ConversationStore:
         with self._session() as session:
             query = select(_Conversation).where(_Conversation.user == user)
             if last_id:
-                last = session.get(_Conversation, last_id)
-                if last is None or last.user != user:
+                last = session.scalars(
+                    select(_Conversation).where(
+                        _Conversation.id == last_id, _Conversation.user == user
+                    )
+                ).one_or_none()
+                if last is None:
                     raise KeyError(last_id)
                 query = query.where(
                     (_Conversation.updated_at < last.updated_at)
@@ -339,4 +429,4 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-__all__ = ["ConversationRecord", "ConversationStore", "MessageRecord", "new_id"]
+__all__ = ["ConversationRecord", "ConversationStore", "MessageRecord", "new_id", "sqlalchemy_url"]

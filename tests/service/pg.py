@@ -1,0 +1,159 @@
+"""A throwaway PostgreSQL server for the conversation-store tests.
+
+``postgres_url`` (session fixture) runs Debian's PostgreSQL binaries
+(``/usr/lib/postgresql/<version>/bin``, package ``postgresql``; ``make services``
+installs it): ``initdb`` into a fresh tmp dir, ``pg_ctl start`` listening on 127.0.0.1
+on a free port (and on a unix socket in the same tmp dir), one database ``gcite_test``
+owned by a password-authenticated role, and ``pg_ctl stop`` plus removal of the dir at
+the end. It yields a plain ``postgresql://user:password@127.0.0.1:port/gcite_test`` URL
+(the store normalises it to the psycopg driver).
+
+PostgreSQL refuses to run as root: as root the binaries run as the ``postgres`` OS user
+(``runuser``) on a tmp dir chowned to it; as any other user they run as that user.
+
+Without the binaries the tests skip with a message, except when ``CI=true``: there a
+missing server is a failure, so CI cannot pass without testing PostgreSQL.
+
+Import the fixture into exactly one module (a second import would start a second
+cluster).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+DATABASE = "gcite_test"
+ROLE = "gcite"
+START_ATTEMPTS = 3
+
+
+def pg_bin_dir() -> Path | None:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` holding initdb and pg_ctl."""
+    found: list[tuple[int, Path]] = []
+    for initdb in glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+        bin_dir = Path(initdb).parent
+        version = bin_dir.parent.name
+        if (bin_dir / "pg_ctl").exists() and version.isdigit():
+            found.append((int(version), bin_dir))
+    return max(found)[1] if found else None
+
+
+def _missing(reason: str) -> NoReturn:
+    """Skip outside CI, fail in CI (``CI=true``)."""
+    message = f"PostgreSQL tests need a server: {reason} (install it with `make services`)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class _Cluster:
+    """initdb / pg_ctl on a data dir, run as ``postgres`` when we are root."""
+
+    def __init__(self, bin_dir: Path, root: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = root
+        self.data = root / "data"
+        self.log = root / "server.log"
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                _missing("running as root and there is no `postgres` OS user to run it as")
+            os.chown(root, owner.pw_uid, owner.pw_gid)
+
+    def run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin_dir / tool), *args]
+        if self.as_root:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+    def check(self, tool: str, *args: str) -> None:
+        done = self.run(tool, *args)
+        if done.returncode != 0:
+            raise RuntimeError(f"{tool} failed ({done.returncode}): {done.stdout}{done.stderr}")
+
+    def init(self, password: str) -> None:
+        pwfile = self.root / "pwfile"
+        pwfile.write_text(password + "\n", encoding="utf-8")
+        if self.as_root:
+            owner = pwd.getpwnam("postgres")
+            os.chown(pwfile, owner.pw_uid, owner.pw_gid)
+        pwfile.chmod(0o600)
+        self.check(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            ROLE,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+        )
+        pwfile.unlink()
+
+    def start(self, port: int) -> bool:
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={port} "
+            f"-c unix_socket_directories={self.root} -c fsync=off -c full_page_writes=off"
+        )
+        done = self.run(
+            "pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log),
+            "-o", options,
+        )  # fmt: skip
+        return done.returncode == 0
+
+    def stop(self) -> None:
+        self.run("pg_ctl", "stop", "-m", "fast", "-w", "-D", str(self.data))
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of an empty database on a throwaway PostgreSQL server (see the module docs)."""
+    bin_dir = pg_bin_dir()
+    if bin_dir is None:
+        _missing("no initdb/pg_ctl under /usr/lib/postgresql/*/bin")
+    # not under pytest's tmp dir: that one is private to the current user (0700)
+    root = Path(tempfile.mkdtemp(prefix="gcite-pg-"))
+    cluster = _Cluster(bin_dir, root)
+    password = secrets.token_hex(12)
+    started = False
+    try:
+        cluster.init(password)
+        for _ in range(START_ATTEMPTS):  # the free port may be taken before the server binds
+            port = _free_port()
+            if cluster.start(port):
+                started = True
+                break
+        if not started:
+            raise RuntimeError(f"pg_ctl start failed:\n{cluster.log_text()}")
+        cluster.check("createdb", "-h", str(root), "-p", str(port), "-U", ROLE, DATABASE)
+        yield f"postgresql://{ROLE}:{password}@127.0.0.1:{port}/{DATABASE}"
+    finally:
+        if started:
+            cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,442 @@
+"""The conversation store on SQLite and on a real PostgreSQL server: the same behaviour.
+
+Every store test runs twice (``store_url`` is parametrised): on a SQLite file and on the
+throwaway PostgreSQL server of :mod:`pg` (skipped without the binaries, failed in CI). The
+PostgreSQL database is shared by the session, so each test works under its own owners.
+The last test runs a whole chat through ``create_app`` with ``database_url`` pointing at
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pg import postgres_url
+from service_streams import LiveServer, body, client_view, run_service
+from sqlalchemy import update
+
+from gcite.config import ApiKey, Settings
+from gcite.errors import StoreError
+from gcite.service.auth import Caller
+from gcite.service.store import ConversationStore, _Conversation, sqlalchemy_url
+from support.openai_standin import OpenAIStandin, Script
+
+__all__ = ["postgres_url"]  # the session fixture, imported here only (one cluster)
+
+CHUNKS: list[dict[str, Any]] = [
+    {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "监控中心值守规程（安保内部）",
+        "display_subtitle": "服务测试库 · 第 2 段",
+        "content": '备用钥匙存放在"三号保险柜"内，取用须两人在场并登记。\\ 😀',
+        "score": 0.87,
+        "url": None,
+        "access_roles": ["安保主管"],
+        "extra": {"页码": 3, "标签": ["钥匙", "值守"], "空": {}},
+    },
+    {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "大厦访客须知",
+        "display_subtitle": "kb.example.com",
+        "content": "访客须在一层大堂服务台登记。",
+        "score": 0.5,
+        "url": "https://kb.example.com/访客?q=登记&x=1",
+    },
+]
+
+
+def _owner(key: str, user: str) -> str:
+    """The stored owner the service uses for ``user`` under app key ``key``."""
+    return Caller(ApiKey(key, ()), (), "message").owner(user)
+
+
+@pytest.fixture
+def owner() -> str:
+    """A fresh owner (the PostgreSQL database is shared by the whole session)."""
+    return _owner("key-store", f"user-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQLite file URL, or the PostgreSQL server's plain ``postgresql://`` URL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.sqlite3'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[ConversationStore]:
+    opened = ConversationStore(store_url)
+    yield opened
+    opened.close()
+
+
+def test_plain_postgres_urls_get_the_psycopg_driver() -> None:
+    assert (
+        sqlalchemy_url("postgresql://u:p@db:5432/chat") == "postgresql+psycopg://u:p@db:5432/chat"
+    )
+    assert sqlalchemy_url("postgres://u:p@db/chat") == "postgresql+psycopg://u:p@db/chat"
+    assert sqlalchemy_url("postgresql+psycopg://u:p@db/chat") == "postgresql+psycopg://u:p@db/chat"
+    assert sqlalchemy_url("sqlite:////tmp/x.sqlite3") == "sqlite:////tmp/x.sqlite3"
+
+
+def test_both_postgres_spellings_open_the_same_database(postgres_url: str, owner: str) -> None:
+    assert postgres_url.startswith("postgresql://")
+    plain = ConversationStore(postgres_url)
+    explicit = ConversationStore(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        assert plain.engine.dialect.driver == "psycopg"
+        assert explicit.engine.dialect.driver == "psycopg"
+        record = plain.start_message(user=owner, query="你好", inputs={})
+        found = explicit.get_message(record.id, owner)
+        assert found is not None and found.query == "你好"
+    finally:
+        plain.close()
+        explicit.close()
+
+
+def test_a_wrong_password_is_a_store_error_without_the_password(postgres_url: str) -> None:
+    password = postgres_url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    wrong = postgres_url.replace(password, "not-the-password-42")
+    with pytest.raises(StoreError) as caught:
+        ConversationStore(wrong)
+    assert "not-the-password-42" not in str(caught.value)
+    assert "***" in str(caught.value) and "127.0.0.1" in str(caught.value)
+
+
+def test_start_message_creates_the_conversation(store: ConversationStore, owner: str) -> None:
+    inputs = {"部门": "安保", "层": 1}
+    first = store.start_message(
+        user=owner, query="  监控中心的\n备用钥匙放在哪里？请详细说明一下取用流程", inputs=inputs
+    )
+    assert first.status == "running" and not first.failed and first.answer == ""
+    assert first.user == owner and first.inputs == inputs and first.chunk_metadata == []
+    conv = store.get_conversation(first.conversation_id, owner)
+    assert conv is not None
+    assert conv.name == "监控中心的 备用钥匙放在哪里？请详细说明"  # whitespace collapsed, 20 chars
+    assert conv.inputs == inputs and conv.created_at == first.created_at
+    second = store.start_message(
+        user=owner, query="然后呢？", inputs={}, conversation_id=first.conversation_id
+    )
+    assert second.conversation_id == first.conversation_id and second.id != first.id
+    assert [m.id for m in store.conversation_messages(first.conversation_id)] == [
+        first.id,
+        second.id,
+    ]
+
+
+def test_chunk_metadata_and_outcome_round_trip(store: ConversationStore, owner: str) -> None:
+    record = store.start_message(user=owner, query="备用钥匙在哪？", inputs={})
+    store.set_chunks(record.id, CHUNKS)
+    # Plan B: available while the answer is still running
+    running = store.get_message(record.id, owner)
+    assert running is not None and running.status == "running"
+    assert running.chunk_metadata == CHUNKS
+    resources = [{"position": 1, "document_name": "control-room.md", "score": 0.87}]
+    metadata = {"gcite": {"backend": "extractive", "cited_ids": ["1"], "invalid_ids": ["9"]}}
+    store.finish_message(
+        record.id,
+        answer="备用钥匙在三号保险柜[C:1]。",
+        status="normal",
+        retriever_resources=resources,
+        cited_ids=["1"],
+        metadata=metadata,
+    )
+    done = store.get_message(record.id, owner)
+    assert done is not None
+    assert done.answer == "备用钥匙在三号保险柜[C:1]。"
+    assert (done.status, done.failed, done.error) == ("normal", False, None)
+    assert done.chunk_metadata == CHUNKS and done.retriever_resources == resources
+    assert done.cited_ids == ["1"] and done.metadata == metadata
+
+
+def test_failed_and_stopped_messages(store: ConversationStore, owner: str) -> None:
+    first = store.start_message(user=owner, query="第一问", inputs={})
+    conv = first.conversation_id
+    store.finish_message(first.id, answer="半句话[C", status="failed", error="LLMError: 连接中断")
+    failed = store.get_message(first.id, owner)
+    assert failed is not None
+    assert (failed.status, failed.failed) == ("failed", True)
+    assert failed.answer == "半句话[C" and failed.error == "LLMError: 连接中断"
+    second = store.start_message(user=owner, query="第二问", inputs={}, conversation_id=conv)
+    store.finish_message(second.id, answer="部分", status="stopped", error="client disconnected")
+    stopped = store.get_message(second.id, owner)
+    assert stopped is not None and (stopped.status, stopped.failed) == ("stopped", False)
+    running = store.start_message(user=owner, query="第三问", inputs={}, conversation_id=conv)
+    # history: finished turns only (failed ones included; the service leaves them out)
+    assert [m.id for m in store.history(conv)] == [first.id, second.id]
+    assert [m.id for m in store.history(conv, limit=1)] == [second.id]
+    assert [m.id for m in store.conversation_messages(conv)] == [first.id, second.id, running.id]
+
+
+def test_messages_page_backwards_as_the_api_does(store: ConversationStore, owner: str) -> None:
+    first = store.start_message(user=owner, query="问题 0", inputs={})
+    conv = first.conversation_id
+    ids = [first.id] + [
+        store.start_message(user=owner, query=f"问题 {i}", inputs={}, conversation_id=conv).id
+        for i in range(1, 7)
+    ]
+    page, has_more = store.list_messages(conv, limit=3)
+    assert [m.id for m in page] == ids[4:] and has_more
+    page, has_more = store.list_messages(conv, first_id=page[0].id, limit=3)
+    assert [m.id for m in page] == ids[1:4] and has_more
+    page, has_more = store.list_messages(conv, first_id=page[0].id, limit=3)
+    assert [m.id for m in page] == ids[:1] and not has_more
+    everything, has_more = store.list_messages(conv, limit=100)
+    assert [m.id for m in everything] == ids and not has_more
+    assert [m.query for m in everything] == [f"问题 {i}" for i in range(7)]
+    other = store.start_message(user=owner, query="别的会话", inputs={})
+    with pytest.raises(KeyError):
+        store.list_messages(conv, first_id=other.id)
+    with pytest.raises(KeyError):
+        store.list_messages(conv, first_id="no-such-message")
+
+
+def test_conversations_page_most_recent_first(store: ConversationStore, owner: str) -> None:
+    convs = [store.start_message(user=owner, query=f"会话{i}", inputs={}) for i in range(5)]
+    # distinct update times (newest: 2) and a tie (0 and 4) broken by id, as the store orders
+    times = [1_700_000_100, 1_700_000_300, 1_700_000_500, 1_700_000_200, 1_700_000_100]
+    with store.engine.begin() as connection:
+        for conv, when in zip(convs, times, strict=True):
+            connection.execute(
+                update(_Conversation)
+                .where(_Conversation.id == conv.conversation_id)
+                .values(updated_at=when)
+            )
+    tied = sorted([convs[0].conversation_id, convs[4].conversation_id], reverse=True)
+    expected = [convs[i].conversation_id for i in (2, 1, 3)] + tied
+    seen: list[str] = []
+    last_id: str | None = None
+    pages = 0
+    while True:
+        page, has_more = store.list_conversations(owner, last_id=last_id, limit=2)
+        seen += [c.id for c in page]
+        pages += 1
+        if not has_more:
+            break
+        last_id = page[-1].id
+    assert seen == expected and pages == 3
+    top = store.list_conversations(owner, limit=1)[0][0]
+    assert top.name == "会话2" and top.updated_at == 1_700_000_500
+    # a new turn moves its conversation to the top
+    store.start_message(user=owner, query="再问", inputs={}, conversation_id=tied[-1])
+    assert store.list_conversations(owner, limit=1)[0][0].id == tied[-1]
+    # times after 2038 (beyond 32-bit integers) are stored as they are
+    year_2100 = 4_102_444_800
+    with store.engine.begin() as connection:
+        connection.execute(
+            update(_Conversation)
+            .where(_Conversation.id == tied[-1])
+            .values(updated_at=year_2100, created_at=year_2100)
+        )
+    late = store.get_conversation(tied[-1], owner)
+    assert late is not None and late.updated_at == late.created_at == year_2100
+    with pytest.raises(KeyError):
+        store.list_conversations(owner, last_id="no-such-conversation")
+
+
+def test_conversations_are_scoped_by_key_and_user(store: ConversationStore) -> None:
+    user = f"shared-{uuid.uuid4().hex[:8]}"
+    guard, visitor = _owner("key-guard", user), _owner("key-visitor", user)
+    other_user = _owner("key-guard", user + "-other")
+    record = store.start_message(user=guard, query="钥匙在哪？", inputs={})
+    store.set_chunks(record.id, CHUNKS)
+    conv = record.conversation_id
+    for stranger in (visitor, other_user):
+        assert store.get_conversation(conv, stranger) is None
+        assert store.get_message(record.id, stranger) is None
+        assert store.list_conversations(stranger) == ([], False)
+        with pytest.raises(KeyError):
+            store.start_message(user=stranger, query="再说一遍", inputs={}, conversation_id=conv)
+        with pytest.raises(KeyError):
+            store.list_conversations(stranger, last_id=conv)
+    # the refused turns left nothing behind
+    assert [m.id for m in store.conversation_messages(conv)] == [record.id]
+    mine = store.get_message(record.id, guard)
+    assert mine is not None and mine.chunk_metadata == CHUNKS
+    assert [c.id for c in store.list_conversations(guard)[0]] == [conv]
+
+
+def test_unknown_and_odd_ids_are_not_found(store: ConversationStore, owner: str) -> None:
+    long_id = "x" * 300  # longer than the id columns: a miss, not a database error
+    for odd in (long_id, "不存在", "'; DROP TABLE gcite_messages; --", "a\x00b"):
+        assert store.get_conversation(odd, owner) is None
+        assert store.get_message(odd) is None
+        with pytest.raises(KeyError):
+            store.start_message(user=owner, query="问", inputs={}, conversation_id=odd)
+    store.set_chunks("no-such-message", CHUNKS)  # ignored
+    store.finish_message("no-such-message", answer="", status="normal")  # ignored
+    assert store.list_conversations(owner) == ([], False)
+    assert store.list_conversations(owner + "\x00") == ([], False)
+
+
+def test_nul_characters_are_stored_as_replacement_characters(
+    store: ConversationStore, owner: str
+) -> None:
+    # PostgreSQL text cannot hold NUL: both databases store U+FFFD instead
+    odd_owner = owner + "\x00"
+    record = store.start_message(user=odd_owner, query="钥匙\x00在哪", inputs={"k": "v\x00"})
+    conv = record.conversation_id
+    store.set_chunks(record.id, [{"id": "1", "content": "内容\x00"}])
+    store.finish_message(record.id, answer="答\x00案", status="failed", error="错\x00误")
+    stored = store.get_message(record.id, odd_owner)
+    assert stored is not None
+    assert (stored.query, stored.answer, stored.error) == (
+        "钥匙\ufffd在哪",
+        "答\ufffd案",
+        "错\ufffd误",
+    )
+    assert stored.user == owner + "\ufffd"
+    assert stored.inputs == {"k": "v\x00"}  # JSON keeps it (escaped as \u0000)
+    assert stored.chunk_metadata == [{"id": "1", "content": "内容\x00"}]
+    found = store.get_conversation(conv, odd_owner)
+    assert found is not None and found.name == "钥匙\ufffd在哪"
+    assert [c.id for c in store.list_conversations(odd_owner)[0]] == [conv]
+    assert store.get_conversation(conv, owner) is None
+
+
+def test_concurrent_turns_get_distinct_positions(store: ConversationStore, owner: str) -> None:
+    first = store.start_message(user=owner, query="第 0 轮", inputs={})
+    conv = first.conversation_id
+    workers = 8
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def turn(i: int) -> None:
+        try:
+            barrier.wait()
+            store.start_message(user=owner, query=f"第 {i} 轮", inputs={}, conversation_id=conv)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=turn, args=(i,)) for i in range(1, workers + 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    # every turn has its own position: paging one by one reaches each message exactly once
+    walked: list[str] = []
+    page, has_more = store.list_messages(conv, limit=1)
+    walked += [m.id for m in page]
+    while has_more:
+        page, has_more = store.list_messages(conv, first_id=page[0].id, limit=1)
+        walked += [m.id for m in page]
+    assert len(walked) == workers + 1 and len(set(walked)) == workers + 1
+    assert walked[-1] == first.id
+
+
+# ------------------------------------------------------- end to end on PostgreSQL
+
+QUESTION = "监控中心的备用钥匙放在哪里？"
+
+
+@pytest.fixture(scope="module")
+def pg_service(
+    role_kb: Path, llm_standin: OpenAIStandin, postgres_url: str
+) -> Iterator[LiveServer]:
+    """The chat service (LLM stand-in, the role KB) storing conversations in PostgreSQL."""
+    settings = Settings(
+        data_dir=role_kb,
+        database_url=postgres_url,
+        dataset="服务测试库",
+        top_k=3,
+        app_keys=[ApiKey("key-guard", ("安保主管",)), ApiKey("key-visitor", ())],
+        llm_base_url=llm_standin.base_url,
+        llm_model="standin-model",
+        llm_api_key="sk-test",
+        ping_interval_s=0.05,
+        kb_timeout_s=20.0,
+    )
+    with run_service(settings) as live:
+        yield live
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_chat_end_to_end_on_postgresql(
+    pg_service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient, postgres_url: str
+) -> None:
+    base, headers = pg_service.base_url, pg_service.headers()
+    user = f"pg-{uuid.uuid4().hex[:8]}"
+    llm.push(Script.text("备用钥匙在三号保险柜[C:1]。", size=3))
+    first = await client_view(
+        client, base + "/v1/chat-messages", body(QUESTION, user=user), headers
+    )
+    assert first.raw_answer == "备用钥匙在三号保险柜[C:1]。" and first.finished
+    assert first.chunk_metadata and first.citations
+    conv = first.conversation_id
+    # a second turn whose model connection drops: stored as failed with the partial text
+    llm.push(Script(deltas=["登记后", "领取门禁卡", "[C:1]。"], drop_after=2))
+    second = await client_view(
+        client,
+        base + "/v1/chat-messages",
+        body("然后呢？", user=user, conversation_id=conv),
+        headers,
+    )
+    assert second.conversation_id == conv and second.error is not None and not second.finished
+    # the rows really are in PostgreSQL: read them back with a store of our own
+    store = ConversationStore(postgres_url)
+    try:
+        rows = store.conversation_messages(conv)
+    finally:
+        store.close()
+    assert [r.query for r in rows] == [QUESTION, "然后呢？"]
+    assert rows[0].status == "normal" and rows[0].chunk_metadata == first.chunk_metadata
+    assert rows[1].status == "failed" and rows[1].failed and rows[1].answer == "登记后领取门禁卡"
+    # history, conversations and Plan B through the API
+    page = await client.get(
+        base + "/v1/messages", params={"conversation_id": conv, "user": user}, headers=headers
+    )
+    data = page.json()["data"]
+    assert [m["id"] for m in data] == [first.message_id, second.message_id]
+    assert data[0]["answer"] == "备用钥匙在三号保险柜[C:1]。" and data[0]["status"] == "normal"
+    assert data[1]["status"] == "error" and data[1]["failed"] is True
+    older = await client.get(
+        base + "/v1/messages",
+        params={"conversation_id": conv, "user": user, "first_id": second.message_id},
+        headers=headers,
+    )
+    assert [m["id"] for m in older.json()["data"]] == [first.message_id]
+    convs = await client.get(base + "/v1/conversations", params={"user": user}, headers=headers)
+    listed = convs.json()["data"]
+    assert [c["id"] for c in listed] == [conv] and listed[0]["name"] == QUESTION
+    plan_b = await client.get(
+        f"{base}/v1/messages/{first.message_id}/chunk-metadata",
+        params={"user": user},
+        headers=headers,
+    )
+    assert plan_b.json()["chunk_metadata"] == first.chunk_metadata
+    assert plan_b.json()["cited_ids"] == ["1"]
+    by_conv = await client.get(
+        f"{base}/v1/conversations/{conv}/chunk-metadata", params={"user": user}, headers=headers
+    )
+    assert [m["message_id"] for m in by_conv.json()["data"]] == [
+        first.message_id,
+        second.message_id,
+    ]
+    # another key, same user string: not found
+    visitor = pg_service.headers("key-visitor")
+    hidden = await client.get(
+        f"{base}/v1/messages/{first.message_id}/chunk-metadata",
+        params={"user": user},
+        headers=visitor,
+    )
+    assert hidden.status_code == 404 and hidden.json()["code"] == "not_found"
+    # a NUL in an id or user is a plain miss, as on SQLite (PostgreSQL text has no NUL)
+    for params in (
+        {"conversation_id": "a\x00b", "user": user},
+        {"conversation_id": conv, "user": "\x00"},
+    ):
+        odd = await client.get(base + "/v1/messages", params=params, headers=headers)
+        assert odd.status_code == 404 and odd.json()["code"] == "not_found"
+    nobody = await client.get(base + "/v1/conversations", params={"user": "\x00"}, headers=headers)
+    assert nobody.status_code == 200 and nobody.json()["data"] == []
