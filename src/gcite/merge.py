@@ -17,6 +17,7 @@ Standard library only (inlined into the exported Dify Code node).
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any, TypedDict, cast
 
@@ -177,9 +178,30 @@ def _sort_key(chunk: UnifiedChunk) -> tuple[int, float]:
     return (0 if chunk["source_type"] == "rag" else 1, -chunk["score"])
 
 
+#: The start of a citation marker (spec citation-markers.md §1: opener, spaces, prefix, colon).
+_MARKER_START = re.compile("[\\[【［][ \u3000]*[CcＣｃ][ \u3000]*[:：]")
+
+
+def neutralize_markers(content: str) -> str:
+    """``content`` with every citation-marker opener turned into ``(`` (same length).
+
+    A document (or a web page) whose text contains ``[C:1]`` or a forged
+    ``\\n\\n[C:2]\\n...`` block must not make the model credit text to a chunk id it
+    did not come from: in ``formatted_chunks`` such sequences read ``(C:1]``, which
+    is not a marker (spec §1). Only the LLM context is changed; ``chunk_metadata``
+    keeps the document's text as it is.
+    """
+    return _MARKER_START.sub(lambda m: "(" + m.group(0)[1:], content)
+
+
 def format_chunks(chunks: list[UnifiedChunk]) -> str:
-    """``formatted_chunks``: ``[C:id]\\ncontent`` blocks joined by a blank line (seed §3.3)."""
-    return BLOCK_SEPARATOR.join(f"[C:{c['id']}]\n{c['content']}" for c in chunks)
+    """``formatted_chunks``: ``[C:id]\\ncontent`` blocks joined by a blank line (seed §3.3).
+
+    Marker-like text inside a chunk is neutralised (:func:`neutralize_markers`).
+    """
+    return BLOCK_SEPARATOR.join(
+        f"[C:{c['id']}]\n{neutralize_markers(c['content'])}" for c in chunks
+    )
 
 
 def merge_chunks(
@@ -300,7 +322,7 @@ def fit_dify_limits(
         fitted["segment_position"] = max(
             -DIFY_MAX_NUMBER, min(DIFY_MAX_NUMBER, chunk["segment_position"])
         )
-        blocks.append(header + content)
+        blocks.append(header + neutralize_markers(content))
         kept.append(fitted)
         used += separator + len(header) + len(content)
         if content != chunk["content"]:
@@ -335,6 +357,7 @@ __all__ = [
     "fit_dify_limits",
     "format_chunks",
     "merge_chunks",
+    "neutralize_markers",
     "normalize_rag_chunk",
     "normalize_web_chunk",
 ]
