@@ -82,3 +82,27 @@ def test_client_backend_errors(pair: tuple[Any, Any], tmp_path: Path) -> None:
     unreachable = Settings(data_dir=tmp_path / "d2", qdrant_url="http://127.0.0.1:9")
     with pytest.raises(StoreError, match="Qdrant"):
         ingest_paths([tmp_path], settings=unreachable, dataset="x")
+
+
+def _all_documents(store: Any) -> dict[str, list[str]]:
+    """``{document_id: access_roles}`` of every document, read through unfiltered searches."""
+    docs: dict[str, list[str]] = {}
+    for query in QUERIES:
+        for item in store.search(query, roles=None, top_k=100):
+            meta = item["metadata"]
+            docs[meta["document_id"]] = list(meta["doc_metadata"].get("access_roles") or [])
+    return docs
+
+
+@pytest.mark.parametrize("roles", [[], ["运维工程师"], ["未知角色"]])
+def test_visible_document_ids_on_both_backends(pair: tuple[Any, Any], roles: list[str]) -> None:
+    for store in pair:
+        docs = _all_documents(store)
+        assert any(docs.values()) and not all(docs.values())  # restricted and public documents
+        expected = {d for d, needed in docs.items() if not needed or set(needed) & set(roles)}
+        asked = [*docs, "no-such-document", ""]
+        assert store.visible_document_ids(asked, roles=roles) == expected
+        assert store.visible_document_ids(asked, roles=roles, dataset="园区制度库") == expected
+        assert store.visible_document_ids(asked, roles=roles, dataset="别的库") == set()
+        with pytest.raises(FilterError):
+            store.visible_document_ids(asked, roles="运维工程师")

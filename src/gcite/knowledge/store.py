@@ -102,6 +102,7 @@ class Backend(Protocol):
         threshold: float | None,
     ) -> list[Hit]: ...
     def count(self) -> int: ...
+    def count_matching(self, flt: Any) -> int: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -207,6 +208,14 @@ class EdgeBackend:
 
     def count(self) -> int:
         return 0 if self.shard is None else int(self.shard.info().points_count)
+
+    def count_matching(self, flt: Any) -> int:
+        if self.shard is None:
+            return 0
+        try:
+            return int(self.shard.count(self.q.CountRequest(exact=True, filter=flt)))
+        except Exception as exc:
+            raise StoreError(f"知识库查询失败: {exc}") from exc
 
     def flush(self) -> None:
         if self.shard is not None:
@@ -345,6 +354,12 @@ class ClientBackend:
         if not self._ready:
             return 0
         return int(self._call(lambda: self.client.count(COLLECTION, exact=True)).count)
+
+    def count_matching(self, flt: Any) -> int:
+        if not self._ready:
+            return 0
+        response = self._call(lambda: self.client.count(COLLECTION, count_filter=flt, exact=True))
+        return int(response.count)
 
     def flush(self) -> None:
         return None
@@ -537,6 +552,42 @@ class KnowledgeStore:
                 dense, sparse, flt, limit, max(limit * 4, 40), raw_threshold
             )
         return [h for h in hits if h.score >= threshold]
+
+    def visible_document_ids(
+        self,
+        document_ids: Sequence[str],
+        *,
+        roles: Sequence[str],
+        dataset: str | None = None,
+    ) -> set[str]:
+        """The ids among ``document_ids`` a user with ``roles`` may see now.
+
+        A document is visible when at least one of its chunks is stored (in ``dataset``
+        when given) and passes the role filter of :meth:`search` for ``roles`` (its
+        ``access_roles`` intersect ``roles``, or it has none). Deleted documents, documents
+        whose ``access_roles`` no longer allow ``roles`` and documents of an unknown
+        ``dataset`` are left out. Raises :class:`FilterError` for malformed ``roles`` and
+        :class:`StoreError` when the store cannot be queried.
+        """
+        self._check_open()
+        if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
+            raise FilterError("roles 必须是字符串列表")
+        catalog = self._handle.catalog
+        if dataset is not None and dataset not in catalog.datasets:
+            return set()
+        models = self._handle.backend.models
+        base = build_filter(
+            models, dataset=dataset, roles=list(roles), array_fields=catalog.array_fields()
+        )
+        visible: set[str] = set()
+        for document_id in dict.fromkeys(d for d in document_ids if isinstance(d, str) and d):
+            must = [models.match_value("document_id", document_id)]
+            if base is not None:
+                must.append(base)
+            with self._handle.lock:
+                if self._handle.backend.count_matching(models.filter(must=must)) > 0:
+                    visible.add(document_id)
+        return visible
 
     def datasets(self) -> list[str]:
         """Names of the datasets in this store, sorted."""

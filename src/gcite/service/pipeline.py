@@ -23,6 +23,7 @@ generator, and persist whatever was produced.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ WEB_NODE = ("web_search", "Web Search")
 CODE_NODE = ("chunk_numbering", "Chunk编号")
 LLM_NODE = ("llm", "LLM")
 START_NODE_ID = "start"
+
+log = logging.getLogger("gcite.service")
 
 
 @dataclass
@@ -317,6 +320,38 @@ class Chatflow:
             score_threshold=settings.score_threshold,
         )
 
+    async def _visible_cited_before(self) -> list[dict[str, Any]]:
+        """The chunks cited in earlier turns that the caller may still see (seed §6).
+
+        Earlier turns were answered under the roles the key had then, from the documents as
+        they were then. Before their chunks go into the prompt, knowledge-base chunks are
+        checked again against the store with the key's CURRENT roles (and the configured
+        dataset): a chunk whose document is no longer visible (roles changed, the
+        document's ``access_roles`` tightened by a re-ingest, the document deleted) is left
+        out, content and title. Web chunks are public and kept. When the check cannot be
+        made (no store, a store error), every knowledge-base chunk is left out.
+        """
+        cited = self.turn.cited_before
+        web = [c for c in cited if c.get("source_type") == "web"]
+        rag = [c for c in cited if c.get("source_type") != "web"]
+        if not rag:
+            return list(cited)
+        visible: set[str] = set()
+        if self.deps.get_store is not None:
+            ids = [str(c.get("document_id") or "") for c in rag]
+            dataset = self.deps.settings.dataset or None
+            try:
+                store = await asyncio.to_thread(self.deps.get_store)
+                visible = await asyncio.to_thread(
+                    store.visible_document_ids, ids, roles=list(self.turn.roles), dataset=dataset
+                )
+            except Exception as exc:  # fail closed: no earlier knowledge-base chunk
+                log.warning("earlier cited chunks left out, visibility check failed: %s", exc)
+                visible = set()
+        keep = {id(c) for c in rag if str(c.get("document_id") or "") in visible}
+        keep.update(id(c) for c in web)
+        return [c for c in cited if id(c) in keep]
+
     async def _search_web(self) -> Any:
         source = self.deps.web_source
         assert source is not None
@@ -413,11 +448,12 @@ class Chatflow:
         yield self._finish(code_node, outputs=outputs, elapsed=time.monotonic() - t0)
 
         # -- LLM node (seed §5)
+        cited_before = await self._visible_cited_before()
         messages = build_messages(
             turn.query,
             merged["formatted_chunks"],
             turn.history,
-            turn.cited_before,
+            cited_before,
             self.deps.template,
         )
         llm_node = self._start(LLM_NODE, NODE_LLM, code_node.node_id, {"query": turn.query})
