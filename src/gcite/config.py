@@ -48,7 +48,9 @@ class Settings:
     """Every gcite setting, with its default. Units are in the field names (seconds)."""
 
     data_dir: Path = field(default_factory=lambda: Path("gcite-data"))
-    dataset: str = "default"
+    # The dataset chat answers from ("" = every dataset of the store); `gcite ingest`
+    # writes to it too, or to "default" when it is empty and no --dataset/manifest names one.
+    dataset: str = ""
     # Knowledge store: embedded Qdrant Edge shard unless a Qdrant server URL is set.
     qdrant_url: str = ""
     qdrant_api_key: str = ""

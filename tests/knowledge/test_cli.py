@@ -128,3 +128,16 @@ def test_ingest_shows_a_progress_bar(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "导入" in result.output and "1/1" in result.output
     assert "新增 1" in result.output
+
+
+def test_ingest_without_a_dataset_name_uses_default(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n第一条 内容。", encoding="utf-8")
+    result = CliRunner().invoke(
+        cli,
+        ["ingest", str(docs), "--quiet", "--data-dir", str(tmp_path / "d")],
+        env={"GCITE_EMBED_BACKEND": "use", "GCITE_DATASET": ""},
+    )
+    assert result.exit_code == 0, result.output
+    assert "数据集 default: 新增 1" in result.output

@@ -8,7 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
-from service_streams import body, client_view, context_blocks, run_service
+from service_streams import (
+    body,
+    client_view,
+    context_blocks,
+    names,
+    node_events,
+    raw_events,
+    run_service,
+)
 
 from gcite.config import ApiKey, Settings
 from support.openai_standin import OpenAIStandin, Script
@@ -71,3 +79,76 @@ async def test_earlier_cited_chunks_follow_the_keys_current_roles(
         system = llm.requests[-1]["messages"][0]["content"]
         assert SECRET not in system and SECRET_TITLE not in system
         assert "control-room" not in system
+
+
+HANDBOOK_DOC = """---
+document_title: 停车场管理规定
+---
+
+# 停车场管理规定
+
+地下车库访客车位在二号电梯厅旁，访客停车须在服务台登记车牌。
+"""
+
+OTHER_DOC = """---
+document_title: 另一园区停车办法
+---
+
+# 另一园区停车办法
+
+北区访客车位在三号门岗西侧，访客停车须扫码缴费后离场。
+"""
+
+
+@pytest.fixture(scope="module")
+def two_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store holding two datasets, 手册库 and 别的库, with similar documents."""
+    from gcite.knowledge import ingest_paths
+
+    base = tmp_path_factory.mktemp("two-datasets")
+    data_dir = base / "data"
+    for name, text in (("手册库", HANDBOOK_DOC), ("别的库", OTHER_DOC)):
+        folder = base / name
+        folder.mkdir()
+        (folder / "parking.md").write_text(text, encoding="utf-8")
+        report = ingest_paths([folder], settings=Settings(data_dir=data_dir), dataset=name)
+        assert report.added == 1 and not report.failed
+    return data_dir
+
+
+def _kr_result(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return node_events(events, "node_finished", "knowledge-retrieval")[0]["data"]
+
+
+async def test_chat_searches_only_the_configured_dataset(
+    two_datasets: Path, llm: OpenAIStandin, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    question = body("访客车位在哪里，怎么停车？")
+    headers = {"Authorization": "Bearer k"}
+    llm.responder = lambda request: Script.text(
+        "".join(f"见[C:{i}]。" for i in context_blocks(request)), size=4
+    )
+
+    async def ask(dataset: str) -> list[dict[str, Any]]:
+        settings = _chat_settings(
+            two_datasets, tmp_path / f"{dataset or 'all'}.sqlite3", llm, dataset=dataset
+        )
+        settings.app_keys = [ApiKey("k", ())]
+        with run_service(settings) as live:
+            return await raw_events(client, live.base_url + "/v1/chat-messages", question, headers)
+
+    events = await ask("手册库")
+    kr = _kr_result(events)
+    assert kr["status"] == "succeeded" and kr["outputs"]["result"]
+    assert {i["metadata"]["dataset_name"] for i in kr["outputs"]["result"]} == {"手册库"}
+    end = next(e for e in events if e["event"] == "message_end")
+    cited = end["metadata"]["retriever_resources"]
+    assert cited and {r["dataset_name"] for r in cited} == {"手册库"}
+    # empty: every dataset of the store
+    everything = _kr_result(await ask(""))["outputs"]["result"]
+    assert {i["metadata"]["dataset_name"] for i in everything} == {"手册库", "别的库"}
+    # a dataset the store does not have: a failed knowledge node saying so, not a silent []
+    events = await ask("没有这个库")
+    kr = _kr_result(events)
+    assert kr["status"] == "failed" and "没有这个库" in kr["error"]
+    assert names(events)[-1] == "workflow_finished"

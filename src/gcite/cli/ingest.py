@@ -14,6 +14,9 @@ import click
 from gcite.config import load_settings
 from gcite.errors import GciteError
 
+DEFAULT_DATASET = "default"
+"""Dataset used when neither ``--dataset``, a manifest nor the ``dataset`` setting names one."""
+
 
 def _fail(message: str) -> None:
     """One clear Chinese line on stderr, exit status 1, no traceback."""
@@ -61,7 +64,7 @@ def ingest(
         name = dataset
         if name is None and manifest is not None:
             name = load_manifest(manifest).dataset_name
-        name = name or settings.dataset
+        name = name or settings.dataset or DEFAULT_DATASET
         report = ingest_paths(
             list(paths), settings=settings, dataset=name, manifest=manifest, progress=not quiet
         )

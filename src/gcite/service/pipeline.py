@@ -315,6 +315,7 @@ class Chatflow:
         return await asyncio.to_thread(
             store.search,
             self.turn.query,
+            dataset=settings.dataset or None,
             roles=list(self.turn.roles),
             top_k=settings.top_k,
             score_threshold=settings.score_threshold,
@@ -415,6 +416,7 @@ class Chatflow:
                 yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
             else:
                 error = kr.error or "knowledge store returned no list"
+                log.warning("knowledge retrieval failed: %s", error)
                 yield self._finish(
                     kr_node, outputs=None, status="failed", error=error, elapsed=kr.elapsed
                 )
