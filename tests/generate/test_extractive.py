@@ -91,3 +91,26 @@ def test_a_heading_alone_does_not_make_a_sentence_relevant() -> None:
     assert ExtractiveBackend().answer("消防疏散怎么做？", [{"id": "1", "content": content}]) == (
         NO_ANSWER
     )
+
+
+def test_answer_cues_pick_the_kind_of_answer_asked_for() -> None:
+    chunks = [
+        {
+            "id": "1",
+            "content": "故障报修 > 报修渠道\n物业服务热线：400-800-1234（24 小时有人接听）。",
+        },
+        {"id": "2", "content": "会议室 > 预订\n会议室可在前台预约。"},
+    ]
+    # No question word in the hotline sentence: the "电话" cue under a heading about
+    # 报修 makes it the answer.
+    answer = ExtractiveBackend().answer("报修电话是多少？", chunks)
+    assert answer == "物业服务热线：400-800-1234（24 小时有人接听）[C:1]。"
+    # Without a cue, a sentence with no question word is never picked.
+    assert ExtractiveBackend().answer("报修渠道的负责人是谁？", chunks[:1]) == NO_ANSWER
+
+
+def test_enumerated_steps_stay_one_sentence() -> None:
+    steps = "使用时记住四步：第一步拔掉保险销；第二步对准火焰根部；第三步压下压把"
+    content = f"灭火器 > 使用方法\n{steps}。"
+    answer = ExtractiveBackend().answer("灭火器怎么用？", [{"id": "3", "content": content}])
+    assert answer == f"{steps}[C:3]。"

@@ -80,7 +80,9 @@ _STOPWORDS = frozenset(
         "how",
     ]
 )
-_SENTENCE_RE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]*")
+# Sentences end at 。！？!? and line breaks; semicolons stay inside, so an enumerated
+# procedure ("第一步……；第二步……。") is one answer sentence.
+_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*")
 _END_PUNCT = "。！？!?；;"
 _WORD_RE = re.compile(r"[\w\u4e00-\u9fff]")
 _jieba_lock = threading.Lock()
@@ -113,8 +115,42 @@ def query_terms(query: str) -> dict[str, int]:
     return terms
 
 
+#: Answer cues: what kind of answer a question asks for, and text that looks like one.
+#: A question that asks for a phone number is answered by a sentence with a hotline,
+#: one that asks "how to use" by steps, "where" by a place (classic answer-type cues).
+_CUES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        re.compile(r"电话|号码|热线|联系方式|怎么联系|打给"),
+        re.compile(r"热线|电话|拨打|号码|\d{3,4}[-\s]?\d{3,4}"),
+    ),
+    (
+        re.compile(r"怎么用|如何用|怎样用|怎么使用|如何使用|用法|使用方法|怎么操作|如何操作|步骤"),
+        re.compile(r"使用|步骤|第[一二三四1-4]步|首先|然后|操作"),
+    ),
+    (
+        re.compile(r"哪里|在哪|什么地方|位置|地点|放在"),
+        re.compile(r"位于|存放|放在|设在|[0-9０-９BbＢ]+\s*层|东侧|西侧|南侧|北侧"),
+    ),
+    (
+        re.compile(r"多久|多长时间|几天|几小时|几分钟|什么时候|何时|几点|时限|期限"),
+        re.compile(r"\d+\s*(?:分钟|小时|天|日|个工作日|周|月|年)|\d{1,2}[:：]\d{2}|内"),
+    ),
+    (
+        re.compile(r"多少|几个|几次|几名|几人"),
+        re.compile(r"\d|[一二两三四五六七八九十百千]+\s*(?:个|次|名|人|具|处|条)"),
+    ),
+)
+#: Score added to a sentence that looks like the kind of answer the question asks for.
+CUE_BONUS = 0.3
+
+
+def answer_cues(query: str) -> list[re.Pattern[str]]:
+    """The answer-cue patterns (see ``_CUES``) that apply to ``query``."""
+    return [answer for question, answer in _CUES if question.search(query)]
+
+
 def split_sentences(content: str) -> list[str]:
-    """Sentences of a chunk (split after 。！？；!?; and line breaks), headings cleaned."""
+    """Sentences of a chunk (split after 。！？!? and line breaks), headings cleaned."""
     sentences: list[str] = []
     for match in _SENTENCE_RE.finditer(content):
         sentence = match.group(0).strip().lstrip("#").strip()
@@ -184,13 +220,18 @@ def pick_sentences(
 ) -> list[Pick]:
     """The best-matching sentences, in chunk order then sentence order.
 
-    A sentence's score is its own :func:`coverage`, averaged with the coverage of the
-    sentence together with its chunk's heading context (:func:`chunk_units`) when the
-    chunk has one. A sentence qualifies with a score of at least ``min_score`` and at
-    least 60 % of the best score; at most ``max_sentences`` are kept, duplicates dropped. Empty when
-    nothing qualifies.
+    A sentence's score mixes its own :func:`coverage` (0.5), the coverage of the
+    sentence with its chunk's heading context (0.3, :func:`chunk_units`) and the whole
+    chunk's coverage (0.2). When the question asks for a kind of answer
+    (:func:`answer_cues`: a number for "多少", a hotline for "电话", steps for "怎么用"),
+    ``CUE_BONUS`` of the score goes to sentences that look like one. A sentence without
+    any question word qualifies only through such a cue in a chunk that covers at least
+    half of the question. A sentence qualifies with a score of at
+    least ``min_score`` and at least 60 % of the best score; at most ``max_sentences``
+    are kept, duplicates dropped. Empty when nothing qualifies.
     """
     terms = query_terms(query)
+    cues = answer_cues(query)
     scored: list[Pick] = []
     for rank, chunk in enumerate(chunks):
         chunk_id = str(chunk.get("id") or "").strip()
@@ -198,11 +239,17 @@ def pick_sentences(
         if not chunk_id or not isinstance(content, str):
             continue
         heading, sentences = chunk_units(content)
+        chunk_cov = coverage(heading + " " + content, terms)
         for position, sentence in enumerate(sentences):
             own = coverage(sentence, terms)
-            if own <= 0.0:
-                continue  # the sentence itself must say something the question asks about
-            score = (own + coverage(heading + " " + sentence, terms)) / 2 if heading else own
+            cued = any(cue.search(sentence) for cue in cues)
+            if own <= 0.0 and not (cued and chunk_cov >= 0.5):
+                # the sentence must say something the question asks about, or be the
+                # kind of answer asked for in a chunk that is about the question
+                continue
+            score = 0.5 * own + 0.3 * coverage(heading + " " + sentence, terms) + 0.2 * chunk_cov
+            if cues:
+                score = (1.0 - CUE_BONUS) * score + (CUE_BONUS if cued else 0.0)
             if score >= min_score:
                 scored.append(Pick(chunk_id, rank, position, score, sentence))
     if not scored:
@@ -280,8 +327,10 @@ class ExtractiveBackend:
 
 
 __all__ = [
+    "CUE_BONUS",
     "ExtractiveBackend",
     "Pick",
+    "answer_cues",
     "chunk_units",
     "compose_answer",
     "coverage",
