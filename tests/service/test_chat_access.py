@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 import pytest
 from service_streams import (
+    LiveServer,
+    RawStream,
     body,
     client_view,
     context_blocks,
@@ -20,6 +22,7 @@ from service_streams import (
 
 from gcite.config import ApiKey, Settings
 from support.openai_standin import OpenAIStandin, Script
+from support.web_standin import WebStandin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -152,3 +155,39 @@ async def test_chat_searches_only_the_configured_dataset(
     kr = _kr_result(events)
     assert kr["status"] == "failed" and "没有这个库" in kr["error"]
     assert names(events)[-1] == "workflow_finished"
+
+
+async def test_access_roles_never_reach_chat_clients(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    url = service.base_url + "/v1/chat-messages"
+    headers = service.headers("key-guard")
+    llm.responder = _cite("备用钥匙")
+    raw = b""
+    async with client.stream(
+        "POST", url, json=body("监控中心的备用钥匙放在哪里？", user="roles-hidden"), headers=headers
+    ) as response:
+        async for chunk in response.aiter_bytes():
+            raw += chunk
+    assert SECRET in raw.decode()  # the guard does get the restricted document ...
+    assert b"access_roles" not in raw  # ... but not who else may read it
+    conv = RawStream().feed(raw)[0]["conversation_id"]
+    blocking = await client.post(
+        url,
+        json=body("还有呢？", user="roles-hidden", mode="blocking", conversation_id=conv),
+        headers=headers,
+    )
+    assert blocking.status_code == 200 and SECRET in blocking.text
+    assert "access_roles" not in blocking.text
+    params = {"conversation_id": conv, "user": "roles-hidden"}
+    stored = [
+        await client.get(service.base_url + "/v1/messages", params=params, headers=headers),
+        await client.get(
+            f"{service.base_url}/v1/conversations/{conv}/chunk-metadata",
+            params={"user": "roles-hidden"},
+            headers=headers,
+        ),
+    ]
+    for response in stored:
+        assert response.status_code == 200 and SECRET in response.text
+        assert "access_roles" not in response.text

@@ -42,7 +42,7 @@ from gcite.generate.prompt import load_template
 from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.envelope import Envelope, blocking_response, to_wire
 from gcite.service.events import ErrorEvent, Event, MessageEnd, NodeFinished
-from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn
+from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn, without_hidden
 from gcite.service.sse import MEDIA_TYPE, PING_FRAME, data_frame
 from gcite.service.store import ConversationStore, MessageRecord, new_id
 
@@ -144,7 +144,7 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
         "answer": record.answer,
         "message_files": [],
         "feedback": None,
-        "retriever_resources": record.retriever_resources,
+        "retriever_resources": without_hidden(record.retriever_resources),
         "agent_thoughts": [],
         "created_at": record.created_at,
         "status": "error" if record.failed else "normal",
@@ -160,7 +160,7 @@ def chunk_metadata_json(record: MessageRecord) -> dict[str, Any]:
         "message_id": record.id,
         "conversation_id": record.conversation_id,
         "chunk_count": len(record.chunk_metadata),
-        "chunk_metadata": record.chunk_metadata,
+        "chunk_metadata": without_hidden(record.chunk_metadata),
         "cited_ids": record.cited_ids,
         "status": record.status,
     }

@@ -237,6 +237,24 @@ def resources_for(
     return out
 
 
+HIDDEN_FIELDS = frozenset({"access_roles"})
+"""Metadata keys chat clients never see (who may read a document is the server's business)."""
+
+
+def without_hidden(value: Any) -> Any:
+    """A copy of ``value`` without :data:`HIDDEN_FIELDS` keys in any nested dict.
+
+    Applied to the knowledge-base result items as soon as the knowledge branch returns, so
+    ``node_finished(knowledge-retrieval)``, ``chunk_metadata``, ``retriever_resources``,
+    stored messages and Plan B never carry ``access_roles``.
+    """
+    if isinstance(value, dict):
+        return {k: without_hidden(v) for k, v in value.items() if k not in HIDDEN_FIELDS}
+    if isinstance(value, list):
+        return [without_hidden(v) for v in value]
+    return value
+
+
 def citations_of(answer: str, known_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """(cited raw ids in display order, invalid ids) of a complete answer (marker spec §2-§3)."""
     from gcite.stream.parser import parse_all
@@ -412,7 +430,7 @@ class Chatflow:
         if kr_node is not None:
             kr = branches.pop(0)
             if kr.error is None and isinstance(kr.value, list):
-                rag_items = kr.value
+                rag_items = [without_hidden(item) for item in kr.value]
                 yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
             else:
                 error = kr.error or "knowledge store returned no list"
@@ -440,7 +458,7 @@ class Chatflow:
         yield code_node
         t0 = time.monotonic()
         merged = merge_chunks(rag_items, web_payload, max_web_results=settings.max_web_results)
-        chunks = [dict(c) for c in merged["chunk_metadata"]]
+        chunks = [without_hidden(dict(c)) for c in merged["chunk_metadata"]]
         state.chunk_metadata = chunks
         outputs: dict[str, Any] = {
             "formatted_chunks": merged["formatted_chunks"],
@@ -573,4 +591,5 @@ __all__ = [
     "resources_for",
     "retriever_resource",
     "usage_dict",
+    "without_hidden",
 ]
