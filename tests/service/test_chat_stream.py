@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +322,49 @@ async def test_missing_knowledge_base_answers_from_the_web(
     assert chunks and {c["source_type"] for c in chunks} == {"web"}
     end = next(e for e in events if e["event"] == "message_end")
     assert [r["data_source_type"] for r in end["metadata"]["retriever_resources"]] == ["web"]
+
+
+async def _stored_answer(
+    service: LiveServer, client: httpx.AsyncClient, user: str
+) -> dict[str, Any]:
+    """The only message of ``user``'s only conversation, once it is no longer running."""
+    headers = service.headers()
+    for _ in range(200):
+        convs = await client.get(
+            service.base_url + "/v1/conversations", params={"user": user}, headers=headers
+        )
+        listed = convs.json()["data"]
+        if listed:
+            page = await client.get(
+                service.base_url + "/v1/messages",
+                params={"conversation_id": listed[0]["id"], "user": user},
+                headers=headers,
+            )
+            stored: dict[str, Any] = page.json()["data"][0]
+            if stored["gcite_status"] != "running":
+                return stored
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no finished message for {user}")
+
+
+async def test_blocking_client_disconnect_cancels_the_model_call(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script(deltas=["钥匙在", "保险柜[C:1]", "。"], drop_after=None, hang=True))
+    url = service.base_url + "/v1/chat-messages"
+    user = "blocking-leaver"
+    request = asyncio.ensure_future(
+        client.post(url, json=body(QUESTION, user=user, mode="blocking"), headers=service.headers())
+    )
+    for _ in range(400):  # until the model call is under way
+        if llm.requests or request.done():
+            break
+        await asyncio.sleep(0.025)
+    assert llm.requests and not request.done()
+    request.cancel()  # the client goes away: httpx closes the connection
+    with contextlib.suppress(asyncio.CancelledError):
+        await request
+    assert await asyncio.to_thread(llm.wait_for_disconnect, 1, 10)
+    stored = await _stored_answer(service, client, user)
+    assert stored["gcite_status"] == "stopped" and stored["error"] == "client disconnected"
+    assert llm.completed == 0

@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -385,17 +385,42 @@ class ChatService:
         except Exception:
             log.exception("could not store message %s", flow.turn.message_id)
 
-    async def blocking(self, flow: Chatflow, env: Envelope) -> JSONResponse:
-        """Run to the end and answer Dify's blocking shape (an HTTP error if the run failed)."""
+    async def blocking(
+        self, flow: Chatflow, env: Envelope, receive: Callable[[], Awaitable[Any]] | None = None
+    ) -> JSONResponse:
+        """Run to the end and answer Dify's blocking shape (an HTTP error if the run failed).
+
+        ``receive``: the request's ASGI ``receive`` (its body already read); when it reports
+        ``http.disconnect`` before the run ended, the run is cancelled (which closes the
+        model call) and the message is stored as stopped, ``error: "client disconnected"``,
+        as for a streaming client that goes away.
+        """
         failure: ErrorEvent | None = None
-        events = flow.events()
+
+        async def run() -> None:
+            nonlocal failure
+            events = flow.events()
+            try:
+                async for event in events:
+                    await self._on_event(flow, event)
+                    if isinstance(event, ErrorEvent):
+                        failure = event
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
+
+        runner = asyncio.create_task(run())
+        watcher = asyncio.create_task(_wait_for_disconnect(receive))
         try:
-            async for event in events:
-                await self._on_event(flow, event)
-                if isinstance(event, ErrorEvent):
-                    failure = event
+            await asyncio.wait({runner, watcher}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            watcher.cancel()
+        if not runner.done():  # the client went away: cancel the model call, keep what came
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            await asyncio.to_thread(self._persist_quietly, flow, "client disconnected")
+            return error_response(499, "client_disconnected", "Client disconnected.")
+        runner.result()
         if failure is not None:
             return error_response(failure.status, failure.code, failure.message)
         return JSONResponse(blocking_response(env, flow.state.answer, flow.state.metadata))
@@ -409,6 +434,17 @@ class _Run:
     abandoned: bool = False
     persisted: bool = False
     last_sent: float = field(default_factory=time.monotonic)
+
+
+async def _wait_for_disconnect(receive: Callable[[], Awaitable[Any]] | None) -> None:
+    """Return when the ASGI ``receive`` channel reports ``http.disconnect`` (never if None)."""
+    if receive is None:
+        await asyncio.Event().wait()
+        return
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            return
 
 
 async def _ping(queue: asyncio.Queue[Event | bytes | None], run: _Run, interval: float) -> None:
@@ -476,7 +512,7 @@ def create_app(settings: Settings) -> FastAPI:
         body = parse_chat_body(await request.body())
         flow, env = await asyncio.to_thread(service.prepare, body, caller)
         if body.response_mode == "blocking":
-            return await service.blocking(flow, env)
+            return await service.blocking(flow, env, request.receive)
         return StreamingResponse(
             service.stream(flow, env, caller.owner(body.user)),
             media_type=MEDIA_TYPE,
