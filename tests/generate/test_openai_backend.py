@@ -95,12 +95,30 @@ async def test_stream_without_done_and_odd_lines(standin: OpenAIStandin) -> None
         b'data: {"choices": []}\n\n',
         b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n',
         b'data: {"choices": [{"delta": {"content": "ok"}}]}\n\n',
+        b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n',
     ]
-    standin.push(Script(raw=frames))
+    standin.push(Script(raw=frames))  # a finish_reason without [DONE] is a complete answer
     usage = Usage()
     backend = _backend(standin)
     assert await _run(backend, usage) == ["ok"]
     assert usage.completion_tokens == 1 and usage.estimated
+    await backend.aclose()
+
+
+async def test_stream_ending_without_done_or_finish_reason_is_truncated(
+    standin: OpenAIStandin,
+) -> None:
+    frames = [
+        b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n',
+        b'data: {"choices": [{"delta": {"content": "\xe4\xb8\x80\xe4\xba\x8c"}}]}\n\n',
+    ]
+    standin.push(Script(raw=frames))  # the body ends cleanly, but the answer never finished
+    backend = _backend(standin)
+    received: list[str] = []
+    with pytest.raises(LLMError, match="中断"):
+        async for delta in backend.stream(MESSAGES, chunks=[], query="q"):
+            received.append(delta)
+    assert received == ["一二"]
     await backend.aclose()
 
 

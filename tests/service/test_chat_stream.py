@@ -368,3 +368,24 @@ async def test_blocking_client_disconnect_cancels_the_model_call(
     stored = await _stored_answer(service, client, user)
     assert stored["gcite_status"] == "stopped" and stored["error"] == "client disconnected"
     assert llm.completed == 0
+
+
+async def test_stream_ending_without_done_or_finish_reason_is_a_failure(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    frames = [
+        b'data: {"choices": [{"delta": {"role": "assistant", "content": ""}}]}\n\n',
+        'data: {"choices": [{"delta": {"content": "钥匙在保险柜[C:1]"}}]}\n\n'.encode(),
+    ]
+    llm.push(Script(raw=frames))  # a clean end of the body, but no finish_reason, no [DONE]
+    url = service.base_url + "/v1/chat-messages"
+    user = "truncated"
+    events = await raw_events(client, url, body(QUESTION, user=user), service.headers())
+    assert names(events)[-2:] == ["workflow_finished", "error"]
+    assert "message_end" not in names(events)
+    llm_done = node_events(events, "node_finished", "llm")[0]["data"]
+    assert llm_done["status"] == "failed" and llm_done["outputs"]["text"] == "钥匙在保险柜[C:1]"
+    assert events[-1]["code"] == "completion_request_error" and events[-1]["status"] == 400
+    stored = await _stored_answer(service, client, user)
+    assert stored["failed"] is True and stored["gcite_status"] == "failed"
+    assert stored["answer"] == "钥匙在保险柜[C:1]"

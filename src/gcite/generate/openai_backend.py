@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -92,15 +93,20 @@ class OpenAIBackend:
             # chunk (that model construction costs ~0.6 ms of CPU per delta: see
             # docs/benchmarks.md, "Chat service").
             api = self._client.chat.completions.with_streaming_response
+            ended = _End()
             async with api.create(**kwargs) as response:
                 async for line in response.iter_lines():
-                    delta = _delta(line, usage)
+                    delta = _delta(line, usage, ended)
                     if delta is _DONE:
                         break
                     if delta:
                         if usage.estimated:
                             usage.completion_tokens += 1
                         yield str(delta)
+            if not ended.done and not ended.finish_reason:
+                # the body ended without [DONE] and without a finish_reason: a proxy or the
+                # provider cut the answer off; a truncated answer must not look complete
+                raise LLMError("模型服务的流在回答结束前中断（没有 finish_reason，也没有 [DONE]）")
         except openai.APIStatusError as exc:
             raise LLMError(f"模型服务返回错误 HTTP {exc.status_code}: {_message(exc)}") from exc
         except openai.APITimeoutError as exc:
@@ -116,18 +122,29 @@ class OpenAIBackend:
 _DONE = object()
 
 
-def _delta(line: str, usage: Usage) -> object:
+@dataclass
+class _End:
+    """How a stream said it ended: ``data: [DONE]`` seen, the last ``finish_reason``."""
+
+    done: bool = False
+    finish_reason: str | None = None
+
+
+def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
     """Decode one SSE line of a chat-completions stream (OpenAI API reference, "Streaming").
 
     Returns the content delta (``str``, maybe empty), ``_DONE`` at ``data: [DONE]``, or
     ``""`` for lines that carry no content (comments, ``event:``, role-only chunks).
-    Records usage when the chunk has it. Raises :class:`LLMError` for a malformed chunk
+    Records usage when the chunk has it, and ``[DONE]`` / ``finish_reason`` in ``ended``.
+    Raises :class:`LLMError` for a malformed chunk
     or an ``error`` object sent in the stream.
     """
     if not line.startswith("data:"):
         return ""
     data = line[5:].strip()
     if data == "[DONE]":
+        if ended is not None:
+            ended.done = True
         return _DONE
     if not data:
         return ""
@@ -150,6 +167,9 @@ def _delta(line: str, usage: Usage) -> object:
     choices = chunk.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return ""
+    finish = choices[0].get("finish_reason")
+    if ended is not None and isinstance(finish, str) and finish:
+        ended.finish_reason = finish
     delta = choices[0].get("delta")
     content = delta.get("content") if isinstance(delta, dict) else None
     return content if isinstance(content, str) else ""
