@@ -29,7 +29,7 @@ from typing import Any
 import click
 
 from gcite.config import Settings, load_settings
-from gcite.errors import ConfigError
+from gcite.errors import ConfigError, StoreError
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 """The bundled sample data: ``handbook/`` (knowledge), ``web/`` (saved pages), ``demo.toml``."""
@@ -229,7 +229,15 @@ def demo(
     if question is None:
         _check_port(settings.host, port)
     click.echo(f"演示数据目录: {settings.data_dir}", err=True)
-    state = prepare_demo(settings, progress=sys.stderr.isatty(), force=reingest)
+    from gcite.cli.startup import open_demo_stores, translate_in_use
+
+    try:
+        state = prepare_demo(settings, progress=sys.stderr.isatty(), force=reingest)
+        # The service opens the stores on the first question; a store held by another
+        # process would only turn every answer into "无法确定". Check (and hold) them now.
+        stores = open_demo_stores(settings)
+    except StoreError as exc:
+        raise translate_in_use(exc, settings) from exc
     if state.ingested:
         click.echo(f"已导入示例数据: {state.documents} 篇文档", err=True)
     else:
@@ -239,6 +247,8 @@ def demo(
         from gcite.cli.ask import answer_in_terminal
 
         code = answer_in_terminal(settings, question, roles=list(roles), as_json=as_json)
+        for store in stores:
+            store.close()
         sys.exit(code)
 
     import uvicorn
@@ -250,7 +260,11 @@ def demo(
     click.echo(f"演示已启动: {url}", err=False)
     click.echo("用手机尺寸的浏览器窗口打开上面的地址；按 Ctrl+C 停止。", err=True)
     sys.stdout.flush()
-    uvicorn.run(app, host=settings.host, port=port, log_level="warning")
+    try:
+        uvicorn.run(app, host=settings.host, port=port, log_level="warning")
+    finally:
+        for store in stores:
+            store.close()
 
 
 __all__ = ["SAMPLE_DIR", "DemoState", "default_data_dir", "demo", "demo_settings", "prepare_demo"]

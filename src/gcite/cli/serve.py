@@ -51,12 +51,21 @@ def serve(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
     )
     _check_port(settings.host, settings.port)
+    from gcite.cli.startup import open_serve_store
+
+    # The service opens the store on the first question, where a failure would only be
+    # logged; check (and hold) it now so a busy or missing knowledge base is one line.
+    store = open_serve_store(settings)
     app = create_app(settings)
     backend = app.state.service.backend.name
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
     if not settings.app_keys and not settings.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    finally:
+        if store is not None:
+            store.close()
 
 
 __all__ = ["serve"]

@@ -1,0 +1,118 @@
+"""Start-up checks of the serving commands (``gcite serve``, ``gcite demo``).
+
+The service opens the knowledge store lazily, on the first question, and a store
+that cannot be opened there only costs the knowledge branch (the answer becomes
+"根据现有资料无法确定"). A Qdrant Edge shard allows one process at a time, so a second
+``gcite demo`` / ``gcite serve`` on the same data dir would start and then answer
+nothing. These checks open the stores before the server starts and turn the
+failure into one Chinese line (exit status 1, via :class:`~gcite.errors.ConfigError`).
+
+The stores opened here stay open for the life of the command: handles are shared
+per data dir within a process, so the service reuses them and no other process can
+take the shard between the check and the first question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gcite.config import Settings
+from gcite.errors import ConfigError, StoreError
+
+CATALOG_NAME = "catalog.json"
+"""The knowledge base's bookkeeping file (``gcite.knowledge.store.CATALOG_NAME``)."""
+
+_IN_USE = "另一个进程"
+"""Part of the store's message for a shard locked by another process."""
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def is_in_use(exc: StoreError) -> bool:
+    """True when ``exc`` says the store is open in another process."""
+    return _IN_USE in str(exc)
+
+
+def in_use_error(what: str, path: Path | str) -> ConfigError:
+    """The one-line error for a store held by another process."""
+    return ConfigError(
+        f"{what} {path} 正被另一个进程使用（Qdrant Edge 同一时间只允许一个进程打开）；"
+        "请先停止正在运行的 gcite demo/serve，或用 --data-dir 指定另一个目录，"
+        f"或用 gcite ask --url {DEFAULT_URL} 连接它"
+    )
+
+
+def _open(settings: Settings, what: str, *, create: bool = False) -> Any:
+    from gcite.knowledge import open_store
+
+    try:
+        return open_store(settings, create=create)
+    except StoreError as exc:
+        if is_in_use(exc):
+            raise in_use_error(what, Path(settings.data_dir).expanduser()) from exc
+        raise
+
+
+def translate_in_use(exc: StoreError, settings: Settings) -> StoreError | ConfigError:
+    """``exc`` with the in-use case reworded as :func:`in_use_error` (else ``exc`` itself)."""
+    if is_in_use(exc):
+        return in_use_error("知识库", Path(settings.data_dir).expanduser())
+    return exc
+
+
+def open_demo_stores(settings: Settings) -> list[Any]:
+    """Open the demo's knowledge base and its offline web index (``<data_dir>/web-offline``).
+
+    Returns the open stores (keep them until the server stops). Raises
+    :class:`ConfigError` when one is open in another process and
+    :class:`StoreError` when one is missing or corrupt.
+    """
+    stores = [_open(settings, "知识库")]
+    web_settings = dataclasses.replace(
+        settings,
+        data_dir=Path(settings.data_dir).expanduser() / "web-offline",
+        qdrant_url="",
+        qdrant_api_key="",
+    )
+    try:
+        stores.append(_open(web_settings, "离线网页索引", create=True))
+    except Exception:
+        stores[0].close()
+        raise
+    return stores
+
+
+def open_serve_store(settings: Settings) -> Any:
+    """Open the knowledge base ``gcite serve`` will answer from.
+
+    A store held by another process, or a corrupt one, raises (one line, exit 1).
+    A data dir without a knowledge base (missing folder, no ``catalog.json``) is an
+    error unless a web search provider is configured: serving web-only answers is a
+    legitimate setup, so then one ``提示:`` line goes to stderr and ``None`` is returned.
+    """
+    data_dir = Path(settings.data_dir).expanduser()
+    missing = None
+    if not data_dir.is_dir():
+        missing = f"数据目录不存在: {data_dir}"
+    elif not (data_dir / CATALOG_NAME).is_file():
+        missing = f"数据目录 {data_dir} 中没有知识库（缺少 {CATALOG_NAME}）"
+    if missing is not None:
+        if settings.web_provider and settings.web_provider != "none":
+            click.echo(
+                f"提示: {missing}；只用联网搜索（{settings.web_provider}）回答。"
+                "导入文档请运行 gcite ingest",
+                err=True,
+            )
+            return None
+        raise ConfigError(
+            f"{missing}；请先运行 gcite ingest 导入文档，或用 --data-dir 指定已导入的目录"
+            "（只用联网搜索时请配置 web_provider）"
+        )
+    return _open(settings, "知识库")
+
+
+__all__ = ["in_use_error", "is_in_use", "open_demo_stores", "open_serve_store", "translate_in_use"]
