@@ -226,9 +226,10 @@ def pick_sentences(
     (:func:`answer_cues`: a number for "多少", a hotline for "电话", steps for "怎么用"),
     ``CUE_BONUS`` of the score goes to sentences that look like one. A sentence without
     any question word qualifies only through such a cue in a chunk that covers at least
-    half of the question. A sentence qualifies with a score of at
-    least ``min_score`` and at least 60 % of the best score; at most ``max_sentences``
-    are kept, duplicates dropped. Empty when nothing qualifies.
+    half of the question; any other sentence needs a score (before the cue) of at least
+    ``min_score``: the cue ranks, it never makes an irrelevant sentence relevant.
+    Qualified sentences within 60 % of the best final score are kept, at most
+    ``max_sentences``, duplicates dropped. Empty when nothing qualifies.
     """
     terms = query_terms(query)
     cues = answer_cues(query)
@@ -248,10 +249,13 @@ def pick_sentences(
                 # kind of answer asked for in a chunk that is about the question
                 continue
             score = 0.5 * own + 0.3 * coverage(heading + " " + sentence, terms) + 0.2 * chunk_cov
+            # Relevance decides whether a sentence qualifies; the cue only ranks it
+            # (a sentence with no question word qualifies through its chunk, above).
+            if own > 0.0 and score < min_score:
+                continue
             if cues:
                 score = (1.0 - CUE_BONUS) * score + (CUE_BONUS if cued else 0.0)
-            if score >= min_score:
-                scored.append(Pick(chunk_id, rank, position, score, sentence))
+            scored.append(Pick(chunk_id, rank, position, score, sentence))
     if not scored:
         return []
     best = max(p.score for p in scored)
