@@ -335,6 +335,32 @@ def test_model_failure_is_reported(page: Any, live: Live) -> None:
     assert message.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
 
 
+def test_unreachable_service_is_reported_in_chinese_and_keeps_the_question(
+    page: Any, live: Live
+) -> None:
+    """A send that cannot reach the service: a Chinese sentence (not the browser's
+    "Failed to fetch"), the question back in the input, and a 重试 button that sends it."""
+    question = "大厦食堂周五的特价菜是什么？"
+    page.route("**/v1/chat-messages", lambda route: route.abort("connectionrefused"))
+    message = ask(page, question)
+    status = message.locator(".answer-status")
+    assert status.is_visible()
+    assert status.inner_text().startswith("无法连接服务，请检查网络后重试"), status.inner_text()
+    assert not re.search(r"[A-Za-z]", status.inner_text().replace("重试", ""))
+    assert page.input_value("#input") == question
+    retry = message.locator(".answer-retry")
+    assert retry.inner_text() == "重试"
+    # the service is reachable again: 重试 sends the question once more
+    page.unroute("**/v1/chat-messages")
+    retry.click()
+    answer = page.locator(".msg-bot").nth(1)
+    answer.locator("xpath=self::*[@data-done='true']").wait_for()
+    assert answer.locator(".answer-text").inner_text() == "根据现有资料无法确定。"
+    assert page.input_value("#input") == ""
+    assert message.locator(".answer-retry").count() == 0
+    assert page.locator(".msg-user").all_inner_texts() == [question, question]
+
+
 def test_api_key_mode_without_identities(browser: Any, live: Live) -> None:
     context = browser.new_context(viewport=VIEWPORT, is_mobile=True, has_touch=True)
     try:

@@ -340,8 +340,38 @@ function errorText(err) {
   var status = err.status;
   if (status === 401 || status === 403) return "API Key 无效或无权访问，请检查身份设置";
   if (status === 429) return "请求过于频繁，请稍后再试";
+  // Transport failures: the client's message carries the browser's own (English) detail,
+  // e.g. "Failed to fetch"; show a Chinese sentence instead.
+  if (err.code === "network_error") return "无法连接服务，请检查网络后重试";
+  if (err.code === "stream_interrupted") return "出错了：回答中断，请检查网络后重试";
+  if (err.code === "timeout") return "出错了：请求超时，请稍后重试";
+  if (err.name === "TypeError") return "无法连接服务，请检查网络后重试";
   var message = err.message ? String(err.message) : "";
   return "出错了：" + (message || "请稍后重试");
+}
+
+// After a failed send: give the question back to the input (unless the user is already
+// typing another one) and add a 重试 button that sends it again.
+function offerRetry(view, query, error, gotText) {
+  var input = $("input");
+  if (!gotText && !input.value.trim()) {
+    input.value = query;
+    input.dispatchEvent(new Event("input"));
+  }
+  if (error.status === 401 || error.status === 403) return;
+  var button = el("button", "answer-retry", "重试");
+  button.type = "button";
+  button.addEventListener("click", function () {
+    if (state.busy) return;
+    if (button.parentNode) button.parentNode.removeChild(button);
+    if (input.value.trim() === query) {
+      input.value = "";
+      input.dispatchEvent(new Event("input"));
+    }
+    ask(query);
+  });
+  view.status.appendChild(document.createTextNode(" "));
+  view.status.appendChild(button);
 }
 
 function setBusy(busy) {
@@ -399,6 +429,7 @@ function ask(query) {
     } else if (error) {
       view.status.textContent = errorText(error);
       view.status.classList.add("is-error");
+      offerRetry(view, query, error, gotText);
     } else if (!gotText) {
       view.status.textContent = "（没有回答内容）";
     } else {
