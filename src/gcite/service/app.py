@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
-import json
 import logging
 import threading
 import time
@@ -42,6 +41,7 @@ from gcite.generate.prompt import load_template
 from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.envelope import Envelope, blocking_response, to_wire
 from gcite.service.events import ErrorEvent, Event, MessageEnd, NodeFinished
+from gcite.service.jsonbody import BodyError, load_json, read_limited, storable
 from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn, without_hidden
 from gcite.service.sse import MEDIA_TYPE, PING_FRAME, data_frame
 from gcite.service.store import ConversationStore, MessageRecord, new_id
@@ -80,14 +80,32 @@ class ChatRequestBody:
     conversation_id: str
 
 
-def parse_chat_body(raw: bytes) -> ChatRequestBody:
-    """Validate the request body (Dify ``ChatRequest``). Raises :class:`ApiError` (400/413)."""
+async def read_body(request: Request) -> bytes:
+    """The request body, at most :data:`MAX_BODY_BYTES` (413 by Content-Length or while read)."""
+    try:
+        return await read_limited(request.headers, request.stream(), MAX_BODY_BYTES)
+    except BodyError as exc:
+        raise ApiError(413, "request_too_large", exc.message) from exc
+
+
+def load_body(raw: bytes) -> Any:
+    """Decode a JSON body: 400 ``invalid_param`` for invalid JSON, too deep, bad text."""
     if len(raw) > MAX_BODY_BYTES:
         raise ApiError(413, "request_too_large", f"Request body exceeds {MAX_BODY_BYTES} bytes.")
     try:
-        body = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_param", "Request body is not valid JSON.") from exc
+        return load_json(raw or b"null")
+    except BodyError as exc:
+        raise ApiError(400, "invalid_param", exc.message) from exc
+
+
+def parse_chat_body(raw: bytes) -> ChatRequestBody:
+    """Validate the request body (Dify ``ChatRequest``). Raises :class:`ApiError` (400/413).
+
+    Besides the field rules: JSON nested deeper than ``MAX_JSON_DEPTH`` and strings with
+    lone UTF-16 surrogates are refused (``gcite.service.jsonbody``), so whatever is stored
+    can always be read back and sent.
+    """
+    body = load_body(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_param", "Request body must be a JSON object.")
     query = body.get("query")
@@ -100,15 +118,19 @@ def parse_chat_body(raw: bytes) -> ChatRequestBody:
         inputs = {}
     if not isinstance(inputs, dict):
         raise ApiError(400, "invalid_param", "inputs must be an object.")
-    mode = body.get("response_mode") or "blocking"
-    if mode not in ("streaming", "blocking"):
+    mode = body.get("response_mode")
+    if mode is None or mode == "":
+        mode = "blocking"
+    if not isinstance(mode, str) or mode not in ("streaming", "blocking"):
         raise ApiError(400, "invalid_param", "response_mode must be 'streaming' or 'blocking'.")
     user = body.get("user")
     if not isinstance(user, str) or not user.strip():
         raise ApiError(400, "invalid_param", "user is required and must be a non-empty string.")
     if len(user) > MAX_USER_CHARS:
         raise ApiError(400, "invalid_param", f"user is too long (max {MAX_USER_CHARS} chars).")
-    conversation_id = body.get("conversation_id") or ""
+    conversation_id = body.get("conversation_id")
+    if conversation_id is None:
+        conversation_id = ""
     if not isinstance(conversation_id, str):
         raise ApiError(400, "invalid_param", "conversation_id must be a string.")
     return ChatRequestBody(query, inputs, mode, user, conversation_id)
@@ -139,7 +161,7 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
         "id": record.id,
         "conversation_id": record.conversation_id,
         "parent_message_id": None,
-        "inputs": record.inputs,
+        "inputs": storable(record.inputs, {}),
         "query": record.query,
         "answer": record.answer,
         "message_files": [],
@@ -509,7 +531,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/chat-messages", response_model=None)
     async def chat_messages(request: Request) -> Any:
         caller = caller_of(request)
-        body = parse_chat_body(await request.body())
+        body = parse_chat_body(await read_body(request))
         flow, env = await asyncio.to_thread(service.prepare, body, caller)
         if body.response_mode == "blocking":
             return await service.blocking(flow, env, request.receive)
@@ -522,10 +544,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/chat-messages/{task_id}/stop")
     async def stop(task_id: str, request: Request) -> dict[str, str]:
         caller = caller_of(request)
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except ValueError as exc:
-            raise ApiError(400, "invalid_param", "Request body is not valid JSON.") from exc
+        body = load_body(await read_body(request) or b"{}")
         user = body.get("user") if isinstance(body, dict) else None
         if not isinstance(user, str) or not user:
             raise ApiError(400, "invalid_param", "user is required.")
@@ -569,7 +588,7 @@ def create_app(settings: Settings) -> FastAPI:
             {
                 "id": c.id,
                 "name": c.name,
-                "inputs": c.inputs,
+                "inputs": storable(c.inputs, {}),
                 "status": "normal",
                 "introduction": "",
                 "created_at": c.created_at,

@@ -21,8 +21,9 @@ seeds want solved first). The HTTP contract follows
   403    1001        ``Authorization`` missing or not ``Bearer <key>``
   403    1002        unknown key
   404    2001        ``knowledge_id`` is not a gcite dataset
-  400    3001        body is not a JSON object; a field is missing or of the wrong
-                     type or range (``query``, ``knowledge_id``,
+  400    3001        body is not a JSON object (also: nested deeper than 32, or a
+                     lone UTF-16 surrogate in a string); a field is missing or of
+                     the wrong type or range (``query``, ``knowledge_id``,
                      ``retrieval_setting``)
   400    3002        ``metadata_condition`` malformed, unknown operator, or a role
                      condition gcite refuses (see :mod:`retrieval_roles`)
@@ -41,7 +42,6 @@ maximum, ``metadata_condition`` on ``access_roles`` only narrows them.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import math
 import threading
@@ -55,6 +55,7 @@ from fastapi.responses import JSONResponse
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
+from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles, validate_condition
 
 logger = logging.getLogger("gcite.service.retrieval")
@@ -171,9 +172,13 @@ def decode_body(raw: bytes) -> dict[str, Any] | None:
     if not raw.strip():
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RetrievalAPIError(400, ERR_BAD_REQUEST, f"请求体不是有效的 JSON: {exc}") from exc
+        data = load_json(raw)
+    except BodyError as exc:
+        reason = {
+            "too_deep": f"请求体 JSON 嵌套过深（上限 {MAX_JSON_DEPTH} 层）",
+            "bad_text": "请求体含有无效的 Unicode 文本（孤立的 UTF-16 代理项）",
+        }.get(exc.kind, "请求体不是有效的 JSON")
+        raise RetrievalAPIError(400, ERR_BAD_REQUEST, reason) from exc
     if not isinstance(data, dict):
         raise RetrievalAPIError(
             400, ERR_BAD_REQUEST, f"请求体必须是 JSON 对象，收到 {type(data).__name__}"
