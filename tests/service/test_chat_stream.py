@@ -389,3 +389,23 @@ async def test_stream_ending_without_done_or_finish_reason_is_a_failure(
     stored = await _stored_answer(service, client, user)
     assert stored["failed"] is True and stored["gcite_status"] == "failed"
     assert stored["answer"] == "钥匙在保险柜[C:1]"
+
+
+async def test_client_disconnect_stores_the_chunks_the_partial_answer_cites(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script(deltas=["钥匙在保险柜[C:1]。", *("等" * 200)], token_delay_s=0.05))
+    url = service.base_url + "/v1/chat-messages"
+    user = "leaver-with-citation"
+    answer = ""
+    async for event in iter_events(client, url, body(QUESTION, user=user), service.headers()):
+        if event["event"] == "message":
+            answer += event["answer"]
+            if "[C:1]" in answer:
+                break  # closes the HTTP response
+    assert await asyncio.to_thread(llm.wait_for_disconnect, 1, 10)
+    stored = await _stored_answer(service, client, user)
+    assert stored["gcite_status"] == "stopped" and stored["answer"].startswith("钥匙在保险柜[C:1]")
+    resources = stored["retriever_resources"]
+    assert [r["doc_metadata"]["chunk_id"] for r in resources] == ["1"]
+    assert resources[0]["position"] == 1

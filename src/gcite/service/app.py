@@ -304,6 +304,7 @@ class ChatService:
         """Write the run's outcome to the message row (sync; call from a worker thread)."""
         state = flow.state
         final = status or {"succeeded": "normal", "failed": "failed"}.get(state.status, "stopped")
+        flow.summarise_partial()  # a run its client abandoned: cite what the partial answer cites
         self.store.finish_message(
             flow.turn.message_id,
             answer=state.answer,

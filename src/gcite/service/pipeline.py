@@ -576,6 +576,12 @@ class Chatflow:
         events.append(ErrorEvent(code=code, status=status, message=message))
         return events
 
+    def summarise_partial(self) -> None:
+        """Compute the cited ids, ``retriever_resources`` and metadata of the answer so far
+        when no terminal event did (a run abandoned by its client), so they are stored."""
+        if not self.state.metadata:
+            self._summarise()
+
     def stopped_events(self) -> list[Event]:
         """Terminal events of a run stopped by ``/stop`` (after its generator was cancelled)."""
         return self._terminal("stopped")
