@@ -403,7 +403,7 @@ def test_cli_writes_the_file(tmp_path: Path) -> None:
 def test_cli_rejects_bad_options(args: list[str]) -> None:
     result = CliRunner().invoke(cli, ["export", "dify-node", *args])
     assert result.exit_code == 2
-    assert "Error" in result.stderr
+    assert result.stderr.startswith("错误: 选项 --max-"), result.stderr
 
 
 def test_cli_reports_an_unwritable_path(tmp_path: Path) -> None:

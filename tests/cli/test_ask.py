@@ -169,7 +169,7 @@ def test_remote_http_errors_are_one_line() -> None:
             2,
             "--role 只用于本地模式",
         ),
-        (["ask"], 2, "Missing argument"),
+        (["ask"], 2, "错误: 缺少参数 问题"),
     ],
 )
 def test_user_mistakes_are_one_line(args: list[str], status: int, message: str) -> None:

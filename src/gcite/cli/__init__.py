@@ -4,16 +4,28 @@ Subcommands live in their own modules under :mod:`gcite.cli` and are loaded
 lazily, so ``gcite --help`` stays fast and one broken optional dependency does
 not take the whole CLI down. User mistakes end as one clear line on stderr and
 exit status 2 (usage) or 1 (runtime), never as a traceback.
+
+Every error line gcite prints starts with ``错误: ``: :meth:`LazyGroup.main` runs Click
+in non-standalone mode and reports :class:`click.ClickException`,
+:class:`~gcite.errors.GciteError` and Click's usage errors itself, the common usage
+errors (no such command or option, missing argument or option, invalid value, extra
+argument) translated to Chinese by :func:`usage_error_message`, followed by one line
+pointing to ``--help``.
 """
 
 from __future__ import annotations
 
+import difflib
+import errno
 import importlib
 import os
+import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
+from click.exceptions import NoArgsIsHelpError, NoSuchCommand
 
 from gcite.errors import GciteError
 
@@ -29,8 +41,167 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Click's English details of an invalid value (click.types), as (pattern, Chinese).
+_VALUE_DETAILS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<v>.*) is not a valid integer( range)?\.$"), "{v} 不是有效的整数"),
+    (re.compile(r"^(?P<v>.*) is not a valid float( range)?\.$"), "{v} 不是有效的数字"),
+    (re.compile(r"^(?P<v>.*) is not a valid boolean\..*$"), "{v} 不是有效的布尔值"),
+    (re.compile(r"^(?P<v>.*) is not in the range (?P<r>.*)\.$"), "{v} 不在范围 {r} 内"),
+    (re.compile(r"^(?P<v>.*) is not one of (?P<r>.*)\.$"), "{v} 不是可选值 {r} 之一"),
+    (re.compile(r"^(?P<v>.*) is not (?P<r>'[^']*')\.$"), "{v} 不是 {r}"),
+    (re.compile(r"^\w+ (?P<v>.*) does not exist\.$"), "{v} 不存在"),
+    (re.compile(r"^\w+ (?P<v>.*) is a file\.$"), "{v} 是文件，需要目录"),
+    (re.compile(r"^\w+ (?P<v>.*) is a directory\.$"), "{v} 是目录，需要文件"),
+    (re.compile(r"^\w+ (?P<v>.*) is not readable\.$"), "{v} 不可读"),
+    (re.compile(r"^\w+ (?P<v>.*) is not writable\.$"), "{v} 不可写"),
+)
+_EXTRA_ARGS = re.compile(r"^Got unexpected extra arguments? \((?P<a>.*)\)$")
+_NEEDS_VALUE = re.compile(r"^Option '.*' requires (an argument|\d+ arguments)\.$")
+_NO_VALUE = re.compile(r"^Option '.*' does not take a value\.$")
+
+
+def _param_label(param: click.Parameter | None) -> str:
+    if isinstance(param, click.Option):
+        return "选项 " + " / ".join(param.opts)
+    if param is not None:
+        return f"参数 {param.human_readable_name}"
+    return "参数"
+
+
+def _value_detail(message: str) -> str:
+    for pattern, chinese in _VALUE_DETAILS:
+        match = pattern.match(message.strip())
+        if match:
+            return chinese.format(**match.groupdict())
+    return message
+
+
+def usage_error_message(exc: click.UsageError) -> str:
+    """The message of a usage error in Chinese (Click's common ones translated; gcite's
+    own, already Chinese, unchanged). Without the ``错误: `` prefix."""
+    if isinstance(exc, NoSuchCommand):
+        text = f"没有这个命令: {exc.command_name}"
+        # the lazy group has no `commands` dict for Click to suggest from
+        close = exc.possibilities or difflib.get_close_matches(exc.command_name, list(_COMMANDS))
+        if close:
+            return text + f"（是不是要用 {' / '.join(close)}？）"
+        return text + f"（可用的命令: {', '.join(sorted(_COMMANDS))}）"
+    if isinstance(exc, click.MissingParameter):
+        param = exc.param
+        if isinstance(param, click.Option):
+            return f"缺少选项 {' / '.join(param.opts)}"
+        if param is not None:
+            return f"缺少参数 {param.human_readable_name}"
+        return "缺少参数"
+    if isinstance(exc, click.NoSuchOption):
+        text = f"没有这个选项: {exc.option_name}"
+        if exc.possibilities:
+            return text + f"（是不是要用 {' / '.join(sorted(exc.possibilities))}？）"
+        return text
+    if isinstance(exc, click.BadParameter):
+        return f"{_param_label(exc.param)} 的值无效: {_value_detail(exc.message)}"
+    if isinstance(exc, click.BadOptionUsage):
+        if _NEEDS_VALUE.match(exc.message):
+            return f"选项 {exc.option_name} 需要一个值"
+        if _NO_VALUE.match(exc.message):
+            return f"选项 {exc.option_name} 不接受值"
+        return exc.format_message()
+    extra = _EXTRA_ARGS.match(exc.message)
+    if extra:
+        return f"多余的参数: {extra.group('a')}"
+    return exc.format_message()
+
+
+_OS_REASONS = {
+    errno.ENOENT: "文件或目录不存在",
+    errno.EACCES: "没有权限",
+    errno.EPERM: "没有权限",
+    errno.EISDIR: "是目录",
+    errno.ENOTDIR: "路径中有一段不是目录",
+    errno.ENOSPC: "磁盘空间不足",
+    errno.EROFS: "只读文件系统",
+}
+
+
+def os_error_reason(exc: OSError) -> str:
+    """A short Chinese reason for ``exc`` (the system's text when it is an unusual one)."""
+    if exc.errno in _OS_REASONS:
+        return _OS_REASONS[exc.errno]
+    return exc.strerror or str(exc)
+
+
+def _show_usage_error(exc: click.UsageError) -> None:
+    command = exc.ctx.command_path if exc.ctx is not None else "gcite"
+    click.echo(f"错误: {usage_error_message(exc)}", err=True)
+    click.echo(f"运行 {command} --help 查看用法", err=True)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null (its reader went away: a flush at exit must not fail)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 class LazyGroup(click.Group):
-    """A Click group whose subcommands are imported on first use."""
+    """A Click group whose subcommands are imported on first use, and whose errors are
+    reported in Chinese (see the module docstring)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Click's ``main``; in standalone mode (the default) errors are reported here:
+        ``错误: ...`` on stderr, exit 2 for usage errors, 1 (or the exception's own
+        status) for the others."""
+        if not standalone_mode:
+            return super().main(
+                args,
+                prog_name,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        try:
+            rv = super().main(
+                args,
+                prog_name,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            _show_usage_error(exc)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("已中止", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            click.echo(f"错误: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except GciteError as exc:
+            click.echo(f"错误: {exc}", err=True)
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _quiet_stdout()
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)
@@ -71,16 +242,12 @@ _BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: runs the CLI, turning gcite errors into one line and exit 1."""
+    """Console entry point: runs the CLI (errors reported by :meth:`LazyGroup.main`)."""
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in _SERVING_COMMANDS:
         for name in _BLAS_THREAD_VARS:
             os.environ.setdefault(name, "1")
-    try:
-        return cli.main(args=argv, prog_name="gcite", standalone_mode=True)
-    except GciteError as exc:
-        click.echo(f"错误: {exc}", err=True)
-        sys.exit(1)
+    return cli.main(args=argv, prog_name="gcite", standalone_mode=True)
 
 
-__all__ = ["cli", "main"]
+__all__ = ["LazyGroup", "cli", "main", "os_error_reason", "usage_error_message"]

@@ -77,7 +77,9 @@ def dify_node(
     try:
         _write_atomically(output, code)
     except OSError as exc:
-        raise click.ClickException(f"无法写入 {output}: {exc.strerror or exc}") from exc
+        from gcite.cli import os_error_reason
+
+        raise click.ClickException(f"无法写入 {output}: {os_error_reason(exc)}") from exc
     click.echo(
         f"已写入 {output}（{len(code.splitlines())} 行）。"
         "在 Dify 中新建代码节点（Python3），粘贴文件内容，并按文件开头的注释声明输入输出变量。",

@@ -3,10 +3,20 @@
 Flags override ``GCITE_*`` environment variables, which override the config
 file (:func:`gcite.config.load_settings`). Per-file failures are listed and
 make the exit status 1; everything else is still ingested.
+
+Before anything is opened: when none of the given paths exists the command fails
+with one line (exit 1) and creates nothing; when they hold no file of a supported
+type it says ``没有可导入的文件`` (exit 0) and only touches an existing knowledge base
+(to drop documents whose files were removed from the folder). pypdf's own log lines
+about a broken PDF (e.g. ``EOF marker not found``) are silenced: the failure is
+reported by file name with its reason.
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -22,6 +32,45 @@ def _fail(message: str) -> None:
     """One clear Chinese line on stderr, exit status 1, no traceback."""
     click.echo(f"错误: {message}", err=True)
     raise SystemExit(1)
+
+
+def _has_files(path: Path, suffixes: frozenset[str]) -> bool:
+    """True when ``path`` is a file, or a folder holding a non-hidden file of a
+    supported type (the files :func:`gcite.knowledge.ingest_paths` would read)."""
+    if path.is_file():
+        return True
+    for file in path.rglob("*"):
+        rel = file.relative_to(path)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if file.suffix.lower() in suffixes and file.is_file():
+            return True
+    return False
+
+
+def _quiet_pypdf() -> None:
+    """Silence pypdf's warnings about broken files (logged, or warnings.warn): the
+    conversion failure is reported per file with its reason."""
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module=r"pypdf(\.|$)")
+
+
+def _check_paths(paths: Sequence[Path], data_dir: Path) -> bool:
+    """Fail when no path exists; warn and return False when there is nothing to import."""
+    from gcite.knowledge.convert import SUPPORTED_SUFFIXES
+
+    existing = [p for p in paths if p.expanduser().exists()]
+    if not existing:
+        _fail("路径不存在: " + "、".join(str(p) for p in paths))
+    if any(_has_files(p.expanduser(), SUPPORTED_SUFFIXES) for p in existing):
+        return True
+    kinds = " ".join(sorted(SUPPORTED_SUFFIXES))
+    click.echo(
+        f"提示: 没有可导入的文件: {'、'.join(str(p) for p in existing)}（支持的格式: {kinds}）",
+        err=True,
+    )
+    # An existing knowledge base still syncs (documents whose files are gone are removed).
+    return (Path(data_dir).expanduser() / "catalog.json").is_file()
 
 
 @click.command("ingest")
@@ -65,6 +114,9 @@ def ingest(
         if name is None and manifest is not None:
             name = load_manifest(manifest).dataset_name
         name = name or settings.dataset or DEFAULT_DATASET
+        if not _check_paths(paths, settings.data_dir):
+            return
+        _quiet_pypdf()
         report = ingest_paths(
             list(paths), settings=settings, dataset=name, manifest=manifest, progress=not quiet
         )

@@ -27,15 +27,20 @@ def vectors(file: Path) -> None:
     """运行引用标记测试向量（一致性检查）：每个用例按原样、整段、逐字三种方式输入。"""
     try:
         doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"无法读取测试向量文件 {file}：{exc.__class__.__name__}: {exc}", err=True)
+    except OSError as exc:
+        from gcite.cli import os_error_reason
+
+        click.echo(f"错误: 无法读取测试向量文件 {file}：{os_error_reason(exc)}", err=True)
+        sys.exit(2)
+    except UnicodeDecodeError as exc:
+        click.echo(f"错误: 无法读取测试向量文件 {file}：不是 UTF-8 文本（{exc.reason}）", err=True)
         sys.exit(2)
     except ValueError as exc:
-        click.echo(f"测试向量文件不是有效的 JSON {file}：{exc}", err=True)
+        click.echo(f"错误: 测试向量文件不是有效的 JSON {file}：{exc}", err=True)
         sys.exit(2)
     problem = vectors_problem(doc)
     if problem is not None:
-        click.echo(f"测试向量文件格式不符 {file}：{problem}", err=True)
+        click.echo(f"错误: 测试向量文件格式不符 {file}：{problem}", err=True)
         sys.exit(2)
     passed = failed = 0
     for result in run_vectors(doc):
