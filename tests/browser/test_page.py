@@ -396,3 +396,28 @@ def test_copy_screenshots_for_docs(artifacts: Path) -> None:
         source = artifacts / name
         assert source.is_file(), f"{name} was not produced by this run"
         shutil.copyfile(source, DOCS_SCREENSHOTS / name)
+
+
+def test_security_headers_leave_the_page_working(browser: Any, live: Live) -> None:
+    """The page's Content-Security-Policy blocks nothing the page needs (scripts, styles,
+    inline SVG icons, the load-failure notice, same-origin fetches)."""
+    context = browser.new_context(viewport=VIEWPORT, is_mobile=True, has_touch=True)
+    context.add_init_script(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation',"
+        " (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+    )
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(15_000)
+        response = pg.goto(live.url + "/")
+        assert response is not None
+        headers = response.headers
+        assert "content-security-policy" in headers and headers["x-frame-options"] == "DENY"
+        pg.wait_for_selector("body[data-ready='true']")
+        pg.locator(".suggestion").nth(0).click()
+        pg.locator(".msg-bot").first.locator("xpath=self::*[@data-done='true']").wait_for()
+        assert pg.locator(".msg-bot .answer-text").first.inner_text()
+        assert pg.locator("svg").count() > 0  # the inline icons are there
+        assert pg.evaluate("window.__csp") == []
+    finally:
+        context.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import socket
@@ -142,3 +144,32 @@ def test_static_files_load_nothing_from_outside_and_never_use_inner_html() -> No
     for sink in (".innerHTML", ".outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in app_js, sink
     assert "?." not in app_js and "??" not in app_js  # ES2017, like the client
+
+
+def test_page_responses_carry_security_headers(base: str) -> None:
+    html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    inline = re.findall(r"<script>(.*?)</script>", html, re.DOTALL)
+    assert inline  # the load-failure notice: allowed by its hash, nothing else inline
+    with httpx.Client(base_url=base) as client:
+        for path in ("/", "/page-config.json", "/static/app.js", "/static/app.css"):
+            response = client.get(path)
+            assert response.status_code == 200, path
+            headers = response.headers
+            assert headers["x-content-type-options"] == "nosniff", path
+            assert headers["referrer-policy"] == "no-referrer", path
+            assert headers["x-frame-options"] == "DENY", path
+            policy: dict[str, str] = {}
+            for part in headers["content-security-policy"].split(";"):
+                name, _, value = part.strip().partition(" ")
+                policy[name] = value
+            assert policy["default-src"] == "'self'"
+            assert policy["frame-ancestors"] == "'none'" and policy["object-src"] == "'none'"
+            assert policy["style-src"] == "'self'"  # no 'unsafe-inline'
+            scripts = policy["script-src"].split()
+            assert "'unsafe-inline'" not in scripts and "'unsafe-eval'" not in scripts
+            for body in inline:
+                digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+                assert f"'sha256-{digest}'" in scripts
+        head = client.head("/")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["x-frame-options"] == "DENY"

@@ -2,7 +2,8 @@
 
 :func:`mount_pages` adds to a FastAPI app:
 
-- ``GET /`` — ``static/index.html``, the chat page (Chinese UI, no CDN, inline SVG icons);
+- ``GET /`` (and ``HEAD /``) — ``static/index.html``, the chat page (Chinese UI, no CDN,
+  inline SVG icons);
 - ``GET /static/...`` — ``app.css``, ``app.js`` and, under ``/static/client/``, the
   JavaScript client (``clients/js/src``), reached through the symlink
   ``static/client`` so there is one copy of the client in the repository;
@@ -14,19 +15,27 @@
   Keys are never derived from ``settings.app_keys``: only what an operator puts in
   ``page.json`` is published.
 
+Every page response carries :func:`security_headers` (``nosniff``, ``no-referrer``,
+``X-Frame-Options: DENY`` and a Content-Security-Policy allowing only the page's own
+origin and its inline script, by hash).
+
 The page talks to ``POST /v1/chat-messages`` on the same origin (Dify Service API,
 streaming), so it needs nothing else from the server.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
@@ -40,6 +49,9 @@ PAGE_CONFIG_FILE = "page.json"
 DEFAULT_TITLE = "G-Cite 智能问答"
 
 _NO_CACHE = {"Cache-Control": "no-cache"}
+_INLINE_SCRIPT = re.compile(
+    r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE
+)
 _MAX_SUGGESTIONS = 6
 _MAX_IDENTITIES = 12
 _MAX_TEXT = 200
@@ -108,6 +120,67 @@ def load_page_config(settings: Settings) -> dict[str, Any]:
     return parse_page_config(raw)
 
 
+def content_security_policy(html: str) -> str:
+    """The page's Content-Security-Policy: only its own origin, plus its inline scripts by hash.
+
+    Scripts and styles come from ``/static`` (``'self'``); each inline ``<script>`` of
+    ``html`` (the load-failure notice) is allowed by its SHA-256, nothing else inline
+    runs. Inline SVG icons are markup, not resources, so they need nothing; ``img-src``
+    allows ``data:`` for the empty favicon. Fetches go to the same origin only; the page
+    cannot be framed, and plugins, ``<base>`` and foreign form targets are off.
+    """
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+        for body in _INLINE_SCRIPT.findall(html)
+    ]
+    return "; ".join(
+        [
+            "default-src 'self'",
+            " ".join(["script-src 'self'", *hashes]),
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+def security_headers(html: str) -> dict[str, str]:
+    """Headers of every page response (``/``, ``/page-config.json``, ``/static/...``)."""
+    return {
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+        "Content-Security-Policy": content_security_policy(html),
+    }
+
+
+class _WithHeaders:
+    """An ASGI wrapper adding ``headers`` to every HTTP response of ``app`` (pure ASGI, so
+    nothing about requests or streaming changes)."""
+
+    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
+        self.app = app
+        self.raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in self.raw if k not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def mount_pages(app: FastAPI, settings: Settings) -> None:
     """Serve the H5 page at ``/``, its assets at ``/static/`` and ``/page-config.json``.
 
@@ -120,18 +193,28 @@ def mount_pages(app: FastAPI, settings: Settings) -> None:
     if not index.is_file():
         raise ConfigError(f"页面静态文件缺失: {index}（安装不完整？）")
     page_config = load_page_config(settings)
+    headers = security_headers(index.read_text(encoding="utf-8"))
 
     async def page() -> FileResponse:
-        return FileResponse(index, media_type="text/html; charset=utf-8", headers=_NO_CACHE)
+        return FileResponse(
+            index, media_type="text/html; charset=utf-8", headers={**_NO_CACHE, **headers}
+        )
 
     async def config() -> JSONResponse:
-        return JSONResponse(page_config, headers=_NO_CACHE)
+        return JSONResponse(page_config, headers={**_NO_CACHE, **headers})
 
-    app.add_api_route("/", page, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/", page, methods=["GET", "HEAD"], include_in_schema=False)
     app.add_api_route("/page-config.json", config, methods=["GET"], include_in_schema=False)
-    app.mount(
-        "/static", StaticFiles(directory=STATIC_DIR, follow_symlink=True), name="gcite-static"
-    )
+    static = StaticFiles(directory=STATIC_DIR, follow_symlink=True)
+    app.mount("/static", _WithHeaders(static, headers), name="gcite-static")
 
 
-__all__ = ["PAGE_CONFIG_FILE", "STATIC_DIR", "load_page_config", "mount_pages", "parse_page_config"]
+__all__ = [
+    "PAGE_CONFIG_FILE",
+    "STATIC_DIR",
+    "content_security_policy",
+    "load_page_config",
+    "mount_pages",
+    "parse_page_config",
+    "security_headers",
+]
