@@ -46,6 +46,8 @@ BAD_CHAT_BODIES = {
     "surrogate-query": {"query": '"\\ud800 钥匙"'},
     "surrogate-input-value": {"inputs": '{"k": "\\udfff"}'},
     "surrogate-input-key": {"inputs": '{"\\ud83d": "v"}'},
+    "nan-input": {"inputs": '{"x": NaN}'},
+    "infinity-input": {"inputs": '{"x": [-Infinity]}'},
     "conversation-id-zero": {"conversation_id": "0"},
     "conversation-id-false": {"conversation_id": "false"},
     "conversation-id-list": {"conversation_id": "[]"},

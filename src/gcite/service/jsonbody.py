@@ -9,7 +9,8 @@ Every JSON body the service accepts (chat, stop, External Knowledge API) goes th
 - :func:`load_json` rejects, before :func:`json.loads` runs, a document nested deeper than
   :data:`MAX_JSON_DEPTH` (a deep document would otherwise break recursive encoders later,
   or ``json.loads`` itself with ``RecursionError``), and after parsing any string (value or
-  key) holding a lone UTF-16 surrogate (``"\\ud800"``), which cannot be encoded as UTF-8.
+  key) holding a lone UTF-16 surrogate (``"\\ud800"``), which cannot be encoded as UTF-8;
+  ``NaN`` / ``Infinity`` are refused as invalid JSON (they cannot be sent back as JSON).
 
 Both raise :class:`BodyError`; each endpoint turns it into its own error shape.
 """
@@ -125,12 +126,17 @@ def bad_text(value: Any) -> str | None:
     return None
 
 
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity``, ``-Infinity`` are not JSON (and cannot be sent back as JSON)."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def load_json(raw: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Decode a UTF-8 JSON body; :class:`BodyError` for invalid JSON, too deep, bad text."""
     if json_depth(raw) > max_depth:
         raise BodyError(f"Request body is nested too deeply (max depth {max_depth}).", "too_deep")
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BodyError("Request body is not valid JSON.", "invalid") from exc
     if bad_text(value) is not None:
@@ -149,7 +155,7 @@ def storable(value: Any, fallback: Any, *, max_depth: int = MAX_JSON_DEPTH) -> A
     if value_depth(value) > max_depth or bad_text(value) is not None:
         return fallback
     try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
         return fallback
     return value
