@@ -46,6 +46,18 @@ def _chat_settings(data_dir: Path, db: Path, llm: OpenAIStandin, **extra: Any) -
     return Settings(**values)
 
 
+def _quote(needle: str) -> Any:
+    """A responder quoting the first context line containing ``needle``, with its marker."""
+
+    def respond(request: dict[str, Any]) -> Script:
+        blocks = context_blocks(request)
+        chosen = next((i for i, text in blocks.items() if needle in text), "1")
+        line = next((ln for ln in blocks.get(chosen, "").splitlines() if needle in ln), "没有找到")
+        return Script.text(f"{line.rstrip('。')}[C:{chosen}]。", size=3)
+
+    return respond
+
+
 def _cite(needle: str) -> Any:
     """A responder citing the context block containing ``needle`` (else block 1)."""
 
@@ -61,7 +73,7 @@ async def test_earlier_cited_chunks_follow_the_keys_current_roles(
     role_kb: Path, llm: OpenAIStandin, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     db = tmp_path / "chat.sqlite3"
-    llm.responder = _cite("备用钥匙")
+    llm.responder = _quote("备用钥匙")  # the answer itself quotes the secret
     guard = _chat_settings(role_kb, db, llm, app_keys=[ApiKey("key-rotating", ("安保主管",))])
     headers = {"Authorization": "Bearer key-rotating"}
     with run_service(guard) as live:
@@ -73,15 +85,24 @@ async def test_earlier_cited_chunks_follow_the_keys_current_roles(
         await client_view(client, url, body("还有呢？", conversation_id=conv), headers)
         system = llm.requests[-1]["messages"][0]["content"]
         assert "已引用" in system and SECRET_TITLE in system  # still allowed: still listed
+        assert any(
+            m["role"] == "assistant" and SECRET in m["content"]
+            for m in llm.requests[-1]["messages"]
+        )  # and the earlier answer is in the history
     # the same key loses the role: earlier cited chunks of that document are not listed again
     visitor = _chat_settings(role_kb, db, llm, app_keys=[ApiKey("key-rotating", ())])
     with run_service(visitor) as live:
         url = live.base_url + "/v1/chat-messages"
         third = await client_view(client, url, body("再说一遍？", conversation_id=conv), headers)
         assert third.error is None
-        system = llm.requests[-1]["messages"][0]["content"]
+        messages = llm.requests[-1]["messages"]
+        system = messages[0]["content"]
         assert SECRET not in system and SECRET_TITLE not in system
         assert "control-room" not in system
+        # the earlier answers quoted the secret document: they are left out of the history,
+        # their questions stay
+        assert not any(SECRET in m["content"] for m in messages)
+        assert any(m["role"] == "user" and m["content"] == "还有呢？" for m in messages)
 
 
 HANDBOOK_DOC = """---

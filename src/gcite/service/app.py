@@ -274,9 +274,17 @@ class ChatService:
             for past in self.store.history(record.conversation_id, limit=HISTORY_TURNS):
                 if past.id == record.id or past.failed:
                     continue
-                history.append({"query": past.query, "answer": past.answer})
                 by_id = {str(c.get("id")): c for c in past.chunk_metadata}
-                cited_before.extend(by_id[i] for i in past.cited_ids if i in by_id)
+                cited = [by_id[i] for i in past.cited_ids if i in by_id]
+                cited_before.extend(cited)
+                # the knowledge-base documents this answer quoted: the pipeline leaves the
+                # answer out of the history when the caller can no longer see one of them
+                documents = [
+                    str(c.get("document_id") or "") for c in cited if c.get("source_type") != "web"
+                ]
+                history.append(
+                    {"query": past.query, "answer": past.answer, "document_ids": documents}
+                )
         turn = ChatTurn(
             query=body.query,
             user=body.user,

@@ -339,37 +339,57 @@ class Chatflow:
             score_threshold=settings.score_threshold,
         )
 
-    async def _visible_cited_before(self) -> list[dict[str, Any]]:
-        """The chunks cited in earlier turns that the caller may still see (seed §6).
+    async def _visible_documents(self, document_ids: list[str]) -> set[str]:
+        """Which of ``document_ids`` the caller may see now (key's CURRENT roles, dataset).
+
+        Fails closed: no store, or a store error, gives the empty set.
+        """
+        if not document_ids or self.deps.get_store is None:
+            return set()
+        try:
+            store = await asyncio.to_thread(self.deps.get_store)
+            visible: set[str] = await asyncio.to_thread(
+                store.visible_document_ids,
+                document_ids,
+                roles=list(self.turn.roles),
+                dataset=self.deps.settings.dataset or None,
+            )
+        except Exception as exc:  # fail closed: nothing earlier from the knowledge base
+            log.warning("earlier turns left out, visibility check failed: %s", exc)
+            return set()
+        return visible
+
+    async def _visible_context(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(history, cited_before)`` of earlier turns that the caller may still see (seed §6).
 
         Earlier turns were answered under the roles the key had then, from the documents as
-        they were then. Before their chunks go into the prompt, knowledge-base chunks are
-        checked again against the store with the key's CURRENT roles (and the configured
-        dataset): a chunk whose document is no longer visible (roles changed, the
-        document's ``access_roles`` tightened by a re-ingest, the document deleted) is left
-        out, content and title. Web chunks are public and kept. When the check cannot be
-        made (no store, a store error), every knowledge-base chunk is left out.
+        they were then. Before they go into the prompt, the knowledge-base documents they
+        used are checked again against the store with the key's CURRENT roles (and the
+        configured dataset): a chunk whose document is no longer visible (roles changed,
+        the document's ``access_roles`` tightened by a re-ingest, the document deleted) is
+        left out of ``cited_before``, content and title, and an earlier answer that quoted
+        such a document is left out of the history (its question stays). Web chunks are
+        public and kept. When the check cannot be made (no store, a store error), every
+        knowledge-base chunk and every answer that quoted one is left out.
         """
         cited = self.turn.cited_before
-        web = [c for c in cited if c.get("source_type") == "web"]
-        rag = [c for c in cited if c.get("source_type") != "web"]
-        if not rag:
-            return list(cited)
-        visible: set[str] = set()
-        if self.deps.get_store is not None:
-            ids = [str(c.get("document_id") or "") for c in rag]
-            dataset = self.deps.settings.dataset or None
-            try:
-                store = await asyncio.to_thread(self.deps.get_store)
-                visible = await asyncio.to_thread(
-                    store.visible_document_ids, ids, roles=list(self.turn.roles), dataset=dataset
-                )
-            except Exception as exc:  # fail closed: no earlier knowledge-base chunk
-                log.warning("earlier cited chunks left out, visibility check failed: %s", exc)
-                visible = set()
-        keep = {id(c) for c in rag if str(c.get("document_id") or "") in visible}
-        keep.update(id(c) for c in web)
-        return [c for c in cited if id(c) in keep]
+        history = self.turn.history
+        wanted = {str(c.get("document_id") or "") for c in cited if c.get("source_type") != "web"}
+        for past in history:
+            wanted.update(str(d) for d in past.get("document_ids") or ())
+        visible = await self._visible_documents(sorted(wanted))
+        kept_cited = [
+            c
+            for c in cited
+            if c.get("source_type") == "web" or str(c.get("document_id") or "") in visible
+        ]
+        kept_history: list[dict[str, Any]] = []
+        for past in history:
+            turn = {k: v for k, v in past.items() if k != "document_ids"}
+            if not all(str(d) in visible for d in past.get("document_ids") or ()):
+                turn.pop("answer", None)
+            kept_history.append(turn)
+        return kept_history, kept_cited
 
     async def _search_web(self) -> Any:
         source = self.deps.web_source
@@ -468,11 +488,11 @@ class Chatflow:
         yield self._finish(code_node, outputs=outputs, elapsed=time.monotonic() - t0)
 
         # -- LLM node (seed §5)
-        cited_before = await self._visible_cited_before()
+        history, cited_before = await self._visible_context()
         messages = build_messages(
             turn.query,
             merged["formatted_chunks"],
-            turn.history,
+            history,
             cited_before,
             self.deps.template,
         )
