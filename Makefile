@@ -51,7 +51,7 @@ test: setup browser services lint
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
 	else echo "skipped: no citation vectors at $(VECTORS) (set SHARED=...)"; fi
 	node --test clients/js/test/
-	$(BIN)/pytest -q
+	GCITE_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/pytest -q
 
 bench: setup
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
