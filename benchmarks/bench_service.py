@@ -12,8 +12,9 @@
    run: the same number of concurrent streams read straight from the stand-in.
 
 The service (``gcite serve``) and the stand-in each run in their own subprocess on
-127.0.0.1; the service uses an empty data dir (the knowledge branch fails fast and is
-reported failed), no web source, and the OpenAI-compatible backend on the stand-in.
+127.0.0.1; the service uses an empty knowledge base (a data dir with an empty
+``catalog.json``: the knowledge branch fails fast and is reported failed), no web
+source, and the OpenAI-compatible backend on the stand-in.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from typing import Any
 
 import httpx
 import openai
+
+from gcite.knowledge.store import CATALOG_NAME, Catalog
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -80,6 +83,10 @@ def start_standin(port: int, *, delay: float, first: float, tokens: int) -> subp
 
 
 def start_service(port: int, llm_port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    # `gcite serve` refuses a data dir without a knowledge base (no catalog.json) unless a
+    # web provider is configured: give it an empty one (no datasets, no documents).
+    data_dir.mkdir(parents=True, exist_ok=True)
+    Catalog(data_dir / CATALOG_NAME).save()
     env = dict(os.environ)
     env.update(
         {
