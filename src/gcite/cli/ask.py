@@ -2,9 +2,9 @@
 
 Two sources of the same Dify chat SSE byte stream, one consumer:
 
-- local (default): the chatflow (:class:`gcite.service.pipeline.Chatflow`) runs in this
+- local (default): the chatflow (:class:`gcite.chatflow.ChatRun`) runs in this
   process on the local knowledge base, its typed events serialised exactly as the service
-  sends them (:func:`gcite.service.envelope.to_wire` + :func:`gcite.service.sse.data_frame`).
+  sends them (:class:`gcite.dify.wire.DifyStream`).
   The caller's roles come from ``--role``: a local, trusted operator tool.
 - remote (``--url``): ``POST <url>/v1/chat-messages`` of a running gcite or Dify service
   with ``Authorization: Bearer <key>``; the server decides the roles from the key.
@@ -41,41 +41,43 @@ async def local_frames(
 ) -> AsyncIterator[bytes]:
     """Run the chatflow in process; yield its events as Dify SSE ``data:`` frames (bytes).
 
+    The frames are made by the service's own serializer (:mod:`gcite.dify.wire`).
     ``roles``: the caller's roles (trusted: the operator's own machine). Raises
     :class:`~gcite.errors.StoreError` up front when the knowledge base cannot be opened
     and :class:`ConfigError` for bad LLM / web settings.
     """
+    import time
+
+    from gcite.chatflow import ChatRun, Deps, Turn, new_id
+    from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.backends import make_backend
     from gcite.knowledge import open_store
-    from gcite.service.envelope import Envelope, to_wire
-    from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn
-    from gcite.service.sse import data_frame
-    from gcite.service.store import new_id
     from gcite.web import make_web_source
 
     store = open_store(settings)  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
-    turn = ChatTurn(
-        query=question,
-        user=CLI_USER,
-        conversation_id=new_id(),
-        message_id=new_id(),
-        roles=tuple(roles),
-    )
-    deps = ChatDeps(
-        settings=settings, backend=backend, get_store=lambda: store, web_source=web_source
-    )
+    deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=web_source)
     envelope = Envelope(
         task_id=new_id(),
-        message_id=turn.message_id,
-        conversation_id=turn.conversation_id,
-        created_at=turn.created_at,
-        workflow_run_id=turn.workflow_run_id,
+        message_id=new_id(),
+        conversation_id=new_id(),
+        created_at=int(time.time()),
         stream_event=settings.stream_event,
+        user=CLI_USER,
     )
-    async for event in Chatflow(turn, deps).events():
-        yield data_frame(to_wire(event, envelope))
+    wire = DifyStream(envelope)
+    try:
+        yield data_frame(wire.start(question))
+        async for event in ChatRun(Turn(question, tuple(roles)), deps).events():
+            frames = wire.frames(event)
+            if frames:
+                yield frames
+    finally:
+        if web_source is not None:
+            await web_source.aclose()
+        await backend.aclose()
+        store.close()
 
 
 def chat_url(base: str) -> str:
