@@ -48,7 +48,7 @@ from gcite.stream.panel import (
     chunk_map,
     chunks_from_retriever_resources,
 )
-from gcite.stream.parser import CitationParser, Segment, merge_segments
+from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, Segment, merge_segments
 
 #: Longest SSE line accepted, in characters. Code-node outputs are capped at 400,000
 #: characters by Dify (and JSON escaping can multiply that), so this leaves ample room.
@@ -281,7 +281,9 @@ class DifyStreamConsumer:
     ``close()``, :attr:`result` holds the :class:`AnswerResult`.
     """
 
-    def __init__(self, *, max_hold: int = 32, max_line: int = DEFAULT_MAX_LINE) -> None:
+    def __init__(
+        self, *, max_hold: int = DEFAULT_MAX_HOLD, max_line: int = DEFAULT_MAX_LINE
+    ) -> None:
         self._max_hold = max_hold
         self._utf8 = Utf8Decoder()
         self._lines = LineDecoder(max_line)
@@ -544,7 +546,7 @@ async def consume_chat_stream(
     json: dict[str, Any],
     headers: dict[str, str],
     *,
-    max_hold: int = 32,
+    max_hold: int = DEFAULT_MAX_HOLD,
 ) -> AsyncIterator[StreamUpdate]:
     """POST a Dify ``chat-messages`` request and yield updates while the answer streams.
 
