@@ -46,7 +46,7 @@ from gcite.stream.panel import (
     chunk_map,
     chunks_from_retriever_resources,
 )
-from gcite.stream.parser import CitationParser, Segment, merge_segments
+from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, Segment, merge_segments
 
 if TYPE_CHECKING:  # httpx is imported by consume_chat_stream only: `import gcite` stays light
     import httpx
@@ -282,7 +282,9 @@ class DifyStreamConsumer:
     ``close()``, :attr:`result` holds the :class:`AnswerResult`.
     """
 
-    def __init__(self, *, max_hold: int = 32, max_line: int = DEFAULT_MAX_LINE) -> None:
+    def __init__(
+        self, *, max_hold: int = DEFAULT_MAX_HOLD, max_line: int = DEFAULT_MAX_LINE
+    ) -> None:
         self._max_hold = max_hold
         self._utf8 = Utf8Decoder()
         self._lines = LineDecoder(max_line)
@@ -545,7 +547,7 @@ async def consume_chat_stream(
     json: dict[str, Any],
     headers: dict[str, str],
     *,
-    max_hold: int = 32,
+    max_hold: int = DEFAULT_MAX_HOLD,
 ) -> AsyncIterator[StreamUpdate]:
     """POST a Dify ``chat-messages`` request and yield updates while the answer streams.
 
