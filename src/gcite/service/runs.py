@@ -32,6 +32,16 @@ log = logging.getLogger("gcite.service")
 
 ABANDONED = "client disconnected"
 
+_RUNNING: set[asyncio.Task[None]] = set()
+"""Strong references to running producers (a cancelled one still stores its outcome)."""
+
+
+def _start(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    task = asyncio.create_task(coro)
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    return task
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -192,7 +202,7 @@ class RunHandle:
         """The SSE bytes of the run: ``workflow_started``, every event, pings."""
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._queue = queue
-        self._producer = producer = asyncio.create_task(self._produce())
+        self._producer = producer = _start(self._produce())
         pinger = asyncio.create_task(self._ping())
         try:
             self._last_sent = time.monotonic()
@@ -223,7 +233,7 @@ class RunHandle:
     async def result(self, disconnected: Callable[[], Coroutine[Any, Any, None]] | None) -> Outcome:
         """Run to the end; ``disconnected`` returns when the client went away, and then the
         run is cancelled (closing the model call) and stored as abandoned."""
-        self._producer = runner = asyncio.create_task(self._produce())
+        self._producer = runner = _start(self._produce())
         watcher = asyncio.create_task(_forever() if disconnected is None else disconnected())
         try:
             await asyncio.wait({runner, watcher}, return_when=asyncio.FIRST_COMPLETED)
