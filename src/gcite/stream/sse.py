@@ -75,19 +75,27 @@ _LINE_END: Final = re.compile("\r\n|\r|\n")
 class Utf8Decoder:
     """Bytes to text, keeping a UTF-8 sequence split across chunks for the next chunk.
 
-    Invalid bytes decode to U+FFFD (never raises).
+    Invalid bytes decode to U+FFFD (never raises); a leading byte-order mark is dropped
+    (WHATWG SSE decodes with "UTF-8 decode", which strips it; so does the JS client).
     """
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._started = False
+
+    def _strip_bom(self, text: str) -> str:
+        if self._started or not text:
+            return text
+        self._started = True
+        return text[1:] if text[0] == "\ufeff" else text
 
     def decode(self, data: bytes) -> str:
         """Decode one chunk; returns the text it completes."""
-        return self._decoder.decode(data)
+        return self._strip_bom(self._decoder.decode(data))
 
     def flush(self) -> str:
         """End of input: an unfinished sequence becomes U+FFFD."""
-        return self._decoder.decode(b"", final=True)
+        return self._strip_bom(self._decoder.decode(b"", final=True))
 
 
 class LineDecoder:
