@@ -7,6 +7,20 @@ from settings (``llm_base_url``, ``llm_api_key``, ``llm_model``; or ``GCITE_LLM_
 All SDK / transport exceptions are translated to :class:`gcite.errors.LLMError` in
 :meth:`OpenAIBackend.stream`, the one boundary; cancellation closes the HTTP response
 (so the provider stops generating).
+
+Reasoning models: the reasoning is passed through the way Dify does with
+``reasoning_format: tagged`` — inside ``<think>\n…\n</think>`` at the start of the answer
+text (``citation-markers.md`` §4a), where the stream parsers keep it apart from the answer.
+Providers stream it in a separate delta field: ``reasoning_content`` (DeepSeek-R1,
+Qwen3 on DashScope, vLLM before the rename) or ``reasoning`` (vLLM now, Ollama, OpenRouter),
+with ``content`` ``null`` or ``""`` beside it; models that write the ``<think>`` tags
+into ``content`` themselves pass through unchanged. Reasoning that would come after
+answer text started cannot go at the start and is not passed on (it still counts in
+the usage).
+
+Broken Unicode: a provider that cuts a character outside the BMP between two chunks
+sends each half as a lone JSON surrogate escape; the halves are joined again, and a
+surrogate that stays alone becomes U+FFFD, so every yielded delta is valid Unicode.
 """
 
 from __future__ import annotations
@@ -23,10 +37,17 @@ import openai
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import Usage, estimate_tokens
+from gcite.stream.surrogates import SurrogateJoiner
+
+#: Dify's tagged reasoning: opened before the first reasoning delta, closed before the
+#: first answer delta after it (dify-plugin-sdks ``_wrap_thinking_by_reasoning_content``).
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>"
 
 
 class OpenAIBackend:
-    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``).
+    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``, and the
+    reasoning fields as a leading ``<think>`` block).
 
     ``base_url``: e.g. ``https://api.deepseek.com/v1``; ``api_key`` may be empty for local
     servers (a placeholder is sent); ``timeout_s``: connect/read timeout in seconds.
@@ -74,7 +95,8 @@ class OpenAIBackend:
         query: str = "",
         usage: Usage | None = None,
     ) -> AsyncIterator[str]:
-        """Yield content deltas; raise :class:`LLMError` on any provider/transport failure."""
+        """Yield answer-text deltas (a leading ``<think>`` block holds the reasoning, if any);
+        raise :class:`LLMError` on any provider/transport failure."""
         usage = usage if usage is not None else Usage()
         usage.prompt_tokens = estimate_tokens(messages)
         usage.completion_tokens = 0
@@ -94,15 +116,23 @@ class OpenAIBackend:
             # docs/benchmarks.md, "Chat service").
             api = self._client.chat.completions.with_streaming_response
             ended = _End()
+            tagger = _ReasoningTagger()
+            joiner = SurrogateJoiner()
             async with api.create(**kwargs) as response:
                 async for line in response.iter_lines():
-                    delta = _delta(line, usage, ended)
-                    if delta is _DONE:
+                    piece = _delta(line, usage, ended)
+                    if piece is _DONE:
                         break
-                    if delta:
-                        if usage.estimated:
-                            usage.completion_tokens += 1
-                        yield str(delta)
+                    if not isinstance(piece, _Piece) or not (piece.content or piece.reasoning):
+                        continue
+                    if usage.estimated:
+                        usage.completion_tokens += 1
+                    text = joiner.feed(tagger.feed(piece))
+                    if text:
+                        yield text
+            tail = joiner.feed(tagger.close()) + joiner.flush()
+            if tail:
+                yield tail
             if not ended.done and not ended.finish_reason:
                 # the body ended without [DONE] and without a finish_reason: a proxy or the
                 # provider cut the answer off; a truncated answer must not look complete
@@ -122,6 +152,46 @@ class OpenAIBackend:
 _DONE = object()
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """What one chunk carries: reasoning text and answer text (either may be empty)."""
+
+    reasoning: str = ""
+    content: str = ""
+
+
+class _ReasoningTagger:
+    """Turns (reasoning, content) pieces into answer text with a leading ``<think>`` block."""
+
+    def __init__(self) -> None:
+        self._state = "start"  # start -> reasoning -> answer, or start -> answer
+
+    def feed(self, piece: _Piece) -> str:
+        out = []
+        if piece.reasoning:
+            if self._state == "start":
+                out.append(THINK_OPEN)
+                self._state = "reasoning"
+            if self._state == "reasoning":
+                out.append(piece.reasoning)
+            # in the answer already: it cannot go at the start; dropped (still counted)
+        if piece.content:
+            if self._state == "reasoning":
+                out.append(THINK_CLOSE)
+            # leading white space keeps the start open (the parsers allow it before <think>)
+            if self._state != "start" or piece.content.strip(" \t\r\n"):
+                self._state = "answer"
+            out.append(piece.content)
+        return "".join(out)
+
+    def close(self) -> str:
+        """End of the stream: close a reasoning block that is still open."""
+        if self._state == "reasoning":
+            self._state = "answer"
+            return THINK_CLOSE
+        return ""
+
+
 @dataclass
 class _End:
     """How a stream said it ended: ``data: [DONE]`` seen, the last ``finish_reason``."""
@@ -133,8 +203,10 @@ class _End:
 def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
     """Decode one SSE line of a chat-completions stream (OpenAI API reference, "Streaming").
 
-    Returns the content delta (``str``, maybe empty), ``_DONE`` at ``data: [DONE]``, or
-    ``""`` for lines that carry no content (comments, ``event:``, role-only chunks).
+    Returns a :class:`_Piece` (reasoning from ``delta.reasoning_content`` or
+    ``delta.reasoning``, answer text from ``delta.content``; both may be empty),
+    ``_DONE`` at ``data: [DONE]``, or ``""`` for lines that carry no chunk (comments,
+    ``event:``, usage-only chunks).
     Records usage when the chunk has it, and ``[DONE]`` / ``finish_reason`` in ``ended``.
     Raises :class:`LLMError` for a malformed chunk
     or an ``error`` object sent in the stream.
@@ -171,8 +243,16 @@ def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
     if ended is not None and isinstance(finish, str) and finish:
         ended.finish_reason = finish
     delta = choices[0].get("delta")
-    content = delta.get("content") if isinstance(delta, dict) else None
-    return content if isinstance(content, str) else ""
+    if not isinstance(delta, dict):
+        return _Piece()
+    content = delta.get("content")
+    reasoning = delta.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = delta.get("reasoning")
+    return _Piece(
+        reasoning=reasoning if isinstance(reasoning, str) else "",
+        content=content if isinstance(content, str) else "",
+    )
 
 
 def _message(exc: openai.APIStatusError) -> str:
