@@ -8,7 +8,7 @@ import pytest
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import Usage, make_backend
+from gcite.generate.backends import Reasoning, Usage, make_backend
 from gcite.generate.openai_backend import OpenAIBackend
 from gcite.stream.parser import parse_all
 from support.openai_standin import OpenAIStandin, Script
@@ -139,6 +139,16 @@ def test_model_is_required() -> None:
 # -- reasoning models and broken Unicode (issue: citation contract v2) ----------------
 
 
+async def _split(backend: OpenAIBackend, usage: Usage | None = None) -> tuple[str, str]:
+    """(reasoning, answer) of one streamed call; checks every piece is valid Unicode."""
+    reasoning, answer = [], []
+    async for piece in backend.stream(MESSAGES, chunks=[], query="q", usage=usage):
+        text = piece.text if isinstance(piece, Reasoning) else piece
+        text.encode("utf-8")  # raises on a lone surrogate
+        (reasoning if isinstance(piece, Reasoning) else answer).append(text)
+    return "".join(reasoning), "".join(answer)
+
+
 @pytest.mark.parametrize(
     ("field", "placeholder"),
     [
@@ -148,7 +158,7 @@ def test_model_is_required() -> None:
         ("reasoning", None),
     ],
 )
-async def test_reasoning_fields_become_a_leading_think_block(
+async def test_reasoning_fields_become_reasoning_pieces(
     standin: OpenAIStandin, field: str, placeholder: str | None
 ) -> None:
     standin.push(
@@ -161,12 +171,8 @@ async def test_reasoning_fields_become_a_leading_think_block(
     )
     usage = Usage()
     backend = _backend(standin)
-    text = "".join(await _run(backend, usage))
-    assert text == "<think>\n先看片段[C:3]，再想\n</think>\n\n答案[C:1]。"
+    assert await _split(backend, usage) == ("先看片段[C:3]，再想", "\n\n答案[C:1]。")
     assert usage.completion_tokens == 5  # the stand-in reports reasoning + answer deltas
-    result = parse_all(text, ["1", "3"])
-    assert result.reasoning == "\n先看片段[C:3]，再想\n" and result.text == "答案。"
-    assert result.citations == [("1", 1)]
     await backend.aclose()
 
 
@@ -181,41 +187,20 @@ async def test_estimated_usage_counts_reasoning_deltas(standin: OpenAIStandin) -
     standin.push(Script(raw=frames))
     usage = Usage()
     backend = _backend(standin)
-    assert "".join(await _run(backend, usage)) == "<think>\nr1r2\n</think>a"
+    assert await _split(backend, usage) == ("r1r2", "a")
     assert usage.estimated and usage.completion_tokens == 3
     await backend.aclose()
 
 
-async def test_reasoning_only_stream_closes_the_block(standin: OpenAIStandin) -> None:
-    standin.push(Script(reasoning=["想了", "很久"], deltas=[]))
-    backend = _backend(standin)
-    text = "".join(await _run(backend))
-    assert text == "<think>\n想了很久\n</think>"
-    assert parse_all(text).text == ""
-    await backend.aclose()
-
-
-async def test_model_written_think_tags_pass_through(standin: OpenAIStandin) -> None:
+async def test_model_written_think_tags_pass_through_as_answer_text(
+    standin: OpenAIStandin,
+) -> None:
     answer = "<think>\n推理[C:2]\n</think>\n\n结论[C:1]。"
     standin.push(Script.text(answer, size=3))
     backend = _backend(standin)
-    assert "".join(await _run(backend)) == answer
-    await backend.aclose()
-
-
-async def test_reasoning_after_the_answer_started_is_not_passed_on(
-    standin: OpenAIStandin,
-) -> None:
-    frames = [
-        b'data: {"choices": [{"delta": {"content": "\\u7b54"}}]}\n\n',
-        b'data: {"choices": [{"delta": {"reasoning_content": "late"}}]}\n\n',
-        b'data: {"choices": [{"delta": {"content": "!"}, "finish_reason": "stop"}]}\n\n',
-    ]
-    standin.push(Script(raw=frames))
-    usage = Usage()
-    backend = _backend(standin)
-    assert "".join(await _run(backend, usage)) == "答!"
-    assert usage.completion_tokens == 3
+    assert await _split(backend) == ("", answer)
+    result = parse_all(answer, ["1", "2"])  # the parsers keep that block apart
+    assert result.text == "结论。" and result.citations == [("1", 1)]
     await backend.aclose()
 
 
@@ -225,16 +210,14 @@ async def test_split_surrogate_pairs_are_joined_and_lone_ones_replaced(
     # "🚪" (U+1F6AA) cut between two chunks: JSON escapes \ud83d then \udeaa
     standin.push(Script(deltas=["门\ud83d", "\udeaa开", "孤\udc00", "尾\ud83d"], ascii_json=True))
     backend = _backend(standin)
-    deltas = await _run(backend)
-    text = "".join(deltas)
-    assert text == "门🚪开孤\ufffd尾\ufffd"
-    for delta in deltas:
-        delta.encode("utf-8")  # every delta is valid Unicode (raises otherwise)
+    assert await _split(backend) == ("", "门🚪开孤\ufffd尾\ufffd")
     await backend.aclose()
 
 
-async def test_split_surrogates_inside_reasoning(standin: OpenAIStandin) -> None:
-    standin.push(Script(reasoning=["想\ud83d", "\ude00"], deltas=["好"], ascii_json=True))
+async def test_split_surrogates_in_reasoning_and_at_the_switch(standin: OpenAIStandin) -> None:
+    standin.push(
+        Script(reasoning=["想\ud83d", "\ude00", "半\ud83d"], deltas=["好"], ascii_json=True)
+    )
     backend = _backend(standin)
-    assert "".join(await _run(backend)) == "<think>\n想😀\n</think>好"
+    assert await _split(backend) == ("想😀半\ufffd", "好")
     await backend.aclose()

@@ -8,15 +8,14 @@ All SDK / transport exceptions are translated to :class:`gcite.errors.LLMError` 
 :meth:`OpenAIBackend.stream`, the one boundary; cancellation closes the HTTP response
 (so the provider stops generating).
 
-Reasoning models: the reasoning is passed through the way Dify does with
-``reasoning_format: tagged`` — inside ``<think>\n…\n</think>`` at the start of the answer
-text (``citation-markers.md`` §4a), where the stream parsers keep it apart from the answer.
-Providers stream it in a separate delta field: ``reasoning_content`` (DeepSeek-R1,
-Qwen3 on DashScope, vLLM before the rename) or ``reasoning`` (vLLM now, Ollama, OpenRouter),
-with ``content`` ``null`` or ``""`` beside it; models that write the ``<think>`` tags
-into ``content`` themselves pass through unchanged. Reasoning that would come after
-answer text started cannot go at the start and is not passed on (it still counts in
-the usage).
+Reasoning models: providers stream the reasoning in a separate delta field —
+``reasoning_content`` (DeepSeek-R1, Qwen3 on DashScope, vLLM before the rename) or
+``reasoning`` (vLLM now, Ollama, OpenRouter) — with ``content`` ``null`` or ``""`` beside
+it. Those pieces are yielded as :class:`~gcite.generate.backends.Reasoning`, never as
+answer text; the Dify wire puts them where Dify's ``reasoning_format: tagged`` does (a
+``<think>`` block at the start of the answer). Models that write the ``<think>`` tags into
+``content`` themselves pass through unchanged (the stream parsers keep that block apart).
+Estimated usage counts reasoning deltas too.
 
 Broken Unicode: a provider that cuts a character outside the BMP between two chunks
 sends each half as a lone JSON surrogate escape; the halves are joined again, and a
@@ -36,18 +35,13 @@ import openai
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import Usage, estimate_tokens
+from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
 from gcite.stream.surrogates import SurrogateJoiner
 
-#: Dify's tagged reasoning: opened before the first reasoning delta, closed before the
-#: first answer delta after it (dify-plugin-sdks ``_wrap_thinking_by_reasoning_content``).
-THINK_OPEN = "<think>\n"
-THINK_CLOSE = "\n</think>"
 
-
-class OpenAIBackend:
-    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``, and the
-    reasoning fields as a leading ``<think>`` block).
+class OpenAIBackend(BackendLifecycle):
+    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``) as text and the
+    reasoning fields (``reasoning_content`` / ``reasoning``) as :class:`Reasoning` pieces.
 
     ``base_url``: e.g. ``https://api.deepseek.com/v1``; ``api_key`` may be empty for local
     servers (a placeholder is sent); ``timeout_s``: connect/read timeout in seconds.
@@ -94,9 +88,9 @@ class OpenAIBackend:
         chunks: Sequence[dict[str, Any]] = (),
         query: str = "",
         usage: Usage | None = None,
-    ) -> AsyncIterator[str]:
-        """Yield answer-text deltas (a leading ``<think>`` block holds the reasoning, if any);
-        raise :class:`LLMError` on any provider/transport failure."""
+    ) -> AsyncIterator[str | Reasoning]:
+        """Yield answer-text deltas and :class:`Reasoning` pieces, valid Unicode both; raise
+        :class:`LLMError` on any provider/transport failure."""
         usage = usage if usage is not None else Usage()
         usage.prompt_tokens = estimate_tokens(messages)
         usage.completion_tokens = 0
@@ -116,8 +110,7 @@ class OpenAIBackend:
             # docs/benchmarks.md, "Chat service").
             api = self._client.chat.completions.with_streaming_response
             ended = _End()
-            tagger = _ReasoningTagger()
-            joiner = SurrogateJoiner()
+            thought, said = SurrogateJoiner(), SurrogateJoiner()
             async with api.create(**kwargs) as response:
                 async for line in response.iter_lines():
                     piece = _delta(line, usage, ended)
@@ -127,10 +120,24 @@ class OpenAIBackend:
                         continue
                     if usage.estimated:
                         usage.completion_tokens += 1
-                    text = joiner.feed(tagger.feed(piece))
+                    # a surrogate pair split across two chunks is joined; a half left
+                    # alone (also when the other kind of text comes next) is U+FFFD
+                    reasoning = thought.feed(piece.reasoning) if piece.reasoning else ""
+                    if piece.content:
+                        reasoning += thought.flush()
+                    elif piece.reasoning:
+                        said_tail = said.flush()
+                        if said_tail:
+                            yield said_tail
+                    if reasoning:
+                        yield Reasoning(reasoning)
+                    text = said.feed(piece.content) if piece.content else ""
                     if text:
                         yield text
-            tail = joiner.feed(tagger.close()) + joiner.flush()
+            tail = thought.flush()
+            if tail:
+                yield Reasoning(tail)
+            tail = said.flush()
             if tail:
                 yield tail
             if not ended.done and not ended.finish_reason:
@@ -158,38 +165,6 @@ class _Piece:
 
     reasoning: str = ""
     content: str = ""
-
-
-class _ReasoningTagger:
-    """Turns (reasoning, content) pieces into answer text with a leading ``<think>`` block."""
-
-    def __init__(self) -> None:
-        self._state = "start"  # start -> reasoning -> answer, or start -> answer
-
-    def feed(self, piece: _Piece) -> str:
-        out = []
-        if piece.reasoning:
-            if self._state == "start":
-                out.append(THINK_OPEN)
-                self._state = "reasoning"
-            if self._state == "reasoning":
-                out.append(piece.reasoning)
-            # in the answer already: it cannot go at the start; dropped (still counted)
-        if piece.content:
-            if self._state == "reasoning":
-                out.append(THINK_CLOSE)
-            # leading white space keeps the start open (the parsers allow it before <think>)
-            if self._state != "start" or piece.content.strip(" \t\r\n"):
-                self._state = "answer"
-            out.append(piece.content)
-        return "".join(out)
-
-    def close(self) -> str:
-        """End of the stream: close a reasoning block that is still open."""
-        if self._state == "reasoning":
-            self._state = "answer"
-            return THINK_CLOSE
-        return ""
 
 
 @dataclass

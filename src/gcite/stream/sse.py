@@ -47,9 +47,7 @@ import json as jsonlib
 import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from gcite.errors import StreamError
 from gcite.stream.panel import (
@@ -61,6 +59,9 @@ from gcite.stream.panel import (
 )
 from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, Segment, merge_segments
 from gcite.stream.surrogates import fix_surrogates
+
+if TYPE_CHECKING:  # httpx is imported by consume_chat_stream only: `import gcite` stays light
+    import httpx
 
 #: Longest SSE line accepted, in characters. Code-node outputs are capped at 400,000
 #: characters by Dify (and JSON escaping can multiply that), so this leaves ample room.
@@ -643,6 +644,8 @@ async def consume_chat_stream(
     :class:`StreamFailed` update and ``result.error`` — the text received so far is kept.
     Timeouts are the ``client``'s.
     """
+    import httpx
+
     consumer = DifyStreamConsumer(max_hold=max_hold)
     try:
         async with client.stream("POST", url, json=json, headers=headers) as response:
