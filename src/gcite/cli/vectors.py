@@ -12,6 +12,7 @@ read or is in neither format.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,9 +21,14 @@ import click
 from gcite.stream.contract import is_stream_vectors, run_stream_vectors, stream_vectors_problem
 from gcite.stream.vectors import run_vectors, vectors_problem
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON for a report line; lone surrogates (a vectors file may hold them as
+    escapes) stay escapes, as JSON.stringify writes them, so printing never fails."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @click.command("vectors")
