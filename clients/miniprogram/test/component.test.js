@@ -428,3 +428,67 @@ test('the waiting state before any event, and a missing service URL', { skip }, 
   assert.match(none.data.statusText, /未配置服务地址/);
   assert.equal(none.data.canRetry, false);
 });
+
+test('the example chat page: identities and suggestions from the service, ask, stop, conversation, identity switch', { skip }, async function () {
+  reset({ seed: 31, maxChunk: 4 });
+  // The example's config.js points at `gcite demo` (127.0.0.1:8000); here at the test service.
+  const config = require(require('node:path').join(require('./lib/env.js').MINIPROGRAM_ROOT, 'config.js'));
+  config.serviceUrl = service.url;
+  const page = h.mountPage();
+  await h.until(function () { return page.data.identities.length === 3 && page.data.identities[0].key === 'demo-visitor' && page.data.title !== 'G-Cite 示例'; }, 'page-config.json');
+  assert.equal(net.requests[0].url, service.url + '/page-config.json');
+  assert.equal(net.requests[0].method, 'GET');
+  assert.ok(page.data.suggestions.indexOf(PATROL) >= 0, 'suggestions of gcite demo');
+  const pageSel = function (s) { return s.replace(/\.([A-Za-z][\w-]*)/g, '.chat-page--$1'); };
+  assert.match(page.dom.querySelector(pageSel('.identity-label')).textContent, /身份：访客/);
+
+  // Tap a suggestion: the question and a streaming answer appear; 发送 becomes 停止.
+  const suggestion = page.querySelectorAll('.suggestion').find(function (w) { return w.dom.textContent === PATROL; });
+  suggestion.dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 2; }, 'messages');
+  assert.equal(page.data.busy, true);
+  assert.equal(page.dom.querySelector(pageSel('.send')).textContent, '停止');
+  const answer = page.querySelector('#answer-2');
+  assert.ok(answer, 'the answer component is rendered');
+  await h.until(function () { return page.data.busy === false; }, 'the answer to finish');
+  assert.equal(answer.data.status, 'done');
+  assert.deepEqual(h.rt.supNumbers(answer.data.nodes), [1, 2, 1, 1, 2]);
+  assert.equal(page.dom.querySelector(pageSel('.send')).textContent, '发送');
+  const conversation = page.data.conversationId;
+  assert.ok(conversation, 'conversation id kept from the answer');
+  h.writeArtifact('13-page-answer', '示例对话页中的回答（上标与摘要栏）', answer);
+
+  // Type a question and send: it goes out in the same conversation; 停止 stops it.
+  page.instance.onInput({ detail: { value: CONTRACT } });
+  let stopped = false;
+  net.onDelivered = function () {
+    const a = page.querySelector('#answer-4');
+    if (!stopped && a && h.rt.toText(a.data.nodes).length > 3) {
+      stopped = true;
+      page.querySelector('.send').dispatchEvent('tap');
+    }
+  };
+  page.querySelector('.send').dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 4 && page.data.busy === false; }, 'the stopped answer');
+  const last = net.requests[net.requests.length - 1];
+  assert.equal(last.data.conversation_id, conversation);
+  assert.equal(last.data.query, CONTRACT);
+  assert.equal(page.querySelector('#answer-4').data.status, 'stopped');
+  net.onDelivered = null;
+
+  // Switch identity: a divider, a new conversation, the new key on the next question.
+  page.querySelector('.identity').dispatchEvent('change', { detail: { value: 2 } });
+  await h.until(function () { return page.data.identityIndex === 2; }, 'identity switch');
+  assert.equal(page.data.conversationId, '');
+  assert.equal(page.data.messages[page.data.messages.length - 1].text, '已切换身份：安保主管（新对话）');
+  page.instance.ask(KEYS);
+  await h.until(function () { return page.data.messages.length === 7 && page.data.busy === false; }, 'the security answer');
+  const req = net.requests[net.requests.length - 1];
+  assert.equal(req.header.Authorization, 'Bearer demo-security');
+  assert.equal(req.data.conversation_id, '');
+  assert.equal(page.querySelector('#answer-7').data.panelRows.length, 1);
+
+  // 新对话 clears the page.
+  page.querySelector('.new-chat').dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 0; }, 'new conversation');
+});

@@ -42,6 +42,27 @@ function mount(props) {
   return comp;
 }
 
+let pageId = null;
+
+/** Render the example's chat page (built with Component) with its <g-cite-answer> children. */
+function mountPage() {
+  if (pageId === null) {
+    pageId = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'simulate' });
+  }
+  const page = simulate.render(pageId);
+  page.attach(document.createElement('parent-wrapper'));
+  return page;
+}
+
+/** Wait until `check()` is true (polling every 5 ms). */
+async function until(check, what, timeoutMs) {
+  const deadline = Date.now() + (timeoutMs || 60000);
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for ' + what);
+    await simulate.sleep(5);
+  }
+}
+
 /** The state of the component now: data, rich-text rendering and the DOM. */
 function snapshot(comp) {
   const d = comp.data;
@@ -134,4 +155,4 @@ function writeArtifact(name, title, comp) {
   return html;
 }
 
-module.exports = { sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };
+module.exports = { mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };

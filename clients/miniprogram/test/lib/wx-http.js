@@ -126,13 +126,14 @@ function install(wx, net) {
         fail('connect ECONNREFUSED');
         return;
       }
-      const body = typeof options.data === 'string' ? options.data : JSON.stringify(options.data);
+      const method = options.method || 'GET';
+      const body = method === 'GET' || options.data === undefined ? '' : typeof options.data === 'string' ? options.data : JSON.stringify(options.data);
       const url = new URL(options.url);
       req = http.request({
         host: url.hostname,
         port: url.port,
         path: url.pathname + url.search,
-        method: options.method || 'GET',
+        method: method,
         headers: Object.assign({ 'content-length': Buffer.byteLength(body) }, options.header || {}),
       });
       req.on('error', function (err) {
@@ -140,6 +141,21 @@ function install(wx, net) {
       });
       req.on('response', function (res) {
         const header = Object.assign({}, res.headers);
+        if (!options.enableChunked) {
+          // A plain request: the whole body in success, JSON parsed (dataType "json").
+          const parts = [];
+          res.on('data', function (c) { parts.push(c); });
+          res.on('end', function () {
+            if (aborted || finished) return;
+            finished = true;
+            let data = Buffer.concat(parts).toString('utf8');
+            try { data = JSON.parse(data); } catch (e) { /* text stays text */ }
+            const result = { statusCode: res.statusCode, header: header, data: data, errMsg: 'request:ok' };
+            if (options.success) options.success(result);
+            if (options.complete) options.complete(result);
+          });
+          return;
+        }
         for (const l of headerListeners) l({ statusCode: res.statusCode, header: header });
         const filter = net.omitEvents || net.asTextChunk ? frameFilter(net.omitEvents || [], Boolean(net.asTextChunk)) : null;
         let received = 0;
