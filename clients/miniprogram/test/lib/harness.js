@@ -135,6 +135,18 @@ function css() {
   });
 }
 
+// simulate renders <image> as an empty element: show the icons from their files.
+function iconCss() {
+  const dir = path.join(MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'icons');
+  const url = function (name) { return 'url("' + require('node:url').pathToFileURL(path.join(dir, name + '.svg')).href + '")'; };
+  return 'wx-image{background-size:contain;background-repeat:no-repeat}\n' +
+    'wx-image[data-icon=file]{background-image:' + url('file') + '}\n' +
+    'wx-image[data-icon=globe]{background-image:' + url('globe') + '}\n' +
+    '.g-cite-answer--panel-head-icon{background-image:' + url('file') + '}\n' +
+    '.g-cite-answer--sheet-icon-image[data-icon=file]{background-image:' + url('file-blue') + '}\n' +
+    '.g-cite-answer--sheet-icon-image[data-icon=globe]{background-image:' + url('globe-green') + '}\n';
+}
+
 /**
  * Write one state of the component as a standalone HTML page.
  * @param {string} name file name without extension
@@ -147,7 +159,7 @@ function writeArtifact(name, title, comp) {
     '<!doctype html>\n<html lang="zh-CN"><head><meta charset="utf-8"><title>' + rt.esc(title) + '</title>\n' +
     '<meta name="viewport" content="width=390">\n<style>\nbody{margin:0;padding:16px;background:#f5f6f7;font-family:sans-serif;width:358px}\n' +
     'wx-view,wx-scroll-view{display:block} wx-text{display:inline} wx-image{display:inline-block;width:20px;height:20px}\n' +
-    'wx-button{display:block;text-align:center}\n' + css() + '\n</style></head>\n<body>\n<!-- ' + rt.esc(title) + ' -->\n' +
+    'wx-button{display:block;text-align:center}\n' + iconCss() + css() + '\n</style></head>\n<body>\n<!-- ' + rt.esc(title) + ' -->\n' +
     '<h1 style="font-size:14px;color:#646a73">' + rt.esc(title) + '</h1>\n' + renderHtml(comp) + '\n' +
     '<script type="application/json" id="component-data">' + JSON.stringify(comp.data).replace(/</g, '\\u003c') + '</script>\n' +
     '</body></html>\n';
