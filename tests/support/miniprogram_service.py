@@ -87,6 +87,14 @@ class MiniScenarios(Scenarios):
             cited = {"rag": rag} if rag else {}
             answer = f"夜间巡更每 1 小时一次[C:{rag}]，必须走完全部点位，而且还要[C:{rag}]打卡。"
             script = Script(deltas=cut(answer), token_delay_s=0.002, drop_after=14)
+        elif "思考" in query:
+            rag = find_chunk(chunks, "点位")
+            cited = {"rag": rag} if rag else {}
+            answer = (
+                "<think>用户问巡更点位，资料里写了 24 个点位[C:99]。</think>\n\n"
+                f"共有 24 个巡更点位[C:{rag}]。"
+            )
+            script = Script(deltas=cut(answer), token_delay_s=0.002)
         elif "你好" in query:
             answer = "你好！我是明湖大厦物业助手，有什么可以帮你？"
             script = Script(deltas=cut(answer), token_delay_s=0.002)

@@ -16,6 +16,7 @@ const INJECTION = '注入测试文档说了什么？';
 const KEYS = '监控中心的备用钥匙放在哪里？';
 const BROKEN = '巡更中断测试';
 const GREETING = '你好';
+const THINKING = '思考一下：巡更有多少个点位？';
 
 const why = unavailable();
 const inCi = /^(1|true|yes)$/i.test(process.env.CI || '');
@@ -491,4 +492,21 @@ test('the example chat page: identities and suggestions from the service, ask, s
   // 新对话 clears the page.
   page.querySelector('.new-chat').dispatchEvent('tap');
   await h.until(function () { return page.data.messages.length === 0; }, 'new conversation');
+});
+
+test('reasoning (<think>) is shown apart and collapsed; its markers are neither numbered nor shown', { skip }, async function () {
+  reset({ seed: 37, maxChunk: 3 });
+  const comp = mount();
+  await h.ask(comp, THINKING);
+  const turn = service.lastTurn(THINKING);
+  assert.equal(comp.data.status, 'done');
+  assertCleanFrames(comp, [1]);
+  assert.equal(h.rt.toText(comp.data.nodes), '共有 24 个巡更点位1。');
+  assert.deepEqual(comp.data.panelRows.map(function (r) { return r.rawId; }), [turn.cited.rag]);
+  assert.equal(domOf(comp, '.reasoning-toggle').textContent, '展开');
+  assert.equal(domOf(comp, '.reasoning-text'), null, 'collapsed');
+  await h.tap(comp, '.reasoning-head');
+  assert.equal(domOf(comp, '.reasoning-text').textContent, '用户问巡更点位，资料里写了 24 个点位。');
+  assert.doesNotMatch(comp.dom.textContent, h.RAW_MARKER);
+  h.writeArtifact('14-reasoning', '思考过程：与回答分开显示，默认折叠', comp);
 });

@@ -38,6 +38,8 @@ Component({
 
   data: {
     nodes: [],
+    reasoning: '',
+    reasoningOpen: false,
     status: 'idle',
     statusText: '',
     busy: false,
@@ -81,6 +83,8 @@ Component({
       this._panel = [];
       this.setData({
         nodes: [],
+        reasoning: '',
+        reasoningOpen: false,
         status: 'waiting',
         statusText: '正在检索资料…',
         busy: true,
@@ -158,8 +162,8 @@ Component({
       if (!segments || segments.length === 0) return;
       this._segments = client.mergeText(this._segments.concat(segments));
       var changed = this._note(segments);
-      var patch = { nodes: view.answerNodes(this._segments), status: 'generating' };
-      if (!this._gotText) {
+      var patch = { nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), status: 'generating' };
+      if (!this._gotText && patch.nodes[0].children.length > 0) {
         this._gotText = true;
         patch.statusText = '';
       }
@@ -174,7 +178,7 @@ Component({
       this._seen = new Set();
       this._note(this._segments);
       this._gotText = true;
-      this._livePanel({ nodes: view.answerNodes(this._segments), statusText: '' });
+      this._livePanel({ nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), statusText: '' });
     },
 
     // Record the citations of new segments in display order; true when a new one came.
@@ -210,7 +214,8 @@ Component({
       if (result && Array.isArray(result.segments)) {
         this._segments = result.segments;
         patch.nodes = view.answerNodes(result.segments);
-        this._gotText = this._gotText || result.segments.length > 0;
+        patch.reasoning = view.reasoningText(result.segments);
+        this._gotText = this._gotText || patch.nodes[0].children.length > 0;
       }
       if (result && Array.isArray(result.panel)) {
         // The final panel: chunk_metadata, or message_end.metadata.retriever_resources (seed §3.4).
@@ -250,6 +255,10 @@ Component({
     },
 
     // ------------------------------------------------------------ panel (§5.1)
+    onReasoningToggle: function () {
+      this.setData({ reasoningOpen: !this.data.reasoningOpen });
+    },
+
     onPanelToggle: function () {
       this.setData({ panelOpen: !this.data.panelOpen });
     },

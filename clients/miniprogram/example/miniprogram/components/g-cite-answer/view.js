@@ -73,6 +73,25 @@ function answerNodes(segments) {
   return [{ name: 'div', attrs: { class: 'answer-text' }, children: children }];
 }
 
+/**
+ * The reasoning of an answer (parser `{reasoning}` segments from a leading
+ * <think> block, citation-markers.md §4a): shown apart, collapsed, never in
+ * the answer text.
+ * @param {Array<object>} segments
+ * @returns {string}
+ */
+function reasoningText(segments) {
+  var out = '';
+  var list = Array.isArray(segments) ? segments : [];
+  for (var k = 0; k < list.length; k++) {
+    if (list[k] !== null && typeof list[k] === 'object' && typeof list[k].reasoning === 'string') out += list[k].reasoning;
+  }
+  // Markers in reasoning are not citations (spec §4a); they are not shown either,
+  // nor the start of one at the end of a reasoning still streaming.
+  out = client.stripMarkers(out).replace(/[\[【［][ \u3000]*(?:[CcＣｃ][ \u3000]*(?:[:：][ \u3000\d０-９,，、;；\-–~～]*)?)?$/, '');
+  return out.trim();
+}
+
 /** "rag" or "web" (anything but "web" is the knowledge base). */
 function sourceType(chunk) {
   return chunk !== null && typeof chunk === 'object' && chunk.source_type === 'web' ? 'web' : 'rag';
@@ -227,6 +246,7 @@ module.exports = {
   SHEET_COLORS: SHEET_COLORS,
   RICH_TEXT_TAGS: RICH_TEXT_TAGS,
   answerNodes: answerNodes,
+  reasoningText: reasoningText,
   panelRows: panelRows,
   sheetModel: sheetModel,
   sourceType: sourceType,
