@@ -510,3 +510,18 @@ test('reasoning (<think>) is shown apart and collapsed; its markers are neither 
   assert.doesNotMatch(comp.dom.textContent, h.RAW_MARKER);
   h.writeArtifact('14-reasoning', '思考过程：与回答分开显示，默认折叠', comp);
 });
+
+test('a stream that ends without message_end: the incomplete-answer state with 重试', { skip }, async function () {
+  reset({ seed: 41, omitEvents: ['message_end', 'workflow_finished'] });
+  const comp = mount();
+  const done = await h.ask(comp, PATROL);
+  assert.equal(done.status, 'incomplete');
+  assert.equal(done.error, null);
+  assert.equal(comp.data.incomplete, true);
+  assert.equal(domOf(comp, '.answer-status-text').textContent, '回答可能不完整：服务没有发送结束信号');
+  assert.ok(domOf(comp, '.answer-retry'));
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1, 2, 1, 1, 2]);
+  assertCleanFrames(comp, [1, 2, 1, 1, 2]);
+  assert.equal(comp.data.panelRows.length, 2, 'the chunk map still gives the panel');
+  h.writeArtifact('15-incomplete', '回答可能不完整：服务没有发送结束信号，可重试', comp);
+});

@@ -68,8 +68,23 @@ test('app.json: every page has its four files; every used component resolves to 
   assert.match(wxml, /<g-cite-answer\b/);
 });
 
+test('WXML and WXSS compile with WeChat\'s own compilers (wcc / wcsc of miniprogram-compiler)', function () {
+  const compiler = require('miniprogram-compiler');
+  const wxml = compiler.wxmlToJs(MINIPROGRAM_ROOT);
+  for (const f of ['pages/chat/chat.wxml', 'pages/webview/webview.wxml', 'components/g-cite-answer/index.wxml']) {
+    assert.ok(wxml.indexOf(f) >= 0, f + ' compiled');
+  }
+  const wxss = compiler.wxssToJs(MINIPROGRAM_ROOT);
+  assert.ok(wxss.indexOf('components/g-cite-answer/index.wxss') >= 0);
+  // The compiler does reject a broken template (so this check can fail).
+  const broken = fs.mkdtempSync(path.join(os.tmpdir(), 'gcite-wcc-'));
+  fs.writeFileSync(path.join(broken, 'a.wxml'), '<view><text>{{a}}</view');
+  assert.throws(function () { compiler.wxmlToJs(broken); }, /wxml/);
+  fs.rmSync(broken, { recursive: true, force: true });
+});
+
 test('the page and the component compile and render in the simulator', function () {
-  const id = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'simulate' });
+  const id = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
   const page = simulate.render(id);
   assert.match(page.dom.textContent, /发送/);
   assert.match(page.dom.textContent, /身份：访客/);

@@ -22,7 +22,7 @@ let componentId = null;
  */
 function mount(props) {
   if (componentId === null) {
-    componentId = simulate.load(COMPONENT, 'g-cite-answer', { rootPath: MINIPROGRAM_ROOT, compiler: 'simulate' });
+    componentId = simulate.load(COMPONENT, 'g-cite-answer', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
   }
   const comp = simulate.render(componentId, Object.assign({ autostart: false }, props));
   comp.frames = [];
@@ -47,7 +47,7 @@ let pageId = null;
 /** Render the example's chat page (built with Component) with its <g-cite-answer> children. */
 function mountPage() {
   if (pageId === null) {
-    pageId = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'simulate' });
+    pageId = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
   }
   const page = simulate.render(pageId);
   page.attach(document.createElement('parent-wrapper'));
