@@ -24,7 +24,7 @@ from service_streams import LiveServer, body, client_view, raw_events
 from gcite.stream.sse import AnswerResult
 from support.openai_standin import OpenAIStandin, Script
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+asyncio_test = pytest.mark.asyncio(loop_scope="session")
 
 QUESTION = "访客怎么登记？"
 ANSWER = "访客须在服务台登记[C:1]。"
@@ -59,6 +59,7 @@ def _only_answer_cites(result: AnswerResult) -> None:
     assert len(resources) == 1 and resources[0]["doc_metadata"]["chunk_id"] == "1"
 
 
+@asyncio_test
 @pytest.mark.parametrize(
     ("field", "placeholder"),
     [("reasoning_content", None), ("reasoning", "")],  # DeepSeek / Qwen; vLLM now / Ollama
@@ -111,6 +112,7 @@ async def test_reasoning_fields_arrive_tagged_and_never_cite(
     assert history.json()["data"][0]["answer"] == ANSWER
 
 
+@asyncio_test
 async def test_think_tags_written_by_the_model_never_cite(
     service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
 ) -> None:
@@ -133,6 +135,7 @@ async def test_think_tags_written_by_the_model_never_cite(
     }
 
 
+@asyncio_test
 async def test_reasoning_on_text_chunk_events_and_in_blocking_mode(
     service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
 ) -> None:
@@ -153,6 +156,7 @@ async def test_reasoning_on_text_chunk_events_and_in_blocking_mode(
     assert len(payload["metadata"]["retriever_resources"]) == 1
 
 
+@asyncio_test
 async def test_reasoning_only_and_late_reasoning(
     service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
 ) -> None:
@@ -173,6 +177,7 @@ async def test_reasoning_only_and_late_reasoning(
     assert late.raw_answer == "访客[C:1]。" and late.citations == [("1", 1)]
 
 
+@asyncio_test
 async def test_split_surrogates_never_break_the_stream(
     service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
 ) -> None:
