@@ -21,6 +21,10 @@ Stream order (one run)::
     message_end workflow_finished                          (succeeded, stopped)
     | node_finished(llm, failed) workflow_finished(failed) error
 
+Reasoning (a model that reasons aloud) goes where Dify's ``reasoning_format: tagged``
+puts it: a ``<think>\n...\n</think>\n\n`` block at the start of the answer text
+(:func:`tagged`), never inside the answer proper; the stream parsers keep that block apart.
+
 Changing what Dify clients see (event order, field names) means changing this module only.
 """
 
@@ -215,6 +219,15 @@ def message_metadata(summary: RunSummary) -> dict[str, Any]:
     }
 
 
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>\n\n"
+
+
+def tagged(answer: str, reasoning: str) -> str:
+    """``answer`` with ``reasoning`` in front as Dify's tagged ``<think>`` block (if any)."""
+    return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{answer}" if reasoning else answer
+
+
 def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
     """The Dify blocking-mode chat response (§1.9): the whole answer plus metadata."""
     return {
@@ -224,7 +237,7 @@ def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
         "message_id": env.message_id,
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
-        "answer": summary.answer,
+        "answer": tagged(summary.answer, summary.reasoning),
         "metadata": message_metadata(summary),
         "created_at": env.created_at,
     }
@@ -278,6 +291,8 @@ class DifyStream:
         self.env = env
         self._started: dict[NodeName, _Started] = {}
         self._index = 0
+        self._reasoning: list[str] = []
+        self._think = "none"  # none | open (reasoning streamed) | closed (answer began)
 
     def start(self, query: str) -> dict[str, Any]:
         """``workflow_started``; ``inputs`` echo the request inputs plus ``sys.*``."""
@@ -305,35 +320,58 @@ class DifyStream:
         """The Dify JSON objects of one chatflow event, in wire order."""
         env = self.env
         if isinstance(event, AnswerDelta):
-            selector = [NODES["llm"].node_id, "text"]
-            if env.stream_event == "text_chunk":
-                out = env.head("text_chunk")
-                out["workflow_run_id"] = env.workflow_run_id
-                out["data"] = {"text": event.text, "from_variable_selector": selector}
-                return [out]
-            out = env.head("message")
-            out.update(
-                {"id": env.message_id, "answer": event.text, "from_variable_selector": selector}
-            )
-            return [out]
+            prefix = THINK_CLOSE if self._think == "open" else ""
+            self._think = "closed"
+            return [self._answer(prefix + event.text)]
         if isinstance(event, ReasoningDelta):
-            return []  # not on Dify's wire (yet): reasoning is never part of the answer
+            if self._think == "closed":
+                return []  # reasoning after the answer began: never part of the answer
+            prefix = THINK_OPEN if self._think == "none" else ""
+            self._think = "open"
+            self._reasoning.append(event.text)
+            return [self._answer(prefix + event.text)]
         if isinstance(event, NodeStarted):
             return [self._node_started(event)]
         if isinstance(event, NodeFinished):
-            return [self._node_finished(event)]
+            return [*self._close_think(), self._node_finished(event)]
         if isinstance(event, RunEnded):
             out = env.head("message_end")
             out.update({"id": env.message_id, "metadata": message_metadata(event.summary)})
             out["files"] = []
-            return [out, self._workflow_finished(event.summary, None)]
+            return [*self._close_think(), out, self._workflow_finished(event.summary, None)]
         if isinstance(event, RunFailed):
             code, status, message = error_of(event)
             return [
+                *self._close_think(),
                 self._workflow_finished(event.summary, message),
                 error_object(env, code, status, message),
             ]
         raise TypeError(f"not a chatflow event: {event!r}")
+
+    def _answer(self, text: str) -> dict[str, Any]:
+        """One answer delta: ``message`` (``answer``) or ``text_chunk`` (``data.text``)."""
+        env = self.env
+        selector = [NODES["llm"].node_id, "text"]
+        if env.stream_event == "text_chunk":
+            out = env.head("text_chunk")
+            out["workflow_run_id"] = env.workflow_run_id
+            out["data"] = {"text": text, "from_variable_selector": selector}
+            return out
+        out = env.head("message")
+        out.update({"id": env.message_id, "answer": text, "from_variable_selector": selector})
+        return out
+
+    def _close_think(self) -> list[dict[str, Any]]:
+        """The end of a reasoning block the answer never closed (no answer text came)."""
+        if self._think != "open":
+            return []
+        self._think = "closed"
+        return [self._answer(THINK_CLOSE)]
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning streamed so far."""
+        return "".join(self._reasoning)
 
     def _common(self, node: NodeName, inputs: dict[str, Any]) -> dict[str, Any]:
         started = self._started[node]
@@ -367,6 +405,8 @@ class DifyStream:
         outputs = event.outputs
         if event.node == "web_search" and outputs is not None:
             outputs = {"text": "", "files": [], "json": [outputs.get("payload")]}
+        if event.node == "llm" and outputs is not None and self._reasoning:
+            outputs = {**outputs, "text": tagged(str(outputs.get("text", "")), self.reasoning)}
         tokens = event.usage.total_tokens if event.usage is not None else 0
         data = self._common(event.node, event.inputs)
         data.update(
@@ -399,7 +439,9 @@ class DifyStream:
             "id": env.workflow_run_id,
             "workflow_id": WORKFLOW_ID,
             "status": summary.status,
-            "outputs": {"answer": summary.answer} if summary.status != "failed" else None,
+            "outputs": {"answer": tagged(summary.answer, summary.reasoning)}
+            if summary.status != "failed"
+            else None,
             "error": error,
             "elapsed_time": round(summary.elapsed, 4),
             "total_tokens": summary.usage.total_tokens,
@@ -430,5 +472,6 @@ __all__ = [
     "message_metadata",
     "retriever_resource",
     "retriever_resources",
+    "tagged",
     "usage_json",
 ]
