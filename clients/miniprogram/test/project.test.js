@@ -228,8 +228,8 @@ test('sheetModel: actions, colours and notices by source type and URL', function
   assert.deepEqual([s.action, s.buttonText], ['copy', '复制链接'], 'the bare domain is not *.example.org');
   s = view.sheetModel(row({ source_type: 'web', url: 'https://docs.example.com.evil.test/' }), opts);
   assert.equal(s.action, 'copy');
-  s = view.sheetModel(row({ source_type: 'web', url: 'https://x@evil.test/docs.example.com' }), opts);
-  assert.equal(s.action, 'copy');
+  s = view.sheetModel(row({ source_type: 'web', url: 'https://docs.example.com@evil.test/' }), opts);
+  assert.equal(s.action, 'none', 'a URL with user info is refused (safeUrl fails closed)');
   for (const bad of ['javascript:alert(1)', 'data:text/html,x', '//docs.example.com/a', 'oss://bucket/a.docx', 'https://docs.example.com/a b']) {
     s = view.sheetModel(row({ source_type: 'web', url: bad }), opts);
     assert.deepEqual([s.action, s.buttonDisabled, s.url, s.hint], ['none', true, '', '原文链接不是网页地址，无法打开'], bad);

@@ -33,7 +33,7 @@ Component({
     autostart: { type: Boolean, value: true },
     webViewPage: { type: String, value: '' },
     webViewDomains: { type: Array, value: [] },
-    timeout: { type: Number, value: 120000 },
+    timeout: { type: Number, value: 300000 },
   },
 
   data: {
