@@ -152,6 +152,7 @@ function superscriptDigits(n) {
 function Builder(cites, options) {
   this.cites = cites; // placeholder number -> {cite, idx}
   this.label = typeof options.label === 'function' ? options.label : null;
+  this.breaks = Boolean(options.md && options.md.options && options.md.options.breaks);
 }
 
 Builder.prototype.citeNode = function (n) {
@@ -252,7 +253,8 @@ Builder.prototype.inline = function (tokens) {
         this.text(out, t.content);
         break;
       case 'softbreak':
-        pushText(out, '\n');
+        if (this.breaks) out.push(el('br'));
+        else pushText(out, '\n');
         break;
       case 'hardbreak':
         out.push(el('br'));
