@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +147,7 @@ def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None
         " / parseFloat(getComputedStyle(e.parentElement).fontSize)"
     )
     assert ratio == pytest.approx(0.75)
-    shot(page, artifacts, "answer.png")
+    shot(page, artifacts, "plain-answer.png")
 
     # panel (§5.1): collapsed, "引用来源（2）" + 展开; expanded rows in idMap order, once each
     panel = message.locator(".citation-panel")
@@ -170,7 +169,7 @@ def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None
     assert rows.nth(0).locator(".g-cite-item-title").inner_text() == "巡更路线与打卡规范 v2.1"
     assert rows.nth(0).locator(".g-cite-item-subtitle").inner_text() == "明湖大厦物业手册"
     assert rows.nth(1).locator(".g-cite-item-subtitle").inner_text() == "问答社区 · 2025-08-12"
-    shot(page, artifacts, "panel.png")
+    shot(page, artifacts, "plain-panel.png")
 
     # rag sheet (§5.3): blue header, https link, no Office notice for a web page URL
     rows.nth(0).click()
@@ -187,7 +186,7 @@ def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None
     assert link.get_attribute("rel") == "noopener noreferrer"
     assert not page.locator("#office-notice").is_visible()
     page.wait_for_timeout(250)  # let the slide-in transition settle for the screenshot
-    shot(page, artifacts, "sheet-rag.png")
+    shot(page, artifacts, "plain-sheet-rag.png")
     page.mouse.click(195, 60)  # the mask, above the sheet
     sheet.wait_for(state="hidden")
 
@@ -201,7 +200,7 @@ def test_answer_panel_and_sheets(page: Any, live: Live, artifacts: Path) -> None
     assert web_link.get_attribute("href", timeout=1000).startswith("https://www.wenda-forum")
     assert not page.locator("#office-notice").is_visible()
     page.wait_for_timeout(250)
-    shot(page, artifacts, "sheet-web.png")
+    shot(page, artifacts, "plain-sheet-web.png")
     grip = page.locator("#sheet-grip").bounding_box()
     assert grip is not None
     x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
@@ -404,19 +403,6 @@ def test_api_key_mode_without_identities(browser: Any, live: Live) -> None:
         assert page.locator("#api-key").input_value() == "demo-security"
     finally:
         context.close()
-
-
-def test_copy_screenshots_for_docs(artifacts: Path) -> None:
-    """Refresh docs/screenshots from this run's artifacts when GCITE_UPDATE_SCREENSHOTS=1."""
-    import os
-
-    if os.environ.get("GCITE_UPDATE_SCREENSHOTS") != "1":
-        pytest.skip("set GCITE_UPDATE_SCREENSHOTS=1 to refresh docs/screenshots")
-    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for name in ("answer.png", "panel.png", "sheet-rag.png", "sheet-web.png"):
-        source = artifacts / name
-        assert source.is_file(), f"{name} was not produced by this run"
-        shutil.copyfile(source, DOCS_SCREENSHOTS / name)
 
 
 def test_security_headers_leave_the_page_working(browser: Any, live: Live) -> None:

@@ -478,7 +478,7 @@ function cutHeldLink(line) {
  *     var s = new MarkdownStream({md: createMarkdownIt(markdownit), label: fn});
  *     s.push(segments);          // as often as the parser emits (cheap: appends)
  *     var u = s.update();        // once per frame: {commit: Node[], tail: Node[]}
- *     var f = s.end({incomplete: false});   // {commit: Node[], tail: []}
+ *     var f = s.end({incomplete: false});   // {commit: Node[], tail: [], replace: Node[]|null}
  *
  * `commit` are final top-level blocks, returned once each, in order (append
  * them); `tail` is the preview of the block still being written (replace the
@@ -496,6 +496,7 @@ export function MarkdownStream(options) {
   this._cites = this._builder.cites;
   this._env = {};
   this._src = ''; // source of the blocks not committed yet
+  this._all = ''; // the whole source (a late reference definition re-renders it once)
   this._dirty = false;
   this._ended = false;
   this.reasoning = '';
@@ -514,6 +515,7 @@ MarkdownStream.prototype.push = function (segments) {
   var add = sourceOf(segments, this._cites);
   if (add !== '') {
     this._src += add;
+    this._all += add;
     this._dirty = true;
   }
 };
@@ -605,16 +607,26 @@ MarkdownStream.prototype._preview = function () {
  * End of the answer: everything left, rendered as final.
  * @param {{incomplete?: boolean}} [options] incomplete: the stream ended
  *   without message_end; a trailing unfinished marker is dropped
- * @returns {{commit: Array<object>, tail: Array<object>}}
+ * @returns {{commit: Array<object>, tail: Array<object>, replace: (Array<object>|null)}}
+ *   replace: when not null, the whole answer's nodes, to show instead of everything
+ *   shown so far (the answer defines link references, `[x]: https://...`)
  */
 MarkdownStream.prototype.end = function (options) {
-  if (this._ended) return { commit: [], tail: [] };
+  if (this._ended) return { commit: [], tail: [], replace: null };
   this._ended = true;
-  var src = this._src;
-  if (options && options.incomplete) src = dropDanglingMarker(src);
+  var incomplete = Boolean(options && options.incomplete);
+  var src = incomplete ? dropDanglingMarker(this._src) : this._src;
   var tokens = this._md.parse(src, this._env);
   this._src = '';
-  return { commit: this._builder.blocks(tokens, 0, tokens.length), tail: [] };
+  var out = { commit: this._builder.blocks(tokens, 0, tokens.length), tail: [], replace: null };
+  // Link reference definitions apply to the whole document, also to blocks committed
+  // before the definition arrived: then the whole answer is rendered once more.
+  if (this._env.references && Object.keys(this._env.references).length) {
+    var all = incomplete ? dropDanglingMarker(this._all) : this._all;
+    var whole = this._md.parse(all, {});
+    out.replace = this._builder.blocks(whole, 0, whole.length);
+  }
+  return out;
 };
 
 // "…半截回答[C:" / "【C：1，" / "\[C:1" at the end of a broken stream: drop it.

@@ -215,3 +215,21 @@ test('incomplete answers drop a dangling marker', function () {
   s.push(p.close());
   assert.equal(treeText(s.end({ incomplete: true }).commit), '半截回答');
 });
+
+test('a reference definition after its use: end() renders the whole answer once more', function () {
+  var answer = '见[手册][h][C:1]。\n\n后文。\n\n[h]: https://wiki.example/h\n';
+  var p = new CitationParser();
+  var s = new MarkdownStream({ md: md });
+  var committed = [];
+  for (var i = 0; i < answer.length; i++) {
+    s.push(p.feed(answer.charAt(i)));
+    committed = committed.concat(s.update().commit);
+  }
+  s.push(p.close());
+  committed = committed.concat(s.update().commit);
+  var f = s.end();
+  assert.equal(treeToHtml(committed.concat(f.commit)).indexOf('href'), -1);
+  assert.notEqual(f.replace, null);
+  assert.equal(treeToHtml(f.replace), treeToHtml(renderMarkdownTree(parse(answer), { md: md })));
+  assert.deepEqual(links(f.replace), ['https://wiki.example/h']);
+});

@@ -187,7 +187,11 @@ AnswerView.prototype.end = function (incomplete) {
   var f = this.stream.end({ incomplete: incomplete });
   var tail = this.view.tail;
   while (tail.firstChild) tail.removeChild(tail.firstChild);
-  appendTree(f.commit, this.view.blocks, document);
+  if (f.replace) {
+    var blocks = this.view.blocks;
+    while (blocks.firstChild) blocks.removeChild(blocks.firstChild);
+    appendTree(f.replace, blocks, document);
+  } else appendTree(f.commit, this.view.blocks, document);
   showReasoning(this.view, this.stream.reasoning);
 };
 
@@ -682,7 +686,7 @@ function ask(query) {
     } else {
       view.status.hidden = true;
     }
-    if (gotText && !error) addActions(view, query, replaced || answer.segments);
+    if (gotText && !error && !incomplete) addActions(view, query, replaced || answer.segments);
     view.root.setAttribute("data-done", "true");
     scrollToEnd(false);
     setTimeout(sendQueued, 0);
