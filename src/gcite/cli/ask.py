@@ -178,24 +178,117 @@ async def print_json_events(frames: AsyncIterator[bytes], out: TextIO) -> int:
     return status
 
 
-async def print_answer(frames: AsyncIterator[bytes], out: TextIO, err: TextIO) -> int:
-    """Stream the answer to ``out`` (superscripts), then the numbered sources.
+def _console(out: TextIO, *, force: bool = False, width: int | None = None) -> Any:
+    """A rich Console on ``out`` (no highlighting, no emoji codes, no OSC 8 links)."""
+    from rich.console import Console
 
-    Returns 0, or 1 when the stream reported an error or broke off (message on ``err``).
+    return Console(
+        file=out,
+        highlight=False,
+        emoji=False,
+        force_terminal=True if force else None,
+        width=width,
+    )
+
+
+async def print_answer(
+    frames: AsyncIterator[bytes],
+    out: TextIO,
+    err: TextIO,
+    *,
+    rich_markdown: bool | None = None,
+    width: int | None = None,
+) -> int:
+    """Stream the answer to ``out``, then the numbered sources.
+
+    On a terminal (or with ``rich_markdown=True``) the answer is rendered with rich's
+    Markdown (headings, lists, bold, tables, code), citations as superscripts in place
+    (``一次¹。``, adjacent ones ``¹˒²``); each top-level block is printed once it is
+    complete (:class:`gcite.stream.render.MarkdownBlocks`) and the block being written is
+    shown live below them. Otherwise (a pipe, a file) the Markdown source is written as it
+    streams, with the same superscripts, so it stays greppable and unwrapped. ``width``:
+    columns for rich (default: the terminal's). Returns 0, or 1 when the stream reported
+    an error or broke off (message on ``err``).
     """
-    from gcite.stream.render import render_sources_terminal, render_terminal
+    console = _console(out, force=bool(rich_markdown), width=width)
+    if rich_markdown is None:
+        rich_markdown = bool(console.is_terminal)
+    if not rich_markdown:
+        return await _print_plain(frames, out, err)
+    from rich.live import Live
+    from rich.markdown import Markdown
+    from rich.text import Text
+
+    from gcite.stream.render import MarkdownBlocks
+    from gcite.stream.sse import DifyStreamConsumer, SegmentsReceived
+
+    consumer = DifyStreamConsumer()
+    blocks = MarkdownBlocks()
+    wrote = False
+    live = Live(Text(""), console=console, transient=True, auto_refresh=console.is_terminal)
+
+    def markdown(source: str) -> Any:
+        return Markdown(source, hyperlinks=False, code_theme="ansi_dark")
+
+    def show(updates: list[Any]) -> None:
+        nonlocal wrote, blocks
+        for update in updates:
+            if isinstance(update, SegmentsReceived) and update.segments:
+                if update.replace:
+                    # message_replace: what was printed stays; the new answer follows
+                    done = blocks.close()
+                    for source in done:
+                        live.console.print(markdown(source))
+                    if wrote:
+                        live.console.print(Text("（以下为替换后的回答）", style="dim"))
+                    blocks = MarkdownBlocks()
+                for source in blocks.feed(update.segments):
+                    live.console.print(markdown(source))
+                    wrote = True
+                if blocks.open.strip():
+                    wrote = True
+                    if console.is_terminal:
+                        live.update(markdown(blocks.open))
+
+    with live:
+        try:
+            async for chunk in frames:
+                show(consumer.feed(chunk))
+                if consumer.stopped:
+                    break
+        except StreamError as exc:
+            if not wrote:
+                raise
+            show(consumer.fail("stream_interrupted", str(exc)))
+        show(consumer.close())
+        live.update(Text(""))
+    for source in blocks.close():
+        console.print(markdown(source))
+    return _finish(consumer.result, wrote, out, err)
+
+
+async def _print_plain(frames: AsyncIterator[bytes], out: TextIO, err: TextIO) -> int:
+    """The answer's Markdown source as it streams (superscripts in place), then sources."""
+    from gcite.stream.render import render_terminal
     from gcite.stream.sse import DifyStreamConsumer, SegmentsReceived
 
     consumer = DifyStreamConsumer()
     wrote = False
+    previous_cite = False
 
     def show(updates: list[Any]) -> None:
-        nonlocal wrote
+        nonlocal wrote, previous_cite
         for update in updates:
             if isinstance(update, SegmentsReceived) and update.segments:
                 if update.replace and wrote:
                     out.write("\n")
+                    previous_cite = False
                 text = render_terminal(update.segments)
+                first = update.segments[0]
+                if previous_cite and "cite" in first:
+                    text = "˒" + text  # "¹˒²" across two updates too
+                last = update.segments[-1]
+                previous_cite = "cite" in last
                 if text:
                     out.write(text)
                     out.flush()
@@ -211,9 +304,15 @@ async def print_answer(frames: AsyncIterator[bytes], out: TextIO, err: TextIO) -
             raise
         show(consumer.fail("stream_interrupted", str(exc)))
     show(consumer.close())
-    result = consumer.result
     if wrote:
         out.write("\n")
+    return _finish(consumer.result, wrote, out, err)
+
+
+def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
+    """Sources after the answer; the exit status (1 when the answer failed)."""
+    from gcite.stream.render import render_sources_terminal
+
     sources = render_sources_terminal(result.panel)
     if sources:
         out.write("\n" + sources)
