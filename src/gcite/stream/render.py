@@ -157,7 +157,7 @@ def render_html(segments: Iterable[Segment]) -> str:
     for seg in segments:
         if "text" in seg:
             out.append(_esc(seg["text"]))
-        else:
+        elif "cite" in seg:  # reasoning is not answer text (spec §7)
             idx = int(seg["idx"])
             raw_id = _esc(seg["cite"])
             out.append(f'<sup class="g-cite" data-raw-id="{raw_id}" data-idx="{idx}">{idx}</sup>')
