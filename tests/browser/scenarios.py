@@ -57,6 +57,8 @@ RECORDER_JS = """
 
 #: Question whose scripted answer is Markdown (heading, bold, list, table, link, code).
 MARKDOWN_QUESTION = "夜间巡更有哪些要点？"
+#: Question whose scripted answer cites two passages of the same document.
+TWO_PASSAGES_QUESTION = "夜间和日间巡更的线路规定分别是什么？"
 #: Question whose scripted answer is hostile Markdown.
 HOSTILE_QUESTION = "恶意格式测试：巡更说明"
 
@@ -163,6 +165,11 @@ class Scenarios:
             if rag and web:
                 cited = {"rag": rag, "web": web}
                 answer = markdown_answer(rag, web)
+        elif query == TWO_PASSAGES_QUESTION:
+            patrol = [cid for cid in sorted(chunks, key=int) if "巡更" in chunks[cid]][:2]
+            if len(patrol) == 2:
+                cited = {"first": patrol[0], "second": patrol[1]}
+                answer = f"夜间巡更走全部线路[C:{patrol[0]}]，日间巡更只走指定线路[C:{patrol[1]}]。"
         elif query.startswith(HOSTILE_QUESTION):
             cid = min(chunks, key=int) if chunks else "1"
             cited = {"any": cid}

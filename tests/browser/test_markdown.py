@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import HOSTILE_QUESTION, MARKDOWN_QUESTION, VIEWPORT, Live
+from browser.scenarios import (
+    HOSTILE_QUESTION,
+    MARKDOWN_QUESTION,
+    TWO_PASSAGES_QUESTION,
+    VIEWPORT,
+    Live,
+)
 from browser.test_page import DOCS_SCREENSHOTS, WEB_BG, ask, assert_frames_clean, style
 from support.openai_standin import Script
 
@@ -362,6 +368,54 @@ def test_reasoning_is_collapsed_above_the_answer(page: Any, live: Live) -> None:
     assert details.locator("summary").inner_text() == "思考过程"
     assert details.get_attribute("open") is None
     assert message.locator(".answer-text").inner_text().strip() == "夜间每小时一次。"
+
+
+def test_look_alike_sources_say_which_passage_they_are(page: Any, live: Live) -> None:
+    message = ask(page, TWO_PASSAGES_QUESTION)
+    turn = live.scenarios.last(TWO_PASSAGES_QUESTION)
+    assert len(turn.cited) == 2, f"retrieval did not bring two patrol passages: {turn}"
+    message.locator(".panel-head").click()
+    rows = message.locator(".g-cite-item")
+    titles = rows.locator(".g-cite-item-title").all_inner_texts()
+    subtitles = rows.locator(".g-cite-item-subtitle").all_inner_texts()
+    assert len(titles) == 2
+    if titles[0] != titles[1] or subtitles[0] != subtitles[1]:
+        pytest.fail(f"the two passages come from different documents: {titles} {subtitles}")
+    hints = rows.locator(".g-cite-item-hint")
+    assert hints.count() == 2
+    first, second = hints.all_inner_texts()
+    assert first != second and first.strip() and second.strip()
+    for hint in (first, second):
+        assert hint.startswith("第 ") or hint.startswith("“"), hint
+    assert all(h.is_visible() for h in hints.all())  # visible text, not a tooltip
+
+
+def test_identity_hint_is_visible_text(page: Any) -> None:
+    hint = page.locator("#identity-hint")
+    assert hint.is_visible() and hint.inner_text() == "访客：无角色：只能看到公开文档"
+    page.locator("#identity").select_option(label="安保主管")
+    assert hint.inner_text() == "安保主管：可看监控中心值守规程"
+
+
+def test_nothing_is_cut_at_320_pixels(browser: Any, live: Live) -> None:
+    context = browser.new_context(viewport={"width": 320, "height": 640}, is_mobile=True)
+    try:
+        page = context.new_page()
+        page.goto(live.url + "/")
+        page.wait_for_selector("body[data-ready='true']")
+        message = ask(page, MARKDOWN_QUESTION)
+        message.locator(".panel-head").click()
+        cut = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#title, .g-cite-item-title,"
+            " .g-cite-item-subtitle, .answer-text p, .answer-text li'))"
+            ".filter((e) => e.scrollWidth > e.clientWidth + 1"
+            " || getComputedStyle(e).textOverflow === 'ellipsis').map((e) => e.className || e.id)"
+        )
+        assert cut == []
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 320  # no sideways scrolling of the page (tables scroll inside)
+    finally:
+        context.close()
 
 
 def test_copy_screenshots_for_docs(artifacts: Path) -> None:
