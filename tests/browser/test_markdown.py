@@ -168,6 +168,27 @@ def test_incomplete_answer_is_marked_and_shows_no_marker(page: Any, live: Live) 
     assert message.locator(".answer-actions").count() == 0
 
 
+def test_message_replace_shows_only_the_new_answer(page: Any) -> None:
+    """Output moderation (Dify's message_replace): the streamed Markdown is replaced by
+    the new answer, rendered once, with no leftover of the old one."""
+    body = sse(
+        {"event": "message", "conversation_id": "", "answer": "## 旧的"},
+        {"event": "message", "answer": "回答\n\n- 第一条[C:1]\n- 第二"},
+        {"event": "message_replace", "answer": "**新的**回答[C:2]。"},
+        {"event": "message_end", "id": "m1", "metadata": {}},
+    )
+    page.route(
+        "**/v1/chat-messages",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    message = ask(page, "夜间巡更要打卡多少个点位？")
+    page.wait_for_timeout(100)  # a frame scheduled before the replacement must not paint
+    answer = message.locator(".answer-text")
+    assert answer.inner_text().replace("\u2060", "").strip() == "新的回答1。"
+    assert answer.locator("strong").inner_text() == "新的"
+    assert answer.locator("h2, li").count() == 0
+
+
 def test_enter_while_streaming_queues_the_question(page: Any, live: Live) -> None:
     live.standin.push(Script(deltas=["夜间巡更", *["每小时一次。"] * 40], token_delay_s=0.03))
     page.fill("#input", "夜间巡更要打卡多少个点位？")

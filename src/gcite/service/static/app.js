@@ -177,6 +177,13 @@ AnswerView.prototype.paint = function () {
   scrollToEnd(false);
 };
 
+// message_replace: the streamed answer is dropped (a whole new one is rendered instead).
+AnswerView.prototype.cancel = function () {
+  if (this.scheduled) cancelAnimationFrame(this.scheduled);
+  this.scheduled = 0;
+  this.stream.end();
+};
+
 AnswerView.prototype.end = function (incomplete) {
   if (this.scheduled) {
     cancelAnimationFrame(this.scheduled);
@@ -728,6 +735,7 @@ function ask(query) {
     onReplace: function (segments) {
       // message_replace (e.g. output moderation): the answer shown so far is replaced.
       replaced = (segments || []).slice();
+      answer.cancel();
       citations = [];
       seen = new Set();
       gotText = true;
