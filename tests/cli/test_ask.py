@@ -155,7 +155,8 @@ def test_remote_http_errors_are_one_line() -> None:
         )
         proc = run_gcite("ask", "问题", "--url", server.url, "--key", "wrong")
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401: Invalid API key（unauthorized）"
+    # the wording of the one HTTP edge (gcite.stream.sse.consume_chat_stream)
+    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401（unauthorized）：Invalid API key"
     assert proc.stdout == ""
 
 
@@ -164,7 +165,7 @@ def test_remote_http_errors_are_one_line() -> None:
     [
         (["ask", "   "], 1, "错误: 问题不能为空"),
         (["ask", "问题", "--url", "ftp://example.com"], 1, "错误: --url 必须是 http(s) 地址"),
-        (["ask", "问题", "--url", "http://127.0.0.1:9"], 1, "错误: 与服务的连接出错"),
+        (["ask", "问题", "--url", "http://127.0.0.1:9"], 1, "错误: 无法连接服务"),
         (
             ["ask", "问题", "--url", "http://127.0.0.1:9", "--role", "安保主管"],
             2,
@@ -229,11 +230,13 @@ def test_terminal_renders_markdown_with_superscripts_in_place(size: int) -> None
     import asyncio
     import io
 
-    from gcite.cli.ask import print_answer
+    from gcite.cli.ask import local_updates, print_answer
 
     out, err = io.StringIO(), io.StringIO()
     code = asyncio.run(
-        print_answer(_frames(MARKDOWN_ANSWER, size), out, err, rich_markdown=True, width=70)
+        print_answer(
+            local_updates(_frames(MARKDOWN_ANSWER, size)), out, err, rich_markdown=True, width=70
+        )
     )
     assert code == 0, err.getvalue()
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
@@ -252,8 +255,8 @@ def test_piped_output_keeps_the_markdown_source_with_superscripts() -> None:
     import asyncio
     import io
 
-    from gcite.cli.ask import print_answer
+    from gcite.cli.ask import local_updates, print_answer
 
     out, err = io.StringIO(), io.StringIO()
-    assert asyncio.run(print_answer(_frames(MARKDOWN_ANSWER, 1), out, err)) == 0
+    assert asyncio.run(print_answer(local_updates(_frames(MARKDOWN_ANSWER, 1)), out, err)) == 0
     assert out.getvalue().startswith("## 夜间巡更¹\n\n夜间巡更**每 1 小时一次**¹˒²，注意：")
