@@ -21,9 +21,12 @@ Stream order (one run)::
     message_end workflow_finished                          (succeeded, stopped)
     | node_finished(llm, failed) workflow_finished(failed) error
 
-Reasoning (a model that reasons aloud) goes where Dify's ``reasoning_format: tagged``
-puts it: a ``<think>\n...\n</think>\n\n`` block at the start of the answer text
-(:func:`tagged`), never inside the answer proper; the stream parsers keep that block apart.
+Reasoning (``ReasoningDelta``) travels the way Dify's ``reasoning_format: tagged`` sends
+it: inside ``<think>\n…\n</think>`` at the start of the answer text, in the same
+``message`` / ``text_chunk`` events (the stream clients show it apart and never count
+its markers, ``citation-markers.md`` §4a). Reasoning that comes after the answer text
+started cannot go at its start and stays off the wire. ``retriever_resources`` and the
+cited ids come from the answer only (``RunSummary``), whatever the reasoning cites.
 
 Changing what Dify clients see (event order, field names) means changing this module only.
 """
@@ -48,12 +51,17 @@ from gcite.chatflow.events import (
     UsageReport,
 )
 from gcite.chatflow.run import new_id
+from gcite.stream.surrogates import fix_surrogates
 
 WORKFLOW_ID = "gcite-chatflow"
 START_NODE_ID = "start"
 MEDIA_TYPE = "text/event-stream"
 PING_FRAME = b"event: ping\n\n"
 """Dify's keep-alive frame, sent every ``settings.ping_interval_s`` seconds of silence."""
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>"
+"""Dify's tagged reasoning: opened before the first reasoning delta, closed before the
+first answer delta after it (the plugin SDK's ``_wrap_thinking_by_reasoning_content``)."""
 
 
 @dataclass(frozen=True)
@@ -219,17 +227,17 @@ def message_metadata(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-THINK_OPEN = "<think>\n"
-THINK_CLOSE = "\n</think>\n\n"
-
-
-def tagged(answer: str, reasoning: str) -> str:
-    """``answer`` with ``reasoning`` in front as Dify's tagged ``<think>`` block (if any)."""
-    return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{answer}" if reasoning else answer
+def tagged_answer(summary: RunSummary) -> str:
+    """The answer with the run's reasoning in front, as Dify's ``reasoning_format: tagged``
+    gives it: ``<think>\n{reasoning}\n</think>{answer}`` (just the answer without any)."""
+    if not summary.reasoning:
+        return summary.answer
+    return THINK_OPEN + summary.reasoning + THINK_CLOSE + summary.answer
 
 
 def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
-    """The Dify blocking-mode chat response (§1.9): the whole answer plus metadata."""
+    """The Dify blocking-mode chat response (§1.9): the whole answer (reasoning tagged in
+    front, :func:`tagged_answer`) plus metadata."""
     return {
         "event": "message",
         "task_id": env.task_id,
@@ -237,7 +245,7 @@ def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
         "message_id": env.message_id,
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
-        "answer": tagged(summary.answer, summary.reasoning),
+        "answer": tagged_answer(summary),
         "metadata": message_metadata(summary),
         "created_at": env.created_at,
     }
@@ -263,9 +271,18 @@ def error_of(event: RunFailed) -> tuple[str, int, str]:
 
 
 def data_frame(obj: dict[str, Any]) -> bytes:
-    """``data: <json>\\n\\n`` as UTF-8 bytes (``ensure_ascii=False``, compact separators)."""
+    """``data: <json>\\n\\n`` as UTF-8 bytes (``ensure_ascii=False``, compact separators).
+
+    Never raises on text: a lone UTF-16 surrogate anywhere in ``obj`` (half of a pair a
+    model API cut between two chunks) would not encode, so split pairs are joined and
+    lone halves become U+FFFD (:func:`gcite.stream.surrogates.fix_surrogates`).
+    """
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode("utf-8") + b"\n\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = fix_surrogates(text).encode("utf-8")
+    return b"data: " + data + b"\n\n"
 
 
 # --------------------------------------------------------------------------- the stream
@@ -291,8 +308,8 @@ class DifyStream:
         self.env = env
         self._started: dict[NodeName, _Started] = {}
         self._index = 0
-        self._reasoning: list[str] = []
-        self._think = "none"  # none | open (reasoning streamed) | closed (answer began)
+        # the answer text on the wire: at its start, inside <think>, in the answer
+        self._think: str = "start"
 
     def start(self, query: str) -> dict[str, Any]:
         """``workflow_started``; ``inputs`` echo the request inputs plus ``sys.*``."""
@@ -320,36 +337,41 @@ class DifyStream:
         """The Dify JSON objects of one chatflow event, in wire order."""
         env = self.env
         if isinstance(event, AnswerDelta):
-            prefix = THINK_CLOSE if self._think == "open" else ""
-            self._think = "closed"
-            return [self._answer(prefix + event.text)]
+            text = event.text
+            if self._think == "open":
+                text, self._think = THINK_CLOSE + text, "answer"
+            elif self._think == "start" and text.strip(" \t\r\n"):
+                self._think = "answer"  # leading white space may still precede <think>
+            return [self._text(text)]
         if isinstance(event, ReasoningDelta):
-            if self._think == "closed":
-                return []  # reasoning after the answer began: never part of the answer
-            prefix = THINK_OPEN if self._think == "none" else ""
+            if self._think == "answer":
+                return []  # after answer text it cannot go at the start: off the wire
+            text = event.text if self._think == "open" else THINK_OPEN + event.text
             self._think = "open"
-            self._reasoning.append(event.text)
-            return [self._answer(prefix + event.text)]
+            return [self._text(text)]
+        closes_llm = isinstance(event, NodeFinished) and event.node == "llm"
+        if self._think == "open" and (closes_llm or isinstance(event, (RunEnded, RunFailed))):
+            self._think = "answer"  # the model only reasoned: close the block first
+            return [self._text(THINK_CLOSE), *self.objects(event)]
         if isinstance(event, NodeStarted):
             return [self._node_started(event)]
         if isinstance(event, NodeFinished):
-            return [*self._close_think(), self._node_finished(event)]
+            return [self._node_finished(event)]
         if isinstance(event, RunEnded):
             out = env.head("message_end")
             out.update({"id": env.message_id, "metadata": message_metadata(event.summary)})
             out["files"] = []
-            return [*self._close_think(), out, self._workflow_finished(event.summary, None)]
+            return [out, self._workflow_finished(event.summary, None)]
         if isinstance(event, RunFailed):
             code, status, message = error_of(event)
             return [
-                *self._close_think(),
                 self._workflow_finished(event.summary, message),
                 error_object(env, code, status, message),
             ]
         raise TypeError(f"not a chatflow event: {event!r}")
 
-    def _answer(self, text: str) -> dict[str, Any]:
-        """One answer delta: ``message`` (``answer``) or ``text_chunk`` (``data.text``)."""
+    def _text(self, text: str) -> dict[str, Any]:
+        """A piece of answer text: ``message`` (``answer``) or ``text_chunk`` (``data.text``)."""
         env = self.env
         selector = [NODES["llm"].node_id, "text"]
         if env.stream_event == "text_chunk":
@@ -360,18 +382,6 @@ class DifyStream:
         out = env.head("message")
         out.update({"id": env.message_id, "answer": text, "from_variable_selector": selector})
         return out
-
-    def _close_think(self) -> list[dict[str, Any]]:
-        """The end of a reasoning block the answer never closed (no answer text came)."""
-        if self._think != "open":
-            return []
-        self._think = "closed"
-        return [self._answer(THINK_CLOSE)]
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning streamed so far."""
-        return "".join(self._reasoning)
 
     def _common(self, node: NodeName, inputs: dict[str, Any]) -> dict[str, Any]:
         started = self._started[node]
@@ -405,8 +415,6 @@ class DifyStream:
         outputs = event.outputs
         if event.node == "web_search" and outputs is not None:
             outputs = {"text": "", "files": [], "json": [outputs.get("payload")]}
-        if event.node == "llm" and outputs is not None and self._reasoning:
-            outputs = {**outputs, "text": tagged(str(outputs.get("text", "")), self.reasoning)}
         tokens = event.usage.total_tokens if event.usage is not None else 0
         data = self._common(event.node, event.inputs)
         data.update(
@@ -439,9 +447,7 @@ class DifyStream:
             "id": env.workflow_run_id,
             "workflow_id": WORKFLOW_ID,
             "status": summary.status,
-            "outputs": {"answer": tagged(summary.answer, summary.reasoning)}
-            if summary.status != "failed"
-            else None,
+            "outputs": {"answer": summary.answer} if summary.status != "failed" else None,
             "error": error,
             "elapsed_time": round(summary.elapsed, 4),
             "total_tokens": summary.usage.total_tokens,
@@ -472,6 +478,5 @@ __all__ = [
     "message_metadata",
     "retriever_resource",
     "retriever_resources",
-    "tagged",
     "usage_json",
 ]
