@@ -418,7 +418,9 @@ async def test_reasoning_streams_as_a_tagged_think_block_the_client_keeps_apart(
     url = service.base_url + "/v1/chat-messages"
     events = await raw_events(client, url, body(QUESTION), service.headers())
     text = "".join(e["answer"] for e in events if e["event"] == "message")
-    assert text == "<think>\n先找钥匙[C:2]\n</think>备用钥匙在三号保险柜[C:1]。"  # Dify's tagged format
+    assert (
+        text == "<think>\n先找钥匙[C:2]\n</think>备用钥匙在三号保险柜[C:1]。"
+    )  # Dify's tagged format
     end = next(e for e in events if e["event"] == "message_end")
     assert end["metadata"]["gcite"]["cited_ids"] == ["1"]  # the reasoning cites nothing
     llm.push(Script.text("备用钥匙在三号保险柜[C:1]。", size=3, reasoning=["先找"]))
