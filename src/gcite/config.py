@@ -64,6 +64,9 @@ class Settings:
     score_threshold: float = 0.0
     chunk_size: int = 600
     chunk_overlap: int = 80
+    # Metadata field names that look like a misspelt access_roles but are meant
+    # (comma-separated); any other lookalike is an ingest error (fail closed).
+    allowed_role_lookalikes: str = ""
     # LLM: an OpenAI-compatible endpoint, or the offline extractive backend when unset.
     llm_base_url: str = ""
     llm_api_key: str = ""
@@ -138,9 +141,12 @@ def _parse_keys(name: str, raw: Any) -> list[ApiKey]:
             raise ConfigError(f"配置项 {name} 的每一项都需要非空字符串 key")
         roles = item.get("roles", [])
         if isinstance(roles, str):
-            roles = [r.strip() for r in roles.split(",") if r.strip()]
+            roles = [roles]
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise ConfigError(f"配置项 {name}.roles 必须是字符串列表")
+        from gcite.knowledge.roles import normalise_roles  # lazy: knowledge imports config
+
+        roles = normalise_roles(roles)
         event = item.get("stream_event", "message")
         if event not in {"message", "text_chunk"}:
             raise ConfigError(f"配置项 {name}.stream_event 只能是 message 或 text_chunk")

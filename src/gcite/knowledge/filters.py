@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gcite.errors import FilterError
+from gcite.knowledge.roles import normalise_roles
 
 STRING_OPS = frozenset({"is", "is not", "contains", "not contains", "start with", "end with"})
 NUMBER_OPS = frozenset({"=", "≠", ">", "<", "≥", "≤"})
@@ -98,7 +99,7 @@ def role_condition(roles: Sequence[str]) -> dict[str, Any]:
     conditions: list[dict[str, Any]] = [
         {"name": ROLE_FIELD, "comparison_operator": "empty", "value": None}
     ]
-    wanted = [r for r in roles if r]
+    wanted = normalise_roles(roles)
     if wanted:
         conditions.insert(
             0, {"name": ROLE_FIELD, "comparison_operator": "in", "value": list(wanted)}
