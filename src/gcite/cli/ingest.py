@@ -122,6 +122,7 @@ def ingest(
         )
     except GciteError as exc:
         _fail(str(exc))
+    click.echo(f"数据目录: {settings.data_dir.resolve()}")
     click.echo(
         f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
         f"未变 {report.unchanged}，删除 {report.deleted}，写入分块 {report.chunks}，"

@@ -59,6 +59,7 @@ def serve(
     app = create_app(settings)
     backend = app.state.service.backend.name
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
+    click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
     if not settings.app_keys and not settings.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
     try:
