@@ -7,15 +7,22 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.json
 PORT ?= 8000
 
 .PHONY: demo test setup browser services lint bench clean
 
-$(STAMP): pyproject.toml requirements.lock
+# What the demo needs (the runtime dependencies) ...
+$(RUNTIME): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	$(BIN)/pip install --quiet -c requirements.lock -e . 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	touch $(RUNTIME)
+
+# ... and the test tools on top (make test, make setup).
+$(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]' 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	touch $(STAMP)
 
@@ -37,7 +44,7 @@ services:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
-demo: setup
+demo: $(RUNTIME)
 	$(BIN)/gcite demo --port $(PORT)
 
 lint: setup
