@@ -33,6 +33,9 @@ from gcite.errors import GciteError
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "ingest": ("gcite.cli.ingest", "ingest", "把文档导入知识库 (Markdown/TXT/HTML/PDF/DOCX)"),
     "search": ("gcite.cli.search", "search", "在知识库中检索（按角色过滤）"),
+    "datasets": ("gcite.cli.manage", "datasets", "列出或删除数据集"),
+    "documents": ("gcite.cli.manage", "documents", "列出或删除文档"),
+    "status": ("gcite.cli.manage", "status", "显示数据目录、存储、嵌入模型和文档数"),
     "serve": ("gcite.cli.serve", "serve", "启动 Dify 兼容的对话服务"),
     "ask": ("gcite.cli.ask", "ask", "在终端提问，流式显示带引用的回答"),
     "demo": ("gcite.cli.demo", "demo", "离线演示：导入示例数据并启动服务"),
