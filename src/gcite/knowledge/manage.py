@@ -36,7 +36,8 @@ from gcite.config import Settings
 from gcite.errors import GciteError
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
 from gcite.knowledge.ingest import IngestReport, ingest_paths
-from gcite.knowledge.store import KnowledgeStore, stable_id
+from gcite.knowledge.store import HybridStore as KnowledgeStore
+from gcite.knowledge.store import stable_id
 
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
