@@ -76,15 +76,19 @@ def make_backend(settings: Settings) -> LLMBackend:
 
     ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
     ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key).
+    Either is wrapped in :class:`gcite.generate.limits.LimitedBackend` (total and no-text
+    deadlines, answer size cap from the settings).
     Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
     """
+    from gcite.generate.limits import limited
+
     if settings.llm_base_url:
         from gcite.generate.openai_backend import OpenAIBackend
 
-        return OpenAIBackend.from_settings(settings)
+        return limited(OpenAIBackend.from_settings(settings), settings)
     from gcite.generate.extractive import ExtractiveBackend
 
-    return ExtractiveBackend()
+    return limited(ExtractiveBackend(), settings)
 
 
 __all__ = ["LLMBackend", "Usage", "estimate_tokens", "make_backend"]
