@@ -638,6 +638,13 @@ def _include_optional(app: FastAPI, settings: Settings, service: ChatService) ->
         app.include_router(
             build_retrieval_router(settings, service.get_store), prefix=settings.retrieval_prefix
         )
+    if importlib.util.find_spec("gcite.service.knowledge_api") is not None:
+        from gcite.knowledge import open_store
+        from gcite.service.knowledge_api import build_knowledge_router
+
+        app.include_router(
+            build_knowledge_router(settings, lambda: open_store(settings, create=True))
+        )
     if importlib.util.find_spec("gcite.service.pages") is not None:
         from gcite.service.pages import mount_pages
 
