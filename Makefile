@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNTIME := $(VENV)/.runtime
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
-VECTORS := $(SHARED)/vectors/citation-stream.json
+VECTORS := $(SHARED)/vectors/citation-stream.v2.json
 PORT ?= 8000
 
 .PHONY: demo test setup browser services lint bench clean

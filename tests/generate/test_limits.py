@@ -57,9 +57,9 @@ async def test_no_text_deadline_ends_a_trickling_stream(
     started = time.monotonic()
     with pytest.raises(LLMError, match=r"0\.5 秒内没有返回新的回答文字"):
         await _drain(backend, received)
-    assert 0.4 < time.monotonic() - started < 5
+    assert 0.4 < time.monotonic() - started < 10
     assert received == ["开头"]
-    assert standin.wait_for_disconnect(1), "the model call was not closed"
+    assert standin.wait_for_disconnect(1, timeout=10), "the model call was not closed"
     await backend.aclose()
 
 
@@ -73,7 +73,7 @@ async def test_total_deadline_ends_a_slow_steady_stream(standin: OpenAIStandin) 
         await _drain(backend, received)
     assert time.monotonic() - started < 5
     assert 0 < len(received) < 200
-    assert standin.wait_for_disconnect(1)
+    assert standin.wait_for_disconnect(1, timeout=10)
     await backend.aclose()
 
 
@@ -99,7 +99,7 @@ async def test_endless_stream_line_is_capped_without_holding_it(standin: OpenAIS
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 64, grown_mb
     assert received == ["开头"]
-    assert standin.wait_for_disconnect(1)
+    assert standin.wait_for_disconnect(1, timeout=10)
     await backend.aclose()
 
 

@@ -32,7 +32,7 @@ from gcite.errors import LLMError
 
 if TYPE_CHECKING:
     from gcite.config import Settings
-    from gcite.generate.backends import LLMBackend, Usage
+    from gcite.generate.backends import LLMBackend, Reasoning, Usage
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,10 @@ class Limits:
 class LimitedBackend:
     """An :class:`LLMBackend` that enforces :class:`Limits` on another one.
 
-    ``name`` and every other attribute (``warm_up``, ``aclose``, ...) are the inner
-    backend's.
+    ``name``, :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner
+    backend's. :class:`~gcite.generate.backends.Reasoning` pieces pass through: they
+    restart the no-text deadline (the model is working) but do not count towards the
+    answer size; the total deadline bounds them.
     """
 
     def __init__(self, inner: LLMBackend, limits: Limits) -> None:
@@ -70,6 +72,14 @@ class LimitedBackend:
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
 
+    def warm_up(self) -> None:
+        """The inner backend's warm-up."""
+        self.inner.warm_up()
+
+    async def aclose(self) -> None:
+        """Close the inner backend."""
+        await self.inner.aclose()
+
     async def stream(
         self,
         messages: Sequence[dict[str, str]],
@@ -77,7 +87,7 @@ class LimitedBackend:
         chunks: Sequence[dict[str, Any]] = (),
         query: str = "",
         usage: Usage | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[str | Reasoning]:
         """The inner stream within the limits; raises :class:`LLMError` past one."""
         limits = self.limits
         start = time.monotonic()
@@ -106,6 +116,9 @@ class LimitedBackend:
                     ) from exc
                 if not delta:
                     continue  # the idle deadline restarts only on text
+                if not isinstance(delta, str):
+                    yield delta  # reasoning
+                    continue
                 produced += len(delta)
                 if limits.max_chars > 0 and produced > limits.max_chars:
                     raise LLMError(f"模型回答超过长度上限 {limits.max_chars} 字，已中止")
