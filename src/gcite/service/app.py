@@ -195,6 +195,7 @@ class ChatService:
         self.settings = settings
         self.store = ConversationStore(settings.db_url)
         self.backend: LLMBackend = make_backend(settings)
+        self._probe: Any = None
         self.template = (
             load_template(settings.system_prompt_file) if settings.system_prompt_file else None
         )
@@ -223,6 +224,24 @@ class ChatService:
         warm = getattr(self.backend, "warm_up", None)
         if warm is not None:
             warm()
+
+    async def readiness(self) -> dict[str, bool]:
+        """``GET /ready``'s checks: the knowledge store opens (when this service has one)
+        and the model is reachable (always, for the offline extractive backend)."""
+        from gcite.generate.probe import ModelProbe
+
+        if self._probe is None:
+            self._probe = ModelProbe(self.settings)
+        checks: dict[str, bool] = {}
+        if self.knowledge_available and self.settings.data_dir:
+            try:
+                await asyncio.to_thread(self.get_store)
+                checks["store"] = True
+            except Exception:
+                checks["store"] = False
+        model = await self._probe.check()
+        checks["model"] = model.ok or self.settings.on_model_error == "extractive"
+        return checks
 
     def get_store(self) -> Any:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
@@ -335,6 +354,7 @@ class ChatService:
                     self.store.set_chunks, flow.turn.message_id, flow.state.chunk_metadata
                 )
             if isinstance(event, MessageEnd | ErrorEvent):
+                _note_run(flow)
                 await asyncio.to_thread(self.persist, flow)
                 return True
         except Exception:
@@ -455,6 +475,20 @@ class ChatService:
         if failure is not None:
             return error_response(failure.status, failure.code, failure.message)
         return JSONResponse(blocking_response(env, flow.state.answer, flow.state.metadata))
+
+
+def _note_run(flow: Chatflow) -> None:
+    """Copy the run's timings and cited count into the request's log line."""
+    from gcite.service.ops import current
+
+    record = current()
+    if record is None:
+        return
+    state = flow.state
+    record.timings.update(state.timings)
+    if state.first_token is not None:
+        record.timings["first_token"] = state.first_token - state.started
+    record.cited = len(state.cited_ids)
 
 
 @dataclass
@@ -626,7 +660,23 @@ def create_app(settings: Settings) -> FastAPI:
         rows = await asyncio.to_thread(service.store.conversation_messages, conversation_id)
         return {"conversation_id": conversation_id, "data": [chunk_metadata_json(r) for r in rows]}
 
+    @app.get("/health", include_in_schema=False)
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready", include_in_schema=False)
+    async def ready() -> JSONResponse:
+        checks = await service.readiness()
+        ok = all(checks.values())
+        return JSONResponse(
+            {"status": "ready" if ok else "not_ready", "checks": checks},
+            status_code=200 if ok else 503,
+        )
+
     _include_optional(app, settings, service)
+    from gcite.service.ops import OpsMiddleware
+
+    app.add_middleware(OpsMiddleware, settings=settings)
     return app
 
 

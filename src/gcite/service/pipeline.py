@@ -32,6 +32,7 @@ from typing import Any
 from gcite.config import Settings
 from gcite.errors import LLMError, SourceError
 from gcite.generate.backends import LLMBackend, Usage
+from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 from gcite.service.events import (
     NODE_CODE,
@@ -123,6 +124,8 @@ class RunState:
     invalid_ids: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: retrieval, web, merge
+    fallback: dict[str, str] | None = None  # set when the offline answerer replaced the model
     llm_started: NodeStarted | None = None
     llm_started_at: float = 0.0
     steps: int = 0
@@ -449,6 +452,7 @@ class Chatflow:
         web_payload: Any = []
         if kr_node is not None:
             kr = branches.pop(0)
+            state.timings["retrieval"] = kr.elapsed
             if kr.error is None and isinstance(kr.value, list):
                 rag_items = [without_hidden(item) for item in kr.value]
                 yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
@@ -460,6 +464,7 @@ class Chatflow:
                 )
         if web_node is not None:
             web = branches.pop(0)
+            state.timings["web"] = web.elapsed
             if web.error is None:
                 web_payload = web.value
                 tool_out = {"text": "", "files": [], "json": [web.value]}
@@ -478,6 +483,7 @@ class Chatflow:
         yield code_node
         t0 = time.monotonic()
         merged = merge_chunks(rag_items, web_payload, max_web_results=settings.max_web_results)
+        state.timings["merge"] = time.monotonic() - t0
         chunks = [without_hidden(dict(c)) for c in merged["chunk_metadata"]]
         state.chunk_metadata = chunks
         outputs: dict[str, Any] = {
@@ -504,6 +510,9 @@ class Chatflow:
         )
         try:
             async for delta in stream:
+                if isinstance(delta, FellBack):  # the model is down: the offline answerer
+                    state.fallback = {"backend": delta.backend, "reason": delta.reason}
+                    continue
                 if not isinstance(delta, str) or not delta:
                     continue
                 if state.first_token is None:
@@ -557,6 +566,8 @@ class Chatflow:
                 "invalid_ids": invalid,
             },
         }
+        if state.fallback is not None:
+            state.metadata["gcite"]["fallback"] = state.fallback
 
     def _terminal(self, status: str) -> list[Event]:
         """``node_finished(llm)``, ``message_end``, ``workflow_finished`` (success or stop)."""

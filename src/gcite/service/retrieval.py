@@ -53,6 +53,7 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
@@ -407,6 +408,8 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
             # Dify turns any non-200 into a silent empty result: log every failure here.
             logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
             return exc.response()
+        except ClientDisconnect:
+            raise  # the client left mid-body: the ops layer logs one line
         except Exception as exc:  # a bug: still Dify's error shape, never the chat one
             logger.exception("/retrieval internal error", exc_info=exc)
             return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
