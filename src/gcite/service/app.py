@@ -45,6 +45,7 @@ from gcite.service.jsonbody import BodyError, load_json, read_limited, storable
 from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn, without_hidden
 from gcite.service.sse import MEDIA_TYPE, PING_FRAME, data_frame
 from gcite.service.store import ConversationStore, MessageRecord, new_id
+from gcite.service.visibility import kb_document_ids, redact_chunks, redact_message
 
 log = logging.getLogger("gcite.service")
 
@@ -243,6 +244,20 @@ class ChatService:
         checks["model"] = model.ok or self.settings.on_model_error == "extractive"
         return checks
 
+    def visible_documents(self, document_ids: list[str], roles: tuple[str, ...]) -> set[str]:
+        """The ids among ``document_ids`` visible to ``roles`` now; empty (fail closed)
+        when the knowledge store cannot be asked."""
+        if not document_ids:
+            return set()
+        try:
+            visible: set[str] = self.get_store().visible_document_ids(
+                document_ids, roles=list(roles)
+            )
+        except Exception:
+            log.warning("visibility check failed: stored answers are redacted", exc_info=True)
+            return set()
+        return visible
+
     def get_store(self) -> Any:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
         with self._kb_lock:
@@ -296,11 +311,10 @@ class ChatService:
                 by_id = {str(c.get("id")): c for c in past.chunk_metadata}
                 cited = [by_id[i] for i in past.cited_ids if i in by_id]
                 cited_before.extend(cited)
-                # the knowledge-base documents this answer quoted: the pipeline leaves the
-                # answer out of the history when the caller can no longer see one of them
-                documents = [
-                    str(c.get("document_id") or "") for c in cited if c.get("source_type") != "web"
-                ]
+                # every knowledge-base document retrieved for that turn (cited or not: an
+                # answer can use a chunk without citing it): the pipeline leaves the answer
+                # out of the history when the caller can no longer see one of them
+                documents = kb_document_ids(past.chunk_metadata)
                 history.append(
                     {"query": past.query, "answer": past.answer, "document_ids": documents}
                 )
@@ -613,7 +627,10 @@ def create_app(settings: Settings) -> FastAPI:
             )
         except KeyError as exc:
             raise ApiError(404, "not_found", "First Message Not Exists.") from exc
-        return {"limit": limit, "has_more": has_more, "data": [message_json(r) for r in rows]}
+        ids = list(dict.fromkeys(d for r in rows for d in kb_document_ids(r.chunk_metadata)))
+        visible = await asyncio.to_thread(service.visible_documents, ids, caller.roles)
+        data = [redact_message(message_json(r), r.chunk_metadata, visible) for r in rows]
+        return {"limit": limit, "has_more": has_more, "data": data}
 
     @app.get("/v1/conversations")
     async def conversations(request: Request) -> dict[str, Any]:
@@ -648,7 +665,9 @@ def create_app(settings: Settings) -> FastAPI:
         record = await asyncio.to_thread(service.store.get_message, message_id, user)
         if record is None:
             raise ApiError(404, "not_found", "Message Not Exists.")
-        return chunk_metadata_json(record)
+        ids = kb_document_ids(record.chunk_metadata)
+        visible = await asyncio.to_thread(service.visible_documents, ids, caller.roles)
+        return redact_chunks(chunk_metadata_json(record), visible)
 
     @app.get("/v1/conversations/{conversation_id}/chunk-metadata")
     async def conversation_chunks(conversation_id: str, request: Request) -> dict[str, Any]:
@@ -658,7 +677,10 @@ def create_app(settings: Settings) -> FastAPI:
         if conv is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         rows = await asyncio.to_thread(service.store.conversation_messages, conversation_id)
-        return {"conversation_id": conversation_id, "data": [chunk_metadata_json(r) for r in rows]}
+        ids = list(dict.fromkeys(d for r in rows for d in kb_document_ids(r.chunk_metadata)))
+        visible = await asyncio.to_thread(service.visible_documents, ids, caller.roles)
+        data = [redact_chunks(chunk_metadata_json(r), visible) for r in rows]
+        return {"conversation_id": conversation_id, "data": data}
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
