@@ -117,12 +117,15 @@ def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
     with _write_lock, store.lock:
-        if name in store.catalog.datasets:
+        catalog = store.catalog
+        if name in catalog.datasets:
             raise ManageError(
                 "数据集名称已存在，请换一个名称", status=409, code="dataset_name_duplicate"
             )
-        store.catalog.dataset(name)
-        store.catalog.save()
+        # copy on write: searches read the dataset table without the lock
+        entry = {"dataset_id": stable_id("dataset", name), "array_fields": [], "documents": {}}
+        catalog.datasets = {**catalog.datasets, name: entry}
+        catalog.save()
     return next(i for i in list_datasets(store) if i.name == name)
 
 
@@ -179,7 +182,9 @@ def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
         for doc in list_documents(store, name):
             store.delete_document(doc.id)
         with store.lock:
-            entry = store.catalog.datasets.pop(name, None)
+            catalog = store.catalog
+            entry = catalog.datasets.get(name)
+            catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
             store.save()
         if entry is not None:
             shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
