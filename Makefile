@@ -10,9 +10,12 @@ STAMP := $(VENV)/.installed
 RUNTIME := $(VENV)/.runtime
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.v2.json
+STREAM_VECTORS := tests/vectors/dify-stream.v1.json
 PORT ?= 8000
+MP_TEST := clients/miniprogram/test
+MP_STAMP := $(MP_TEST)/node_modules/.installed
 
-.PHONY: demo test setup browser services lint bench clean
+.PHONY: demo test setup browser services lint miniprogram bench clean
 
 # What the demo needs (the runtime dependencies) ...
 $(RUNTIME): pyproject.toml requirements.lock
@@ -44,6 +47,15 @@ services:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
+# The WeChat mini program: copy the JavaScript client into the example as CommonJS
+# (no npm needed), and install its pinned test packages (npm ci, once per lock change).
+miniprogram:
+	node clients/miniprogram/scripts/build-client.mjs
+
+$(MP_STAMP): $(MP_TEST)/package.json $(MP_TEST)/package-lock.json
+	cd $(MP_TEST) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(MP_STAMP)
+
 demo: $(RUNTIME)
 	$(BIN)/gcite demo --port $(PORT)
 
@@ -52,12 +64,15 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser services lint
+test: setup browser services lint miniprogram $(MP_STAMP)
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
 	else echo "skipped: no citation vectors at $(VECTORS) (set SHARED=...)"; fi
+	@echo "stream contract: $(STREAM_VECTORS)"
+	$(BIN)/gcite vectors $(STREAM_VECTORS) && node clients/js/bin/vectors.mjs $(STREAM_VECTORS)
 	node --test clients/js/test/
+	node --test clients/miniprogram/test/*.test.js
 	GCITE_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/pytest -q
 
 bench: setup

@@ -57,7 +57,7 @@ def serve(
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
     store = open_serve_store(settings)
     app = create_app(settings)
-    backend = app.state.service.backend.name
+    backend = app.state.resources.backend.name
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
     click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
     _check_model(settings)
