@@ -214,16 +214,20 @@ def retriever_resources(
 
 def message_metadata(summary: RunSummary) -> dict[str, Any]:
     """``message_end.metadata`` (also the blocking body's): usage, the cited chunks as
-    ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids)."""
+    ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids, and
+    ``fallback`` when the offline answerer replaced a model that was down)."""
+    gcite: dict[str, Any] = {
+        "backend": summary.backend,
+        "cited_ids": summary.cited_ids,
+        "invalid_ids": summary.invalid_ids,
+    }
+    if summary.fallback is not None:
+        gcite["fallback"] = dict(summary.fallback)
     return {
         "annotation_reply": None,
         "usage": usage_json(summary.usage),
         "retriever_resources": retriever_resources(summary.cited_ids, summary.chunk_metadata),
-        "gcite": {
-            "backend": summary.backend,
-            "cited_ids": summary.cited_ids,
-            "invalid_ids": summary.invalid_ids,
-        },
+        "gcite": gcite,
     }
 
 
