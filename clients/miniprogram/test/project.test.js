@@ -251,6 +251,9 @@ test('sheetModel: actions, colours and notices by source type and URL', function
   assert.equal(s.action, 'copy');
   s = view.sheetModel(row({ source_type: 'web', url: 'https://docs.example.com@evil.test/' }), opts);
   assert.equal(s.action, 'none', 'a URL with user info is refused (safeUrl fails closed)');
+  // user info never becomes a link (docs/stream-contract.md §7, the URL rule fails closed)
+  s = view.sheetModel(row({ source_type: 'web', url: 'https://x@evil.test/docs.example.com' }), opts);
+  assert.deepEqual([s.action, s.buttonDisabled], ['none', true]);
   for (const bad of ['javascript:alert(1)', 'data:text/html,x', '//docs.example.com/a', 'oss://bucket/a.docx', 'https://docs.example.com/a b']) {
     s = view.sheetModel(row({ source_type: 'web', url: bad }), opts);
     assert.deepEqual([s.action, s.buttonDisabled, s.url, s.hint], ['none', true, '', '原文链接不是网页地址，无法打开'], bad);
