@@ -105,7 +105,8 @@ def make_backend(settings: Settings) -> LLMBackend:
     """The backend the settings ask for.
 
     ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
-    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key).
+    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key) on the
+    support model of :func:`gcite.verify.support.support_model` (the bundled embedder).
     Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
     """
     if settings.llm_base_url:
@@ -113,8 +114,9 @@ def make_backend(settings: Settings) -> LLMBackend:
 
         return OpenAIBackend.from_settings(settings)
     from gcite.generate.extractive import ExtractiveBackend
+    from gcite.verify.support import support_model
 
-    return ExtractiveBackend()
+    return ExtractiveBackend(support=support_model(settings))
 
 
 __all__ = [
