@@ -105,7 +105,8 @@ def make_backend(settings: Settings) -> LLMBackend:
     """The backend the settings ask for.
 
     ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
-    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key).
+    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key) on the
+    support model of :func:`gcite.verify.support.support_model` (the bundled embedder).
     Either is wrapped in :class:`gcite.generate.limits.LimitedBackend` (total and no-text
     deadlines, answer size cap from the settings).
     Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
@@ -114,6 +115,10 @@ def make_backend(settings: Settings) -> LLMBackend:
     """
     from gcite.generate.extractive import ExtractiveBackend
     from gcite.generate.limits import limited
+    from gcite.verify.support import support_model
+
+    def offline() -> ExtractiveBackend:
+        return ExtractiveBackend(support=support_model(settings))
 
     if settings.llm_base_url:
         from gcite.generate.openai_backend import OpenAIBackend
@@ -122,9 +127,9 @@ def make_backend(settings: Settings) -> LLMBackend:
         if settings.on_model_error == "extractive":
             from gcite.generate.fallback import FallbackBackend
 
-            return FallbackBackend(model, limited(ExtractiveBackend(), settings))
+            return FallbackBackend(model, limited(offline(), settings))
         return model
-    return limited(ExtractiveBackend(), settings)
+    return limited(offline(), settings)
 
 
 __all__ = [
