@@ -80,3 +80,38 @@ def test_bad_env_value_is_a_clear_error() -> None:
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="无法读取"):
         load_settings(config_file=tmp_path / "absent.toml", environ={})
+
+
+def test_app_key_carries_the_app_settings_dify_keeps_per_app(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(
+        """
+[[app_keys]]
+key = "app-1"
+name = "物业助手"
+opening_statement = "您好！"
+suggested_questions = ["访客在哪里登记？", "停车怎么收费？"]
+
+[[retrieval_keys]]
+key = "kb-1"
+expose_roles = true
+""",
+        encoding="utf-8",
+    )
+    settings = load_settings(config_file=config, environ={})
+    (app,) = settings.app_keys
+    assert (app.name, app.opening_statement) == ("物业助手", "您好！")
+    assert app.suggested_questions == ("访客在哪里登记？", "停车怎么收费？")
+    assert app.expose_roles is False
+    assert settings.retrieval_keys[0].expose_roles is True
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['suggested_questions = "一个问题"', "opening_statement = 3", 'expose_roles = "yes"'],
+)
+def test_bad_app_key_settings_are_refused(tmp_path: Path, line: str) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(f'[[app_keys]]\nkey = "app-1"\n{line}\n', encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load_settings(config_file=config, environ={})

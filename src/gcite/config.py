@@ -11,10 +11,14 @@ Structured settings (API keys bound to roles) come from the file only::
     key = "app-staff"
     roles = ["运维工程师"]
     stream_event = "message"     # or "text_chunk"
+    name = "物业助手"             # the app's name (GET /v1/info, /v1/site)
+    opening_statement = "您好！"  # GET /v1/parameters
+    suggested_questions = ["访客在哪里登记？"]
 
     [[retrieval_keys]]           # External Knowledge API keys (POST /retrieval)
     key = "kb-guard"
     roles = ["安保主管"]
+    expose_roles = false         # true: records keep metadata.access_roles
 
 Errors: :class:`gcite.errors.ConfigError` for an unreadable file, an unknown
 key or a value of the wrong type.
@@ -36,11 +40,22 @@ ENV_PREFIX = "GCITE_"
 
 @dataclass(frozen=True)
 class ApiKey:
-    """An API key bound, server side, to the maximum set of roles its callers have."""
+    """An API key bound, server side, to the maximum set of roles its callers have.
+
+    App keys also carry what Dify keeps per app: ``name`` (``GET /v1/info``,
+    ``/v1/site``; empty: "gcite"), ``opening_statement`` and ``suggested_questions``
+    (``GET /v1/parameters``). Retrieval keys: ``expose_roles`` keeps the documents'
+    ``access_roles`` in the External Knowledge API records (off by default: Dify
+    streams record metadata to end users).
+    """
 
     key: str
     roles: tuple[str, ...] = ()
     stream_event: str = "message"  # "message" (Dify chatflow) or "text_chunk" (seeds)
+    name: str = ""
+    opening_statement: str = ""
+    suggested_questions: tuple[str, ...] = ()
+    expose_roles: bool = False
 
 
 @dataclass
@@ -144,7 +159,25 @@ def _parse_keys(name: str, raw: Any) -> list[ApiKey]:
         event = item.get("stream_event", "message")
         if event not in {"message", "text_chunk"}:
             raise ConfigError(f"配置项 {name}.stream_event 只能是 message 或 text_chunk")
-        keys.append(ApiKey(key=item["key"], roles=tuple(roles), stream_event=event))
+        texts = {f: item.get(f, "") for f in ("name", "opening_statement")}
+        if not all(isinstance(v, str) for v in texts.values()):
+            raise ConfigError(f"配置项 {name}.name / opening_statement 必须是字符串")
+        questions = item.get("suggested_questions", [])
+        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+            raise ConfigError(f"配置项 {name}.suggested_questions 必须是字符串列表")
+        expose = item.get("expose_roles", False)
+        if not isinstance(expose, bool):
+            raise ConfigError(f"配置项 {name}.expose_roles 必须是 true 或 false")
+        keys.append(
+            ApiKey(
+                key=item["key"],
+                roles=tuple(roles),
+                stream_event=event,
+                suggested_questions=tuple(questions),
+                expose_roles=expose,
+                **texts,
+            )
+        )
     return keys
 
 

@@ -1,0 +1,14 @@
+"""What the client conformance tests configure: the app key, its app settings, the usage."""
+
+from __future__ import annotations
+
+DATASET = "访客手册"
+KEY = "app-sdk-key"
+WEB_KEY = "sdk-web-key"
+APP_NAME = "访客助手"
+OPENING = "您好，我是访客助手，可以回答登记、门禁和停车的问题。"
+SUGGESTED = ("访客登记在哪里办理？", "访客车辆停在哪里？")
+#: Token usage the model stand-in reports for every answer (prompt, completion).
+USAGE = (321, 17)
+#: A question containing this gets a slow answer (to stop it).
+SLOW_MARK = "慢慢"
