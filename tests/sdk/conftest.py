@@ -30,7 +30,18 @@ from typing import Any
 
 import pytest
 import uvicorn
-from sdk_setup import APP_NAME, DATASET, KEY, OPENING, SLOW_MARK, SUGGESTED, USAGE, WEB_KEY
+from sdk_setup import (
+    APP_NAME,
+    DATASET,
+    KEY,
+    OPENING,
+    RETRIEVAL_EXPOSE_KEY,
+    RETRIEVAL_KEY,
+    SLOW_MARK,
+    SUGGESTED,
+    USAGE,
+    WEB_KEY,
+)
 
 from gcite.config import ApiKey, Settings
 from gcite.service import create_app
@@ -54,6 +65,17 @@ source_file_url: https://kb.example.com/visitor.pdf
 
 访客进入大厦须在一层大堂服务台出示身份证件并登记。登记后领取临时门禁卡，离开时归还。
 访客车辆请停放在地下二层访客车位，凭登记单免费停车两小时。
+"""
+
+GUARD_DOC = """---
+document_title: 监控中心值守规程（安保内部）
+source_file_url: oss://kb-raw/control-room.pdf
+access_roles: ["安保主管"]
+---
+
+# 监控中心值守规程
+
+访客登记信息由监控中心每日核对，监控中心备用钥匙存放在三号保险柜内。
 """
 
 _CHUNK_HEADER = re.compile(r"^\[C:(\d+)\]$", re.MULTILINE)
@@ -120,6 +142,10 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
                 suggested_questions=SUGGESTED,
             )
         ],
+        "retrieval_keys": [
+            ApiKey(RETRIEVAL_KEY, ("安保主管",)),
+            ApiKey(RETRIEVAL_EXPOSE_KEY, ("安保主管",), expose_roles=True),
+        ],
         "kb_timeout_s": 20.0,
     }
     values.update(extra)
@@ -132,9 +158,10 @@ def sdk_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     docs = tmp_path_factory.mktemp("sdk-docs")
     (docs / "visitor.md").write_text(VISITOR_DOC, encoding="utf-8")
+    (docs / "control-room.md").write_text(GUARD_DOC, encoding="utf-8")
     data_dir = tmp_path_factory.mktemp("sdk-kb") / "data"
     report = ingest_paths([docs], settings=Settings(data_dir=data_dir), dataset=DATASET)
-    assert report.added == 1 and not report.failed
+    assert report.added == 2 and not report.failed
     return data_dir
 
 

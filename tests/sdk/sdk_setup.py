@@ -5,6 +5,9 @@ from __future__ import annotations
 DATASET = "访客手册"
 KEY = "app-sdk-key"
 WEB_KEY = "sdk-web-key"
+#: External Knowledge API keys (roles 安保主管); the second one exposes access_roles.
+RETRIEVAL_KEY = "kb-sdk-key"
+RETRIEVAL_EXPOSE_KEY = "kb-sdk-expose"
 APP_NAME = "访客助手"
 OPENING = "您好，我是访客助手，可以回答登记、门禁和停车的问题。"
 SUGGESTED = ("访客登记在哪里办理？", "访客车辆停在哪里？")
