@@ -125,7 +125,6 @@ def retrieve(sdk_service: SdkService, key: str, setting: dict[str, Any]) -> http
     )
 
 
-@pytest.mark.xfail(strict=True, reason="item 5: top_k null answered 400")
 def test_external_knowledge_top_k_null_means_the_default(sdk_service: SdkService) -> None:
     response = retrieve(sdk_service, RETRIEVAL_KEY, {"top_k": None, "score_threshold": 0.0})
     assert response.status_code == 200, response.text
@@ -133,7 +132,6 @@ def test_external_knowledge_top_k_null_means_the_default(sdk_service: SdkService
     assert 1 <= len(records) <= sdk_service.settings.top_k
 
 
-@pytest.mark.xfail(strict=True, reason="item 5: records carried access_roles")
 def test_external_knowledge_keeps_role_names_server_side(sdk_service: SdkService) -> None:
     setting = {"top_k": 5, "score_threshold": 0.0}
     records = retrieve(sdk_service, RETRIEVAL_KEY, setting).json()["records"]
