@@ -210,14 +210,12 @@ CHECKS: dict[str, Callable[[Steps], None]] = {
 #: What gcite got wrong when the suite was written, by issue 13 item (marks removed as fixed).
 XFAIL: dict[tuple[str, str], str] = {}
 for _client in CLIENTS:
-    for _check in ("parameters", "feedback", "suggested", "rename", "delete", "upload"):
-        XFAIL[(_check, _client)] = "item 2: endpoint answered 404"
     XFAIL[("chat_stream", _client)] = "items 1, 3: retriever_resources fields, event order"
     XFAIL[("follow_up", _client)] = "items 1, 3: retriever_resources fields, event order"
     XFAIL[("chat_blocking", _client)] = "item 1: retriever_resources fields"
     XFAIL[("stop", _client)] = "item 3: message_end before workflow_finished"
-    XFAIL[("messages", _client)] = "items 1, 4: resource fields, message token fields"
-XFAIL[("conversations", "dify-client-python")] = "item 1: no conversation (ValidationError)"
+for _check in ("conversations", "messages", "feedback", "suggested", "rename", "delete"):
+    XFAIL[(_check, "dify-client-python")] = "item 1: no conversation (ValidationError)"
 
 
 def cases() -> list[Any]:

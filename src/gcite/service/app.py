@@ -28,6 +28,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -36,6 +37,12 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gcite.config import Settings
+from gcite.dify.service_api import (
+    DEFAULT_USER,
+    message_usage_fields,
+    parse_sort_by,
+    resource_items,
+)
 from gcite.generate.backends import LLMBackend, make_backend
 from gcite.generate.prompt import load_template
 from gcite.service.auth import AuthError, Caller, authenticate
@@ -156,7 +163,13 @@ def _required(request: Request, name: str) -> str:
 
 
 def message_json(record: MessageRecord) -> dict[str, Any]:
-    """A stored message in Dify's ``GET /v1/messages`` item shape (plus ``failed``)."""
+    """A stored message in Dify's ``GET /v1/messages`` item shape (plus ``failed``).
+
+    Spec ``ConversationMessageItem``: ``feedback`` ``{"rating"}`` or null, spec-typed
+    ``retriever_resources`` (:func:`gcite.dify.service_api.resource_items`) and the token,
+    latency and price fields of the answer's usage.
+    """
+    resources = without_hidden(record.retriever_resources)
     return {
         "id": record.id,
         "conversation_id": record.conversation_id,
@@ -165,12 +178,16 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
         "query": record.query,
         "answer": record.answer,
         "message_files": [],
-        "feedback": None,
-        "retriever_resources": without_hidden(record.retriever_resources),
+        "feedback": {"rating": record.feedback} if record.feedback else None,
+        "retriever_resources": resource_items(
+            resources, message_id=record.id, created_at=record.created_at
+        ),
         "agent_thoughts": [],
+        "extra_contents": [],
         "created_at": record.created_at,
         "status": "error" if record.failed else "normal",
         "error": record.error,
+        **message_usage_fields(record.metadata),
         "failed": record.failed,
         "gcite_status": record.status,
     }
@@ -567,7 +584,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def messages(request: Request) -> dict[str, Any]:
         caller = caller_of(request)
         conversation_id = _required(request, "conversation_id")
-        user = caller.owner(_required(request, "user"))
+        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
         limit = _limit(request.query_params.get("limit"))
         first_id = request.query_params.get("first_id") or None
         conv = await asyncio.to_thread(service.store.get_conversation, conversation_id, user)
@@ -584,12 +601,23 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/v1/conversations")
     async def conversations(request: Request) -> dict[str, Any]:
         caller = caller_of(request)
-        user = caller.owner(_required(request, "user"))
+        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
         limit = _limit(request.query_params.get("limit"))
         last_id = request.query_params.get("last_id") or None
         try:
+            sort_field, descending = parse_sort_by(request.query_params.get("sort_by"))
+        except ValueError as exc:
+            raise ApiError(400, "invalid_param", str(exc)) from exc
+        try:
             rows, has_more = await asyncio.to_thread(
-                service.store.list_conversations, user, last_id=last_id, limit=limit
+                partial(
+                    service.store.list_conversations,
+                    user,
+                    last_id=last_id,
+                    limit=limit,
+                    sort_by=sort_field,
+                    descending=descending,
+                )
             )
         except KeyError as exc:
             raise ApiError(404, "not_found", "Last Conversation Not Exists.") from exc
@@ -626,6 +654,9 @@ def create_app(settings: Settings) -> FastAPI:
         rows = await asyncio.to_thread(service.store.conversation_messages, conversation_id)
         return {"conversation_id": conversation_id, "data": [chunk_metadata_json(r) for r in rows]}
 
+    from gcite.service.dify_app import build_dify_app_router  # imports this module
+
+    app.include_router(build_dify_app_router(service.store, caller_of))
     _include_optional(app, settings, service)
     return app
 

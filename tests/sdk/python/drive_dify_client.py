@@ -33,7 +33,8 @@ class Driver(Client):
 
     @staticmethod
     def _json(response: requests.Response) -> dict[str, Any]:
-        response.raise_for_status()
+        if response.status_code >= 400:  # the README's raise_for_status, with Dify's body
+            raise requests.HTTPError(f"{response.status_code} {response.text}")
         data: dict[str, Any] = response.json()
         return data
 
