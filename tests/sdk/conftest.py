@@ -24,7 +24,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from sdk_setup import (
     SUGGESTED,
     USAGE,
     WEB_KEY,
+    SdkService,
 )
 
 from gcite.config import ApiKey, Settings
@@ -96,13 +96,6 @@ def citing_responder(body: dict[str, Any]) -> Script:
     if SLOW_MARK in last_user:
         return Script.text(answer * 6, size=2, token_delay_s=0.15, usage=USAGE)
     return Script.text(answer, usage=USAGE)
-
-
-@dataclass
-class SdkService:
-    base_url: str
-    settings: Settings
-    llm: OpenAIStandin
 
 
 def _serve(settings: Settings) -> Iterator[str]:

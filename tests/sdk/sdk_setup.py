@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 DATASET = "访客手册"
 KEY = "app-sdk-key"
 WEB_KEY = "sdk-web-key"
@@ -15,3 +18,13 @@ SUGGESTED = ("访客登记在哪里办理？", "访客车辆停在哪里？")
 USAGE = (321, 17)
 #: A question containing this gets a slow answer (to stop it).
 SLOW_MARK = "慢慢"
+
+
+@dataclass
+class SdkService:
+    """The service the clients talk to: ``base_url`` (no ``/v1``), its settings, the model
+    stand-in (``support.openai_standin.OpenAIStandin``)."""
+
+    base_url: str
+    settings: Any
+    llm: Any

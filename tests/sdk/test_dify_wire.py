@@ -16,9 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sdk_setup import APP_NAME, DATASET, KEY, RETRIEVAL_EXPOSE_KEY, RETRIEVAL_KEY
-
-from conftest import SdkService
+from sdk_setup import APP_NAME, DATASET, KEY, RETRIEVAL_EXPOSE_KEY, RETRIEVAL_KEY, SdkService
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gcite.dify.service_api import resource_items
 from gcite.service.events import (
     AnswerDelta,
     ErrorEvent,
@@ -116,7 +117,9 @@ def to_wire(event: Event, env: Envelope) -> dict[str, Any]:
         return out
     if isinstance(event, MessageEnd):
         out = env.head("message_end")
-        out.update({"id": env.message_id, "metadata": event.metadata, "files": []})
+        out.update(
+            {"id": env.message_id, "metadata": spec_metadata(env, event.metadata), "files": []}
+        )
         return out
     if isinstance(event, WorkflowFinished):
         out = env.head("workflow_finished")
@@ -150,6 +153,16 @@ def to_wire(event: Event, env: Envelope) -> dict[str, Any]:
     raise TypeError(f"not an event: {event!r}")
 
 
+def spec_metadata(env: Envelope, metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` with its ``retriever_resources`` as the spec's ``RetrieverResource``
+    items of this message (:func:`gcite.dify.service_api.resource_items`)."""
+    resources = metadata.get("retriever_resources")
+    if not isinstance(resources, list):
+        return metadata
+    items = resource_items(resources, message_id=env.message_id, created_at=env.created_at)
+    return {**metadata, "retriever_resources": items}
+
+
 def blocking_response(env: Envelope, answer: str, metadata: dict[str, Any]) -> dict[str, Any]:
     """The Dify blocking-mode chat response (§1.9): the whole answer plus metadata."""
     return {
@@ -160,9 +173,9 @@ def blocking_response(env: Envelope, answer: str, metadata: dict[str, Any]) -> d
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
         "answer": answer,
-        "metadata": metadata,
+        "metadata": spec_metadata(env, metadata),
         "created_at": env.created_at,
     }
 
 
-__all__ = ["WORKFLOW_ID", "Envelope", "blocking_response", "to_wire"]
+__all__ = ["WORKFLOW_ID", "Envelope", "blocking_response", "spec_metadata", "to_wire"]

@@ -8,7 +8,7 @@
     node_started(code "Chunk编号") node_finished(code)          formatted_chunks, chunk_count,
                                                                 chunk_metadata (before any text)
     node_started(llm) answer deltas... node_finished(llm)
-    message_end workflow_finished                                (success, and stop)
+    workflow_finished message_end                                (success, and stop)
     | workflow_finished(failed) error                            (failure)
 
 A failing or timing-out retrieval branch does not fail the run: its ``node_finished``
@@ -559,13 +559,14 @@ class Chatflow:
         }
 
     def _terminal(self, status: str) -> list[Event]:
-        """``node_finished(llm)``, ``message_end``, ``workflow_finished`` (success or stop)."""
+        """``node_finished(llm)``, ``workflow_finished``, ``message_end`` (success or stop):
+        Dify's advanced-chat pipeline order, so ``message_end`` ends the stream."""
         state = self.state
         state.status = status
         events = self._close_llm(status, None)
         self._summarise()
-        events.append(MessageEnd(metadata=state.metadata))
         events.append(self._workflow_finished(status, None))
+        events.append(MessageEnd(metadata=state.metadata))
         return events
 
     def _workflow_finished(self, status: str, error: str | None) -> WorkflowFinished:

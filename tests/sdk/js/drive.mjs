@@ -89,6 +89,7 @@ async function chatAndStop(query) {
   for await (const event of sseEvents(response.data)) {
     out.events.push(event.event);
     if (event.event === "message" && !out.stop) {
+      out.conversation_id = event.conversation_id;
       const stop = await client.sendRequest("POST", `/chat-messages/${event.task_id}/stop`, { user });
       out.stop = stop.data;
     }
@@ -115,8 +116,8 @@ async function main() {
   const conversation = first?.conversation_id || "";
   const message = first?.message_id || "";
   await run("follow_up", () => chatStream(FOLLOW_QUERY, conversation));
-  const blocking = await run("chat_blocking", () => chatBlocking(CITE_QUERY));
-  await run("stop", () => chatAndStop(SLOW_QUERY));
+  await run("chat_blocking", () => chatBlocking(CITE_QUERY));
+  const stopped = await run("stop", () => chatAndStop(SLOW_QUERY));
   await run("conversations", async () => (await client.getConversations(user, null, 100)).data);
   await run("messages", async () => (await client.getConversationMessages(user, conversation)).data);
   await run("feedback", async () => (await client.messageFeedback(message, "like", user)).data);
@@ -125,7 +126,7 @@ async function main() {
     (await client.sendRequest("GET", `/messages/${message}/suggested`, null, { user })).data);
   await run("rename", async () => (await client.renameConversation(conversation, "访客问答", user, false)).data);
   await run("rename_auto", async () => (await client.renameConversation(conversation, "", user, true)).data);
-  const other = blocking?.conversation_id || "";
+  const other = stopped?.conversation_id || "";
   await run("delete", async () => {
     const response = await client.deleteConversation(other, user);
     return { status: response.status, body: response.data };

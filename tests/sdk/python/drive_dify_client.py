@@ -81,6 +81,7 @@ class Driver(Client):
         for event in sse_events(response):
             out["events"].append(event["event"])
             if event["event"] == "message" and "stop" not in out:
+                out["conversation_id"] = event["conversation_id"]
                 stop = self.sdk._send_request(
                     "POST", f"/chat-messages/{event['task_id']}/stop", {"user": user}
                 )

@@ -45,7 +45,7 @@ class Driver(Client):
 
     def chat_stream(self, query: str, user: str, conversation_id: str = "") -> dict[str, Any]:
         request = self._request(query, user, models.ResponseMode.STREAMING, conversation_id)
-        out: dict[str, Any] = {"events": [], "answer": ""}
+        out: dict[str, Any] = {"events": [], "answer": "", "typed": True}
         for event in self.sdk.chat_messages(request, timeout=60):
             name = str(event.event)
             out["events"].append(name)
@@ -67,6 +67,7 @@ class Driver(Client):
         response = self.sdk.chat_messages(request, timeout=60)
         assert isinstance(response, models.ChatResponse)
         return {
+            "typed": True,
             "answer": response.answer,
             "message_id": response.message_id,
             "conversation_id": getattr(response, "conversation_id", None),
@@ -81,6 +82,7 @@ class Driver(Client):
         for event in self.sdk.chat_messages(request, timeout=60):
             out["events"].append(str(event.event))
             if isinstance(event, models.MessageStreamResponse) and "stop" not in out:
+                out["conversation_id"] = event.conversation_id
                 stopped = self.sdk.stop_chat_messages(
                     event.task_id or "", models.StopRequest(user=user)
                 )

@@ -43,7 +43,8 @@ class Client:
         raise NotImplementedError
 
     def chat_and_stop(self, query: str, user: str) -> dict[str, Any]:
-        """Stream, stop at the first answer delta; ``stop`` (the stop response) and ``events``."""
+        """Stream, stop at the first answer delta; ``stop`` (the stop response), ``events``
+        and ``conversation_id``."""
         raise NotImplementedError
 
     def conversations(self, user: str) -> dict[str, Any]:
@@ -98,8 +99,8 @@ def play(client: Client) -> None:
     conversation = (first or {}).get("conversation_id", "")
     message = (first or {}).get("message_id", "")
     run("follow_up", lambda: client.chat_stream(FOLLOW_QUERY, user, conversation))
-    blocking = run("chat_blocking", lambda: client.chat_blocking(CITE_QUERY, user))
-    run("stop", lambda: client.chat_and_stop(SLOW_QUERY, user))
+    run("chat_blocking", lambda: client.chat_blocking(CITE_QUERY, user))
+    stopped = run("stop", lambda: client.chat_and_stop(SLOW_QUERY, user))
     run("conversations", lambda: client.conversations(user))
     run("messages", lambda: client.messages(user, conversation))
     run("feedback", lambda: client.feedback(message, "like", user))
@@ -107,7 +108,7 @@ def play(client: Client) -> None:
     run("suggested", lambda: client.suggested(message, user))
     run("rename", lambda: client.rename(conversation, "访客问答", user))
     run("rename_auto", lambda: client.rename(conversation, "", user, auto_generate=True))
-    other = (blocking or {}).get("conversation_id", "")
+    other = (stopped or {}).get("conversation_id", "")
     run("delete", lambda: client.delete(other, user))
     run("conversations_after_delete", lambda: client.conversations(user))
     run("upload", lambda: client.upload(user))
