@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.v2.json
+STREAM_VECTORS := tests/vectors/dify-stream.v1.json
 PORT ?= 8000
 
 SDK := .venv-sdk
@@ -69,6 +70,8 @@ test: setup browser services sdk lint
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
 	else echo "skipped: no citation vectors at $(VECTORS) (set SHARED=...)"; fi
+	@echo "stream contract: $(STREAM_VECTORS)"
+	$(BIN)/gcite vectors $(STREAM_VECTORS) && node clients/js/bin/vectors.mjs $(STREAM_VECTORS)
 	node --test clients/js/test/
 	GCITE_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/pytest -q
 

@@ -154,7 +154,8 @@ def test_remote_http_errors_are_one_line() -> None:
         )
         proc = run_gcite("ask", "问题", "--url", server.url, "--key", "wrong")
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401: Invalid API key（unauthorized）"
+    # the wording of the one HTTP edge (gcite.stream.sse.consume_chat_stream)
+    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401（unauthorized）：Invalid API key"
     assert proc.stdout == ""
 
 
@@ -163,7 +164,7 @@ def test_remote_http_errors_are_one_line() -> None:
     [
         (["ask", "   "], 1, "错误: 问题不能为空"),
         (["ask", "问题", "--url", "ftp://example.com"], 1, "错误: --url 必须是 http(s) 地址"),
-        (["ask", "问题", "--url", "http://127.0.0.1:9"], 1, "错误: 与服务的连接出错"),
+        (["ask", "问题", "--url", "http://127.0.0.1:9"], 1, "错误: 无法连接服务"),
         (
             ["ask", "问题", "--url", "http://127.0.0.1:9", "--role", "安保主管"],
             2,

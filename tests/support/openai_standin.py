@@ -10,6 +10,14 @@ loop in a daemon thread, and answers ``POST /v1/chat/completions``:
   (the wire format of the OpenAI API reference, "Streaming").
 - ``stream: false`` -> one ``chat.completion`` JSON object.
 
+Reasoning models are covered as their APIs send them: ``reasoning`` deltas stream
+before the content in a separate delta field — ``reasoning_content`` (DeepSeek-R1,
+Qwen3 on DashScope, vLLM before the rename) or ``reasoning`` (vLLM now, Ollama) — with
+``content`` ``null`` (DeepSeek) or ``""`` (Ollama) beside it. ``ascii_json`` sends the
+chunks with ASCII JSON escapes (as Python's ``json.dumps`` default does), so a delta
+holding half of a surrogate pair arrives as a lone ``"\\ud83d"`` escape, exactly the
+broken Unicode a provider produces when it cuts a character between two chunks.
+
 Every request is answered by a :class:`Script`: the next one queued with
 :meth:`OpenAIStandin.push`, else the result of the ``responder`` callable (given the
 request body), else the default script. A script can delay the first token and
@@ -61,6 +69,10 @@ class Script:
     instead of a completion. ``usage``: (prompt_tokens, completion_tokens); by default
     prompt tokens = characters of all messages // 2, completion tokens = number of deltas.
     ``raw``: SSE frames sent verbatim instead (e.g. a malformed chunk), then the stream ends.
+    ``reasoning``: reasoning deltas sent before ``deltas`` in the delta field
+    ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``), with ``content`` set
+    to ``reasoning_placeholder`` (``None``: JSON ``null``, as DeepSeek; ``""``, as Ollama).
+    ``ascii_json``: encode chunks with ASCII escapes (always done for lone surrogates).
     """
 
     deltas: list[str] = field(default_factory=lambda: ["你好", "。"])
@@ -72,6 +84,10 @@ class Script:
     error: dict[str, Any] | None = None
     usage: tuple[int, int] | None = None
     raw: list[bytes] | None = None
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str = "reasoning_content"
+    reasoning_placeholder: str | None = None
+    ascii_json: bool = False
 
     @classmethod
     def text(cls, answer: str, *, size: int = 4, **kwargs: Any) -> Script:
@@ -266,7 +282,7 @@ class OpenAIStandin:
             prompt, completion = script.usage
         else:
             chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
-            prompt, completion = chars // 2, len(script.deltas)
+            prompt, completion = chars // 2, len(script.deltas) + len(script.reasoning)
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -342,7 +358,10 @@ class OpenAIStandin:
             }
             if usage:
                 obj["usage"] = usage
-            return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+            text = json.dumps(obj, ensure_ascii=False)
+            if script.ascii_json or any("\ud800" <= c <= "\udfff" for c in text):
+                text = json.dumps(obj)  # lone surrogates can only travel as JSON escapes
+            return b"data: " + text.encode() + b"\n\n"
 
         async def send(frame: bytes) -> bool:
             writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
@@ -369,6 +388,11 @@ class OpenAIStandin:
             await writer.drain()
             return True
         await send(chunk({"role": "assistant", "content": ""}, None))
+        for piece in script.reasoning:
+            if not await pause(script.token_delay_s):
+                return False
+            reasoning = {"content": script.reasoning_placeholder, script.reasoning_field: piece}
+            await send(chunk(reasoning, None))
         for i, delta in enumerate(script.deltas):
             if script.drop_after is not None and i >= script.drop_after:
                 transport = writer.transport

@@ -57,7 +57,7 @@ def serve(
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
     store = open_serve_store(settings)
     app = create_app(settings)
-    backend = app.state.service.backend.name
+    backend = app.state.resources.backend.name
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
     if not settings.app_keys and not settings.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)

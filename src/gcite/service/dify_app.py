@@ -43,8 +43,9 @@ from gcite.dify.service_api import (
     site_body,
     variables_body,
 )
-from gcite.service.app import ApiError, load_body, read_body
 from gcite.service.auth import Caller
+from gcite.service.chat import load_body, read_body
+from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
 from gcite.service.store import ConversationRecord, ConversationStore
 

@@ -36,7 +36,8 @@ seeds want solved first). The HTTP contract follows
   Deterministic failures are all 4xx: a 5xx makes Dify retry up to 3 times.
 
 Roles: see :mod:`gcite.service.retrieval_roles` — the key's roles are a
-maximum, ``metadata_condition`` on ``access_roles`` only narrows them.
+maximum, ``metadata_condition`` on ``access_roles`` only narrows them. The condition is
+parsed by the one grammar, :func:`gcite.knowledge.filters.parse_condition`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from fastapi.responses import JSONResponse
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
+from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
 
@@ -360,7 +362,9 @@ def build_records(
     return records[:top_k]
 
 
-def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> APIRouter:
+def build_retrieval_router(
+    settings: Settings, get_store: Callable[[], KnowledgeStore]
+) -> APIRouter:
     """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
 
     ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
@@ -434,7 +438,7 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
     return router
 
 
-def warm_up(get_store: Callable[[], Any]) -> bool:
+def warm_up(get_store: Callable[[], KnowledgeStore]) -> bool:
     """Open the store and run one tiny search so the first real request is fast.
 
     Best effort: returns ``False`` and logs a warning (visible on the stderr of
@@ -465,7 +469,7 @@ async def _read_body(request: Request) -> bytes:
 
 
 async def _search(
-    get_store: Callable[[], Any],
+    get_store: Callable[[], KnowledgeStore],
     req: RetrievalRequest,
     roles: tuple[str, ...],
     condition: Node | None,

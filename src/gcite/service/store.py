@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alembic.util.exc import CommandError
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Connection,
+    Index,
     Integer,
     String,
     Text,
@@ -38,6 +41,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    inspect,
     select,
     update,
 )
@@ -126,6 +130,7 @@ class _Feedback(_Base):
 
 class _Message(_Base):
     __tablename__ = "gcite_messages"
+    __table_args__ = (Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),)
 
     id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(_Str(36), index=True)
@@ -218,7 +223,7 @@ class ConversationStore:
 
     ``url``: a SQLAlchemy URL (``sqlite:///path``, ``postgresql://...``,
     ``postgresql+psycopg://...``; see :func:`sqlalchemy_url`); for SQLite the parent folder
-    is created. Tables are created on open (``CREATE TABLE IF NOT EXISTS``).
+    is created. The schema is migrated to the newest revision on open (:func:`migrate`).
     """
 
     def __init__(self, url: str) -> None:
@@ -231,8 +236,8 @@ class ConversationStore:
             self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
             if url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
-            _Base.metadata.create_all(self.engine)
-        except (SQLAlchemyError, OSError, ValueError, ImportError) as exc:
+            migrate(self.engine)
+        except (SQLAlchemyError, OSError, ValueError, ImportError, CommandError) as exc:
             safe = _safe_url(url)
             detail = str(exc).replace(url, safe)
             raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
@@ -531,9 +536,54 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
-def new_id() -> str:
-    """A fresh UUID4 string (task ids, run ids, node execution ids)."""
-    return str(uuid.uuid4())
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "gcite_alembic_version"
+BASELINE = "0001"
+"""The revision of the schema ``create_all`` made before migrations existed."""
 
 
-__all__ = ["ConversationRecord", "ConversationStore", "MessageRecord", "new_id", "sqlalchemy_url"]
+def _alembic_config(connection: Connection) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest schema (Alembic, ``gcite.service.migrations``).
+
+    An empty database gets every revision; a database made by ``create_all`` before
+    migrations existed (tables, no ``gcite_alembic_version``) is stamped at
+    :data:`BASELINE` first. Runs in one transaction (PostgreSQL and SQLite have
+    transactional DDL). Raises SQLAlchemy errors (the caller maps them).
+    """
+    from alembic import command
+
+    with engine.begin() as connection:
+        config = _alembic_config(connection)
+        tables = inspect(connection)
+        if not tables.has_table(VERSION_TABLE) and tables.has_table(_Message.__tablename__):
+            command.stamp(config, BASELINE)
+        command.upgrade(config, "head")
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The revision the database is at (None before any migration)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        revision: str | None = context.get_current_revision()
+        return revision
+
+
+__all__ = [
+    "ConversationRecord",
+    "ConversationStore",
+    "MessageRecord",
+    "migrate",
+    "schema_revision",
+    "sqlalchemy_url",
+]

@@ -20,9 +20,8 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
-from urllib.parse import urlsplit
 
-from gcite.stream.panel import PanelEntry
+from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url
 from gcite.stream.parser import Segment
 
 _SUPERSCRIPT: Final = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -37,23 +36,6 @@ def _esc(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-def safe_url(url: Any) -> str | None:
-    """``url`` when it is an absolute ``http``/``https`` URL without spaces or control
-    characters, else ``None`` (``javascript:``, ``oss://``, relative paths are not links)."""
-    if not isinstance(url, str):
-        return None
-    text = url.strip()
-    if not text or any(c.isspace() for c in text) or _CONTROL.search(text):
-        return None
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        return None
-    return text
-
-
 def superscript(n: int) -> str:
     """``n`` in Unicode superscript digits: ``12`` -> ``"¹²"``."""
     return str(n).translate(_SUPERSCRIPT)
@@ -66,27 +48,10 @@ def _source_type(chunk: dict[str, Any] | None) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _title(entry: PanelEntry) -> str:
-    chunk = entry["chunk"]
-    if chunk is not None:
-        for key in ("document_title", "document_name", "title"):
-            value = chunk.get(key)
-            if isinstance(value, str) and value.strip():
-                return value
-    return f"来源 {entry['raw_id']}"
-
-
-def _subtitle(entry: PanelEntry) -> str:
-    chunk = entry["chunk"]
-    value = None if chunk is None else chunk.get("display_subtitle")
-    return value if isinstance(value, str) else ""
-
-
-def _url(entry: PanelEntry) -> str | None:
-    chunk = entry["chunk"]
-    if chunk is None:
-        return None
-    return safe_url(chunk.get("url")) or safe_url(chunk.get("source_file_url"))
+# The panel rules and the URL rule are the stream contract's (docs/stream-contract.md).
+_title = entry_title
+_subtitle = entry_subtitle
+_url = entry_url
 
 
 # -- HTML -----------------------------------------------------------------------------
