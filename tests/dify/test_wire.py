@@ -75,8 +75,8 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
         "node_started",
         "message",
         "node_finished",
+        "workflow_finished",  # Dify's advanced-chat order: message_end ends the stream
         "message_end",
-        "workflow_finished",
     ]
     started = {o["data"]["node_id"]: o["data"] for o in objects if o["event"] == "node_started"}
     assert {
@@ -105,14 +105,16 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
         "sys.user_id": "u",
         "sys.conversation_id": "c",
     }
-    end = objects[-2]
-    assert end["metadata"]["retriever_resources"][0]["doc_metadata"]["chunk_id"] == "1"
+    end = objects[-1]
+    resource = end["metadata"]["retriever_resources"][0]
+    assert resource["doc_metadata"]["chunk_id"] == "1"
+    assert (resource["message_id"], resource["created_at"]) == ("m", 999)  # spec-typed items
     assert end["metadata"]["gcite"] == {
         "backend": "extractive",
         "cited_ids": ["1"],
         "invalid_ids": [],
     }
-    assert objects[-1]["data"]["total_steps"] == 4 and objects[-1]["data"]["outputs"] == {
+    assert objects[-2]["data"]["total_steps"] == 4 and objects[-2]["data"]["outputs"] == {
         "answer": "答[C:1]"
     }
 
