@@ -11,12 +11,14 @@ SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.v2.json
 STREAM_VECTORS := tests/vectors/dify-stream.v1.json
 PORT ?= 8000
+MP_TEST := clients/miniprogram/test
+MP_STAMP := $(MP_TEST)/node_modules/.installed
 
 SDK := .venv-sdk
 SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
 SDK_JS := tests/sdk/js/node_modules/.installed
 
-.PHONY: demo test setup browser services sdk lint bench clean
+.PHONY: demo test setup browser services sdk lint miniprogram bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
@@ -57,6 +59,15 @@ services:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
+# The WeChat mini program: copy the JavaScript client into the example as CommonJS
+# (no npm needed), and install its pinned test packages (npm ci, once per lock change).
+miniprogram:
+	node clients/miniprogram/scripts/build-client.mjs
+
+$(MP_STAMP): $(MP_TEST)/package.json $(MP_TEST)/package-lock.json
+	cd $(MP_TEST) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(MP_STAMP)
+
 demo: setup
 	$(BIN)/gcite demo --port $(PORT)
 
@@ -65,7 +76,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser services sdk lint
+test: setup browser services sdk lint miniprogram $(MP_STAMP)
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
@@ -73,6 +84,7 @@ test: setup browser services sdk lint
 	@echo "stream contract: $(STREAM_VECTORS)"
 	$(BIN)/gcite vectors $(STREAM_VECTORS) && node clients/js/bin/vectors.mjs $(STREAM_VECTORS)
 	node --test clients/js/test/
+	node --test clients/miniprogram/test/*.test.js
 	GCITE_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/pytest -q
 
 bench: setup
