@@ -7,6 +7,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.v2.json
 STREAM_VECTORS := tests/vectors/dify-stream.v1.json
@@ -20,9 +21,15 @@ SDK_JS := tests/sdk/js/node_modules/.installed
 
 .PHONY: demo test setup browser services sdk lint miniprogram bench clean
 
-$(STAMP): pyproject.toml requirements.lock
+# What the demo needs (the runtime dependencies) ...
+$(RUNTIME): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	$(BIN)/pip install --quiet -c requirements.lock -e . 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	touch $(RUNTIME)
+
+# ... and the test tools on top (make test, make setup).
+$(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]' 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	touch $(STAMP)
 
@@ -68,7 +75,7 @@ $(MP_STAMP): $(MP_TEST)/package.json $(MP_TEST)/package-lock.json
 	cd $(MP_TEST) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(MP_STAMP)
 
-demo: setup
+demo: $(RUNTIME)
 	$(BIN)/gcite demo --port $(PORT)
 
 lint: setup

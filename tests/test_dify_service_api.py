@@ -19,7 +19,9 @@ from gcite.dify.service_api import (
     site_body,
 )
 
-KEY = ApiKey("k", name="物业助手", opening_statement="您好", suggested_questions=("问一", "问二"))
+KEY = ApiKey(
+    "k", app_name="物业助手", opening_statement="您好", suggested_questions=("问一", "问二")
+)
 
 
 def web_resource(**extra: Any) -> dict[str, Any]:

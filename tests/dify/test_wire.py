@@ -73,11 +73,13 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
         "node_started",
         "node_finished",
         "node_started",
-        "message",
+        *["message"] * 2,  # the reasoning, tagged as Dify does, then the answer
         "node_finished",
         "workflow_finished",  # Dify's advanced-chat order: message_end ends the stream
         "message_end",
     ]
+    answer = "".join(o["answer"] for o in objects if o["event"] == "message")
+    assert answer == "<think>\n想一想\n</think>答[C:1]"
     started = {o["data"]["node_id"]: o["data"] for o in objects if o["event"] == "node_started"}
     assert {
         k: (v["index"], v["predecessor_node_id"], v["node_type"]) for k, v in started.items()

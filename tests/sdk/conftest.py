@@ -130,7 +130,7 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
             ApiKey(
                 KEY,
                 (),
-                name=APP_NAME,
+                app_name=APP_NAME,
                 opening_statement=OPENING,
                 suggested_questions=SUGGESTED,
             )

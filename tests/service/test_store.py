@@ -9,6 +9,8 @@ PostgreSQL.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -646,3 +648,53 @@ def test_migrations_build_exactly_the_models_schema(empty_url: str) -> None:
             assert compare_metadata(context, _Base.metadata) == []
     finally:
         store.close()
+
+
+def test_services_starting_together_migrate_one_after_the_other(empty_url: str) -> None:
+    stores: list[ConversationStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            stores.append(ConversationStore(empty_url))
+        except BaseException as exc:  # collected and reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == [], errors
+        for store in stores:
+            assert schema_revision(store.engine) == "0002"
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
+    postgres_url: str,
+) -> None:
+    schema = f"mig_{uuid.uuid4().hex[:10]}"
+    engine = create_engine(sqlalchemy_url(postgres_url))
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    code = (
+        "import sys; from gcite.service.store import ConversationStore;"
+        "ConversationStore(sys.argv[1]).close()"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    failures = [p.stderr.read() if p.stderr else b"" for p in procs if p.wait(120) != 0]
+    assert failures == []
+    store = ConversationStore(url)
+    try:
+        assert schema_revision(store.engine) == "0002"
+    finally:
+        store.close()
+        engine.dispose()

@@ -66,8 +66,8 @@ WEB_DATASET_ID = str(uuid.uuid5(_IDS, "web"))
 
 
 def app_name(key: ApiKey | None) -> str:
-    """The app's name: the key's ``name``, else :data:`DEFAULT_APP_NAME`."""
-    return (key.name if key is not None else "") or DEFAULT_APP_NAME
+    """The app's name: the key's ``app_name``, else :data:`DEFAULT_APP_NAME`."""
+    return (key.app_name if key is not None else "") or DEFAULT_APP_NAME
 
 
 def parameters_body(key: ApiKey | None) -> dict[str, Any]:

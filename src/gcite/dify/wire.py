@@ -21,6 +21,13 @@ Stream order (one run)::
     workflow_finished message_end                          (succeeded, stopped)
     | node_finished(llm, failed) workflow_finished(failed) error
 
+Reasoning (``ReasoningDelta``) travels the way Dify's ``reasoning_format: tagged`` sends
+it: inside ``<think>\n…\n</think>`` at the start of the answer text, in the same
+``message`` / ``text_chunk`` events (the stream clients show it apart and never count
+its markers, ``citation-markers.md`` §4a). Reasoning that comes after the answer text
+started cannot go at its start and stays off the wire. ``retriever_resources`` and the
+cited ids come from the answer only (``RunSummary``), whatever the reasoning cites.
+
 Changing what Dify clients see (event order, field names) means changing this module only.
 """
 
@@ -45,12 +52,17 @@ from gcite.chatflow.events import (
 )
 from gcite.chatflow.run import new_id
 from gcite.dify.service_api import resource_items
+from gcite.stream.surrogates import fix_surrogates
 
 WORKFLOW_ID = "gcite-chatflow"
 START_NODE_ID = "start"
 MEDIA_TYPE = "text/event-stream"
 PING_FRAME = b"event: ping\n\n"
 """Dify's keep-alive frame, sent every ``settings.ping_interval_s`` seconds of silence."""
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>"
+"""Dify's tagged reasoning: opened before the first reasoning delta, closed before the
+first answer delta after it (the plugin SDK's ``_wrap_thinking_by_reasoning_content``)."""
 
 
 @dataclass(frozen=True)
@@ -203,13 +215,21 @@ def retriever_resources(
 
 def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[str, Any]:
     """``message_end.metadata`` (also the blocking body's): usage, the cited chunks as
-    ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids).
+    ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids, and
+    ``fallback`` when the offline answerer replaced a model that was down).
 
     With ``env`` (on the wire) every resource is the spec's ``RetrieverResource`` of that
     message (:func:`gcite.dify.service_api.resource_item`: ``id``, ``message_id``,
     ``created_at``, no null ids); without it (stored) the items are as built here, and
     the history endpoint completes them the same way.
     """
+    gcite: dict[str, Any] = {
+        "backend": summary.backend,
+        "cited_ids": summary.cited_ids,
+        "invalid_ids": summary.invalid_ids,
+    }
+    if summary.fallback is not None:
+        gcite["fallback"] = dict(summary.fallback)
     resources = retriever_resources(summary.cited_ids, summary.chunk_metadata)
     if env is not None:
         resources = resource_items(resources, message_id=env.message_id, created_at=env.created_at)
@@ -217,16 +237,21 @@ def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[s
         "annotation_reply": None,
         "usage": usage_json(summary.usage),
         "retriever_resources": resources,
-        "gcite": {
-            "backend": summary.backend,
-            "cited_ids": summary.cited_ids,
-            "invalid_ids": summary.invalid_ids,
-        },
+        "gcite": gcite,
     }
 
 
+def tagged_answer(summary: RunSummary) -> str:
+    """The answer with the run's reasoning in front, as Dify's ``reasoning_format: tagged``
+    gives it: ``<think>\n{reasoning}\n</think>{answer}`` (just the answer without any)."""
+    if not summary.reasoning:
+        return summary.answer
+    return THINK_OPEN + summary.reasoning + THINK_CLOSE + summary.answer
+
+
 def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
-    """The Dify blocking-mode chat response (§1.9): the whole answer plus metadata."""
+    """The Dify blocking-mode chat response (§1.9): the whole answer (reasoning tagged in
+    front, :func:`tagged_answer`) plus metadata."""
     return {
         "event": "message",
         "task_id": env.task_id,
@@ -234,7 +259,7 @@ def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
         "message_id": env.message_id,
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
-        "answer": summary.answer,
+        "answer": tagged_answer(summary),
         "metadata": message_metadata(summary, env),
         "created_at": env.created_at,
     }
@@ -260,9 +285,18 @@ def error_of(event: RunFailed) -> tuple[str, int, str]:
 
 
 def data_frame(obj: dict[str, Any]) -> bytes:
-    """``data: <json>\\n\\n`` as UTF-8 bytes (``ensure_ascii=False``, compact separators)."""
+    """``data: <json>\\n\\n`` as UTF-8 bytes (``ensure_ascii=False``, compact separators).
+
+    Never raises on text: a lone UTF-16 surrogate anywhere in ``obj`` (half of a pair a
+    model API cut between two chunks) would not encode, so split pairs are joined and
+    lone halves become U+FFFD (:func:`gcite.stream.surrogates.fix_surrogates`).
+    """
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode("utf-8") + b"\n\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = fix_surrogates(text).encode("utf-8")
+    return b"data: " + data + b"\n\n"
 
 
 # --------------------------------------------------------------------------- the stream
@@ -288,6 +322,8 @@ class DifyStream:
         self.env = env
         self._started: dict[NodeName, _Started] = {}
         self._index = 0
+        # the answer text on the wire: at its start, inside <think>, in the answer
+        self._think: str = "start"
 
     def start(self, query: str) -> dict[str, Any]:
         """``workflow_started``; ``inputs`` echo the request inputs plus ``sys.*``."""
@@ -315,19 +351,22 @@ class DifyStream:
         """The Dify JSON objects of one chatflow event, in wire order."""
         env = self.env
         if isinstance(event, AnswerDelta):
-            selector = [NODES["llm"].node_id, "text"]
-            if env.stream_event == "text_chunk":
-                out = env.head("text_chunk")
-                out["workflow_run_id"] = env.workflow_run_id
-                out["data"] = {"text": event.text, "from_variable_selector": selector}
-                return [out]
-            out = env.head("message")
-            out.update(
-                {"id": env.message_id, "answer": event.text, "from_variable_selector": selector}
-            )
-            return [out]
+            text = event.text
+            if self._think == "open":
+                text, self._think = THINK_CLOSE + text, "answer"
+            elif self._think == "start" and text.strip(" \t\r\n"):
+                self._think = "answer"  # leading white space may still precede <think>
+            return [self._text(text)]
         if isinstance(event, ReasoningDelta):
-            return []  # not on Dify's wire (yet): reasoning is never part of the answer
+            if self._think == "answer":
+                return []  # after answer text it cannot go at the start: off the wire
+            text = event.text if self._think == "open" else THINK_OPEN + event.text
+            self._think = "open"
+            return [self._text(text)]
+        closes_llm = isinstance(event, NodeFinished) and event.node == "llm"
+        if self._think == "open" and (closes_llm or isinstance(event, (RunEnded, RunFailed))):
+            self._think = "answer"  # the model only reasoned: close the block first
+            return [self._text(THINK_CLOSE), *self.objects(event)]
         if isinstance(event, NodeStarted):
             return [self._node_started(event)]
         if isinstance(event, NodeFinished):
@@ -347,6 +386,19 @@ class DifyStream:
                 error_object(env, code, status, message),
             ]
         raise TypeError(f"not a chatflow event: {event!r}")
+
+    def _text(self, text: str) -> dict[str, Any]:
+        """A piece of answer text: ``message`` (``answer``) or ``text_chunk`` (``data.text``)."""
+        env = self.env
+        selector = [NODES["llm"].node_id, "text"]
+        if env.stream_event == "text_chunk":
+            out = env.head("text_chunk")
+            out["workflow_run_id"] = env.workflow_run_id
+            out["data"] = {"text": text, "from_variable_selector": selector}
+            return out
+        out = env.head("message")
+        out.update({"id": env.message_id, "answer": text, "from_variable_selector": selector})
+        return out
 
     def _common(self, node: NodeName, inputs: dict[str, Any]) -> dict[str, Any]:
         started = self._started[node]

@@ -7,14 +7,16 @@
   ``GET /v1/conversations/{conversation_id}/chunk-metadata`` - the merge node's
   ``chunk_metadata`` of a message / of every message of a conversation.
 
-Every read is scoped to the caller's key and ``user``; hidden metadata never leaves.
-``user`` is optional on the two lists, as in Dify's spec: without it they read Dify's
-anonymous end user ``DEFAULT-USER``.
+Every read is scoped to the caller's key and ``user``; hidden metadata never leaves; what
+the key can no longer see is redacted (:mod:`gcite.service.visibility`). ``user`` is
+optional on the two lists, as in Dify's spec: without it they read Dify's anonymous end
+user ``DEFAULT-USER``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -31,6 +33,7 @@ from gcite.service.auth import Caller
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
 from gcite.service.store import ConversationStore, MessageRecord
+from gcite.service.visibility import kb_document_ids, redact_chunks, redact_message
 
 
 def _limit(raw: str | None) -> int:
@@ -95,9 +98,24 @@ def chunk_metadata_json(record: MessageRecord) -> dict[str, Any]:
     }
 
 
-def build_conversations_router(store: ConversationStore, caller_of: Any) -> APIRouter:
-    """The history and Plan B endpoints; ``caller_of(request) -> Caller`` (401)."""
+def build_conversations_router(
+    store: ConversationStore,
+    caller_of: Any,
+    visible: Callable[[list[str], tuple[str, ...]], set[str]] | None = None,
+) -> APIRouter:
+    """The history and Plan B endpoints; ``caller_of(request) -> Caller`` (401).
+
+    ``visible(document_ids, roles)``: the ids the roles may see now (blocking); stored
+    answers and chunks of documents no longer visible are redacted
+    (:mod:`gcite.service.visibility`). ``None``: nothing is visible (fail closed).
+    """
     router = APIRouter()
+
+    async def visible_now(rows: list[MessageRecord], roles: tuple[str, ...]) -> set[str]:
+        ids = list(dict.fromkeys(d for r in rows for d in kb_document_ids(r.chunk_metadata)))
+        if visible is None or not ids:
+            return set()
+        return await asyncio.to_thread(visible, ids, roles)
 
     @router.get("/v1/messages")
     async def messages(request: Request) -> dict[str, Any]:
@@ -115,7 +133,9 @@ def build_conversations_router(store: ConversationStore, caller_of: Any) -> APIR
             )
         except KeyError as exc:
             raise ApiError(404, "not_found", "First Message Not Exists.") from exc
-        return {"limit": limit, "has_more": has_more, "data": [message_json(r) for r in rows]}
+        seen = await visible_now(rows, caller.roles)
+        data = [redact_message(message_json(r), r.chunk_metadata, seen) for r in rows]
+        return {"limit": limit, "has_more": has_more, "data": data}
 
     @router.get("/v1/conversations")
     async def conversations(request: Request) -> dict[str, Any]:
@@ -161,7 +181,8 @@ def build_conversations_router(store: ConversationStore, caller_of: Any) -> APIR
         record = await asyncio.to_thread(store.get_message, message_id, user)
         if record is None:
             raise ApiError(404, "not_found", "Message Not Exists.")
-        return chunk_metadata_json(record)
+        seen = await visible_now([record], caller.roles)
+        return redact_chunks(chunk_metadata_json(record), seen)
 
     @router.get("/v1/conversations/{conversation_id}/chunk-metadata")
     async def conversation_chunks(conversation_id: str, request: Request) -> dict[str, Any]:
@@ -171,7 +192,9 @@ def build_conversations_router(store: ConversationStore, caller_of: Any) -> APIR
         if conv is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         rows = await asyncio.to_thread(store.conversation_messages, conversation_id)
-        return {"conversation_id": conversation_id, "data": [chunk_metadata_json(r) for r in rows]}
+        seen = await visible_now(rows, caller.roles)
+        data = [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
+        return {"conversation_id": conversation_id, "data": data}
 
     return router
 

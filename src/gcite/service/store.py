@@ -21,6 +21,7 @@ and looked up, with U+FFFD instead); ownership checks run in SQL, on the stored 
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from sqlalchemy import (
     event,
     inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Dialect, Engine, make_url
@@ -538,6 +540,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "gcite_alembic_version"
+_migrating = threading.Lock()
+MIGRATION_LOCK = 0x6763_6974_6D69_67  # "gcitemig": the PostgreSQL advisory lock of migrate()
 BASELINE = "0001"
 """The revision of the schema ``create_all`` made before migrations existed."""
 
@@ -557,11 +561,16 @@ def migrate(engine: Engine) -> None:
     An empty database gets every revision; a database made by ``create_all`` before
     migrations existed (tables, no ``gcite_alembic_version``) is stamped at
     :data:`BASELINE` first. Runs in one transaction (PostgreSQL and SQLite have
-    transactional DDL). Raises SQLAlchemy errors (the caller maps them).
+    transactional DDL); stores opening together migrate one after the other: in a process
+    under a lock (Alembic's context is process-global), across processes on PostgreSQL
+    under a transaction-scoped advisory lock. Raises SQLAlchemy errors (the caller maps
+    them).
     """
     from alembic import command
 
-    with engine.begin() as connection:
+    with _migrating, engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config = _alembic_config(connection)
         tables = inspect(connection)
         if not tables.has_table(VERSION_TABLE) and tables.has_table(_Message.__tablename__):
