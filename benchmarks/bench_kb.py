@@ -126,14 +126,16 @@ def worker_synthetic(count: int) -> dict[str, Any]:
     """``count`` random chunks in one Edge shard; raw query latency p50/p95."""
     import numpy as np
 
-    from gcite.knowledge.filters import EdgeModels, build_filter, filter_payload
+    from gcite.knowledge.filters import build_filter, filter_payload
     from gcite.knowledge.sparse import Sparse
-    from gcite.knowledge.store import EdgeBackend, PointData, stable_id
+    from gcite.knowledge.store import PointData, stable_id
+    from gcite.knowledge.stores.base import hybrid_query
+    from gcite.knowledge.stores.edge import EdgeIndex, EdgeModels
 
     rng = np.random.default_rng(7)
     roles = ["物业经理", "运维工程师", "安保主管", "法务", "人事", "工程部"]
     with tempfile.TemporaryDirectory() as tmp:
-        backend = EdgeBackend(Path(tmp) / "qdrant", create=True)
+        backend = EdgeIndex(Path(tmp) / "qdrant", create=True)
         backend.ensure(384)
         started = time.perf_counter()
         batch: list[PointData] = []
@@ -176,7 +178,9 @@ def worker_synthetic(count: int) -> dict[str, Any]:
                 ("dense_only", None, None),
             ):
                 t0 = time.perf_counter()
-                hits = backend.hybrid(vec.tolist(), sp, flt, 5, 40, None)
+                plan = hybrid_query(vec.tolist(), sp, flt, limit=5, prefetch=40, threshold=None)
+                assert plan is not None
+                hits = backend.query(plan)
                 results[name].append((time.perf_counter() - t0) * 1000)
                 assert hits or q < 0
         backend.close()

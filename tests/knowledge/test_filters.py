@@ -10,9 +10,7 @@ import pytest
 
 from gcite.errors import FilterError
 from gcite.knowledge.filters import (
-    ClientModels,
     Cond,
-    EdgeModels,
     Group,
     Not,
     build_filter,
@@ -21,6 +19,8 @@ from gcite.knowledge.filters import (
     role_condition,
     to_timestamp,
 )
+from gcite.knowledge.stores.edge import EdgeModels
+from gcite.knowledge.stores.qdrant import ClientModels
 
 
 def leaf(name: str, op: str, value: Any = None) -> dict[str, Any]:

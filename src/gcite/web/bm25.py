@@ -2,39 +2,21 @@
 
 Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework:
 BM25 and Beyond", 2009) with ``k1 = 1.5``, ``b = 0.75`` and the non-negative
-idf ``log(1 + (N - df + 0.5) / (df + 0.5))``. Tokens are jieba search-mode
-words, lower-cased, without punctuation-only tokens, so Chinese and Latin text
-both work. Pure and synchronous; build cost is linear in the text size.
+idf ``log(1 + (N - df + 0.5) / (df + 0.5))``. Tokens come from the one BM25
+tokeniser the knowledge base uses too (:func:`gcite.knowledge.sparse.tokenize`:
+jieba search-mode words, lower-cased, without punctuation and stopwords), so
+Chinese and Latin text both work. Pure and synchronous; build cost is linear in
+the text size.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import re
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_WORD = re.compile(r"\w", re.UNICODE)
-_jieba_lock = threading.Lock()
-_jieba_ready = False
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased jieba search-mode tokens that contain a letter or digit."""
-    global _jieba_ready
-    import jieba
-
-    if not _jieba_ready:
-        with _jieba_lock:
-            if not _jieba_ready:
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_ready = True
-    words = jieba.lcut_for_search(text.lower())
-    return [w.strip() for w in words if w.strip() and _WORD.search(w)]
+from gcite.knowledge.sparse import tokenize
 
 
 @dataclass(frozen=True)

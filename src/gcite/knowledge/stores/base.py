@@ -1,0 +1,136 @@
+"""What both vector-index adapters share: point and hit types, the hybrid query plan, the seam.
+
+A :class:`VectorIndex` is one Qdrant collection (or Qdrant Edge shard) holding a dense
+vector (``dense``, cosine) and a sparse BM25 vector (``bm25``, IDF modifier) per chunk.
+:class:`gcite.knowledge.store.HybridStore` does everything above it (catalog, embedder,
+filters, ranking); the adapters only translate a :class:`HybridQuery` and the point
+operations into their API and map their SDK's errors to :class:`~gcite.errors.StoreError`
+at one boundary each:
+
+* :class:`gcite.knowledge.stores.edge.EdgeIndex` - in-process Qdrant Edge shard;
+* :class:`gcite.knowledge.stores.qdrant.QdrantIndex` - ``qdrant-client`` (server URL,
+  ``local:<dir>`` or ``:memory:``).
+
+The hybrid query is built once, here (:func:`hybrid_query`): one prefetch per retriever
+(dense, sparse), fused by RRF (k=60), the payload filter inside every stage and on the
+fusion. Source: issue 4 items 2-5 (hybrid search), Qdrant "hybrid queries" docs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gcite.knowledge.filters import FilterModels
+from gcite.knowledge.sparse import Sparse
+
+COLLECTION = "gcite"
+DENSE = "dense"
+SPARSE = "bm25"
+RRF_K = 60
+INDEXED_KEYWORDS = ("dataset_name", "document_id", "m_str.access_roles")
+
+
+@dataclass
+class PointData:
+    """One chunk to store: id (UUID string), dense vector, sparse vector, payload."""
+
+    id: str
+    dense: list[float]
+    sparse: Sparse
+    payload: dict[str, Any]
+
+
+@dataclass
+class Hit:
+    """One raw search hit: fused RRF score scaled to 0-1 (see :func:`rrf_scale`), payload."""
+
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One prefetch of the hybrid query: ``using`` (``dense`` | ``bm25``) and its vector."""
+
+    using: str
+    dense: list[float] | None = None
+    sparse: Sparse | None = None
+
+
+@dataclass(frozen=True)
+class HybridQuery:
+    """The whole hybrid query, independent of the Qdrant API that runs it.
+
+    ``stages``: 1-2 prefetches, each ``prefetch`` candidates under ``flt``; fused by RRF
+    with ``k = RRF_K``; ``limit`` results; ``threshold``: minimum raw RRF score or None.
+    """
+
+    stages: tuple[Stage, ...]
+    flt: Any
+    limit: int
+    prefetch: int
+    threshold: float | None
+
+
+def hybrid_query(
+    dense: list[float] | None,
+    sparse: Sparse | None,
+    flt: Any,
+    *,
+    limit: int,
+    prefetch: int,
+    threshold: float | None,
+) -> HybridQuery | None:
+    """The query plan for the given vectors; ``None`` when there is nothing to search with
+    (no dense vector and a sparse vector without tokens)."""
+    stages: list[Stage] = []
+    if dense is not None:
+        stages.append(Stage(DENSE, dense=dense))
+    if sparse is not None and sparse.indices:
+        stages.append(Stage(SPARSE, sparse=sparse))
+    if not stages:
+        return None
+    return HybridQuery(tuple(stages), flt, limit, prefetch, threshold)
+
+
+def rrf_scale(score: float, stages: int) -> float:
+    """RRF score (sum of 1/(k+rank), rank from 0) -> 0-1 (1.0 = first in every stage)."""
+    return min(1.0, max(0.0, float(score) * RRF_K / max(stages, 1)))
+
+
+class VectorIndex(Protocol):
+    """The Qdrant operations a :class:`~gcite.knowledge.store.HybridStore` needs.
+
+    Every method raises :class:`~gcite.errors.StoreError` (and nothing else) on failure.
+    Lifecycle: :meth:`ensure` creates the collection when missing (ingestion),
+    :meth:`flush` persists, :meth:`close` releases (idempotent).
+    """
+
+    models: FilterModels
+
+    def ensure(self, dim: int) -> None: ...
+    def upsert(self, points: Sequence[PointData]) -> None: ...
+    def delete_document(self, document_id: str) -> None: ...
+    def query(self, query: HybridQuery) -> list[Hit]: ...
+    def count(self) -> int: ...
+    def count_matching(self, flt: Any) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+__all__ = [
+    "COLLECTION",
+    "DENSE",
+    "INDEXED_KEYWORDS",
+    "RRF_K",
+    "SPARSE",
+    "Hit",
+    "HybridQuery",
+    "PointData",
+    "Stage",
+    "VectorIndex",
+    "hybrid_query",
+    "rrf_scale",
+]

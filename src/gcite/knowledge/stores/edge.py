@@ -1,0 +1,220 @@
+"""The Qdrant Edge adapter: an in-process shard (``qdrant-edge-py``), no server.
+
+A shard lives in ``<data_dir>/qdrant`` and can be open in one process at a time
+(:class:`gcite.knowledge.store.HybridStore` shares one handle per directory inside a
+process). The binding raises plain ``Exception``; :func:`edge_errors` is the one place
+those become :class:`~gcite.errors.StoreError` (a held lock gets its own message, since
+it is the usual mistake: two processes on one data dir).
+Source: issue 4 items 2-5; Qdrant Edge docs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from gcite.errors import StoreError
+from gcite.knowledge.filters import FilterModels
+from gcite.knowledge.stores.base import (
+    DENSE,
+    INDEXED_KEYWORDS,
+    RRF_K,
+    SPARSE,
+    Hit,
+    HybridQuery,
+    PointData,
+    rrf_scale,
+)
+
+
+def map_edge_error(exc: Exception, path: Path, action: str) -> StoreError:
+    """The :class:`StoreError` for an exception of the binding during ``action``
+    (``open`` | ``query`` | ``write``) on the shard in ``path``."""
+    text = str(exc)
+    if "WouldBlock" in text or "lock" in text.lower():
+        return StoreError(
+            f"知识库 {path} 正被另一个进程使用（Qdrant Edge 同一时间只允许一个进程打开），"
+            "请先停止该进程，或配置 qdrant_url 使用 Qdrant 服务器"
+        )
+    if action == "open":
+        return StoreError(f"知识库数据损坏，无法打开 {path}: {text}")
+    if action == "write":
+        return StoreError(f"知识库写入失败: {text}")
+    return StoreError(f"知识库查询失败: {text}")
+
+
+@contextlib.contextmanager
+def edge_errors(path: Path, action: str) -> Iterator[None]:
+    """Run a block of binding calls; any exception but StoreError -> :func:`map_edge_error`."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:  # the binding raises plain Exception
+        raise map_edge_error(exc, path, action) from exc
+
+
+class EdgeModels:
+    """:class:`~gcite.knowledge.filters.FilterModels` for ``qdrant_edge``."""
+
+    def __init__(self) -> None:
+        import qdrant_edge
+
+        self.q = qdrant_edge
+
+    def match_value(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchValue(value))
+
+    def match_any(self, key: str, values: list[str]) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchAny(values))
+
+    def substring(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchSubstring(value))
+
+    def prefix(self, key: str, value: str) -> Any:
+        return self.q.FieldCondition(key, match=self.q.MatchPrefix(value))
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> Any:
+        return self.q.FieldCondition(key, range=self.q.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def is_empty(self, key: str) -> Any:
+        return self.q.IsEmptyCondition(key)
+
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Any:
+        return self.q.Filter(must=must, should=should, must_not=must_not)
+
+
+class EdgeIndex:
+    """A :class:`~gcite.knowledge.stores.base.VectorIndex` on the Qdrant Edge shard in ``path``.
+
+    An existing shard is loaded; otherwise ``create=True`` lets :meth:`ensure` create it and
+    ``create=False`` raises :class:`StoreError` (the knowledge base is damaged).
+    """
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        import qdrant_edge as q
+
+        self.q = q
+        self.models: FilterModels = EdgeModels()
+        self.path = path
+        self.shard: Any = None
+        if path.is_dir() and any(path.iterdir()):
+            with edge_errors(path, "open"):
+                self.shard = q.EdgeShard.load(str(path))
+        elif not create:
+            raise StoreError(f"知识库数据损坏: 缺少向量库目录 {path}，请重新运行 gcite ingest")
+
+    def ensure(self, dim: int) -> None:
+        if self.shard is not None:
+            return
+        q = self.q
+        with edge_errors(self.path, "open"):
+            config = q.EdgeConfig(
+                vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+                sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+                payload_memory=q.Memory.Cached,
+            )
+            self.shard = q.EdgeShard.create(str(self.path), config)
+            for key in INDEXED_KEYWORDS:
+                self.shard.update(
+                    q.UpdateOperation.create_field_index(key, q.PayloadSchemaType.Keyword)
+                )
+
+    def _shard(self) -> Any:
+        if self.shard is None:
+            raise StoreError("知识库为空: 尚未导入任何文档")
+        return self.shard
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        q = self.q
+        if not points:
+            return
+        shard = self._shard()
+        with edge_errors(self.path, "write"):
+            items = [
+                q.Point(
+                    p.id,
+                    {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse.indices, p.sparse.values)},
+                    p.payload,
+                )
+                for p in points
+            ]
+            shard.update(q.UpdateOperation.upsert_points(items))
+
+    def delete_document(self, document_id: str) -> None:
+        if self.shard is None:
+            return
+        with edge_errors(self.path, "write"):
+            flt = self.q.Filter(must=[self.models.match_value("document_id", document_id)])
+            self.shard.update(self.q.UpdateOperation.delete_points_by_filter(flt))
+
+    def query(self, query: HybridQuery) -> list[Hit]:
+        q = self.q
+        shard = self._shard()
+        with edge_errors(self.path, "query"):
+            prefetches = []
+            for stage in query.stages:
+                vector: Any = stage.dense
+                if stage.sparse is not None:
+                    vector = q.SparseVector(stage.sparse.indices, stage.sparse.values)
+                prefetches.append(
+                    q.Prefetch(
+                        limit=query.prefetch,
+                        query=q.Query.Nearest(vector, using=stage.using),
+                        filter=query.flt,
+                    )
+                )
+            request = q.QueryRequest(
+                limit=query.limit,
+                prefetches=prefetches,
+                query=q.Fusion.Rrf(k=RRF_K),
+                filter=query.flt,
+                with_payload=True,
+                score_threshold=query.threshold,
+            )
+            points = shard.query(request)
+        n = len(query.stages)
+        return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in points]
+
+    def count(self) -> int:
+        if self.shard is None:
+            return 0
+        with edge_errors(self.path, "query"):
+            return int(self.shard.info().points_count)
+
+    def count_matching(self, flt: Any) -> int:
+        if self.shard is None:
+            return 0
+        with edge_errors(self.path, "query"):
+            return int(self.shard.count(self.q.CountRequest(exact=True, filter=flt)))
+
+    def flush(self) -> None:
+        if self.shard is not None:
+            with edge_errors(self.path, "write"):
+                self.shard.flush()
+
+    def close(self) -> None:
+        if self.shard is not None:
+            shard, self.shard = self.shard, None
+            with contextlib.suppress(Exception):
+                shard.flush()
+            with edge_errors(self.path, "write"):
+                shard.close()
+
+
+__all__ = ["EdgeIndex", "EdgeModels", "edge_errors", "map_edge_error"]

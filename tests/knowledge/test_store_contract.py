@@ -1,0 +1,143 @@
+"""Both KnowledgeStore adapters (Qdrant Edge, qdrant-client) pass the one store contract.
+
+qdrant-client's local mode (``qdrant_url = "local:<dir>"``) stands for a Qdrant server:
+no server binary is installable from the reachable registries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gcite.config import Settings
+from gcite.errors import StoreError
+from gcite.knowledge import ingest_paths, open_store
+from gcite.knowledge.sparse import Sparse
+from gcite.knowledge.stores.base import PointData, hybrid_query
+from gcite.knowledge.stores.edge import EdgeIndex, map_edge_error
+from gcite.knowledge.stores.qdrant import QdrantIndex
+
+from .docs import MANIFEST, write_mixed
+from .store_contract import DATASET, KnowledgeStoreContract
+
+
+def _ingested(base: Path, settings: Settings) -> Settings:
+    write_mixed(base / "docs")
+    manifest = base / "manifest.json"
+    manifest.write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
+    report = ingest_paths([base / "docs"], settings=settings, dataset=DATASET, manifest=manifest)
+    assert report.added == 5
+    return settings
+
+
+@pytest.fixture(scope="module")
+def edge_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    base = tmp_path_factory.mktemp("edge-contract")
+    return _ingested(base, Settings(data_dir=base / "data", embed_backend="use"))
+
+
+@pytest.fixture(scope="module")
+def client_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    base = tmp_path_factory.mktemp("client-contract")
+    settings = Settings(
+        data_dir=base / "data", embed_backend="use", qdrant_url=f"local:{base / 'qdrant'}"
+    )
+    return _ingested(base, settings)
+
+
+class TestEdgeStore(KnowledgeStoreContract):
+    @pytest.fixture
+    def store(self, edge_settings: Settings) -> Iterator[Any]:
+        with open_store(edge_settings) as store:
+            yield store
+
+    @pytest.fixture
+    def reopen(self, edge_settings: Settings) -> Callable[[], Any]:
+        return lambda: open_store(edge_settings)
+
+
+class TestQdrantClientStore(KnowledgeStoreContract):
+    @pytest.fixture
+    def store(self, client_settings: Settings) -> Iterator[Any]:
+        with open_store(client_settings) as store:
+            yield store
+
+    @pytest.fixture
+    def reopen(self, client_settings: Settings) -> Callable[[], Any]:
+        return lambda: open_store(client_settings)
+
+
+# --------------------------------------------------------------------------- the adapters
+
+
+def _point(i: int) -> PointData:
+    return PointData(
+        id=f"00000000-0000-4000-8000-{i:012d}",
+        dense=[1.0, float(i), 0.0, 0.5],
+        sparse=Sparse([i + 1], [1.0]),
+        payload={"document_id": f"d{i}", "dataset_name": "x"},
+    )
+
+
+@pytest.mark.parametrize("kind", ["edge", "client"])
+def test_vector_index_adapters_answer_the_same_plan(kind: str, tmp_path: Path) -> None:
+    index: Any = (
+        EdgeIndex(tmp_path / "shard", create=True)
+        if kind == "edge"
+        else QdrantIndex(f"local:{tmp_path / 'q'}", create=True)
+    )
+    try:
+        index.ensure(4)
+        index.upsert([_point(i) for i in range(5)])
+        assert index.count() == 5
+        plan = hybrid_query(
+            [1.0, 2.0, 0.0, 0.5], Sparse([3], [1.0]), None, limit=3, prefetch=10, threshold=None
+        )
+        assert plan is not None and [s.using for s in plan.stages] == ["dense", "bm25"]
+        hits = index.query(plan)
+        assert hits[0].payload["document_id"] == "d2"  # first in both stages
+        assert hits[0].score == pytest.approx(1.0)
+        index.delete_document("d2")
+        assert index.count() == 4
+        flt = index.models.filter(must=[index.models.match_value("document_id", "d1")])
+        assert index.count_matching(flt) == 1
+    finally:
+        index.close()
+        index.close()
+
+
+def test_a_plan_needs_a_vector() -> None:
+    assert hybrid_query(None, Sparse([], []), None, limit=1, prefetch=1, threshold=None) is None
+
+
+@pytest.mark.parametrize("kind", ["edge", "client"])
+def test_adapter_failures_are_store_errors(kind: str, tmp_path: Path) -> None:
+    """No SDK exception escapes an adapter: a bad query is a StoreError."""
+    index: Any = (
+        EdgeIndex(tmp_path / "shard", create=True)
+        if kind == "edge"
+        else QdrantIndex(f"local:{tmp_path / 'q'}", create=True)
+    )
+    try:
+        plan = hybrid_query([1.0], None, None, limit=1, prefetch=1, threshold=None)
+        assert plan is not None
+        with pytest.raises(StoreError):  # nothing stored yet
+            index.query(plan)
+        index.ensure(4)
+        with pytest.raises(StoreError):  # wrong dimension: the SDK's own error, mapped
+            index.query(plan)
+    finally:
+        index.close()
+
+
+def test_edge_error_mapper() -> None:
+    path = Path("/data/qdrant")
+    held = map_edge_error(Exception("WouldBlock: lock held"), path, "open")
+    assert "正被另一个进程使用" in str(held)
+    assert "数据损坏" in str(map_edge_error(Exception("bad segment"), path, "open"))
+    assert "查询失败" in str(map_edge_error(Exception("bad vector"), path, "query"))
+    assert "写入失败" in str(map_edge_error(Exception("disk full"), path, "write"))
