@@ -61,7 +61,9 @@ class Settings:
     embed_api_key: str = ""
     embed_model: str = ""
     top_k: int = 5
-    score_threshold: float = 0.0
+    # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
+    # between the best passage of an answerable and of an off-topic question)
+    score_threshold: float = 0.5
     chunk_size: int = 600
     chunk_overlap: int = 80
     # LLM: an OpenAI-compatible endpoint, or the offline extractive backend when unset.

