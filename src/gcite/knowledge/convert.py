@@ -21,13 +21,15 @@ Source: issue 4 item 1, issue 14 item 3; platform design document §3.2.1
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime as _dt
+import hashlib
 import io
 import json
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -405,6 +407,118 @@ def _convert_csv(data: bytes) -> str:
     return markdown_table([list(r) for r in rows])
 
 
+READ_BLOCK = 1 << 20  # bytes per read of a streamed text file (and the longest line kept whole)
+MAX_FRONT_MATTER = 64 * 1024
+
+
+@dataclass
+class TextScan:
+    """What one pass over a plain-text file found (:func:`scan_text`).
+
+    ``encoding`` (``utf-8-sig`` or ``gb18030``), ``digest`` (SHA-256 hex of the bytes),
+    ``size`` (bytes), ``metadata`` (front matter), ``title`` (first heading or ``None``),
+    ``body_line`` (index of the first line after the front matter).
+    """
+
+    encoding: str
+    digest: str
+    size: int
+    metadata: dict[str, Any]
+    title: str | None
+    body_line: int
+
+
+def _raw_lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as fh:
+        while True:
+            raw = fh.readline(READ_BLOCK)
+            if not raw:
+                return
+            yield raw
+
+
+def _decoded_lines(path: Path, encoding: str) -> Iterator[tuple[str, int]]:
+    """(line without its newline, bytes consumed) in order; raises UnicodeDecodeError."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    for raw in _raw_lines(path):
+        text = decoder.decode(raw)
+        yield text.rstrip("\r\n").replace("\x00", ""), len(raw)
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail, 0
+
+
+def scan_text(path: Path) -> TextScan:
+    """One streamed pass over a ``.md``/``.txt`` file: encoding, hash, front matter, title.
+
+    Memory is bounded by :data:`READ_BLOCK` whatever the file size. Raises
+    :class:`ConversionError` (unreadable, too large, undecodable, malformed front
+    matter, no text).
+    """
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
+    if size > MAX_FILE_BYTES:
+        raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节")
+    markdown = path.suffix.lower() in {".md", ".markdown"}
+    for encoding in ("utf-8-sig", "gb18030"):
+        digest = hashlib.sha256()
+        head: list[str] = []
+        in_front = False  # inside a front matter block that opened on line 0
+        body_line = 0
+        title: str | None = None
+        has_text = False
+        try:
+            for number, (line, _) in enumerate(_decoded_lines(path, encoding)):
+                digest.update(line.encode("utf-8") + b"\n")
+                if number == 0 and markdown and line.strip() == "---":
+                    in_front = True
+                if in_front:
+                    head.append(line)
+                    if number > 0 and line.strip() in {"---", "..."}:
+                        in_front, body_line = False, number + 1
+                    elif len(head) > 2000 or sum(map(len, head)) > MAX_FRONT_MATTER:
+                        in_front, head = False, []  # no front matter after all
+                    continue
+                has_text = has_text or bool(line.strip())
+                if title is None and line.startswith("#"):
+                    match = _MD_HEADING.match(line)
+                    title = match.group(2).strip() if match else None
+        except UnicodeDecodeError:
+            continue
+        except OSError as exc:
+            raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
+        break
+    else:
+        raise ConversionError("文本编码无法识别（支持 UTF-8 与 GB18030）")
+    metadata: dict[str, Any] = {}
+    if in_front:  # a "---" line that never closed: ordinary text
+        has_text = has_text or any(line.strip() for line in head)
+        title = title or _first_heading("\n".join(head))
+    elif body_line:
+        metadata, _ = split_front_matter("\n".join(head) + "\n")
+    if not has_text:
+        raise ConversionError("文件中没有可提取的文本")
+    return TextScan(encoding, digest.hexdigest(), size, metadata, title, body_line)
+
+
+def iter_text_lines(path: Path, scan: TextScan) -> Iterator[tuple[str, int]]:
+    """The body lines of a scanned text file, with the bytes each consumed (for progress).
+
+    Lines longer than :data:`READ_BLOCK` bytes come in pieces. Raises
+    :class:`ConversionError` when the file cannot be read any more.
+    """
+    try:
+        for number, (line, used) in enumerate(_decoded_lines(path, scan.encoding)):
+            if number >= scan.body_line:
+                yield line, used
+            else:
+                yield "", used
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConversionError(f"无法读取文件: {exc}") from exc
+
+
 def convert_file(path: Path) -> ConvertedDocument:
     """Convert one file to :class:`ConvertedDocument`.
 
@@ -454,10 +568,13 @@ __all__ = [
     "ConversionError",
     "ConvertedDocument",
     "Manifest",
+    "TextScan",
     "convert_file",
+    "iter_text_lines",
     "join_pdf_lines",
     "jsonable",
     "load_manifest",
     "markdown_table",
+    "scan_text",
     "split_front_matter",
 ]

@@ -424,6 +424,13 @@ class HybridStore:
             for start in range(0, len(points), 256):
                 self._handle.index.upsert(points[start : start + 256])
 
+    def add_points(self, points: Sequence[PointData]) -> None:
+        """Add more points of the document being written (after :meth:`write_document`)."""
+        self._check_open()
+        with self._handle.lock:
+            for start in range(0, len(points), 256):
+                self._handle.index.upsert(points[start : start + 256])
+
     def delete_document(self, document_id: str) -> None:
         """Remove every point of ``document_id``."""
         self._check_open()
