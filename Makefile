@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
-VECTORS := $(SHARED)/vectors/citation-stream.json
+VECTORS := $(SHARED)/vectors/citation-stream.v2.json
 PORT ?= 8000
 
 .PHONY: demo test setup browser services lint bench clean

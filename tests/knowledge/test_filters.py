@@ -279,3 +279,35 @@ def test_malformed_condition_in_search_is_an_error_not_empty_results(law_store: 
         law_store.store.search("消防", condition=leaf("document_title", "resembles", "x"))
     with pytest.raises(FilterError):
         law_store.store.search("消防", condition="document_title=消防")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- the role field
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ({"comparison_operator": "contains", "value": "法务，人事"}, ("人事", "法务")),
+        ({"comparison_operator": "is", "value": '["法务"]'}, ("法务",)),
+        ({"comparison_operator": "in", "value": None}, ()),
+        ({"comparison_operator": "in", "value": ""}, ()),
+        ({"comparison_operator": "in"}, ()),
+    ],
+)
+def test_role_field_takes_role_names_and_fails_closed(raw: dict[str, Any], names: Any) -> None:
+    """One grammar for the role field: narrowing operators become ``in`` with role names;
+    a missing value means no role at all (never "no filter")."""
+    for name in ("access_roles", " Access_Roles "):
+        assert parse_condition({"name": name, **raw}) == Cond("access_roles", "in", names)
+
+
+def test_role_field_negations_need_a_name_and_lists_need_strings() -> None:
+    assert parse_condition(leaf("access_roles", "is not", "法务")) == Cond(
+        "access_roles", "not in", ("法务",)
+    )
+    with pytest.raises(FilterError, match="至少一个角色名"):
+        parse_condition(leaf("access_roles", "not in", []))
+    with pytest.raises(FilterError, match="只能包含字符串"):
+        parse_condition(leaf("access_roles", "in", ["法务", 2]))
+    with pytest.raises(FilterError, match="非空字符串"):
+        parse_condition(leaf("year", "in", [2019, 2021]))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gcite.config import ApiKey
+from gcite.knowledge.filters import Group
 from gcite.service.retrieval import (
     DIFY_OVERWRITTEN_KEYS,
     RetrievalAPIError,
@@ -161,4 +162,4 @@ def test_parse_request_defaults_and_normalisation() -> None:
         }
     )
     assert (parsed.top_k, parsed.score_threshold) == (4, 0.0)
-    assert parsed.metadata_condition == {"logical_operator": "and", "conditions": []}
+    assert parsed.metadata_condition == Group("and", ())  # parsed by the one grammar

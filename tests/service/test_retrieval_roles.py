@@ -1,7 +1,9 @@
 """Role narrowing of the External Knowledge API (gcite.service.retrieval_roles).
 
 The pure core: the key's roles are a maximum; ``access_roles`` conditions only
-narrow them (platform design document §2.1.1; dify-ecosystem.md §1.2).
+narrow them (platform design document §2.1.1; dify-ecosystem.md §1.2). The condition
+is parsed by the one grammar (gcite.knowledge.filters.parse_condition); narrowing reads
+its tree.
 """
 
 from __future__ import annotations
@@ -13,22 +15,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcite.errors import FilterError
-from gcite.service.retrieval_roles import (
-    DIFY_OPERATORS,
+from gcite.knowledge.filters import (
     MAX_CONDITIONS,
     MAX_DEPTH,
-    narrow_roles,
-    parse_role_value,
-    validate_condition,
+    OPERATORS,
+    Node,
+    parse_condition,
+    role_names,
 )
+from gcite.service.retrieval_roles import narrow_roles
 
 KEY = ("物业经理", "运维工程师")
 
 
-def cond(*items: dict[str, Any], op: str = "and") -> dict[str, Any]:
-    validated = validate_condition({"logical_operator": op, "conditions": list(items)})
-    assert validated is not None
-    return validated
+def validate_condition(raw: Any) -> Node:
+    return parse_condition(raw, root="metadata_condition")
+
+
+def cond(*items: dict[str, Any], op: str = "and") -> Node:
+    return validate_condition({"logical_operator": op, "conditions": list(items)})
+
+
+def parse_role_value(value: Any) -> set[str]:
+    return set(role_names(value))
 
 
 def role(op: str, value: Any = None, *, with_value: bool = True) -> dict[str, Any]:
@@ -125,7 +134,7 @@ def test_or_of_role_conditions_unites_within_key() -> None:
 def test_role_and_other_condition_split() -> None:
     decision = narrow_roles(KEY, cond(role("is", "物业经理"), CATEGORY))
     assert decision.roles == ("物业经理",)
-    assert decision.condition == {"logical_operator": "and", "conditions": [CATEGORY]}
+    assert decision.condition == cond(CATEGORY)
 
 
 def test_role_or_other_condition_is_refused() -> None:
@@ -134,7 +143,7 @@ def test_role_or_other_condition_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "op", sorted(DIFY_OPERATORS - {"in", "contains", "is", "empty"}), ids=lambda o: o
+    "op", sorted(OPERATORS - {"in", "contains", "is", "empty"}), ids=lambda o: o
 )
 def test_other_operators_on_roles_are_refused(op: str) -> None:
     with pytest.raises(FilterError, match="access_roles"):
@@ -157,16 +166,18 @@ def test_nested_group_without_roles_passes_through() -> None:
     condition = cond(role("in", "物业经理"), nested)
     decision = narrow_roles(KEY, condition)
     assert decision.roles == ("物业经理",)
-    assert decision.condition == {"logical_operator": "and", "conditions": [nested]}
+    assert decision.condition == cond(nested)
 
 
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
-        ([], "必须是对象"),
+        ([], "应为对象"),
         ({"logical_operator": "xor", "conditions": []}, "logical_operator"),
-        ({"conditions": {}}, "conditions 必须是数组"),
-        ({"conditions": ["x"]}, "conditions[0] 必须是对象"),
+        ({"conditions": {}}, "conditions 必须是列表"),
+        ({"conditions": ["x"]}, "conditions[0]): 应为对象"),
+        ({"conditions": None}, "conditions 必须是列表"),
+        ({"conditions": [{"name": "a-b", "comparison_operator": "is", "value": "x"}]}, "name"),
         ({"conditions": [{"comparison_operator": "is"}]}, "name"),
         ({"conditions": [{"name": "a"}]}, "comparison_operator"),
         ({"conditions": [{"name": "a", "comparison_operator": "like"}]}, "未知"),
@@ -183,8 +194,9 @@ def test_malformed_conditions_name_the_path(raw: Any, fragment: str) -> None:
 
 def test_condition_limits() -> None:
     many = {"conditions": [CATEGORY] * (MAX_CONDITIONS + 1)}
-    with pytest.raises(FilterError, match="上限"):
+    with pytest.raises(FilterError, match="条件数量"):
         validate_condition(many)
+    validate_condition({"conditions": [CATEGORY] * MAX_CONDITIONS})
     deep: dict[str, Any] = {"conditions": [CATEGORY]}
     for _ in range(MAX_DEPTH):
         deep = {"conditions": [deep]}
@@ -193,11 +205,8 @@ def test_condition_limits() -> None:
 
 
 def test_validate_normalises_operator_and_nulls() -> None:
-    assert validate_condition({"logical_operator": "OR", "conditions": None}) == {
-        "logical_operator": "or",
-        "conditions": [],
-    }
-    assert validate_condition({"conditions": []}) == {"logical_operator": "and", "conditions": []}
+    assert validate_condition({"logical_operator": "OR", "conditions": []}) == cond(op="or")
+    assert validate_condition({"logical_operator": None, "conditions": []}) == cond()
 
 
 ROLE_NAMES = st.sampled_from(["物业经理", "运维工程师", "安保主管", "法务", "人事", "工程部"])
@@ -225,26 +234,32 @@ def test_roles_never_exceed_the_key(key: list[str], items: list[dict[str, Any]],
         return  # refused outright: nothing is opened up
     assert set(decision.roles) <= set(key)
     if decision.condition is not None:
-        assert all(c.get("name") != "access_roles" for c in decision.condition["conditions"])
+        assert "access_roles" not in repr(decision.condition)
 
 
 def test_not_groups_and_aliases_are_validated() -> None:
     raw = {
         "conditions": [
-            {"not": {"name": "document_title", "comparison_operator": "!=", "value": "x"}},
+            {"not": {"name": "year", "comparison_operator": "!=", "value": 2019}},
             {"not": {"conditions": [CATEGORY]}},
         ]
     }
     validated = validate_condition(raw)
-    assert validated is not None
-    assert validated["conditions"][0] == {
-        "not": {"name": "document_title", "comparison_operator": "≠", "value": "x"}
-    }
+    assert validated == cond(
+        {"not": {"name": "year", "comparison_operator": "≠", "value": 2019}},
+        {"not": {"conditions": [CATEGORY]}},
+    )
+    assert "'≠'" in repr(validated)
     decision = narrow_roles(KEY, validated)
     assert decision.roles == KEY
     assert decision.condition == validated
     with pytest.raises(FilterError, match="not"):
         validate_condition({"conditions": [{"not": CATEGORY, "extra": 1}]})
+    with pytest.raises(FilterError, match="数字"):  # ≠ compares numbers (one grammar)
+        validate_condition({"conditions": [leaf_ne_text]})
+
+
+leaf_ne_text = {"name": "document_title", "comparison_operator": "!=", "value": "x"}
 
 
 def test_role_condition_under_not_is_refused() -> None:

@@ -1,7 +1,9 @@
 """Differential check: the JavaScript client agrees with the Python parser on random answers.
 
-Random answers (markers in every variant, invalid ids, code fences and spans, markers
-around the ``max_hold`` boundary) are cut into random deltas; the Python parser's
+Random answers (markers in every version-2 variant: ranges, escapes, tabs and no-break
+spaces, invalid ids; code fences and spans, also in list items and block quotes; leading
+reasoning blocks; split and lone surrogates; markers around the ``max_hold`` boundary)
+are cut into random deltas; the Python parser's
 output becomes a vectors file (citation-markers.md §7) that ``clients/js/bin/vectors.mjs``
 must pass the three ways. Skips when ``node`` or the JS client is absent.
 """
@@ -27,14 +29,22 @@ PIECES = [
     "[C:1，3、5]", "[C:07]", "[[C:1]]", "[C:", "[", "】", "]", "【", "C", ":", "1", "，", " ",
     "\u3000", "[注]", "[7]", "巡更人员", "。", "ab", "\n", "`", "``", "\n```\n", "\n~~~\n",
     "```", "~~~", "\n````\n", "x[C:10]y", "(C:1)", "[C:1,]",
+    "[C:1-3]", "[C:2–4]", "[C:1～2]", "[C:8~10]", "[C:1-20]", "[C:5-3]", "[C:1, C:4-5]", "-",
+    "～", "\\[C:1\\]", "\\[C:2]", "[C:3\\]", "\\", "\\[", "\\]", "[C:\t1]", "[C:\u00a02]",
+    "[C:3\u202f]", "\t", "<think>", "</think>", "</thinking>", "<thi", "<", "\n- ```\n",
+    "\n> ```\n", "\n1. ```\n", "\n   ```\n", "\n> - ~~~\n", "\n- ", "\n> ", "\n12) ",
+    "\r\n", "\ud83d", "\ude00", "😀", "[C:9999]", "[C:9995-9999]",
 ]  # fmt: skip
+STARTS = ["", "", "", "<think>", "<thinking>", "  \n<think>", "<thi", " <"]
 
 
 def random_answer(rng: random.Random) -> str:
-    parts = []
+    parts = [rng.choice(STARTS)]
     for _ in range(rng.randint(0, 30)):
-        if rng.random() < 0.08:  # a marker close to the 32-character hold limit
-            parts.append("[C:" + " " * rng.randint(22, 31) + str(rng.randint(1, 10)) + "]")
+        if rng.random() < 0.08:  # a marker close to the 64-character hold limit
+            escape = rng.choice(["", "\\"])
+            spaces = rng.choice([" ", "\t", "\u00a0"]) * rng.randint(54, 62)
+            parts.append(escape + "[C:" + spaces + str(rng.randint(1, 10)) + escape + "]")
         else:
             parts.append(rng.choice(PIECES))
     return "".join(parts)
@@ -60,7 +70,8 @@ def test_js_client_agrees_with_python_on_random_answers(tmp_path: Path) -> None:
              "expect": run_parser(known, deltas)}
         )  # fmt: skip
     path = tmp_path / "random-vectors.json"
-    path.write_text(json.dumps({"version": 1, "cases": cases}, ensure_ascii=False), "utf-8")
+    # ASCII JSON: lone surrogates travel as \\uXXXX escapes, as from a model API
+    path.write_text(json.dumps({"version": 2, "cases": cases}), "utf-8")
     proc = subprocess.run([node, str(RUNNER), str(path)], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1:] == ["400 passed, 0 failed"], proc.stdout[:3000]
     assert proc.returncode == 0

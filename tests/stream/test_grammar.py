@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,16 +23,34 @@ MARKERS = {
     "【ｃ：０００９】": ["9"],
     "[C:1】": ["1"],  # any closer matches any opener
     "[C:1\u3000,\u3000c：2]": ["1", "2"],
+    # version 2
+    "[C:1-3]": ["1", "2", "3"],
+    "[C:2–4]": ["2", "3", "4"],
+    "【C：5～6】": ["5", "6"],
+    "[C:8 ~ 10]": ["8", "9", "10"],
+    "[C:1, C:4-5]": ["1", "4", "5"],
+    "[C:3-3]": ["3"],
+    "[C:1-10]": [str(i) for i in range(1, 11)],
+    "\\[C:1\\]": ["1"],
+    "\\[C:1]": ["1"],
+    "[C:1\\]": ["1"],
+    "[C:\t1]": ["1"],
+    "[C:\u00a02\u202f]": ["2"],
 }
 NOT_MARKERS = [
     "[7]", "[C:]", "[C:x]", "[C 7]", "[CC:7]", "[注]", "[C:12345]", "(C:7)", "[C:1,]",
     "[C:1 2]", "[1, C:2]", "[C:1,,2]", "[C::1]", "C:1]", "[C:1", "[C:-1]", "[D:1]", "[C:1\n]",
+    "[C:5-3]", "[C:1-20]", "[C:1-11]", "[C:1-2-3]", "[C:1-]", "[C:1-C:3]", "[C:1\\ ]", "\\\\[C:1]",
+    "[C:1\\\\]", "\\(C:1)",
 ]  # fmt: skip
+RANGE_TOO_WIDE = ["[C:5-3]", "[C:1-20]", "[C:1-11]"]  # the regex does not check range widths
 
 
 def match(text: str) -> Step:
     """Run the matcher over a candidate (opener first); the step after the last character."""
     matcher = MarkerMatcher()
+    if text.startswith("\\"):
+        text = text[1:]
     if not text or text[0] not in "[【［":
         return Step.FAIL
     step = Step.MORE
@@ -50,7 +70,7 @@ def test_markers(text: str, ids: list[str]) -> None:
 
 @pytest.mark.parametrize("text", NOT_MARKERS)
 def test_not_markers(text: str) -> None:
-    assert MARKER_RE.fullmatch(text) is None
+    assert (MARKER_RE.fullmatch(text) is None) != (text in RANGE_TOO_WIDE)
     assert match(text) is not Step.DONE
     with pytest.raises(ValueError):
         marker_ids(text)
@@ -71,14 +91,18 @@ def test_normalise_id() -> None:
             normalise_id(bad)
 
 
-_alphabet = st.sampled_from(list("[]【】［］CcＣｃD:：,，、;；  \u300001９０x\n"))
+_alphabet = st.sampled_from(list("[]【】［］CcＣｃD:：,，、;；  \u300001９０x\n\t\u00a0-～\\"))
 
 
 @settings(max_examples=600, deadline=None)
 @given(body=st.lists(_alphabet, max_size=14).map("".join), opener=st.sampled_from("[【［"))
 def test_matcher_accepts_exactly_the_regex_language(body: str, opener: str) -> None:
     text = opener + body
-    assert (match(text) is Step.DONE) == (MARKER_RE.fullmatch(text) is not None)
+    ranges_ok = all(
+        int(a) <= int(b) <= int(a) + 9
+        for a, b in re.findall(r"(\d+)[ \t\u00a0\u3000]*[-～][ \t\u00a0\u3000]*(\d+)", text)
+    )
+    assert (match(text) is Step.DONE) == (MARKER_RE.fullmatch(text) is not None and ranges_ok)
     # MORE means some continuation could still complete a marker
     if match(text) is Step.MORE:
         assert any(MARKER_RE.fullmatch(text + tail) for tail in ("]", "1]", ":1]", "C:1]"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Conformance runner for citation-marker test vectors (spec §7 format).
 //
-//   node clients/js/bin/vectors.mjs ../shared/vectors/citation-stream.json
+//   node clients/js/bin/vectors.mjs ../shared/vectors/citation-stream.v2.json
 //
 // Feeds every case three ways (as given, one delta, one character per delta),
 // prints one line per failing case, then "N passed, N failed" alone on the last

@@ -1,6 +1,6 @@
 /**
- * Conformance harness for marker test vectors (spec §7 format,
- * ../shared/vectors/citation-stream.json): every case is fed three ways —
+ * Conformance harness for marker test vectors (spec §8 format,
+ * ../shared/vectors/citation-stream.v2.json): every case is fed three ways —
  * the deltas as given, the whole answer as one delta, one character (code
  * point) per delta — and each run must produce exactly `expect`.
  */

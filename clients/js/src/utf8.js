@@ -122,3 +122,67 @@ export class Utf8Decoder {
     return s.charCodeAt(0) === 0xfeff ? s.slice(1) : s;
   }
 }
+
+/**
+ * Lone UTF-16 surrogates in decoded text (what JSON.parse makes of a pair
+ * split across two frames, "\ud83d" then "\udeaa"): a high surrogate at the
+ * end of one delta waits for the next delta, whose leading low surrogate
+ * completes it; every other lone surrogate becomes U+FFFD. Same rule as the
+ * Python client (gcite.stream.surrogates).
+ */
+export class SurrogateJoiner {
+  constructor() {
+    this._pending = '';
+  }
+
+  /**
+   * @param {string} delta
+   * @returns {string} the text that is final
+   */
+  feed(delta) {
+    var s = this._pending + delta;
+    this._pending = '';
+    var n = s.length;
+    if (n > 0) {
+      var last = s.charCodeAt(n - 1);
+      if (last >= 0xd800 && last <= 0xdbff) {
+        this._pending = s.charAt(n - 1);
+        s = s.slice(0, n - 1);
+      }
+    }
+    return fixSurrogates(s);
+  }
+
+  /**
+   * End of input: a waiting high surrogate is lone, so U+FFFD.
+   * @returns {string}
+   */
+  flush() {
+    var pending = this._pending;
+    this._pending = '';
+    return pending === '' ? '' : '\ufffd';
+  }
+}
+
+/**
+ * `s` with every lone surrogate replaced by U+FFFD (pairs kept).
+ * @param {string} s
+ * @returns {string}
+ */
+export function fixSurrogates(s) {
+  if (!/[\ud800-\udfff]/.test(s)) return s;
+  var out = '';
+  for (var i = 0; i < s.length; i++) {
+    var c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      var d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        out += s.charAt(i) + s.charAt(i + 1);
+        i++;
+        continue;
+      }
+    }
+    out += c >= 0xd800 && c <= 0xdfff ? '\ufffd' : s.charAt(i);
+  }
+  return out;
+}

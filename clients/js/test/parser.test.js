@@ -2,6 +2,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { CitationParser, citedIds, matchMarker, MATCH, FAIL, MORE, stripMarkers } from '../src/index.js';
+import { SurrogateJoiner, fixSurrogates } from '../src/utf8.js';
 import { runParser } from '../src/conformance.js';
 
 function parse(text, knownIds, maxHold) {
@@ -74,9 +75,12 @@ test('maxHold bounds the held text; a longer marker is literal', function () {
   assert.deepEqual(parse('见[C:1,2]', null, 6).citations, []);
 });
 
-test('default maxHold is 32 and the option is validated', function () {
-  var long = '[C:1, C:2, C:3, C:4, C:5, C:6, C:7]';
-  assert.ok(long.length > 32);
+test('default maxHold is 64 and the option is validated', function () {
+  var fits = '[C:101, C:102, C:103, C:104, C:105, C:106, C:107, C:108]';
+  assert.ok(fits.length > 32 && fits.length <= 64);
+  assert.equal(parse(fits).citations.length, 8);
+  var long = '[C:1, C:2, C:3, C:4, C:5, C:6, C:7, C:8, C:9, C:10, C:11, C:12, C:13]';
+  assert.ok(long.length > 64);
   assert.deepEqual(parse(long).citations, []);
   assert.throws(function () { return new CitationParser({ maxHold: 1 }); }, TypeError);
   assert.throws(function () { return new CitationParser({ maxHold: '32' }); }, TypeError);
@@ -133,4 +137,87 @@ test('linear: a 200k-character answer fed in 3-character deltas', function () {
   var whole = runParser(null, [text]);
   assert.deepEqual(got, whole);
   assert.deepEqual(got.citations, [['1', 1]]);
+});
+
+// -- version 2 -----------------------------------------------------------------
+
+test('v2 ranges: expanded in order, at most ten ids, reversed or wider ranges are literal', function () {
+  var cases = [
+    ['[C:1-3]', ['1', '2', '3']], ['[C:2–4]', ['2', '3', '4']], ['[C:1 ~ 2]', ['1', '2']],
+    ['【C：5～6】', ['5', '6']], ['[C:1, C:4-5]', ['1', '4', '5']], ['[C:3-3]', ['3']],
+    ['[C:1-10]', ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']], ['[C:０８-１０]', ['8', '9', '10']],
+  ];
+  for (var c of cases) {
+    var m = matchMarker(c[0], 0, 64);
+    assert.equal(m.kind, MATCH, c[0]);
+    assert.deepEqual(m.ids, c[1], c[0]);
+  }
+  for (var bad of ['[C:1-11]', '[C:5-3]', '[C:1-2-3]', '[C:1-]', '[C:-1]', '[C:1,2-C:3]', '[C:1-C:3]']) {
+    assert.deepEqual(parse('见' + bad).segments, [{ text: '见' + bad }], bad);
+  }
+});
+
+test('v2 escapes: backslashes before the brackets belong to the marker', function () {
+  assert.deepEqual(parse('如此\\[C:1\\]。').segments, [{ text: '如此' }, { cite: '1', idx: 1 }, { text: '。' }]);
+  assert.deepEqual(parse('\\[C:1]').segments, [{ cite: '1', idx: 1 }]);
+  assert.deepEqual(parse('[C:1\\]').segments, [{ cite: '1', idx: 1 }]);
+  assert.deepEqual(parse('\\\\[C:1]').segments, [{ text: '\\' }, { cite: '1', idx: 1 }]);
+  assert.deepEqual(parse('[C:1\\ ]').segments, [{ text: '[C:1\\ ]' }]);
+  // a failing marker's backslash starts the next escaped marker
+  assert.deepEqual(parse('[C:1\\[C:2]').segments, [{ text: '[C:1' }, { cite: '2', idx: 1 }]);
+  // too long with its escape: the backslash is literal, the marker still fits
+  var m = '[C:' + ' '.repeat(59) + '1]';
+  assert.equal(m.length, 64);
+  assert.deepEqual(parse('\\' + m).segments, [{ text: '\\' }, { cite: '1', idx: 1 }]);
+  var p = new CitationParser();
+  assert.deepEqual(p.feed('a\\'), [{ text: 'a' }]);
+  assert.equal(p.held, '\\');
+  assert.deepEqual(p.feed('b'), [{ text: '\\b' }]);
+});
+
+test('v2 spaces: tab, no-break and narrow no-break spaces inside a marker', function () {
+  assert.deepEqual(parse('[C:\t1]').citations, [['1', 1]]);
+  assert.deepEqual(parse('[C:\u00a02 ]').citations, [['2', 1]]);
+  assert.deepEqual(parse('[\u202fC\u202f:\u202f3\u202f,\t4]').citations, [['3', 1], ['4', 2]]);
+});
+
+test('v2 fences inside list items and block quotes', function () {
+  var texts = [
+    '- ```\n  [C:1]\n  ```\n[C:2]', '1. ```py\n   [C:1]\n   ```\n[C:2]', '> ```\n> [C:1]\n> ```\n[C:2]',
+    '> - ~~~\n> [C:1]\n> ~~~\n[C:2]', '12) ````\n[C:1]\n````\n[C:2]', '   ```\n[C:1]\n```\n[C:2]',
+  ];
+  for (var t of texts) assert.deepEqual(parse(t).citations, [['2', 1]], t);
+  // not container prefixes: a bullet without a space, two bullets, ten digits
+  for (var u of ['-```\n[C:1]', '- - ```\n[C:1]', '1234567890. ```\n[C:1]', '1.```\n[C:1]', 'a ```\n[C:1]']) {
+    assert.deepEqual(parse(u).citations, [['1', 1]], u);
+  }
+});
+
+test('v2 reasoning: a leading think block becomes reasoning segments, never citations', function () {
+  var got = parse(' \n<think>看[C:1]和[C:9]\n</think>\r\n\n答案[C:2]', ['1', '2']);
+  assert.deepEqual(got.segments, [{ reasoning: '看[C:1]和[C:9]\n' }, { text: '答案' }, { cite: '2', idx: 1 }]);
+  assert.deepEqual(got.invalid, []);
+  assert.deepEqual(parse('<thinking>a</thinking> b').segments, [{ reasoning: 'a' }, { text: ' b' }]);
+  assert.deepEqual(parse('<thinking>a</think>b').segments, [{ reasoning: 'a</think>b' }]);
+  assert.deepEqual(parse('<think').segments, [{ text: '<think' }]);
+  assert.deepEqual(parse('  <b>x').segments, [{ text: '  <b>x' }]);
+  assert.deepEqual(parse('x<think>y</think>').segments, [{ text: 'x<think>y</think>' }]);
+  var p = new CitationParser();
+  assert.deepEqual(p.feed(' <thi'), []);
+  assert.equal(p.held, ' <thi');
+  assert.deepEqual(p.feed('nk>想</th'), [{ reasoning: '想' }]);
+  assert.equal(p.held, '</th');
+  assert.deepEqual(p.feed('x'), [{ reasoning: '</thx' }]);
+  assert.deepEqual(p.close(), []);
+  assert.equal(stripMarkers('<think>x[C:1]</think>答[C:2]'), '答');
+  assert.deepEqual(citedIds('<think>[C:1]</think>[C:2]'), ['2']);
+});
+
+test('lone surrogates become U+FFFD; pairs split across deltas are joined', function () {
+  var p = new CitationParser();
+  var segs = p.feed('a\ud83d').concat(p.feed('\ude00b\udc00'), p.feed('\ud83d'), p.close());
+  assert.deepEqual(segs, [{ text: 'a' }, { text: '\ud83d\ude00b\ufffd' }, { text: '\ufffd' }]);
+  assert.equal(fixSurrogates('x\ud800y\ud83d\ude00'), 'x\ufffdy\ud83d\ude00');
+  var j = new SurrogateJoiner();
+  assert.equal(j.feed('\ud83d') + j.feed('\udeaa'), '\ud83d\udeaa');
 });

@@ -1,4 +1,4 @@
-// Every case of ../shared/vectors/citation-stream.json, fed three ways, and
+// Every case of ../shared/vectors/citation-stream.v2.json, fed three ways, and
 // the bin/vectors.mjs runner's output and exit status.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { WAYS, runParser, runVectors } from '../src/conformance.js';
 import { sharedDir } from '../testlib/shared.js';
 
 var shared = sharedDir();
-var vectorsFile = shared ? path.join(shared, 'vectors', 'citation-stream.json') : null;
+var vectorsFile = shared ? path.join(shared, 'vectors', 'citation-stream.v2.json') : null;
 var runner = fileURLToPath(new URL('../bin/vectors.mjs', import.meta.url));
 var skip = shared ? false : 'shared vectors not found (set GCITE_SHARED_DIR)';
 

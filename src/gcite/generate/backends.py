@@ -10,6 +10,9 @@ streaming mode). Two implementations:
   the chunk sentences that best answer the question (default when no LLM is set).
 
 Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart).
+Both pass ``tests/generate/backend_contract.py``. Lifecycle: :meth:`LLMBackend.warm_up`
+(load what the first answer would, off the event loop) and :meth:`LLMBackend.aclose`
+(release connections); :class:`BackendLifecycle` gives both as no-ops.
 """
 
 from __future__ import annotations
@@ -40,19 +43,36 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
+@dataclass(frozen=True)
+class Reasoning:
+    """A piece of the model's reasoning, yielded by :meth:`LLMBackend.stream` between answer
+    deltas by backends whose model reasons aloud; never part of the answer."""
+
+    text: str
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
-    """What the pipeline needs from a language model.
+    """What the chatflow's LLM node needs from a language model.
 
     ``name``: reported in ``message_end.metadata.gcite.backend``.
     ``stream(messages, *, chunks, query, usage=None)``: an async iterator of text
-    deltas (``str``), markers included. ``chunks`` are the merge node's UnifiedChunk
-    list (for backends that work on chunks directly), ``query`` the user question;
-    ``usage``, when given, is filled in as tokens are known. Closing the iterator
-    (``aclose`` / task cancellation) must close the upstream call. Raises ``LLMError``.
+    deltas (``str``), markers included, and optionally :class:`Reasoning` pieces.
+    ``chunks`` are the merge node's UnifiedChunk list (for backends that work on chunks
+    directly), ``query`` the user question; ``usage``, when given, is filled in as tokens
+    are known. Closing the iterator (``aclose`` / task cancellation) must close the
+    upstream call. Raises ``LLMError``.
     """
 
     name: str
+
+    def warm_up(self) -> None:
+        """Load what the first answer would otherwise load (blocking; call off the loop)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections. Safe to call twice."""
+        ...
 
     def stream(
         self,
@@ -61,9 +81,19 @@ class LLMBackend(Protocol):
         chunks: Sequence[dict[str, Any]],
         query: str,
         usage: Usage | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[str | Reasoning]:
         """Stream the answer as text deltas."""
         ...
+
+
+class BackendLifecycle:
+    """No-op :meth:`LLMBackend.warm_up` and :meth:`LLMBackend.aclose` for backends to inherit."""
+
+    def warm_up(self) -> None:
+        """Nothing to load."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
@@ -87,4 +117,11 @@ def make_backend(settings: Settings) -> LLMBackend:
     return ExtractiveBackend()
 
 
-__all__ = ["LLMBackend", "Usage", "estimate_tokens", "make_backend"]
+__all__ = [
+    "BackendLifecycle",
+    "LLMBackend",
+    "Reasoning",
+    "Usage",
+    "estimate_tokens",
+    "make_backend",
+]

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gcite.generate.backends import Usage, estimate_tokens
+from gcite.generate.backends import BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 
 _STOPWORDS = frozenset(
@@ -288,7 +288,7 @@ def compose_answer(picks: Sequence[Pick]) -> str:
     return "".join(parts)
 
 
-class ExtractiveBackend:
+class ExtractiveBackend(BackendLifecycle):
     """Offline backend: :func:`pick_sentences` + :func:`compose_answer`, streamed in deltas.
 
     ``delta_chars``: characters per delta (markers may be cut across deltas, as real models

@@ -22,10 +22,10 @@ import openai
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import Usage, estimate_tokens
+from gcite.generate.backends import BackendLifecycle, Usage, estimate_tokens
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendLifecycle):
     """Streams ``/chat/completions`` deltas (``choices[0].delta.content``).
 
     ``base_url``: e.g. ``https://api.deepseek.com/v1``; ``api_key`` may be empty for local

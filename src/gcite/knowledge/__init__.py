@@ -8,15 +8,38 @@ Public contract (docs/architecture.md)::
     KnowledgeStore.datasets() -> list[str];  KnowledgeStore.close()
     ingest_paths(paths, *, settings, dataset, manifest=None, progress=False) -> IngestReport
 
+``KnowledgeStore`` and ``role_condition`` are light; the store and ingestion (embedders,
+Qdrant, document converters) load on first use of their names.
 See docs/knowledge-base.md for formats, metadata, filter syntax and configuration.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gcite.knowledge.filters import role_condition
-from gcite.knowledge.ingest import IngestReport, ingest_paths
 from gcite.knowledge.protocol import KnowledgeStore
-from gcite.knowledge.store import HybridStore, open_store
+
+if TYPE_CHECKING:
+    from gcite.knowledge.ingest import IngestReport, ingest_paths
+    from gcite.knowledge.store import HybridStore, open_store
+
+_LAZY = {
+    "HybridStore": "gcite.knowledge.store",
+    "open_store": "gcite.knowledge.store",
+    "IngestReport": "gcite.knowledge.ingest",
+    "ingest_paths": "gcite.knowledge.ingest",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gcite.knowledge' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "HybridStore",

@@ -13,7 +13,18 @@ Operators (Dify ``SupportedComparisonOperator``, dify-protocol.md §3): ``is``,
 ``empty``, ``not empty``, ``in``, ``not in``, ``=``, ``≠``, ``>``, ``<``, ``≥``,
 ``≤``, ``before``, ``after``; ASCII aliases ``!=``, ``>=``, ``<=``. A malformed
 condition raises :class:`FilterError` - it is never dropped (Dify silently skips
-a ``None`` value; we do not).
+a ``None`` value; we do not). This is the ONE grammar of conditions: the knowledge
+store compiles its tree (:func:`compile_node`), and the External Knowledge API narrows
+roles on the same tree (:mod:`gcite.service.retrieval_roles`). Limits: at most
+:data:`MAX_DEPTH` levels of nesting below the top and :data:`MAX_CONDITIONS` leaves;
+``in`` / ``not in`` take strings only (a list, or one comma-separated string).
+
+The role field (:data:`ROLE_FIELD`, matched after stripping and case folding, so
+``" Access_Roles"`` is the role field too) takes role names
+(:func:`role_names`): ``is`` / ``contains`` / ``in`` become ``in`` with a tuple of
+names, where a missing, ``null``, ``""`` or ``[]`` value is the empty tuple (no
+role: fail closed); ``is not`` / ``not contains`` / ``not in`` become ``not in`` and
+need at least one name.
 
 Evaluation happens inside Qdrant. At ingest :func:`filter_payload` derives
 three lookup objects from ``doc_metadata`` that the compiled filters address:
@@ -35,6 +46,7 @@ cannot express).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -51,9 +63,12 @@ EMPTY_OPS = frozenset({"empty", "not empty"})
 OPERATORS = STRING_OPS | NUMBER_OPS | TIME_OPS | SET_OPS | EMPTY_OPS
 ALIASES = {"!=": "≠", ">=": "≥", "<=": "≤", "==": "="}
 ROLE_FIELD = "access_roles"
-MAX_DEPTH = 16
-MAX_CONDITIONS = 256
+MAX_DEPTH = 4
+MAX_CONDITIONS = 64
 MAX_IN_VALUES = 1000
+MAX_ROLE_NAME_CHARS = 200
+NARROWING_OPS = frozenset({"is", "contains", "in"})
+NEGATED_ROLE_OPS = frozenset({"is not", "not contains", "not in"})
 NAME_RE = re.compile(r"^[\w]{1,64}$")
 # Every point carries ``segment_id``, so "segment_id is empty" never matches.
 NEVER_KEY = "segment_id"
@@ -183,13 +198,62 @@ def _fail(path: str, message: str) -> FilterError:
     return FilterError(f"过滤条件无效 ({path}): {message}")
 
 
-def parse_condition(raw: Any) -> Node:
+def parse_condition(raw: Any, *, root: str = "$") -> Node:
     """Validate a condition (group, ``not`` or leaf) and return its tree.
 
-    Raises :class:`FilterError` with the JSON path of the offending part.
+    ``root``: the name of ``raw`` in error messages (``"metadata_condition"`` for the
+    External Knowledge API). Raises :class:`FilterError` with the JSON path of the
+    offending part (e.g. ``metadata_condition.conditions[1]``).
     """
     counter = [0]
-    return _parse(raw, "$", 0, counter)
+    return _parse(raw, root, 0, counter)
+
+
+def is_role_name(name: Any) -> bool:
+    """Whether a condition's ``name`` addresses :data:`ROLE_FIELD` (stripped, case-folded)."""
+    return isinstance(name, str) and name.strip().casefold() == ROLE_FIELD
+
+
+def role_names(value: Any, where: str = "$") -> tuple[str, ...]:
+    """The role names of a role condition's ``value``, sorted, without duplicates.
+
+    Accepts a list of strings, one string of names separated by ``,`` or ``，``, or a JSON
+    array of strings written as a string (what a Dify template such as
+    ``{{#conversation.user_roles#}}`` renders an array variable to). ``None``, ``""`` and
+    ``[]`` give ``()``. Names are stripped (and of surrounding quotes); blanks dropped.
+    Raises :class:`FilterError` for any other type (numbers, objects, lists holding
+    non-strings) and names longer than :data:`MAX_ROLE_NAME_CHARS`.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, list):
+                return role_names(decoded, where)
+        items: list[Any] = text.replace("，", ",").split(",")
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise _fail(
+            where, f"{ROLE_FIELD} 的 value 必须是字符串或字符串列表，得到 {type(value).__name__}"
+        )
+    names: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise _fail(
+                where, f"{ROLE_FIELD} 的 value 列表只能包含字符串，得到 {type(item).__name__}"
+            )
+        name = item.strip().strip('"').strip()
+        if len(name) > MAX_ROLE_NAME_CHARS:
+            raise _fail(where, f"角色名过长（超过 {MAX_ROLE_NAME_CHARS} 个字符）")
+        if name:
+            names.add(name)
+    return tuple(sorted(names))
 
 
 def _parse(raw: Any, path: str, depth: int, counter: list[int]) -> Node:
@@ -222,8 +286,10 @@ def _parse(raw: Any, path: str, depth: int, counter: list[int]) -> Node:
     raise _fail(path, "既不是条件 (name/comparison_operator/value) 也不是条件组 (conditions / not)")
 
 
-def _parse_leaf(raw: Mapping[str, Any], path: str) -> Cond:
+def _parse_leaf(raw: Mapping[str, Any], path: str, *, role: bool = False) -> Cond:
     name = raw.get("name")
+    if is_role_name(name) and not role:
+        return _parse_role_leaf(raw, path)
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise _fail(path, f"name 必须是由字母、数字、下划线或汉字组成的字符串，得到 {name!r}")
     op_raw = raw.get("comparison_operator")
@@ -262,6 +328,23 @@ def _parse_leaf(raw: Mapping[str, Any], path: str) -> Cond:
     return Cond(name, op, value)
 
 
+def _parse_role_leaf(raw: Mapping[str, Any], path: str) -> Cond:
+    """A leaf on :data:`ROLE_FIELD` (see the module docstring)."""
+    op_raw = raw.get("comparison_operator")
+    if not isinstance(op_raw, str):
+        raise _fail(path, f"comparison_operator 必须是字符串，得到 {op_raw!r}")
+    op = ALIASES.get(op_raw.strip(), op_raw.strip())
+    where = f"{path} {ROLE_FIELD} {op}"
+    if op in NARROWING_OPS:
+        return Cond(ROLE_FIELD, "in", role_names(raw.get("value"), where))
+    if op in NEGATED_ROLE_OPS:
+        names = role_names(raw.get("value"), where)
+        if not names:
+            raise _fail(where, "缺少 value（至少一个角色名）")
+        return Cond(ROLE_FIELD, "not in", names)
+    return _parse_leaf({**raw, "name": ROLE_FIELD}, path, role=True)
+
+
 def _set_values(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         items: list[Any] = [v.strip() for v in value.split(",") if v.strip()]
@@ -273,10 +356,9 @@ def _set_values(value: Any, where: str) -> list[str]:
         raise _fail(where, f"value 的元素超过 {MAX_IN_VALUES} 个")
     out: list[str] = []
     for item in items:
-        text = _as_str(item)
-        if text is None or isinstance(item, bool):
-            raise _fail(where, f"列表元素必须是非空字符串或数字，得到 {item!r}")
-        out.append(text)
+        if not isinstance(item, str) or not item:
+            raise _fail(where, f"value 的列表元素必须是非空字符串，得到 {item!r}")
+        out.append(item)
     return out
 
 
@@ -374,13 +456,14 @@ def build_filter(
     *,
     dataset: str | None = None,
     roles: Sequence[str] | None = None,
-    condition: Mapping[str, Any] | None = None,
+    condition: Mapping[str, Any] | Node | None = None,
     array_fields: frozenset[str] = frozenset({ROLE_FIELD}),
 ) -> Any | None:
     """The complete payload filter of one search, or ``None`` when nothing filters.
 
     ``dataset`` -> ``dataset_name`` match; ``roles`` -> :func:`role_condition`
-    (``None`` = no role filter); ``condition`` -> the user's metadata condition.
+    (``None`` = no role filter); ``condition`` -> the user's metadata condition, raw
+    (parsed here) or already parsed by :func:`parse_condition`.
     Raises :class:`FilterError` for a malformed ``condition`` or ``roles``.
     """
     must: list[Any] = []
@@ -391,7 +474,9 @@ def build_filter(
         must.append(
             compile_node(parse_condition(role_condition(roles)), models, array_fields=fields)
         )
-    if condition is not None:
+    if isinstance(condition, Cond | Group | Not):
+        must.append(compile_node(condition, models, array_fields=fields))
+    elif condition is not None:
         if not isinstance(condition, Mapping):
             raise _fail("$", f"应为对象，得到 {type(condition).__name__}")
         if condition:
@@ -401,6 +486,9 @@ def build_filter(
 
 __all__ = [
     "ALIASES",
+    "MAX_CONDITIONS",
+    "MAX_DEPTH",
+    "NARROWING_OPS",
     "OPERATORS",
     "ROLE_FIELD",
     "Cond",
@@ -411,7 +499,9 @@ __all__ = [
     "build_filter",
     "compile_node",
     "filter_payload",
+    "is_role_name",
     "parse_condition",
     "role_condition",
+    "role_names",
     "to_timestamp",
 ]

@@ -7,8 +7,10 @@ and every implementation passes ``tests/knowledge/store_contract.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
+
+from gcite.knowledge.filters import Node
 
 
 @runtime_checkable
@@ -18,9 +20,10 @@ class KnowledgeStore(Protocol):
     ``search`` returns Dify Knowledge Retrieval ``result`` items (1.x shape,
     dify-protocol.md §2), best first, ``metadata.position`` 1..n. ``roles=None``: no role
     filter (trusted internal callers only); ``roles=[]``: a user with no roles (sees only
-    documents without ``access_roles``). ``condition``: a Dify metadata condition
-    (:mod:`gcite.knowledge.filters`). Errors: :class:`~gcite.errors.FilterError` (bad
-    condition / roles), :class:`~gcite.errors.StoreError` (unknown dataset, store unusable).
+    documents without ``access_roles``). ``condition``: a Dify metadata condition, raw
+    or parsed (:func:`gcite.knowledge.filters.parse_condition`). Errors:
+    :class:`~gcite.errors.FilterError` (bad condition / roles),
+    :class:`~gcite.errors.StoreError` (unknown dataset, store unusable).
     Lifecycle: :meth:`close` (idempotent; also a context manager). Synchronous: call it
     from a worker thread in async code.
     """
@@ -31,7 +34,7 @@ class KnowledgeStore(Protocol):
         *,
         dataset: str | None = None,
         roles: Sequence[str] | None = None,
-        condition: dict[str, Any] | None = None,
+        condition: Mapping[str, Any] | Node | None = None,
         top_k: int = 5,
         score_threshold: float = 0.0,
     ) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ from typing import Any
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
-from gcite.knowledge.filters import build_filter
+from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
 from gcite.knowledge.sparse import Sparse, query_vector, query_weights
@@ -202,7 +202,7 @@ class HybridStore:
         *,
         dataset: str | None = None,
         roles: Sequence[str] | None = None,
-        condition: dict[str, Any] | None = None,
+        condition: Mapping[str, Any] | Node | None = None,
         top_k: int = 5,
         score_threshold: float = 0.0,
     ) -> list[dict[str, Any]]:
@@ -232,7 +232,7 @@ class HybridStore:
         *,
         dataset: str | None = None,
         roles: Sequence[str] | None = None,
-        condition: dict[str, Any] | None = None,
+        condition: Mapping[str, Any] | Node | None = None,
         top_k: int = 5,
         score_threshold: float = 0.0,
         mode: str = "hybrid",

@@ -55,8 +55,9 @@ from fastapi.responses import JSONResponse
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
+from gcite.knowledge.filters import Node, parse_condition
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
-from gcite.service.retrieval_roles import narrow_roles, validate_condition
+from gcite.service.retrieval_roles import narrow_roles
 
 logger = logging.getLogger("gcite.service.retrieval")
 
@@ -112,15 +113,15 @@ class RetrievalRequest:
     """A validated ``/retrieval`` body.
 
     ``top_k`` in 1..:data:`MAX_TOP_K`; ``score_threshold`` in 0–1 (0.0 = off);
-    ``metadata_condition`` normalised by
-    :func:`gcite.service.retrieval_roles.validate_condition` or ``None``.
+    ``metadata_condition`` parsed by :func:`gcite.knowledge.filters.parse_condition`
+    (the one condition grammar) or ``None``.
     """
 
     knowledge_id: str
     query: str
     top_k: int
     score_threshold: float
-    metadata_condition: dict[str, Any] | None
+    metadata_condition: Node | None
 
 
 def authenticate(
@@ -218,8 +219,13 @@ def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> Retriev
         raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting 必须是对象")
     top_k = _parse_top_k(setting.get("top_k", default_top_k))
     threshold = _parse_threshold(setting.get("score_threshold"))
+    raw_condition = body.get("metadata_condition")
     try:
-        condition = validate_condition(body.get("metadata_condition"))
+        condition = (
+            None
+            if raw_condition is None
+            else parse_condition(raw_condition, root="metadata_condition")
+        )
     except FilterError as exc:
         raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
     return RetrievalRequest(
@@ -445,7 +451,7 @@ async def _search(
     get_store: Callable[[], Any],
     req: RetrievalRequest,
     roles: tuple[str, ...],
-    condition: dict[str, Any] | None,
+    condition: Node | None,
     timeout_s: float,
 ) -> list[dict[str, Any]]:
     """Run the (blocking) store search in a worker thread, within ``timeout_s`` seconds."""

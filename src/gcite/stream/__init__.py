@@ -1,6 +1,6 @@
 """G-Cite stream client: marker grammar, incremental parser with idMap, panel, renderers, SSE.
 
-Mobile design document §3–§5 and ``citation-markers.md``. The pure core
+Mobile design document §3–§5 and ``citation-markers.md`` (version 2). The pure core
 (:mod:`~gcite.stream.grammar`, :mod:`~gcite.stream.parser`, :mod:`~gcite.stream.panel`,
 :mod:`~gcite.stream.render`) does no I/O; :mod:`gcite.stream.sse` adds the Dify SSE
 consumer and its httpx edge.
@@ -19,6 +19,7 @@ from gcite.stream.parser import (
     CitationParser,
     CiteSegment,
     ParseResult,
+    ReasoningSegment,
     Segment,
     TextSegment,
     cited_ids,
@@ -44,6 +45,7 @@ from gcite.stream.sse import (
     StreamUpdate,
     consume_chat_stream,
 )
+from gcite.stream.surrogates import SurrogateJoiner, fix_surrogates
 
 __all__ = [
     "MARKER_RE",
@@ -56,17 +58,20 @@ __all__ = [
     "MetadataReceived",
     "PanelEntry",
     "ParseResult",
+    "ReasoningSegment",
     "Segment",
     "SegmentsReceived",
     "Step",
     "StreamFailed",
     "StreamUpdate",
+    "SurrogateJoiner",
     "TextSegment",
     "build_panel",
     "chunk_map",
     "chunks_from_retriever_resources",
     "cited_ids",
     "consume_chat_stream",
+    "fix_surrogates",
     "marker_ids",
     "merge_segments",
     "normalise_id",

@@ -1,18 +1,22 @@
-"""The G-Cite marker grammar: character classes, a streaming matcher and a regex.
+"""The G-Cite marker grammar (version 2): character classes, a streaming matcher, a regex.
 
 A marker cites one or more chunk ids, e.g. ``[C:7]``, ``【C：7】``, ``[C:1, C:2]``,
-``[C:1，3、5]`` (spec ``citation-markers.md`` §1; the seeds fix ``[C:N]``, platform
-design document §5.2, mobile design document §4.1)::
+``[C:1，3、5]``, ``[C:1-3]``, ``\\[C:1\\]`` (spec ``citation-markers.md`` §1; the seeds fix
+``[C:N]``, platform design document §5.2, mobile design document §4.1)::
 
-    marker := OPEN ws item (ws SEP ws item)* ws CLOSE
-    item   := [PREFIX ws COLON ws] id        -- the first item carries the prefix
+    marker := [ESC] OPEN ws item (ws SEP ws item)* ws [ESC] CLOSE
+    item   := [PREFIX ws COLON ws] id [ws RANGE ws id]   -- the first item carries the prefix
     id     := DIGIT{1,4}
 
-:class:`MarkerMatcher` recognises the grammar one character at a time (what the
-stream parser needs: it must know after every character whether the held text
-can still become a marker); :data:`MARKER_RE` is the same language as a regular
-expression, used for whole-text checks and as the naive benchmark baseline.
-Pure, standard library only.
+A range ``a-b`` cites ``a, a+1, ..., b`` and is valid only when ``a <= b`` and
+``b - a <= 9``; a marker holding an invalid range is no marker (literal text).
+
+:class:`MarkerMatcher` recognises the grammar one character at a time after the
+opener (the stream parser must know after every character whether the held text
+can still become a marker; the optional leading ``\\`` is the parser's business);
+:data:`MARKER_RE` is the same language as a regular expression except that it does
+not check range widths, used for whole-text checks and as the naive benchmark
+baseline. Pure, standard library only.
 """
 
 from __future__ import annotations
@@ -26,17 +30,21 @@ CLOSERS: Final = "]】］"
 PREFIXES: Final = "CcＣｃ"
 COLONS: Final = ":："
 SEPARATORS: Final = ",，、;；"
-SPACES: Final = " \u3000"
+RANGES: Final = "-–~～"
+SPACES: Final = " \t\u00a0\u202f\u3000"
+ESCAPE: Final = "\\"
 ASCII_DIGITS: Final = "0123456789"
 WIDE_DIGITS: Final = "０１２３４５６７８９"
 MAX_ID_DIGITS: Final = 4
+#: A range ``a-b`` may span at most this many steps (ten ids).
+MAX_RANGE_SPAN: Final = 9
 
 _DIGIT_VALUE: Final = {c: str(i) for i, c in enumerate(ASCII_DIGITS)} | {
     c: str(i) for i, c in enumerate(WIDE_DIGITS)
 }
 
 # character classes
-_WS, _PREFIX, _COLON, _SEP, _CLOSE, _DIGIT = range(6)
+_WS, _PREFIX, _COLON, _SEP, _CLOSE, _DIGIT, _RANGE, _ESC = range(8)
 _CLASS: Final[dict[str, int]] = (
     dict.fromkeys(SPACES, _WS)
     | dict.fromkeys(PREFIXES, _PREFIX)
@@ -44,25 +52,41 @@ _CLASS: Final[dict[str, int]] = (
     | dict.fromkeys(SEPARATORS, _SEP)
     | dict.fromkeys(CLOSERS, _CLOSE)
     | dict.fromkeys(ASCII_DIGITS + WIDE_DIGITS, _DIGIT)
+    | dict.fromkeys(RANGES, _RANGE)
+    | {ESCAPE: _ESC}
 )
 
 # matcher states (after the opener)
-_S_OPEN, _S_PREFIX, _S_COLON, _S_ID, _S_ID_WS, _S_SEP = range(6)
+(
+    _S_OPEN,  # after OPEN: ws or PREFIX
+    _S_PREFIX,  # after PREFIX: ws or COLON
+    _S_COLON,  # after COLON: ws or DIGIT
+    _S_ID,  # in an item's first id
+    _S_ID_WS,  # after an item's first id and ws: ws, RANGE, SEP, ESC, CLOSE
+    _S_RANGE,  # after RANGE: ws or DIGIT
+    _S_ID2,  # in a range's second id
+    _S_ID2_WS,  # after a range's second id and ws: ws, SEP, ESC, CLOSE
+    _S_SEP,  # after SEP: ws, PREFIX or DIGIT
+    _S_ESC,  # after the closer's escape: CLOSE only
+) = range(10)
+_AFTER_ID: Final = frozenset({_S_ID, _S_ID_WS, _S_ID2, _S_ID2_WS})
 
 _WS_RE: Final = f"[{SPACES}]*"
 _DIGIT_RE: Final = f"[{ASCII_DIGITS}{WIDE_DIGITS}]"
 _ID_RE: Final = f"{_DIGIT_RE}{{1,{MAX_ID_DIGITS}}}"
+_RANGE_RE: Final = f"(?:{_WS_RE}[{re.escape(RANGES)}]{_WS_RE}{_ID_RE})?"
 _PREFIX_RE: Final = f"[{PREFIXES}]{_WS_RE}[{COLONS}]{_WS_RE}"
 _OPEN_RE: Final = "[" + re.escape(OPENERS) + "]"
 _CLOSE_RE: Final = "[" + re.escape(CLOSERS) + "]"
+_ESC_RE: Final = re.escape(ESCAPE) + "?"
 
-#: The marker grammar as one regular expression (no code-span awareness, no hold limit).
+#: The marker grammar as one regular expression (no range-width check, no code-span
+#: awareness, no hold limit).
 MARKER_RE: Final = re.compile(
-    f"{_OPEN_RE}{_WS_RE}{_PREFIX_RE}{_ID_RE}"
-    f"(?:{_WS_RE}[{SEPARATORS}]{_WS_RE}(?:{_PREFIX_RE})?{_ID_RE})*"
-    f"{_WS_RE}{_CLOSE_RE}"
+    f"{_ESC_RE}{_OPEN_RE}{_WS_RE}{_PREFIX_RE}{_ID_RE}{_RANGE_RE}"
+    f"(?:{_WS_RE}[{SEPARATORS}]{_WS_RE}(?:{_PREFIX_RE})?{_ID_RE}{_RANGE_RE})*"
+    f"{_WS_RE}{_ESC_RE}{_CLOSE_RE}"
 )
-_ID_FIND_RE: Final = re.compile(_ID_RE)
 
 
 class Step(Enum):
@@ -89,13 +113,22 @@ def normalise_id(digits: str) -> str:
 
 
 def marker_ids(marker: str) -> list[str]:
-    """The raw ids of one complete marker, in written order: ``"[C:1，03]"`` -> ``["1", "3"]``.
+    """The raw ids of one complete marker, in written order, ranges expanded.
 
+    ``"[C:1，03]"`` -> ``["1", "3"]``, ``"\\[C:2-4\\]"`` -> ``["2", "3", "4"]``.
     Raises ``ValueError`` when ``marker`` is not exactly one marker.
     """
-    if MARKER_RE.fullmatch(marker) is None:
+    text = marker[1:] if marker.startswith(ESCAPE) else marker
+    if not text or text[0] not in OPENERS:
         raise ValueError(f"not a citation marker: {marker!r}")
-    return [normalise_id(m.group()) for m in _ID_FIND_RE.finditer(marker)]
+    matcher = MarkerMatcher()
+    for k, ch in enumerate(text[1:], start=2):
+        step = matcher.step(ch)
+        if step is Step.DONE and k == len(text):
+            return list(matcher.ids)
+        if step is not Step.MORE:
+            break
+    raise ValueError(f"not a citation marker: {marker!r}")
 
 
 class MarkerMatcher:
@@ -103,8 +136,9 @@ class MarkerMatcher:
 
     Call :meth:`reset` at an opener, then :meth:`step` with each following
     character. ``MORE`` means the text so far is still a marker prefix, ``DONE``
-    that the character completed a marker (its ids are in :attr:`ids`), ``FAIL``
-    that it can no longer become one. Constant work per character.
+    that the character completed a marker (its ids, ranges expanded, are in
+    :attr:`ids`), ``FAIL`` that it can no longer become one (also: a range wider
+    than ten ids or reversed). Constant work per character.
     """
 
     __slots__ = ("_digits", "_state", "ids")
@@ -120,9 +154,18 @@ class MarkerMatcher:
         self._digits = []
         self.ids = []
 
-    def _end_id(self) -> None:
-        self.ids.append(str(int("".join(self._digits))))
+    def _end_id(self) -> bool:
+        """The id being read is complete; ``False`` when it ends an invalid range."""
+        value = int("".join(self._digits))
         self._digits = []
+        if self._state == _S_ID2:
+            first = int(self.ids[-1])
+            if not first <= value <= first + MAX_RANGE_SPAN:
+                return False
+            self.ids.extend(str(k) for k in range(first + 1, value + 1))
+        else:
+            self.ids.append(str(value))
+        return True
 
     def step(self, ch: str) -> Step:
         """Advance by one character (a one-character ``str``)."""
@@ -130,18 +173,29 @@ class MarkerMatcher:
         if cls is None:
             return Step.FAIL
         state = self._state
-        if cls == _WS:
-            if state == _S_ID:
-                self._end_id()
-                self._state = _S_ID_WS
-            return Step.MORE
-        if cls == _DIGIT:
-            more = state == _S_ID and len(self._digits) < MAX_ID_DIGITS
-            if more or state in (_S_COLON, _S_SEP):
-                self._digits.append(_DIGIT_VALUE[ch])
-                self._state = _S_ID
-                return Step.MORE
+        if state == _S_ESC:
+            if cls == _CLOSE:
+                self._state = _S_OPEN
+                return Step.DONE
             return Step.FAIL
+        if cls == _DIGIT:
+            if state in (_S_ID, _S_ID2):
+                if len(self._digits) >= MAX_ID_DIGITS:
+                    return Step.FAIL
+            elif state in (_S_COLON, _S_SEP):
+                self._state = _S_ID
+            elif state == _S_RANGE:
+                self._state = _S_ID2
+            else:
+                return Step.FAIL
+            self._digits.append(_DIGIT_VALUE[ch])
+            return Step.MORE
+        if cls == _WS:
+            if state in (_S_ID, _S_ID2):
+                if not self._end_id():
+                    return Step.FAIL
+                self._state = _S_ID_WS if state == _S_ID else _S_ID2_WS
+            return Step.MORE
         if cls == _PREFIX:
             if state in (_S_OPEN, _S_SEP):
                 self._state = _S_PREFIX
@@ -152,17 +206,23 @@ class MarkerMatcher:
                 self._state = _S_COLON
                 return Step.MORE
             return Step.FAIL
-        if cls == _SEP:
+        if cls == _RANGE:
             if state == _S_ID:
                 self._end_id()
             elif state != _S_ID_WS:
                 return Step.FAIL
+            self._state = _S_RANGE
+            return Step.MORE
+        # SEP, ESC, CLOSE: only after an id
+        if state not in _AFTER_ID:
+            return Step.FAIL
+        if state in (_S_ID, _S_ID2) and not self._end_id():
+            return Step.FAIL
+        if cls == _SEP:
             self._state = _S_SEP
             return Step.MORE
-        # closer
-        if state == _S_ID:
-            self._end_id()
-        elif state != _S_ID_WS:
-            return Step.FAIL
+        if cls == _ESC:
+            self._state = _S_ESC
+            return Step.MORE
         self._state = _S_OPEN
         return Step.DONE

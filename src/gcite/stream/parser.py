@@ -1,18 +1,27 @@
 """The incremental citation parser: answer deltas in, segments with display indices out.
 
 This is the mobile design document's stream buffer and idMap (§4.1, §4.2) with
-the semantics of the marker spec (``citation-markers.md`` §2–§6):
+the semantics of the marker spec, version 2 (``citation-markers.md`` §2–§6):
 
-- text is released as soon as it cannot be part of a marker; from an opener it
-  is held back while it can still become one (bounded by ``max_hold``);
-- a marker becomes one ``{"cite": raw_id, "idx": n}`` segment per valid id, where
-  ``n`` is the display index given at the raw id's first appearance (idMap);
-  ids outside ``known_ids`` are dropped and reported in :attr:`invalid`;
+- text is released as soon as it cannot be part of a marker; from an opener (or
+  from the ``\\`` of an escaped marker) it is held back while it can still become
+  one, bounded by ``max_hold``; when it cannot, the first held character is literal
+  and parsing resumes right after it;
+- a marker becomes one ``{"cite": raw_id, "idx": n}`` segment per valid id (ranges
+  expanded), where ``n`` is the display index given at the raw id's first appearance
+  (idMap); ids outside ``known_ids`` are dropped and reported in :attr:`invalid`;
   the same raw id cited twice with nothing between collapses to one;
-- fenced code blocks and inline code spans are literal;
+- fenced code blocks (also inside list items and block quotes) and inline code
+  spans are literal;
+- a leading ``<think>``/``<thinking>`` block is reasoning: ``{"reasoning": text}``
+  segments whose markers are never parsed (§4a);
 - the output never depends on how the answer was cut into deltas, and the cost
   is linear in the answer length (each character is looked at a bounded number
   of times; plain runs are copied by one regex search).
+
+Lone UTF-16 surrogates (what a JSON decoder makes of a surrogate pair split across
+two model deltas) are joined when the pair completes across deltas and become
+U+FFFD otherwise, so the segments are always encodable UTF-8.
 
 Pure: no I/O. Misuse (feeding a closed parser, a non-``str`` delta) raises
 ``RuntimeError`` / ``TypeError``; malformed text never raises, it stays literal.
@@ -25,7 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, TypedDict, final
 
-from gcite.stream.grammar import OPENERS, MarkerMatcher, Step
+from gcite.stream.grammar import ESCAPE, OPENERS, MarkerMatcher, Step
+from gcite.stream.surrogates import SurrogateJoiner
 
 
 @final
@@ -43,34 +53,65 @@ class CiteSegment(TypedDict):
     idx: int
 
 
-Segment = TextSegment | CiteSegment
+@final
+class ReasoningSegment(TypedDict):
+    """Reasoning text from a leading ``<think>`` block (spec §4a); never answer text."""
+
+    reasoning: str
+
+
+Segment = TextSegment | CiteSegment | ReasoningSegment
+
+#: Default ``max_hold`` (spec §5, version 2).
+DEFAULT_MAX_HOLD: Final = 64
 
 _NORMAL, _INLINE, _FENCE = range(3)
-_NORMAL_STOP: Final = re.compile("[`\n" + re.escape(OPENERS) + "]")
+# where the answer is: at its start (a reasoning block may open), in reasoning,
+# dropping the line breaks after reasoning, in the answer body
+_START, _REASON, _AFTER_REASON, _BODY = range(4)
+# line-start state: mid-line, at a line start or inside container prefixes, after a
+# list bullet (a space must follow), inside a list number
+_LS_NONE, _LS_START, _LS_BULLET, _LS_DIGITS = range(4)
+_MAX_LIST_DIGITS: Final = 9
+
+_NORMAL_STOP: Final = re.compile("[`\n" + re.escape(OPENERS + ESCAPE) + "]")
 _INLINE_STOP: Final = re.compile("[`\n]")
+_START_SPACE: Final = " \t\r\n"
+_THINK_TAGS: Final = {"<think>": "</think>", "<thinking>": "</thinking>"}
+_QUOTE_SPACE: Final = " \t>"
+_BULLETS: Final = "-*+"
 
 
 def merge_segments(segments: Iterable[Segment]) -> list[Segment]:
-    """Join adjacent text segments and drop empty ones (spec §6: adjacent text merges).
+    """Join adjacent text (and adjacent reasoning) segments, drop empty ones (spec §6).
 
     Use it to combine the lists returned by successive :meth:`CitationParser.feed`
     calls into the final answer's segment list. Returns new dicts; the input is not changed.
     """
     out: list[Segment] = []
+    kind = ""
     parts: list[str] = []
+
+    def flush() -> None:
+        text = "".join(parts)
+        if text and kind == "text":
+            out.append({"text": text})
+        elif text:
+            out.append({"reasoning": text})
+        parts.clear()
+
     for seg in segments:
-        if "text" in seg:
-            parts.append(seg["text"])
+        if "text" in seg or "reasoning" in seg:
+            this = "text" if "text" in seg else "reasoning"
+            if this != kind:
+                flush()
+                kind = this
+            parts.append(seg["text"] if "text" in seg else seg["reasoning"])
             continue
-        if parts:
-            text = "".join(parts)
-            if text:
-                out.append({"text": text})
-            parts = []
+        flush()
+        kind = ""
         out.append({"cite": seg["cite"], "idx": seg["idx"]})
-    text = "".join(parts)
-    if text:
-        out.append({"text": text})
+    flush()
     return out
 
 
@@ -80,10 +121,11 @@ class CitationParser:
     ``known_ids``: the ``id`` values of ``chunk_metadata`` (strings; other values are
     converted with ``str``), or ``None`` when no chunk metadata was received, in
     which case every well-formed id is accepted (spec §2). ``max_hold`` (>= 2): the
-    longest marker recognised, opener to closer, in characters (spec §5; the seeds use
-    20, the default 32 leaves room for multi-id markers). Held text is therefore always
-    shorter than ``max_hold``; a longer would-be marker is literal text. This is the
-    JavaScript client's rule too (``clients/js``), so both agree on every input.
+    longest marker recognised, from its first character (the opener, or the ``\\`` of
+    an escaped marker) to its closer, in characters (spec §5: default 64; the seeds
+    use 20). Held text is therefore always shorter than ``max_hold``; a longer
+    would-be marker is literal text. This is the JavaScript client's rule too
+    (``clients/js``), so both agree on every input.
     ``ValueError`` for a bad ``max_hold``, ``TypeError`` when ``known_ids`` is a ``str``.
 
     ``feed(delta)`` returns the segments that became final with this delta (adjacent
@@ -91,7 +133,9 @@ class CitationParser:
     (``message_end``, an error or an abort) and returns the last segments.
     """
 
-    def __init__(self, known_ids: Iterable[str] | None = None, max_hold: int = 32) -> None:
+    def __init__(
+        self, known_ids: Iterable[str] | None = None, max_hold: int = DEFAULT_MAX_HOLD
+    ) -> None:
         if isinstance(max_hold, bool) or not isinstance(max_hold, int) or max_hold < 2:
             raise ValueError(f"max_hold must be an int >= 2, got {max_hold!r}")
         self._known: frozenset[str] | None = None
@@ -101,11 +145,20 @@ class CitationParser:
         self._invalid: list[str] = []
         self._matcher = MarkerMatcher()
         self._held: list[str] = []
+        self._surrogates = SurrogateJoiner()
+        # answer phase (reasoning block)
+        self._phase = _START
+        self._start_space: list[str] = []
+        self._start_tag = ""
+        self._close_tag = ""
+        self._reason_held = ""
         # code state
         self._mode = _NORMAL
         self._code_char = ""
         self._code_len = 0
-        self._line_start = True
+        self._ls = _LS_START
+        self._ls_list = False  # a list marker was seen in this line's prefix
+        self._ls_digits = 0
         # pending run of backticks / tildes whose length is not known yet
         self._run_char = ""
         self._run_len = 0
@@ -130,7 +183,12 @@ class CitationParser:
 
     @property
     def held(self) -> str:
-        """The text currently held back (a possible marker start; shorter than ``max_hold``)."""
+        """The text currently held back (a possible marker start; shorter than ``max_hold``,
+        or the start of a possible reasoning block)."""
+        if self._phase == _START:
+            return "".join(self._start_space) + self._start_tag
+        if self._phase == _REASON:
+            return self._reason_held
         return "".join(self._held)
 
     @property
@@ -157,13 +215,21 @@ class CitationParser:
             raise RuntimeError("CitationParser.feed() after close()")
         if not isinstance(delta, str):
             raise TypeError(f"delta must be str, got {type(delta).__name__}")
-        self._consume(delta)
+        self._consume(self._surrogates.feed(delta))
         return self._take()
 
     def close(self) -> list[Segment]:
         """End of stream: release held text as literal text; idempotent."""
         if not self._closed:
+            self._consume(self._surrogates.flush())
             self._closed = True
+            if self._phase == _START:
+                held = "".join(self._start_space) + self._start_tag
+                self._phase = _BODY
+                self._body(held)
+            elif self._phase == _REASON:
+                self._reasoning(self._reason_held)
+                self._reason_held = ""
             self._release()
         return self._take()
 
@@ -172,6 +238,15 @@ class CitationParser:
     def _text(self, text: str) -> None:
         self._parts.append(text)
         self._last_cite = None
+
+    def _reasoning(self, text: str) -> None:
+        if not text:
+            return
+        last = self._out[-1] if self._out else None
+        if last is not None and "reasoning" in last:
+            last["reasoning"] += text
+        else:
+            self._out.append({"reasoning": text})
 
     def _cite(self, raw_id: str) -> None:
         if self._known is not None and raw_id not in self._known:
@@ -186,7 +261,9 @@ class CitationParser:
 
     def _flush_parts(self) -> None:
         if self._parts:
-            self._out.append({"text": "".join(self._parts)})
+            text = "".join(self._parts)
+            if text:
+                self._out.append({"text": text})
             self._parts = []
 
     def _take(self) -> list[Segment]:
@@ -195,14 +272,62 @@ class CitationParser:
         return out
 
     def _release(self) -> None:
-        """The held text cannot become a marker: it is literal (it holds no opener after
-        the first character, no backtick and no newline, so re-parsing it after the
-        opener would also give plain text)."""
+        """End of stream: the held text is literal. It holds no closer, so no marker
+        could start inside it and end later; re-parsing it would give the same text."""
         if self._held:
             self._text("".join(self._held))
             self._held = []
 
-    # -- state machine ------------------------------------------------------------
+    # -- reasoning block (spec §4a) -------------------------------------------------
+
+    def _consume(self, text: str) -> None:
+        i, n = 0, len(text)
+        while i < n and self._phase != _BODY:
+            if self._phase == _START:
+                ch = text[i]
+                if not self._start_tag and ch in _START_SPACE:
+                    self._start_space.append(ch)
+                    i += 1
+                    continue
+                tag = self._start_tag + ch
+                if tag in _THINK_TAGS:
+                    self._phase, self._close_tag = _REASON, _THINK_TAGS[tag]
+                    self._start_space, self._start_tag = [], ""
+                elif any(t.startswith(tag) for t in _THINK_TAGS):
+                    self._start_tag = tag
+                else:  # no reasoning block: what was held is the answer's start
+                    held = "".join(self._start_space) + self._start_tag
+                    self._start_space, self._start_tag = [], ""
+                    self._phase = _BODY
+                    self._body(held)
+                    continue  # re-read ch in the body
+                i += 1
+            elif self._phase == _REASON:
+                rest = self._reason_held + text[i:]
+                i = n
+                end = rest.find(self._close_tag)
+                if end >= 0:
+                    self._reasoning(rest[:end])
+                    self._reason_held = ""
+                    self._phase = _AFTER_REASON
+                    text, i, n = rest, end + len(self._close_tag), len(rest)
+                    continue
+                keep = rest.rfind("<", max(0, len(rest) - len(self._close_tag) + 1))
+                if keep >= 0 and self._close_tag.startswith(rest[keep:]):
+                    self._reasoning(rest[:keep])
+                    self._reason_held = rest[keep:]
+                else:
+                    self._reasoning(rest)
+                    self._reason_held = ""
+            else:  # line breaks right after the closing tag are dropped
+                if text[i] in "\r\n":
+                    i += 1
+                else:
+                    self._phase = _BODY
+        if i < n:
+            self._body(text[i:] if i else text)
+
+    # -- answer body state machine ----------------------------------------------------
 
     def _resolve_run(self) -> None:
         char, length, at_line_start = self._run_char, self._run_len, self._run_at_line_start
@@ -219,27 +344,83 @@ class CitationParser:
             self._mode = _NORMAL
 
     def _start_run(self, ch: str) -> None:
-        self._run_char, self._run_len, self._run_at_line_start = ch, 1, self._line_start
-        self._line_start = False
+        self._run_char, self._run_len = ch, 1
+        self._run_at_line_start = self._ls == _LS_START
+        self._ls = _LS_NONE
         self._text(ch)
 
-    def _consume(self, text: str) -> None:
+    def _new_line(self) -> None:
+        self._ls, self._ls_list, self._ls_digits = _LS_START, False, 0
+
+    def _line_prefix(self, ch: str) -> bool:
+        """At a line start: consume ``ch`` when it belongs to the container prefixes
+        (spec §4: block quotes, spaces, tabs, one list marker); ``False`` ends them."""
+        ls = self._ls
+        if ls == _LS_START:
+            if ch in _QUOTE_SPACE:
+                self._text(ch)
+                return True
+            if not self._ls_list and ch in _BULLETS:
+                self._ls, self._ls_list = _LS_BULLET, True
+                self._text(ch)
+                return True
+            if not self._ls_list and "0" <= ch <= "9":
+                self._ls, self._ls_list, self._ls_digits = _LS_DIGITS, True, 1
+                self._text(ch)
+                return True
+        elif ls == _LS_BULLET:
+            if ch in " \t":
+                self._ls = _LS_START
+                self._text(ch)
+                return True
+        elif "0" <= ch <= "9" and self._ls_digits < _MAX_LIST_DIGITS:
+            self._ls_digits += 1
+            self._text(ch)
+            return True
+        elif ch in ".)":
+            self._ls = _LS_BULLET
+            self._text(ch)
+            return True
+        self._ls = _LS_NONE
+        return False
+
+    def _hold_fail(self) -> None:
+        """The held text cannot become a marker: its first character is literal and
+        parsing resumes right after it (spec §5)."""
+        first, rest = self._held[0], "".join(self._held[1:])
+        self._held = []
+        self._text(first)
+        if rest:
+            self._body(rest)
+
+    def _step_held(self, ch: str) -> bool:
+        """Feed ``ch`` to the held marker; ``True`` when ``ch`` was consumed."""
+        held = self._held
+        if len(held) == 1 and held[0] == ESCAPE:  # an escape waits for its opener
+            if ch in OPENERS and self._max_hold > 2:
+                held.append(ch)
+                self._matcher.reset()
+                return True
+            self._hold_fail()
+            return False
+        step = self._matcher.step(ch)
+        if step is Step.DONE and len(held) < self._max_hold:
+            self._held = []
+            for raw_id in self._matcher.ids:
+                self._cite(raw_id)
+            return True
+        if step is Step.MORE and len(held) + 1 < self._max_hold:
+            held.append(ch)
+            return True
+        self._hold_fail()  # FAIL, or no room left
+        return False
+
+    def _body(self, text: str) -> None:
         i, n = 0, len(text)
         while i < n:
             if self._held:
-                ch = text[i]
-                step = self._matcher.step(ch)
-                room = len(self._held) + 1 < self._max_hold
-                if step is Step.DONE and len(self._held) < self._max_hold:
-                    self._held = []
-                    for raw_id in self._matcher.ids:
-                        self._cite(raw_id)
+                if self._step_held(text[i]):
                     i += 1
-                elif step is Step.MORE and room:
-                    self._held.append(ch)
-                    i += 1
-                else:  # FAIL, or no room left: the opener is literal; re-read ch
-                    self._release()
                 continue
             if self._run_len:
                 if text[i] == self._run_char:
@@ -249,57 +430,53 @@ class CitationParser:
                 else:
                     self._resolve_run()
                 continue
-            if self._mode == _NORMAL:
-                ch = text[i]
-                if self._line_start and ch in "`~":
+            ch = text[i]
+            if self._ls != _LS_NONE:
+                if self._ls == _LS_START and ch in "`~" and self._mode != _INLINE:
                     self._start_run(ch)
                     i += 1
                     continue
+                if self._line_prefix(ch):
+                    i += 1
+                    continue
+            if self._mode == _NORMAL:
                 m = _NORMAL_STOP.search(text, i)
                 j = n if m is None else m.start()
                 if j > i:
                     self._text(text[i:j])
-                    self._line_start = False
                     i = j
                     continue
                 if ch == "\n":
                     self._text(ch)
-                    self._line_start = True
+                    self._new_line()
                 elif ch == "`":
                     self._start_run(ch)
-                else:  # an opener: hold it
+                else:  # an opener or an escape: hold it
                     self._matcher.reset()
                     self._held = [ch]
-                    self._line_start = False
                 i += 1
             elif self._mode == _INLINE:
                 m = _INLINE_STOP.search(text, i)
                 j = n if m is None else m.start()
                 if j > i:
                     self._text(text[i:j])
-                    self._line_start = False
                     i = j
                     continue
-                if text[i] == "\n":
+                if ch == "\n":
                     self._text("\n")
                     self._mode = _NORMAL
-                    self._line_start = True
+                    self._new_line()
                 else:
                     self._start_run("`")
                 i += 1
             else:  # fenced code block
-                if self._line_start and text[i] == self._code_char:
-                    self._start_run(text[i])
-                    i += 1
-                    continue
                 j = text.find("\n", i)
                 if j < 0:
                     self._text(text[i:])
-                    self._line_start = False
                     i = n
                 else:
                     self._text(text[i : j + 1])
-                    self._line_start = True
+                    self._new_line()
                     i = j + 1
 
 
@@ -313,12 +490,17 @@ class ParseResult:
 
     @property
     def text(self) -> str:
-        """The answer without markers (the text segments joined)."""
+        """The answer without markers and without reasoning (the text segments joined)."""
         return "".join(s["text"] for s in self.segments if "text" in s)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning of a leading ``<think>`` block (spec §4a), ``""`` when none."""
+        return "".join(s["reasoning"] for s in self.segments if "reasoning" in s)
 
 
 def parse_all(
-    text: str, known_ids: Iterable[str] | None = None, *, max_hold: int = 32
+    text: str, known_ids: Iterable[str] | None = None, *, max_hold: int = DEFAULT_MAX_HOLD
 ) -> ParseResult:
     """Parse a complete answer (one delta, then close) — same output as any streaming split."""
     parser = CitationParser(known_ids, max_hold=max_hold)
@@ -333,10 +515,12 @@ def strip_markers(text: str) -> str:
     citation markers. No hold limit applies here, so long multi-id markers go too.
     Linear in ``len(text)``.
     """
-    return parse_all(text, None, max_hold=max(32, len(text))).text
+    return parse_all(text, None, max_hold=max(DEFAULT_MAX_HOLD, len(text) + 1)).text
 
 
-def cited_ids(text: str, known_ids: Iterable[str] | None, *, max_hold: int = 32) -> list[str]:
+def cited_ids(
+    text: str, known_ids: Iterable[str] | None, *, max_hold: int = DEFAULT_MAX_HOLD
+) -> list[str]:
     """The valid raw ids cited in ``text``, in display order, each once.
 
     The service uses it to build ``retriever_resources`` of only the cited chunks;

@@ -102,7 +102,7 @@ def render_html(segments: Iterable[Segment]) -> str:
     for seg in segments:
         if "text" in seg:
             out.append(_esc(seg["text"]))
-        else:
+        elif "cite" in seg:  # reasoning is not answer text (spec §7)
             idx = int(seg["idx"])
             raw_id = _esc(seg["cite"])
             out.append(f'<sup class="g-cite" data-raw-id="{raw_id}" data-idx="{idx}">{idx}</sup>')
@@ -165,7 +165,7 @@ def render_markdown(segments: Iterable[Segment], panel: Sequence[PanelEntry]) ->
     for seg in segments:
         if "text" in seg:
             body.append(seg["text"])
-        else:
+        elif "cite" in seg:  # reasoning is not answer text (spec §7)
             body.append(f"[^{int(seg['idx'])}]")
             cited.setdefault(int(seg["idx"]), seg["cite"])
     entries = {int(e["idx"]): e for e in panel}
@@ -201,7 +201,7 @@ def render_terminal(segments: Iterable[Segment]) -> str:
     for seg in segments:
         if "text" in seg:
             out.append(clean_terminal(seg["text"]))
-        else:
+        elif "cite" in seg:  # reasoning is not answer text (spec §7)
             out.append(superscript(int(seg["idx"])))
     return "".join(out)
 

@@ -37,9 +37,7 @@ import json as jsonlib
 import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from gcite.errors import StreamError
 from gcite.stream.panel import (
@@ -48,7 +46,10 @@ from gcite.stream.panel import (
     chunk_map,
     chunks_from_retriever_resources,
 )
-from gcite.stream.parser import CitationParser, Segment, merge_segments
+from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, Segment, merge_segments
+
+if TYPE_CHECKING:  # httpx is imported by consume_chat_stream only: `import gcite` stays light
+    import httpx
 
 #: Longest SSE line accepted, in characters. Code-node outputs are capped at 400,000
 #: characters by Dify (and JSON escaping can multiply that), so this leaves ample room.
@@ -281,7 +282,9 @@ class DifyStreamConsumer:
     ``close()``, :attr:`result` holds the :class:`AnswerResult`.
     """
 
-    def __init__(self, *, max_hold: int = 32, max_line: int = DEFAULT_MAX_LINE) -> None:
+    def __init__(
+        self, *, max_hold: int = DEFAULT_MAX_HOLD, max_line: int = DEFAULT_MAX_LINE
+    ) -> None:
         self._max_hold = max_hold
         self._utf8 = Utf8Decoder()
         self._lines = LineDecoder(max_line)
@@ -544,7 +547,7 @@ async def consume_chat_stream(
     json: dict[str, Any],
     headers: dict[str, str],
     *,
-    max_hold: int = 32,
+    max_hold: int = DEFAULT_MAX_HOLD,
 ) -> AsyncIterator[StreamUpdate]:
     """POST a Dify ``chat-messages`` request and yield updates while the answer streams.
 
@@ -556,6 +559,8 @@ async def consume_chat_stream(
     :class:`StreamFailed` update and ``result.error`` — the text received so far is kept.
     Timeouts are the ``client``'s.
     """
+    import httpx
+
     consumer = DifyStreamConsumer(max_hold=max_hold)
     try:
         async with client.stream("POST", url, json=json, headers=headers) as response:

@@ -1,10 +1,11 @@
-"""Conformance runner for citation-marker test vectors (``citation-markers.md`` §7).
+"""Conformance runner for citation-marker test vectors (``citation-markers.md`` §8).
 
-A vectors document is ``{"version": 1, "cases": [{"name", "known_ids", "deltas",
+A vectors document is ``{"version": 2, "cases": [{"name", "known_ids", "deltas",
 "expect": {"segments", "citations", "invalid"}}]}``. Every case is fed three ways —
 the deltas as given, the whole answer as one delta, one character per delta — and
 passes only when all three produce exactly ``expect``. The JavaScript client runs
-the same check (``clients/js/bin/vectors.mjs``). Pure: no I/O.
+the same check (``clients/js/bin/vectors.mjs``). Any version of the format is
+accepted (version 2 adds ``{"reasoning": ...}`` segments). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gcite.stream.parser import CitationParser, merge_segments
+from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, merge_segments
 
 #: The three ways of feeding a case: (name, deltas -> deltas).
 WAYS: Final[tuple[tuple[str, Callable[[list[str]], list[str]]], ...]] = (
@@ -38,7 +39,7 @@ class CaseResult:
 
 
 def run_parser(
-    known_ids: Sequence[str] | None, deltas: Sequence[str], max_hold: int = 32
+    known_ids: Sequence[str] | None, deltas: Sequence[str], max_hold: int = DEFAULT_MAX_HOLD
 ) -> dict[str, Any]:
     """Feed ``deltas``, close; returns ``{"segments", "citations", "invalid"}`` as JSON values."""
     parser = CitationParser(known_ids, max_hold)

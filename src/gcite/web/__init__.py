@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from gcite.chatflow.seams import WebSource
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.web.baidu import BaiduSearch
@@ -49,26 +50,6 @@ KEY_ENV_VARS: dict[str, tuple[str, ...]] = {
 FRESHNESS_ENV = "GCITE_WEB_FRESHNESS"
 #: Environment variable for the offline source's index: "hybrid" (default) or "bm25".
 OFFLINE_INDEX_ENV = "GCITE_WEB_OFFLINE_INDEX"
-
-
-@runtime_checkable
-class WebSource(Protocol):
-    """A web search source (docs/architecture.md, ``src/gcite/web/``).
-
-    ``name`` is the provider (``"bocha"``, ``"tavily"``, ``"baidu"``,
-    ``"offline"``). :meth:`search` returns the provider's raw payload with at
-    most ``count`` results, fed unchanged to the merge node as ``web_chunks``.
-    """
-
-    name: str
-
-    async def search(self, query: str, *, count: int) -> Any:
-        """Search for ``query``; raises SourceTimeout, SourceAuthError or SourceUnavailable."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release connections and files. Safe to call twice."""
-        ...
 
 
 def resolve_api_key(

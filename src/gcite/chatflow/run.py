@@ -1,0 +1,296 @@
+"""The run of the seeds' chatflow for one question: the nodes wired, as typed events.
+
+::
+
+    knowledge_retrieval ─┐ (parallel, each with its own timeout; a failure degrades)
+    web_search ──────────┴▶ merge (“Chunk编号”) ─▶ history re-check + prompt ─▶ llm
+
+:class:`ChatRun` yields :mod:`gcite.chatflow.events` from :meth:`ChatRun.events`. To stop
+a run, cancel the task iterating it (that closes the model call), then take
+:meth:`ChatRun.stopped` for its terminal events. :meth:`ChatRun.summary` gives what was
+produced at any moment (for a run whose client went away). No HTTP, no SQL.
+Source: platform design §2.2, §3, §5, §6.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gcite.chatflow import nodes
+from gcite.chatflow.events import (
+    KNOWLEDGE,
+    LLM,
+    MERGE,
+    WEB,
+    AnswerDelta,
+    Event,
+    NodeFinished,
+    NodeName,
+    NodeStarted,
+    ReasoningDelta,
+    RunEnded,
+    RunFailed,
+    RunSummary,
+    Status,
+    UsageReport,
+)
+from gcite.chatflow.history import History, visible_context
+from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
+from gcite.config import Settings
+from gcite.errors import LLMError
+from gcite.generate.prompt import build_messages
+
+log = logging.getLogger("gcite.chatflow")
+
+
+def new_id() -> str:
+    """A fresh UUID4 string (message, task, run and node execution ids)."""
+    return str(uuid.uuid4())
+
+
+@dataclass
+class Turn:
+    """One question to answer.
+
+    ``roles``: the caller's roles, resolved server side (never from the request);
+    ``history``: the earlier turns (:func:`gcite.chatflow.history.earlier_turns`).
+    """
+
+    query: str
+    roles: tuple[str, ...] = ()
+    history: History = field(default_factory=History)
+
+
+@dataclass
+class Deps:
+    """What the chatflow runs on.
+
+    ``get_store``: returns the KnowledgeStore (may open it; raises ``StoreError``), or None
+    for no knowledge branch; ``web_source``: the web branch or None; ``template``: the
+    system prompt template (None: seed §5.2). ``settings``: ``dataset``, ``top_k``,
+    ``score_threshold``, ``kb_timeout_s``, ``web_count``, ``web_timeout_s``,
+    ``max_web_results``.
+    """
+
+    settings: Settings
+    backend: LLMBackend
+    get_store: Callable[[], KnowledgeStore] | None
+    web_source: WebSource | None = None
+    template: str | None = None
+
+
+class ChatRun:
+    """One run of the chatflow for one :class:`Turn` (see the module docstring)."""
+
+    def __init__(self, turn: Turn, deps: Deps) -> None:
+        self.turn = turn
+        self.deps = deps
+        self.status: Literal["running", "succeeded", "failed", "stopped"] = "running"
+        self.error: str | None = None
+        self.answer_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.chunk_metadata: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.started = time.monotonic()
+        self.first_token: float | None = None
+        self.steps = 0
+        self._llm: NodeStarted | None = None
+        self._llm_started = 0.0
+
+    @property
+    def answer(self) -> str:
+        """The answer so far, markers included."""
+        return "".join(self.answer_parts)
+
+    # ------------------------------------------------------------------ helpers
+    def _start(self, node: NodeName, inputs: dict[str, Any]) -> NodeStarted:
+        self.steps += 1
+        return NodeStarted(node, inputs, time.time())
+
+    @staticmethod
+    def _finish(
+        started: NodeStarted,
+        *,
+        outputs: dict[str, Any] | None,
+        elapsed: float,
+        status: Status = "succeeded",
+        error: str | None = None,
+        usage: UsageReport | None = None,
+    ) -> NodeFinished:
+        return NodeFinished(
+            started.node, status, started.inputs, outputs, error, elapsed, time.time(), usage
+        )
+
+    def usage_report(self) -> UsageReport:
+        """Tokens and times now."""
+        now = time.monotonic()
+        first = self.first_token
+        return UsageReport(
+            prompt_tokens=self.usage.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens,
+            estimated=self.usage.estimated,
+            latency=now - self.started,
+            time_to_first_token=None if first is None else first - self.started,
+            time_to_generate=None if first is None else now - first,
+        )
+
+    def summary(self) -> RunSummary:
+        """What the run produced so far: answer, cited and invalid ids, chunks, usage."""
+        from gcite.stream.parser import parse_all
+
+        known = [str(c.get("id")) for c in self.chunk_metadata]
+        parsed = parse_all(self.answer, known)
+        return RunSummary(
+            status=self.status,
+            answer=self.answer,
+            cited_ids=[raw for raw, _ in parsed.citations],
+            invalid_ids=list(parsed.invalid),
+            chunk_metadata=self.chunk_metadata,
+            backend=self.deps.backend.name,
+            usage=self.usage_report(),
+            elapsed=time.monotonic() - self.started,
+            steps=self.steps,
+            at=time.time(),
+            error=self.error,
+            reasoning="".join(self.reasoning_parts),
+        )
+
+    # ---------------------------------------------------------------------- run
+    async def events(self) -> AsyncIterator[Event]:
+        """The run's events, from the first node to :class:`RunEnded` / :class:`RunFailed`."""
+        try:
+            async for event in self._run():
+                yield event
+        except LLMError as exc:
+            for event in self._failed(f"Run failed: {exc}", "llm"):
+                yield event
+        except Exception as exc:
+            log.exception("chatflow run failed")
+            for event in self._failed(f"Run failed: {type(exc).__name__}: {exc}", "internal"):
+                yield event
+
+    async def _run(self) -> AsyncIterator[Event]:
+        turn, deps, settings = self.turn, self.deps, self.deps.settings
+        kr_node = web_node = None
+        tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
+        if deps.get_store is not None:
+            kr_node = self._start(KNOWLEDGE, {"query": turn.query})
+            yield kr_node
+        if deps.web_source is not None:
+            web_node = self._start(WEB, {"query": turn.query, "count": settings.web_count})
+            yield web_node
+        try:
+            if deps.get_store is not None:
+                kr_work = nodes.retrieve_knowledge(
+                    deps.get_store,
+                    turn.query,
+                    roles=turn.roles,
+                    dataset=settings.dataset or None,
+                    top_k=settings.top_k,
+                    score_threshold=settings.score_threshold,
+                )
+                tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
+            if deps.web_source is not None:
+                web_work = nodes.search_web(deps.web_source, turn.query, count=settings.web_count)
+                tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
+            branches = list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:
+                task.cancel()
+        rag_items: list[Any] = []
+        web_payload: Any = []
+        if kr_node is not None:
+            kr = branches.pop(0)
+            if kr.error is None:
+                rag_items = list(kr.value or [])
+                yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
+            else:
+                log.warning("knowledge retrieval failed: %s", kr.error)
+                yield self._finish(
+                    kr_node, outputs=None, status="failed", error=kr.error, elapsed=kr.elapsed
+                )
+        if web_node is not None:
+            web = branches.pop(0)
+            if web.error is None:
+                web_payload = web.value
+                yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
+            else:
+                yield self._finish(
+                    web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
+                )
+
+        merge_node = self._start(MERGE, {"rag_chunk_count": len(rag_items)})
+        yield merge_node
+        t0 = time.monotonic()
+        merged = nodes.merge(rag_items, web_payload, max_web_results=settings.max_web_results)
+        self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
+        yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
+
+        history, cited_before = await visible_context(
+            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
+        )
+        messages = build_messages(
+            turn.query, merged["formatted_chunks"], history, cited_before, deps.template
+        )
+        self._llm = self._start(LLM, {"query": turn.query})
+        self._llm_started = time.monotonic()
+        yield self._llm
+        async for delta in nodes.generate(
+            deps.backend,
+            messages,
+            chunks=self.chunk_metadata,
+            query=turn.query,
+            usage=self.usage,
+        ):
+            if isinstance(delta, Reasoning):
+                self.reasoning_parts.append(delta.text)
+                yield ReasoningDelta(delta.text)
+                continue
+            if self.first_token is None:
+                self.first_token = time.monotonic()
+            self.answer_parts.append(delta)
+            yield AnswerDelta(delta)
+        for event in self._ended("succeeded"):
+            yield event
+
+    # ------------------------------------------------------------------ endings
+    def _close_llm(self, status: Status, error: str | None) -> list[Event]:
+        started, self._llm = self._llm, None
+        if started is None:
+            return []
+        return [
+            self._finish(
+                started,
+                outputs={"text": self.answer},
+                status=status,
+                error=error,
+                elapsed=time.monotonic() - self._llm_started,
+                usage=self.usage_report(),
+            )
+        ]
+
+    def _ended(self, status: Literal["succeeded", "stopped"]) -> list[Event]:
+        self.status = status
+        events = self._close_llm(status, None)
+        events.append(RunEnded(self.summary()))
+        return events
+
+    def _failed(self, error: str, kind: Literal["llm", "internal"]) -> list[Event]:
+        self.status, self.error = "failed", error
+        events = self._close_llm("failed", error)
+        events.append(RunFailed(error, kind, self.summary()))
+        return events
+
+    def stopped(self) -> list[Event]:
+        """Terminal events of a run stopped by its caller (after cancelling :meth:`events`):
+        the LLM node finished as ``stopped`` (when it had started) and :class:`RunEnded`."""
+        return self._ended("stopped")
+
+
+__all__ = ["ChatRun", "Deps", "Turn", "new_id"]
