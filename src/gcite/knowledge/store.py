@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import threading
 import uuid
@@ -41,6 +42,7 @@ from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, lexical_coverage, relevance
+from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
 from gcite.knowledge.sparse import Sparse, query_vector, query_weights
 from gcite.knowledge.stores.base import (
@@ -55,6 +57,8 @@ from gcite.knowledge.stores.base import (
     VectorIndex,
     hybrid_query,
 )
+
+log = logging.getLogger("gcite.knowledge")
 
 CATALOG_FORMAT = 1
 CATALOG_NAME = "catalog.json"
@@ -193,6 +197,7 @@ class HybridStore:
         self._key = key
         self._closed = False
         self._embedder: Embedder | None = None
+        self._reranker: RerankClient | None = None
 
     # -- public contract ---------------------------------------------------
 
@@ -291,7 +296,26 @@ class HybridStore:
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
             scored.sort(key=lambda h: order.get(str(h.payload.get("segment_id")), 0))
+        elif self.settings.rerank_url and scored:
+            scored = self._rerank(text, scored[: max(limit, RERANK_CANDIDATES)], limit)
         return [h for h in scored if h.score >= threshold][:limit]
+
+    def _rerank(self, text: str, hits: list[Hit], limit: int) -> list[Hit]:
+        """Reorder ``hits`` by the configured rerank API; its ``relevance_score`` (0-1) is
+        the score. On any rerank failure the hits stay as they are (logged)."""
+        if self._reranker is None:
+            s = self.settings
+            self._reranker = RerankClient(
+                s.rerank_url, s.rerank_model, s.rerank_api_key, timeout_s=s.rerank_timeout_s
+            )
+        try:
+            order = self._reranker.rerank(
+                text, [str(h.payload.get("content", "")) for h in hits], limit
+            )
+        except RerankError as exc:
+            log.warning("rerank failed, relevance order kept: %s", exc)
+            return hits
+        return [Hit(min(max(score, 0.0), 1.0), hits[index].payload) for index, score in order]
 
     def _query_dense(self, text: str, dense: list[float] | None) -> list[float]:
         return dense if dense is not None else [float(x) for x in self.embedder().embed_query(text)]
@@ -362,6 +386,8 @@ class HybridStore:
         if self._closed:
             return
         self._closed = True
+        if self._reranker is not None:
+            self._reranker.close()
         with _handles_lock:
             self._handle.refs -= 1
             if self._handle.refs <= 0:

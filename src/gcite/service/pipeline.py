@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gcite.chatflow.followup import search_query
 from gcite.config import Settings
 from gcite.errors import LLMError, SourceError
 from gcite.generate.backends import LLMBackend, Usage
@@ -275,6 +276,7 @@ class Chatflow:
         self.deps = deps
         self.state = RunState()
         self._index = 0
+        self._query = turn.query
 
     # ------------------------------------------------------------ node helpers
     def _start(
@@ -332,7 +334,7 @@ class Chatflow:
         store = await asyncio.to_thread(self.deps.get_store)
         return await asyncio.to_thread(
             store.search,
-            self.turn.query,
+            self._query,
             dataset=settings.dataset or None,
             roles=list(self.turn.roles),
             top_k=settings.top_k,
@@ -394,7 +396,7 @@ class Chatflow:
     async def _search_web(self) -> Any:
         source = self.deps.web_source
         assert source is not None
-        return await source.search(self.turn.query, count=self.deps.settings.web_count)
+        return await source.search(self._query, count=self.deps.settings.web_count)
 
     # ------------------------------------------------------------------ run
     async def events(self) -> AsyncIterator[Event]:
@@ -423,13 +425,16 @@ class Chatflow:
 
     async def _run(self) -> AsyncIterator[Event]:
         turn, settings, state = self.turn, self.deps.settings, self.state
+        # the retrieval query: follow-ups get their subject (gcite.chatflow.followup)
+        history, cited_before = await self._visible_context()
+        self._query = await search_query(turn.query, history, self.deps.backend, settings)
         kr_node = web_node = None
         tasks: list[asyncio.Task[Branch]] = []
         if self.deps.get_store is not None:
-            kr_node = self._start(KR_NODE, NODE_KNOWLEDGE, START_NODE_ID, {"query": turn.query})
+            kr_node = self._start(KR_NODE, NODE_KNOWLEDGE, START_NODE_ID, {"query": self._query})
             yield kr_node
         if self.deps.web_source is not None:
-            web_inputs = {"query": turn.query, "count": settings.web_count}
+            web_inputs = {"query": self._query, "count": settings.web_count}
             web_node = self._start(WEB_NODE, NODE_TOOL, START_NODE_ID, web_inputs)
             yield web_node
         try:
@@ -488,7 +493,6 @@ class Chatflow:
         yield self._finish(code_node, outputs=outputs, elapsed=time.monotonic() - t0)
 
         # -- LLM node (seed §5)
-        history, cited_before = await self._visible_context()
         messages = build_messages(
             turn.query,
             merged["formatted_chunks"],
