@@ -30,7 +30,7 @@ from gcite.config import Settings
 
 log = logging.getLogger("gcite.chatflow")
 
-SHORT_FOLLOWUP = 8
+SHORT_FOLLOWUP = 5
 """A message of at most this many characters (punctuation left out) counts as a follow-up."""
 MAX_TURNS = 3
 """How many earlier turns the condense prompt shows."""

@@ -248,7 +248,7 @@ class ChatRun:
             deps.backend,
             messages,
             chunks=self.chunk_metadata,
-            query=turn.query,
+            query=query,
             usage=self.usage,
         ):
             if isinstance(delta, Reasoning):

@@ -504,7 +504,7 @@ class Chatflow:
         state.llm_started, state.llm_started_at = llm_node, time.monotonic()
         yield llm_node
         stream = self.deps.backend.stream(
-            messages, chunks=chunks, query=turn.query, usage=state.usage
+            messages, chunks=chunks, query=self._query, usage=state.usage
         )
         try:
             async for delta in stream:
