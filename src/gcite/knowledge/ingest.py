@@ -60,7 +60,7 @@ from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
 EMBED_BATCH = 32
-MAX_TITLE_CHARS = 80  # of the document title prefixed to every chunk's indexed text
+MAX_TITLE_CHARS = 80  # of the document title prefixed to every chunk's indexed text (0: none)
 
 
 @dataclass
@@ -290,6 +290,7 @@ def _run(
                 lookups = filter_payload(meta)
                 array_fields.update(k for k, v in meta.items() if isinstance(v, list))
                 title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
+                title = title if MAX_TITLE_CHARS > 0 else ""
                 consumed = [0]
 
                 def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
@@ -302,7 +303,7 @@ def _run(
                 )
                 written = 0
                 for batch in _batches(chunks, EMBED_BATCH):
-                    texts = [f"{title}\n{c.text}" for c in batch]
+                    texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
                     vectors = embedder.embed_documents(texts)
                     points = []
                     for chunk, text, vector in zip(batch, texts, vectors, strict=True):
