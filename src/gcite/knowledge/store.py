@@ -1,6 +1,6 @@
 """HybridStore: the :class:`~gcite.knowledge.protocol.KnowledgeStore` on Qdrant (Edge or server).
 
-Hybrid (dense + BM25, RRF) search over one :class:`~gcite.knowledge.stores.base.VectorIndex`
+Hybrid (dense + BM25) search, scored by relevance, over one :class:`~gcite.knowledge.stores.base.VectorIndex`
 adapter, chosen by :func:`open_store`:
 
 * :class:`~gcite.knowledge.stores.edge.EdgeIndex` - an in-process Qdrant Edge shard
@@ -15,13 +15,17 @@ adapter, chosen by :func:`open_store`:
 Bookkeeping (datasets, documents, content hashes, segment counts, the
 embedder) lives in ``<data_dir>/catalog.json`` for both adapters.
 
-Search: one Qdrant query with two prefetches (dense cosine, sparse BM25/IDF),
-fused by RRF (k=60) (:func:`~gcite.knowledge.stores.base.hybrid_query`); the payload
-filter (dataset, roles, metadata condition, see :mod:`gcite.knowledge.filters`) is
-applied inside every stage. The reported ``score`` is the RRF score scaled to 0-1
-(1.0 = ranked first by both).
+Search: each retriever (dense cosine, sparse BM25/IDF) runs as its own Qdrant query
+(:meth:`~gcite.knowledge.stores.base.VectorIndex.nearest`, with the stored vectors), the
+payload filter (dataset, roles, metadata condition, see :mod:`gcite.knowledge.filters`)
+inside each; the merged candidates are scored by :func:`score_candidates` - the 0-1
+relevance of :mod:`gcite.knowledge.relevance` (cosine + IDF-weighted lexical coverage,
+calibrated per embedder) - sorted, thresholded and cut to ``top_k``; an optional rerank
+API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60 of two
+prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
+for the benchmarks.
 
-Source: issue 4 items 2-5; dify-protocol.md §2 (result items).
+Source: issue 4 items 2-5, issue 14 items 1 and 5; dify-protocol.md §2 (result items).
 """
 
 from __future__ import annotations
@@ -216,7 +220,7 @@ class HybridStore:
         ``roles=None``: no role filter (trusted internal callers); ``roles=[]``: a
         user without roles (sees only documents without ``access_roles``).
         ``condition``: Dify condition with nested groups (:mod:`gcite.knowledge.filters`).
-        ``top_k`` is clamped to 1-100, ``score_threshold`` to 0-1 (scaled RRF score).
+        ``top_k`` is clamped to 1-100, ``score_threshold`` to 0-1 (the relevance score).
         A blank query returns ``[]``; a query is cut to 2000 characters.
         Raises :class:`FilterError` (malformed condition/roles, unknown dataset)
         or :class:`StoreError` (store unusable).
