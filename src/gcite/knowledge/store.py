@@ -1,7 +1,7 @@
 """HybridStore: the :class:`~gcite.knowledge.protocol.KnowledgeStore` on Qdrant (Edge or server).
 
-Hybrid (dense + BM25) search, scored by relevance, over one :class:`~gcite.knowledge.stores.base.VectorIndex`
-adapter, chosen by :func:`open_store`:
+Hybrid (dense + BM25) search, scored by relevance, over one
+:class:`~gcite.knowledge.stores.base.VectorIndex` adapter, chosen by :func:`open_store`:
 
 * :class:`~gcite.knowledge.stores.edge.EdgeIndex` - an in-process Qdrant Edge shard
   in ``<data_dir>/qdrant``; no server. A shard can be open in one process at a time;
