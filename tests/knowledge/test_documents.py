@@ -265,3 +265,64 @@ def test_streamed_text_keeps_front_matter_title_and_encoding(tmp_path: Path, enc
     assert hit.payload["doc_metadata"]["year"] == 2021
     assert hit.payload["doc_metadata"]["document_title"] == "巡查制度"
     assert hit.payload["content"] == "巡查制度\n每日巡查。"
+
+
+def _ingest_peak(path: Path, settings: Settings) -> tuple[int, int, list[int]]:
+    """Chunks written, peak traced memory (bytes) and the sizes of the store writes while
+    ingesting ``path``."""
+    import tracemalloc
+
+    from gcite.knowledge.store import HybridStore
+
+    writes: list[int] = []
+    original_write, original_add = HybridStore.write_document, HybridStore.add_points
+
+    def write(self: Any, document_id: str, points: Any) -> None:
+        writes.append(len(points))
+        original_write(self, document_id, points)
+
+    def add(self: Any, points: Any) -> None:
+        writes.append(len(points))
+        original_add(self, points)
+
+    HybridStore.write_document, HybridStore.add_points = write, add  # type: ignore[method-assign]
+    tracemalloc.start()
+    try:
+        report = ingest_paths([path], settings=settings, dataset="big")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        HybridStore.write_document, HybridStore.add_points = original_write, original_add  # type: ignore[method-assign]
+    assert not report.failed, report.failed
+    return report.chunks, peak, writes
+
+
+def test_large_files_stream_with_memory_independent_of_size(tmp_path: Path) -> None:
+    """A 4x larger text file: 4x the chunks, written in batches of at most 256 as they come,
+    and about the same peak memory (a whole-file pipeline would hold 4x the text, chunks
+    and vectors)."""
+    from .embed_standin import EmbeddingStandin
+
+    sentence = "第{n}项：地下车库排水泵每月检查一次浮球开关，发现异常立即报修并记录。"
+    results = []
+    with EmbeddingStandin() as server:
+        for size in (100_000, 400_000):  # characters
+            path = tmp_path / f"big-{size}.txt"
+            lines, total, n = [], 0, 0
+            while total < size:
+                line = sentence.format(n=n)
+                lines.append(line)
+                total += len(line) + 1
+                n += 1
+            path.write_text("\n".join(lines), encoding="utf-8")
+            settings = Settings(
+                data_dir=tmp_path / f"data-{size}",
+                embed_backend="openai",
+                embed_base_url=server.base_url,
+                embed_model="bigram-64",
+            )
+            results.append(_ingest_peak(path, settings))
+    (small_chunks, small_peak, small_writes), (big_chunks, big_peak, big_writes) = results
+    assert 3.5 < big_chunks / small_chunks < 4.5
+    assert max(small_writes + big_writes) <= 256 + 32 and len(big_writes) >= big_chunks // 288
+    assert big_peak < 1.5 * small_peak, (small_peak, big_peak)

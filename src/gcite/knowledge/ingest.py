@@ -13,7 +13,8 @@ Plain-text files (``.md``, ``.txt``) are streamed: one pass hashes them and
 reads the front matter and title (:func:`~gcite.knowledge.convert.scan_text`),
 a second reads them line by line into the streaming chunker
 (:func:`~gcite.knowledge.chunking.iter_chunks`), and every
-:data:`EMBED_BATCH` chunks are embedded and written at once; so memory does not
+:data:`EMBED_BATCH` chunks are embedded at once and every :data:`WRITE_BATCH` points
+written (a store write is a WAL append with fsync); so memory does not
 grow with the file and time grows linearly. Other formats are converted whole
 (files are at most 50 MiB) and then take the same batched path. The progress
 bar counts bytes of input (and shows the chunks written).
@@ -59,7 +60,8 @@ from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
-EMBED_BATCH = 32
+EMBED_BATCH = 32  # chunks per embedding call
+WRITE_BATCH = 256  # points per store write (each write is a WAL append + fsync in Qdrant Edge)
 MAX_TITLE_CHARS = 80  # of the document title prefixed to every chunk's indexed text (0: none)
 
 
@@ -302,6 +304,7 @@ def _run(
                     lines(), chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
                 )
                 written = 0
+                pending: list[PointData] = []
                 for batch in _batches(chunks, EMBED_BATCH):
                     texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
                     vectors = embedder.embed_documents(texts)
@@ -324,11 +327,11 @@ def _run(
                         points.append(
                             PointData(segment_id, vector.tolist(), document_vector(text), payload)
                         )
-                    if written == 0:
-                        store.write_document(document_id, points)
-                    else:
-                        store.add_points(points)
-                    written += len(points)
+                    pending.extend(points)
+                    if len(pending) >= WRITE_BATCH:
+                        _write(store, document_id, pending, first=written == 0)
+                        written += len(pending)
+                        pending = []
                     report.chunks += len(points)
                     if bar is not None:
                         bar.update(
@@ -336,8 +339,9 @@ def _run(
                             completed=start + consumed[0],
                             chunks=bar.tasks[0].fields["chunks"] + len(points),
                         )
-                if written == 0:
-                    store.write_document(document_id, [])
+                if pending or written == 0:
+                    _write(store, document_id, pending, first=written == 0)
+                    written += len(pending)
                 with store.lock:
                     docs[document_id] = {
                         "path": str(source.path),
@@ -368,6 +372,14 @@ def _run(
             store.save()
         report.deleted += 1
     store.save()
+
+
+def _write(store: HybridStore, document_id: str, points: list[PointData], *, first: bool) -> None:
+    """The first write of a document replaces its old points; later ones add to it."""
+    if first:
+        store.write_document(document_id, points)
+    else:
+        store.add_points(points)
 
 
 def _size(path: Path) -> int:
