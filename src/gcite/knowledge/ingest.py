@@ -55,7 +55,8 @@ from gcite.knowledge.convert import (
     load_manifest,
     scan_text,
 )
-from gcite.knowledge.filters import ROLE_FIELD, filter_payload
+from gcite.knowledge.filters import filter_payload
+from gcite.knowledge.roles import RoleValueError, lookalikes, validate_metadata
 from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
 
@@ -126,7 +127,11 @@ def _walk(paths: Sequence[Path], report: IngestReport) -> tuple[list[_Source], s
 
 
 def _metadata(
-    source: _Source, front: dict[str, Any], manifest: Manifest | None, title: str | None
+    source: _Source,
+    front: dict[str, Any],
+    manifest: Manifest | None,
+    title: str | None,
+    lookalikes: Sequence[str] = (),
 ) -> dict[str, Any]:
     meta = dict(front)
     if manifest is not None:
@@ -136,10 +141,7 @@ def _metadata(
     if not meta.get("document_title"):
         meta["document_title"] = title or source.path.stem
     meta.setdefault("source_file_url", "")
-    roles = meta.get(ROLE_FIELD)
-    if isinstance(roles, str):
-        meta[ROLE_FIELD] = [r.strip() for r in roles.split(",") if r.strip()]
-    return meta
+    return validate_metadata(meta, document=source.path.name, allowed_lookalikes=lookalikes)
 
 
 def _fingerprint(text_digest: str, meta: dict[str, Any], settings: Settings, embedder: str) -> str:
@@ -283,7 +285,9 @@ def _run(
             start = bar.tasks[0].completed if bar is not None else 0.0
             try:
                 document = _open_document(source)
-                meta = _metadata(source, document.metadata, man, document.title)
+                meta = _metadata(
+                    source, document.metadata, man, document.title, lookalikes(settings)
+                )
                 fingerprint = _fingerprint(document.digest, meta, settings, embedder.name)
                 previous = docs.get(document_id)
                 if previous is not None and previous.get("hash") == fingerprint:
@@ -356,7 +360,7 @@ def _run(
                     report.added += 1
                 else:
                     report.updated += 1
-            except ConversionError as exc:
+            except (ConversionError, RoleValueError) as exc:
                 report.failed.append((source.path, str(exc)))
             finally:
                 if bar is not None:

