@@ -92,7 +92,15 @@ class Settings:
     embed_api_key: str = ""
     embed_model: str = ""
     top_k: int = 5
-    score_threshold: float = 0.0
+    # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
+    # between the best passage of an answerable and of an off-topic question)
+    score_threshold: float = 0.5
+    # Optional rerank step: a Jina / Cohere / Xinference style POST .../rerank endpoint
+    # (gcite.knowledge.rerank); empty = no rerank. Its relevance_score becomes the score.
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_timeout_s: float = 5.0
     chunk_size: int = 600
     chunk_overlap: int = 80
     # Metadata field names that look like a misspelt access_roles but are meant
@@ -125,6 +133,9 @@ class Settings:
     web_base_url: str = ""
     # Timeouts of the two retrieval branches, seconds.
     kb_timeout_s: float = 10.0
+    # Follow-up questions: the condense-question model call (only with llm_base_url) gives
+    # up after this many seconds and the offline rewrite (earlier subject carried) is used
+    condense_timeout_s: float = 5.0
     web_timeout_s: float = 8.0
     # Service
     host: str = "127.0.0.1"

@@ -400,6 +400,8 @@ async def test_chat_end_to_end_on_postgresql(
     assert first.chunk_metadata and first.citations
     conv = first.conversation_id
     # a second turn whose model connection drops: stored as failed with the partial text
+    # (the follow-up's condense-question call comes first and gets its own answer)
+    llm.push(Script.text("领取门禁卡之后呢？"))
     llm.push(Script(deltas=["登记后", "领取门禁卡", "[C:1]。"], drop_after=2))
     second = await client_view(
         client,
