@@ -7,15 +7,25 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 SHARED ?= $(or $(GCITE_SHARED_DIR),../shared)
 VECTORS := $(SHARED)/vectors/citation-stream.v2.json
+STREAM_VECTORS := tests/vectors/dify-stream.v1.json
 PORT ?= 8000
+MP_TEST := clients/miniprogram/test
+MP_STAMP := $(MP_TEST)/node_modules/.installed
 
-.PHONY: demo test setup browser services lint bench clean
+.PHONY: demo test setup browser services lint miniprogram bench clean
 
-$(STAMP): pyproject.toml requirements.lock
+# What the demo needs (the runtime dependencies) ...
+$(RUNTIME): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	$(BIN)/pip install --quiet -c requirements.lock -e . 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	touch $(RUNTIME)
+
+# ... and the test tools on top (make test, make setup).
+$(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]' 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	touch $(STAMP)
 
@@ -37,7 +47,16 @@ services:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
-demo: setup
+# The WeChat mini program: copy the JavaScript client into the example as CommonJS
+# (no npm needed), and install its pinned test packages (npm ci, once per lock change).
+miniprogram:
+	node clients/miniprogram/scripts/build-client.mjs
+
+$(MP_STAMP): $(MP_TEST)/package.json $(MP_TEST)/package-lock.json
+	cd $(MP_TEST) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(MP_STAMP)
+
+demo: $(RUNTIME)
 	$(BIN)/gcite demo --port $(PORT)
 
 lint: setup
@@ -45,12 +64,15 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser services lint
+test: setup browser services lint miniprogram $(MP_STAMP)
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
 	else echo "skipped: no citation vectors at $(VECTORS) (set SHARED=...)"; fi
+	@echo "stream contract: $(STREAM_VECTORS)"
+	$(BIN)/gcite vectors $(STREAM_VECTORS) && node clients/js/bin/vectors.mjs $(STREAM_VECTORS)
 	node --test clients/js/test/
+	node --test clients/miniprogram/test/*.test.js
 	GCITE_SHARED_DIR=$(abspath $(SHARED)) $(BIN)/pytest -q
 
 bench: setup

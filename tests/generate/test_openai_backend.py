@@ -8,8 +8,10 @@ import pytest
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import Usage, make_backend
+from gcite.generate.backends import Reasoning, Usage, make_backend
+from gcite.generate.limits import LimitedBackend
 from gcite.generate.openai_backend import OpenAIBackend
+from gcite.stream.parser import parse_all
 from support.openai_standin import OpenAIStandin, Script
 
 MESSAGES = [{"role": "system", "content": "系统"}, {"role": "user", "content": "问题"}]
@@ -26,8 +28,9 @@ def _backend(standin: OpenAIStandin, timeout_s: float = 10.0) -> OpenAIBackend:
         llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1", llm_timeout_s=timeout_s
     )
     backend = make_backend(settings)
-    assert isinstance(backend, OpenAIBackend) and backend.name == "openai:m1"
-    return backend
+    assert isinstance(backend, LimitedBackend) and backend.name == "openai:m1"
+    assert isinstance(backend.inner, OpenAIBackend)
+    return backend.inner
 
 
 async def _run(backend: OpenAIBackend, usage: Usage | None = None) -> list[str]:
@@ -133,3 +136,90 @@ async def test_timeout_becomes_llm_error(standin: OpenAIStandin) -> None:
 def test_model_is_required() -> None:
     with pytest.raises(ConfigError):
         make_backend(Settings(llm_base_url="http://127.0.0.1:9/v1"))
+
+
+# -- reasoning models and broken Unicode (issue: citation contract v2) ----------------
+
+
+async def _split(backend: OpenAIBackend, usage: Usage | None = None) -> tuple[str, str]:
+    """(reasoning, answer) of one streamed call; checks every piece is valid Unicode."""
+    reasoning, answer = [], []
+    async for piece in backend.stream(MESSAGES, chunks=[], query="q", usage=usage):
+        text = piece.text if isinstance(piece, Reasoning) else piece
+        text.encode("utf-8")  # raises on a lone surrogate
+        (reasoning if isinstance(piece, Reasoning) else answer).append(text)
+    return "".join(reasoning), "".join(answer)
+
+
+@pytest.mark.parametrize(
+    ("field", "placeholder"),
+    [
+        ("reasoning_content", None),  # DeepSeek-R1 (content: null), Qwen3 on DashScope
+        ("reasoning_content", ""),  # vLLM before the rename
+        ("reasoning", ""),  # vLLM now, Ollama (content: "")
+        ("reasoning", None),
+    ],
+)
+async def test_reasoning_fields_become_reasoning_pieces(
+    standin: OpenAIStandin, field: str, placeholder: str | None
+) -> None:
+    standin.push(
+        Script(
+            reasoning=["先看片段", "[C:3]，再想"],
+            deltas=["\n\n", "答案[C:1]", "。"],
+            reasoning_field=field,
+            reasoning_placeholder=placeholder,
+        )
+    )
+    usage = Usage()
+    backend = _backend(standin)
+    assert await _split(backend, usage) == ("先看片段[C:3]，再想", "\n\n答案[C:1]。")
+    assert usage.completion_tokens == 5  # the stand-in reports reasoning + answer deltas
+    await backend.aclose()
+
+
+async def test_estimated_usage_counts_reasoning_deltas(standin: OpenAIStandin) -> None:
+    frames = [
+        b'data: {"choices": [{"delta": {"role": "assistant", "content": ""}}]}\n\n',
+        b'data: {"choices": [{"delta": {"content": null, "reasoning_content": "r1"}}]}\n\n',
+        b'data: {"choices": [{"delta": {"content": "", "reasoning": "r2"}}]}\n\n',
+        b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n',
+        b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n',
+    ]
+    standin.push(Script(raw=frames))
+    usage = Usage()
+    backend = _backend(standin)
+    assert await _split(backend, usage) == ("r1r2", "a")
+    assert usage.estimated and usage.completion_tokens == 3
+    await backend.aclose()
+
+
+async def test_model_written_think_tags_pass_through_as_answer_text(
+    standin: OpenAIStandin,
+) -> None:
+    answer = "<think>\n推理[C:2]\n</think>\n\n结论[C:1]。"
+    standin.push(Script.text(answer, size=3))
+    backend = _backend(standin)
+    assert await _split(backend) == ("", answer)
+    result = parse_all(answer, ["1", "2"])  # the parsers keep that block apart
+    assert result.text == "结论。" and result.citations == [("1", 1)]
+    await backend.aclose()
+
+
+async def test_split_surrogate_pairs_are_joined_and_lone_ones_replaced(
+    standin: OpenAIStandin,
+) -> None:
+    # "🚪" (U+1F6AA) cut between two chunks: JSON escapes \ud83d then \udeaa
+    standin.push(Script(deltas=["门\ud83d", "\udeaa开", "孤\udc00", "尾\ud83d"], ascii_json=True))
+    backend = _backend(standin)
+    assert await _split(backend) == ("", "门🚪开孤\ufffd尾\ufffd")
+    await backend.aclose()
+
+
+async def test_split_surrogates_in_reasoning_and_at_the_switch(standin: OpenAIStandin) -> None:
+    standin.push(
+        Script(reasoning=["想\ud83d", "\ude00", "半\ud83d"], deltas=["好"], ascii_json=True)
+    )
+    backend = _backend(standin)
+    assert await _split(backend) == ("想😀半\ufffd", "好")
+    await backend.aclose()

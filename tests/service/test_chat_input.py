@@ -15,8 +15,8 @@ import pytest
 from service_streams import LiveServer, run_service
 
 from gcite.config import ApiKey, Settings
-from gcite.service.app import MAX_BODY_BYTES
 from gcite.service.auth import Caller
+from gcite.service.chat import MAX_BODY_BYTES
 from gcite.service.store import ConversationStore
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -409,3 +409,21 @@ async def test_client_disconnect_stores_the_chunks_the_partial_answer_cites(
     resources = stored["retriever_resources"]
     assert [r["doc_metadata"]["chunk_id"] for r in resources] == ["1"]
     assert resources[0]["position"] == 1
+
+
+async def test_reasoning_streams_as_a_tagged_think_block_the_client_keeps_apart(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.push(Script.text("备用钥匙在三号保险柜[C:1]。", size=3, reasoning=["先找", "钥匙[C:2]"]))
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION), service.headers())
+    text = "".join(e["answer"] for e in events if e["event"] == "message")
+    assert (
+        text == "<think>\n先找钥匙[C:2]\n</think>备用钥匙在三号保险柜[C:1]。"
+    )  # Dify's tagged format
+    end = next(e for e in events if e["event"] == "message_end")
+    assert end["metadata"]["gcite"]["cited_ids"] == ["1"]  # the reasoning cites nothing
+    llm.push(Script.text("备用钥匙在三号保险柜[C:1]。", size=3, reasoning=["先找"]))
+    view = await client_view(client, url, body(QUESTION), service.headers())
+    assert view.answer == "备用钥匙在三号保险柜。"  # the reasoning is kept apart
+    assert [raw for raw, _ in view.citations] == ["1"]

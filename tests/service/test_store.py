@@ -9,6 +9,8 @@ PostgreSQL.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -17,14 +19,36 @@ from typing import Any
 
 import httpx
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 from pg import postgres_url
 from service_streams import LiveServer, body, client_view, run_service
-from sqlalchemy import update
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    inspect,
+    text,
+    update,
+)
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import StoreError
 from gcite.service.auth import Caller
-from gcite.service.store import ConversationStore, _Conversation, sqlalchemy_url
+from gcite.service.store import (
+    ConversationStore,
+    _Base,
+    _Conversation,
+    schema_revision,
+    sqlalchemy_url,
+)
 from support.openai_standin import OpenAIStandin, Script
 
 __all__ = ["postgres_url"]  # the session fixture, imported here only (one cluster)
@@ -440,3 +464,159 @@ async def test_chat_end_to_end_on_postgresql(
         assert odd.status_code == 404 and odd.json()["code"] == "not_found"
     nobody = await client.get(base + "/v1/conversations", params={"user": "\x00"}, headers=headers)
     assert nobody.status_code == 200 and nobody.json()["data"] == []
+
+
+# --------------------------------------------------------------------------- migrations
+
+LEGACY = MetaData()
+"""The conversation store's schema as ``create_all`` made it before migrations existed
+(a frozen copy of the ORM models of that time)."""
+Table(
+    "gcite_conversations",
+    LEGACY,
+    Column("id", String(36), primary_key=True),
+    Column("user", String(255), nullable=False, index=True),
+    Column("name", String(255), nullable=False),
+    Column("inputs", JSON, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False, index=True),
+    Column("seq", Integer, nullable=False),
+)
+Table(
+    "gcite_messages",
+    LEGACY,
+    Column("id", String(36), primary_key=True),
+    Column("conversation_id", String(36), nullable=False, index=True),
+    Column("user", String(255), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("query", Text, nullable=False),
+    Column("inputs", JSON, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("failed", Boolean, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("chunk_metadata", JSON, nullable=False),
+    Column("retriever_resources", JSON, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+    Column("message_metadata", JSON, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL of an empty database: a new SQLite file, or a new PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    url: str = request.getfixturevalue("postgres_url")
+    schema = f"mig_{uuid.uuid4().hex[:10]}"
+    engine = create_engine(sqlalchemy_url(url))
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    engine.dispose()
+    return f"{url}?options=-csearch_path%3D{schema}"
+
+
+def _indexes(engine: Any) -> set[str]:
+    return {str(i["name"]) for i in inspect(engine).get_indexes("gcite_messages")}
+
+
+def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: str) -> None:
+    legacy = create_engine(sqlalchemy_url(empty_url))
+    LEGACY.create_all(legacy)
+    with legacy.begin() as connection:
+        connection.execute(
+            LEGACY.tables["gcite_conversations"].insert(),
+            {"id": "c-old", "user": owner, "name": "旧会话", "inputs": {"k": "v"}}
+            | {"created_at": 1, "updated_at": 1, "seq": 1},
+        )
+        connection.execute(
+            LEGACY.tables["gcite_messages"].insert(),
+            {"id": "m-old", "conversation_id": "c-old", "user": owner, "seq": 1}
+            | {"query": "旧问题", "inputs": {}, "answer": "旧回答[C:1]", "status": "normal"}
+            | {"failed": False, "error": None, "chunk_metadata": CHUNKS, "cited_ids": ["1"]}
+            | {"retriever_resources": [], "message_metadata": {}, "created_at": 1},
+        )
+    assert schema_revision(legacy) is None
+    assert "ix_gcite_messages_conversation_seq" not in _indexes(legacy)
+    legacy.dispose()
+
+    store = ConversationStore(empty_url)
+    try:
+        assert schema_revision(store.engine) == "0002"
+        assert "ix_gcite_messages_conversation_seq" in _indexes(store.engine)
+        old = store.get_message("m-old", owner)
+        assert old is not None and old.answer == "旧回答[C:1]" and old.chunk_metadata == CHUNKS
+        new = store.start_message(user=owner, query="新问题", inputs={}, conversation_id="c-old")
+        rows, _ = store.list_messages("c-old")
+        assert [r.id for r in rows] == ["m-old", new.id]
+    finally:
+        store.close()
+    again = ConversationStore(empty_url)  # opening an up-to-date database changes nothing
+    try:
+        assert schema_revision(again.engine) == "0002"
+        assert len(again.list_messages("c-old")[0]) == 2
+    finally:
+        again.close()
+
+
+def test_migrations_build_exactly_the_models_schema(empty_url: str) -> None:
+    store = ConversationStore(empty_url)
+    try:
+        with store.engine.connect() as connection:
+            context = MigrationContext.configure(
+                connection, opts={"version_table": "gcite_alembic_version"}
+            )
+            assert compare_metadata(context, _Base.metadata) == []
+    finally:
+        store.close()
+
+
+def test_services_starting_together_migrate_one_after_the_other(empty_url: str) -> None:
+    stores: list[ConversationStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            stores.append(ConversationStore(empty_url))
+        except BaseException as exc:  # collected and reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == [], errors
+        for store in stores:
+            assert schema_revision(store.engine) == "0002"
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
+    postgres_url: str,
+) -> None:
+    schema = f"mig_{uuid.uuid4().hex[:10]}"
+    engine = create_engine(sqlalchemy_url(postgres_url))
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    code = (
+        "import sys; from gcite.service.store import ConversationStore;"
+        "ConversationStore(sys.argv[1]).close()"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    failures = [p.stderr.read() if p.stderr else b"" for p in procs if p.wait(120) != 0]
+    assert failures == []
+    store = ConversationStore(url)
+    try:
+        assert schema_revision(store.engine) == "0002"
+    finally:
+        store.close()
+        engine.dispose()

@@ -112,3 +112,21 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(vectors, [str(tmp_path / "absent.json")])
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1 and "无法读取" in result.stderr
+
+
+def test_lone_surrogates_in_a_vectors_file_never_crash_the_runner(tmp_path: Path) -> None:
+    # A vectors file may hold lone surrogates as JSON escapes (a pair split across two
+    # model deltas). The parser joins the pair and replaces a lone half with U+FFFD;
+    # a failing case with such text in its expectation is reported, not a traceback.
+    case = {"name": "split", "known_ids": None, "deltas": ["a\ud83d", "\ude00b", "c\udc00"]}
+    good = {**case, "expect": {"segments": [{"text": "a😀bc\ufffd"}]}}
+    bad = {**case, "name": "bad", "expect": {"segments": [{"text": "a😀bc\udc00"}]}}
+    path = tmp_path / "surrogates.json"
+    path.write_text(json.dumps({"version": 2, "cases": [good, bad]}), "utf-8")  # ASCII escapes
+    script = Path(sys.executable).with_name("gcite")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "gcite.cli"]
+    proc = subprocess.run([*cmd, "vectors", str(path)], capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "1 passed, 1 failed"
+    assert lines[0].startswith("失败 bad") and "\\udc00" in lines[0]

@@ -10,6 +10,14 @@ loop in a daemon thread, and answers ``POST /v1/chat/completions``:
   (the wire format of the OpenAI API reference, "Streaming").
 - ``stream: false`` -> one ``chat.completion`` JSON object.
 
+Reasoning models are covered as their APIs send them: ``reasoning`` deltas stream
+before the content in a separate delta field — ``reasoning_content`` (DeepSeek-R1,
+Qwen3 on DashScope, vLLM before the rename) or ``reasoning`` (vLLM now, Ollama) — with
+``content`` ``null`` (DeepSeek) or ``""`` (Ollama) beside it. ``ascii_json`` sends the
+chunks with ASCII JSON escapes (as Python's ``json.dumps`` default does), so a delta
+holding half of a surrogate pair arrives as a lone ``"\\ud83d"`` escape, exactly the
+broken Unicode a provider produces when it cuts a character between two chunks.
+
 Every request is answered by a :class:`Script`: the next one queued with
 :meth:`OpenAIStandin.push`, else the result of the ``responder`` callable (given the
 request body), else the default script. A script can delay the first token and
@@ -61,6 +69,14 @@ class Script:
     instead of a completion. ``usage``: (prompt_tokens, completion_tokens); by default
     prompt tokens = characters of all messages // 2, completion tokens = number of deltas.
     ``raw``: SSE frames sent verbatim instead (e.g. a malformed chunk), then the stream ends.
+    ``trickle``: after the deltas, this frame (e.g. a ``: keep-alive`` comment or an empty
+    delta) is sent every ``trickle_interval_s`` seconds, forever, until the client leaves.
+    ``endless_line``: after the deltas, one ``data:`` line that never ends (64 KiB pieces,
+    no newline) until the client leaves.
+    ``reasoning``: reasoning deltas sent before ``deltas`` in the delta field
+    ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``), with ``content`` set
+    to ``reasoning_placeholder`` (``None``: JSON ``null``, as DeepSeek; ``""``, as Ollama).
+    ``ascii_json``: encode chunks with ASCII escapes (always done for lone surrogates).
     """
 
     deltas: list[str] = field(default_factory=lambda: ["你好", "。"])
@@ -72,6 +88,13 @@ class Script:
     error: dict[str, Any] | None = None
     usage: tuple[int, int] | None = None
     raw: list[bytes] | None = None
+    trickle: bytes | None = None
+    trickle_interval_s: float = 0.05
+    endless_line: bool = False
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str = "reasoning_content"
+    reasoning_placeholder: str | None = None
+    ascii_json: bool = False
 
     @classmethod
     def text(cls, answer: str, *, size: int = 4, **kwargs: Any) -> Script:
@@ -266,7 +289,7 @@ class OpenAIStandin:
             prompt, completion = script.usage
         else:
             chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
-            prompt, completion = chars // 2, len(script.deltas)
+            prompt, completion = chars // 2, len(script.deltas) + len(script.reasoning)
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -342,7 +365,10 @@ class OpenAIStandin:
             }
             if usage:
                 obj["usage"] = usage
-            return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+            text = json.dumps(obj, ensure_ascii=False)
+            if script.ascii_json or any("\ud800" <= c <= "\udfff" for c in text):
+                text = json.dumps(obj)  # lone surrogates can only travel as JSON escapes
+            return b"data: " + text.encode() + b"\n\n"
 
         async def send(frame: bytes) -> bool:
             writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
@@ -369,6 +395,11 @@ class OpenAIStandin:
             await writer.drain()
             return True
         await send(chunk({"role": "assistant", "content": ""}, None))
+        for piece in script.reasoning:
+            if not await pause(script.token_delay_s):
+                return False
+            reasoning = {"content": script.reasoning_placeholder, script.reasoning_field: piece}
+            await send(chunk(reasoning, None))
         for i, delta in enumerate(script.deltas):
             if script.drop_after is not None and i >= script.drop_after:
                 transport = writer.transport
@@ -380,6 +411,19 @@ class OpenAIStandin:
                 self._note_disconnect()
                 return False
             await send(chunk({"content": delta}, None))
+        if script.trickle is not None:
+            while await pause(script.trickle_interval_s):
+                await send(script.trickle)
+            return False
+        if script.endless_line:
+            await send(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+            piece = b"a" * 65536
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                while not eof.done():
+                    await send(piece)
+                    await asyncio.sleep(0)
+            self._note_disconnect()
+            return False
         if script.drop_after is not None and script.drop_after <= len(script.deltas):
             writer.transport.abort()
             return False

@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// Conformance runner for citation-marker test vectors (spec §7 format).
+// Conformance runner for vectors files: citation-marker vectors (spec §8
+// format) and Dify stream-contract vectors ("kind": "dify-stream",
+// docs/stream-contract.md).
 //
 //   node clients/js/bin/vectors.mjs ../shared/vectors/citation-stream.v2.json
+//   node clients/js/bin/vectors.mjs tests/vectors/dify-stream.v1.json
 //
-// Feeds every case three ways (as given, one delta, one character per delta),
+// Feeds every marker case three ways (as given, one delta, one character per
+// delta) and every stream case whole, byte by byte and in random cuts,
 // prints one line per failing case, then "N passed, N failed" alone on the last
 // line. Exit status: 0 all passed, 1 a case failed, 2 the file is unreadable
 // or not in the vectors format (one line on stderr).
 import { readFileSync } from 'node:fs';
-import { runVectors, vectorsProblem } from '../src/conformance.js';
+import { STREAM_KIND, runStreamVectors, runVectors, streamVectorsProblem, vectorsProblem } from '../src/conformance.js';
 
 function main(argv) {
   if (argv.length !== 1) {
@@ -24,12 +28,13 @@ function main(argv) {
     process.stderr.write('无法读取测试向量文件 ' + file + '：' + reason + '\n');
     return 2;
   }
-  var problem = vectorsProblem(doc);
+  var stream = doc !== null && typeof doc === 'object' && doc.kind === STREAM_KIND;
+  var problem = stream ? streamVectorsProblem(doc) : vectorsProblem(doc);
   if (problem !== null) {
     process.stderr.write('测试向量文件格式不符 ' + file + '：' + problem + '\n');
     return 2;
   }
-  var results = runVectors(doc);
+  var results = stream ? runStreamVectors(doc) : runVectors(doc);
   var passed = 0;
   var failed = 0;
   for (var k = 0; k < results.length; k++) {

@@ -1,6 +1,8 @@
 /**
  * AnswerStream: the Dify SSE consumer state machine (mobile seed §3 "SSE 事件接收",
  * §4.1 stream buffer, §5.1 panel; Dify Service API streaming, dify-protocol.md §1).
+ * Its rules are docs/stream-contract.md; tests/vectors/dify-stream.v1.json holds
+ * the vectors that it and the Python DifyStreamConsumer both pass.
  *
  * bytes -> Utf8Decoder -> SseDecoder -> JSON events -> CitationParser -> segments.
  *
@@ -20,19 +22,33 @@
  *   completed from then on.
  * - No chunk_metadata at all: the panel falls back to
  *   message_end.metadata.retriever_resources (id = position).
+ * - A frame whose JSON has no `event` (and came without an `event:` line)
+ *   is a `message` (the WHATWG default type), with a `no_event` warning.
+ * - A leading <think> block is reasoning (`result.reasoning`, reasoning
+ *   segments): never answer text, never citing.
  * - Nothing is lost: a frame that is not JSON is skipped and listed in
- *   `result.warnings`; text arriving after the flush is kept as literal text.
+ *   `result.warnings` ({kind, raw}; kinds in docs/stream-contract.md §5);
+ *   text arriving after the flush is kept as literal text.
  *
  * Callbacks (all optional): onMetadata(chunks), onSegments(segments),
  * onEvent(evt), onDone(result), onError(err). onDone runs once, at end().
  *
- * result = {answer, segments, citations, panel, invalid, messageId,
- *   conversationId, taskId, metadata, workflowStatus, error, warnings}
+ * result = {answer, reasoning, segments, citations, panel, panelSource,
+ *   invalid, messageId, conversationId, taskId, metadata, workflowStatus,
+ *   error, finished, events, warnings}
  */
 import { CitationParser, mergeText } from './parser.js';
-import { buildPanel, chunkMap, chunksFromRetrieverResources } from './panel.js';
+import { buildPanel, chunkId, chunkMap, chunksFromRetrieverResources } from './panel.js';
 import { SseDecoder } from './sse.js';
-import { Utf8Decoder } from './utf8.js';
+import { Utf8Decoder, fixSurrogates } from './utf8.js';
+
+// Dify's error code: a non-empty string as is, an integer as its decimal
+// string, anything else "error" (docs/stream-contract.md §4).
+function errorCode(v) {
+  if (typeof v === 'string' && v !== '') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return String(v);
+  return 'error';
+}
 
 function noop() {}
 
@@ -52,7 +68,7 @@ export class AnswerStream {
    */
   constructor(options) {
     var opts = options || {};
-    this._maxHold = opts.maxHold === undefined ? 32 : opts.maxHold;
+    this._maxHold = opts.maxHold === undefined ? 64 : opts.maxHold;
     this._onMetadata = opts.onMetadata || noop;
     this._onSegments = opts.onSegments || noop;
     this._onEvent = opts.onEvent || noop;
@@ -67,6 +83,9 @@ export class AnswerStream {
     this._segments = [];
     this._answer = '';
     this._messageId = null;
+    this._messageIdSeen = false; // a message_id field was seen
+    this._finished = false; // message_end arrived
+    this._events = [];
     this._conversationId = null;
     this._taskId = null;
     this._metadata = null;
@@ -152,15 +171,22 @@ export class AnswerStream {
   _buildResult() {
     var citations = this._parser ? this._parser.citations : [];
     var chunks = this._metadataChunks;
+    var source = 'chunk_metadata';
     if (chunks === null) {
       var rr = this._metadata && Array.isArray(this._metadata.retriever_resources) ? this._metadata.retriever_resources : [];
       chunks = chunksFromRetrieverResources(rr);
+      source = chunks.length > 0 ? 'retriever_resources' : 'none';
     }
+    var segments = mergeText(this._segments);
+    var reasoning = '';
+    for (var k = 0; k < segments.length; k++) if (typeof segments[k].reasoning === 'string') reasoning += segments[k].reasoning;
     return {
       answer: this._answer,
-      segments: mergeText(this._segments),
+      reasoning: reasoning,
+      segments: segments,
       citations: citations,
       panel: buildPanel(citations, chunkMap(chunks)),
+      panelSource: source,
       invalid: this._parser ? this._parser.invalid : [],
       messageId: this._messageId,
       conversationId: this._conversationId,
@@ -168,14 +194,18 @@ export class AnswerStream {
       metadata: this._metadata,
       workflowStatus: this._workflowStatus,
       error: this._error,
+      finished: this._finished,
+      events: this._events.slice(),
       warnings: this._warnings.slice(),
     };
   }
 
   _frame(frame) {
-    if (frame.data === null) {
-      // A bare `event: ping` (or any data-less event).
-      this._onEvent({ event: frame.event || 'ping' });
+    if (frame.data === null || frame.data === '') {
+      // A keep-alive: Dify's bare `event: ping` (or any data-less event).
+      var kept = frame.event || 'message';
+      this._events.push(kept);
+      this._onEvent({ event: kept });
       return;
     }
     var evt;
@@ -189,7 +219,11 @@ export class AnswerStream {
       this._warn('malformed_frame', frame.data);
       return;
     }
-    if (typeof evt.event !== 'string' && frame.event !== '') evt.event = frame.event;
+    if (typeof evt.event !== 'string' || evt.event === '') {
+      if (frame.event === '') this._warn('no_event', frame.data);
+      evt.event = frame.event || 'message';
+    }
+    this._events.push(evt.event);
     this._onEvent(evt);
     this._ids(evt);
     var data = isObject(evt.data) ? evt.data : {};
@@ -206,13 +240,14 @@ export class AnswerStream {
       case 'message':
       case 'agent_message':
         if (typeof evt.answer === 'string') this._text(evt.answer);
-        else if (evt.answer !== undefined && evt.answer !== null) this._warn('bad_answer', JSON.stringify(evt.answer));
+        else this._warn('bad_answer', frame.data);
         break;
       case 'text_chunk':
         if (typeof data.text === 'string') this._text(data.text);
         else this._warn('bad_text_chunk', frame.data);
         break;
       case 'message_end':
+        this._finished = true;
         if (isObject(evt.metadata)) this._metadata = evt.metadata;
         this._flush();
         break;
@@ -224,9 +259,13 @@ export class AnswerStream {
         else this._warn('bad_answer', frame.data);
         break;
       case 'error':
+        if (this._error !== null) {
+          this._warn('later_error', frame.data); // the first error wins
+          break;
+        }
         this._fail({
-          code: typeof evt.code === 'string' ? evt.code : 'error',
-          status: typeof evt.status === 'number' ? evt.status : 0,
+          code: errorCode(evt.code),
+          status: typeof evt.status === 'number' && Number.isInteger(evt.status) ? evt.status : 0,
           message: typeof evt.message === 'string' ? evt.message : '',
         });
         break;
@@ -235,10 +274,17 @@ export class AnswerStream {
     }
   }
 
+  // The last non-empty conversation_id / message_id / task_id seen; the `id`
+  // of message and message_end stands in while no message_id was ever seen.
   _ids(evt) {
     if (typeof evt.conversation_id === 'string' && evt.conversation_id !== '') this._conversationId = evt.conversation_id;
-    if (typeof evt.message_id === 'string' && evt.message_id !== '') this._messageId = evt.message_id;
-    else if ((evt.event === 'message' || evt.event === 'message_end') && typeof evt.id === 'string') this._messageId = evt.id;
+    if (typeof evt.message_id === 'string' && evt.message_id !== '') {
+      this._messageId = evt.message_id;
+      this._messageIdSeen = true;
+    }
+    if (!this._messageIdSeen && (evt.event === 'message' || evt.event === 'message_end') && typeof evt.id === 'string' && evt.id !== '') {
+      this._messageId = evt.id;
+    }
     if (typeof evt.task_id === 'string' && evt.task_id !== '') this._taskId = evt.task_id;
   }
 
@@ -258,8 +304,7 @@ export class AnswerStream {
     }
     var kept = [];
     for (var k = 0; k < chunks.length; k++) {
-      var c = chunks[k];
-      if (isObject(c) && c.id !== undefined && c.id !== null && c.id !== '') kept.push(c);
+      if (chunkId(chunks[k]) !== null) kept.push(chunks[k]);
     }
     if (kept.length !== chunks.length) this._warn('bad_chunk', String(chunks.length - kept.length) + ' item(s) without id');
     this._metadataChunks = kept;
@@ -272,7 +317,7 @@ export class AnswerStream {
     if (this._flushed) {
       // Text after message_end / workflow_finished / error: keep it, literally.
       this._warn('text_after_end', delta);
-      this._emit([{ text: delta }]);
+      this._emit([{ text: fixSurrogates(delta) }]);
       return;
     }
     if (this._parser === null) {
@@ -299,7 +344,7 @@ export class AnswerStream {
     var segments = this._parser.feed(answer);
     this._segments = segments.slice();
     this._answer = '';
-    for (var k = 0; k < segments.length; k++) if (segments[k].cite === undefined) this._answer += segments[k].text;
+    for (var k = 0; k < segments.length; k++) if (typeof segments[k].text === 'string') this._answer += segments[k].text;
     this._onReplace(segments);
   }
 
@@ -320,7 +365,7 @@ export class AnswerStream {
     if (segments.length === 0) return;
     for (var k = 0; k < segments.length; k++) {
       this._segments.push(segments[k]);
-      if (segments[k].cite === undefined) this._answer += segments[k].text;
+      if (typeof segments[k].text === 'string') this._answer += segments[k].text;
     }
     this._onSegments(segments);
   }

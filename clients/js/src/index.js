@@ -5,13 +5,27 @@
  * design seed §3-§5 (SSE events, idMap, panel) and Dify's Service API
  * streaming format (docs: ../../shared/reference/dify-protocol.md §1).
  */
-export { CitationParser, citedIds, mergeText, stripMarkers } from './parser.js';
-export { FAIL, MATCH, MORE, isOpener, matchMarker } from './grammar.js';
-export { buildPanel, chunkMap, chunksFromRetrieverResources } from './panel.js';
-export { Utf8Decoder } from './utf8.js';
+export { CitationParser, DEFAULT_MAX_HOLD, citedIds, mergeText, stripMarkers } from './parser.js';
+export { FAIL, MATCH, MORE, isEscape, isOpener, matchMarker } from './grammar.js';
+export { buildPanel, chunkId, chunkMap, chunksFromRetrieverResources, panelView, urlOf } from './panel.js';
+export { SurrogateJoiner, Utf8Decoder, fixSurrogates } from './utf8.js';
 export { SseDecoder } from './sse.js';
 export { AnswerStream } from './answer.js';
 export { streamChat, wxStreamChat } from './transport.js';
+export {
+  MARKDOWN_OPTIONS,
+  MarkdownStream,
+  appendTree,
+  copyText,
+  createMarkdownIt,
+  dropDanglingMarker,
+  renderMarkdownTree,
+  safeLink,
+  splitReasoning,
+  toRichTextNodes,
+  treeText,
+  treeToHtml,
+} from './markdown.js';
 export {
   escapeHtml,
   isOfficeUrl,

@@ -4,6 +4,10 @@
  * checked before use. Markup follows the mobile seed §4.3 (DOM structure) and
  * §5.2/§5.4 (icons by source_type, display_subtitle as is).
  */
+import { safeUrl, subtitleOf, titleOf } from './panel.js';
+
+// The panel rules and the URL rule are the stream contract's (docs/stream-contract.md).
+export { safeUrl, subtitleOf, titleOf };
 
 var ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -17,32 +21,6 @@ export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, function (c) {
     return ESCAPES[c];
   });
-}
-
-/**
- * A URL fit for href/src: only absolute http: and https: URLs with a host,
- * trimmed; whitespace or control characters inside make it unsafe.
- * @param {*} url
- * @returns {string|null} the trimmed URL, or null when unsafe or not a URL
- */
-export function safeUrl(url) {
-  if (typeof url !== 'string') return null;
-  var u = url.trim();
-  if (/[\u0000-\u001f\u007f\s]/.test(u)) return null;
-  if (!/^https?:\/\/[^\/\\?#\s@]/i.test(u)) return null;
-  return u;
-}
-
-/**
- * The subtitle line of a chunk: `display_subtitle` as is (platform seed §3.6,
- * mobile seed §5.4: no client-side fallback chain); "" means "no subtitle row".
- * @param {object} chunk UnifiedChunk
- * @returns {string}
- */
-export function subtitleOf(chunk) {
-  if (chunk === null || typeof chunk !== 'object') return '';
-  var s = chunk.display_subtitle;
-  return typeof s === 'string' ? s.trim() : '';
 }
 
 /**
@@ -83,24 +61,6 @@ export function renderSegmentsHtml(segments) {
 
 function str(v) {
   return typeof v === 'string' ? v : '';
-}
-
-/**
- * The title of a panel row: document_title, else document_name, else title,
- * else "来源 <raw id>" (no metadata for that id).
- * @param {{rawId: string, chunk: (object|null)}} row
- * @returns {string}
- */
-export function titleOf(row) {
-  var chunk = row && row.chunk !== null && typeof row.chunk === 'object' ? row.chunk : null;
-  if (chunk !== null) {
-    var keys = ['document_title', 'document_name', 'title'];
-    for (var k = 0; k < keys.length; k++) {
-      var v = str(chunk[keys[k]]);
-      if (v.trim() !== '') return v;
-    }
-  }
-  return '来源 ' + String(row ? row.rawId : '');
 }
 
 /**

@@ -44,6 +44,7 @@ from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.config import Settings
 from gcite.errors import LLMError
+from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 
 log = logging.getLogger("gcite.chatflow")
@@ -99,6 +100,8 @@ class ChatRun:
         self.usage = Usage()
         self.started = time.monotonic()
         self.first_token: float | None = None
+        self.timings: dict[str, float] = {}  # seconds: retrieval, web, merge
+        self.fallback: dict[str, str] | None = None
         self.steps = 0
         self._llm: NodeStarted | None = None
         self._llm_started = 0.0
@@ -159,6 +162,8 @@ class ChatRun:
             at=time.time(),
             error=self.error,
             reasoning="".join(self.reasoning_parts),
+            timings=dict(self.timings),
+            fallback=self.fallback,
         )
 
     # ---------------------------------------------------------------------- run
@@ -207,6 +212,7 @@ class ChatRun:
         web_payload: Any = []
         if kr_node is not None:
             kr = branches.pop(0)
+            self.timings["retrieval"] = kr.elapsed
             if kr.error is None:
                 rag_items = list(kr.value or [])
                 yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
@@ -217,6 +223,7 @@ class ChatRun:
                 )
         if web_node is not None:
             web = branches.pop(0)
+            self.timings["web"] = web.elapsed
             if web.error is None:
                 web_payload = web.value
                 yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
@@ -230,6 +237,7 @@ class ChatRun:
         t0 = time.monotonic()
         merged = nodes.merge(rag_items, web_payload, max_web_results=settings.max_web_results)
         self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
+        self.timings["merge"] = time.monotonic() - t0
         yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
 
         history, cited_before = await visible_context(
@@ -248,6 +256,9 @@ class ChatRun:
             query=turn.query,
             usage=self.usage,
         ):
+            if isinstance(delta, FellBack):  # the model is down: the offline answerer
+                self.fallback = {"backend": delta.backend, "reason": delta.reason}
+                continue
             if isinstance(delta, Reasoning):
                 self.reasoning_parts.append(delta.text)
                 yield ReasoningDelta(delta.text)

@@ -8,7 +8,7 @@
   stream of text deltas, lifecycle ``warm_up()`` / ``aclose()``.
 
 Every implementation passes its seam's contract suite (``tests/knowledge/store_contract.py``,
-``tests/web/source_contract.py``, ``tests/generate/backend_contract.py``). Importing this
+``tests/support/web_source_contract.py``, ``tests/support/llm_backend_contract.py``). Importing this
 module loads no HTTP client, no SQL and no vector database.
 """
 

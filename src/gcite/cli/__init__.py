@@ -1,8 +1,8 @@
 """The ``gcite`` command line (Click).
 
 Subcommands live in their own modules under :mod:`gcite.cli` and are loaded
-lazily, so ``gcite --help`` stays fast and one broken optional dependency does
-not take the whole CLI down. User mistakes end as one clear line on stderr and
+lazily, so ``gcite --help`` stays fast (everything ships in one wheel: a missing
+command module is a broken install and raises). User mistakes end as one clear line on stderr and
 exit status 2 (usage) or 1 (runtime), never as a traceback.
 
 Every error line gcite prints starts with ``错误: ``: :meth:`LazyGroup.main` runs Click
@@ -29,15 +29,18 @@ from click.exceptions import NoArgsIsHelpError, NoSuchCommand
 
 from gcite.errors import GciteError
 
-# command name -> (module, attribute, one-line help)
-_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "ingest": ("gcite.cli.ingest", "ingest", "把文档导入知识库 (Markdown/TXT/HTML/PDF/DOCX)"),
-    "search": ("gcite.cli.search", "search", "在知识库中检索（按角色过滤）"),
-    "serve": ("gcite.cli.serve", "serve", "启动 Dify 兼容的对话服务"),
-    "ask": ("gcite.cli.ask", "ask", "在终端提问，流式显示带引用的回答"),
-    "demo": ("gcite.cli.demo", "demo", "离线演示：导入示例数据并启动服务"),
-    "export": ("gcite.cli.export", "export", "导出 Dify Code 节点等"),
-    "vectors": ("gcite.cli.vectors", "vectors", "运行引用标记测试向量（一致性检查）"),
+# command name -> (module, attribute)
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("gcite.cli.ingest", "ingest"),
+    "search": ("gcite.cli.search", "search"),
+    "datasets": ("gcite.cli.manage", "datasets"),
+    "documents": ("gcite.cli.manage", "documents"),
+    "status": ("gcite.cli.manage", "status"),
+    "serve": ("gcite.cli.serve", "serve"),
+    "ask": ("gcite.cli.ask", "ask"),
+    "demo": ("gcite.cli.demo", "demo"),
+    "export": ("gcite.cli.export", "export"),
+    "vectors": ("gcite.cli.vectors", "vectors"),
 }
 
 
@@ -210,19 +213,8 @@ class LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
-        module_name, attr, help_text = spec
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-
-            @click.command(cmd_name, help=help_text + "（尚未实现）")
-            def _missing() -> None:
-                raise click.ClickException(f"命令 {cmd_name} 尚未实现")
-
-            return _missing
-        command = getattr(module, attr)
+        module_name, attr = spec
+        command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
         return command
 

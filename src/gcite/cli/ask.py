@@ -2,19 +2,22 @@
 
 Two sources of the same Dify chat SSE byte stream, one consumer:
 
-- local (default): the chatflow (:class:`gcite.service.pipeline.Chatflow`) runs in this
+- local (default): the chatflow (:class:`gcite.chatflow.ChatRun`) runs in this
   process on the local knowledge base, its typed events serialised exactly as the service
-  sends them (:func:`gcite.service.envelope.to_wire` + :func:`gcite.service.sse.data_frame`).
+  sends them (:class:`gcite.dify.wire.DifyStream`).
   The caller's roles come from ``--role``: a local, trusted operator tool.
 - remote (``--url``): ``POST <url>/v1/chat-messages`` of a running gcite or Dify service
-  with ``Authorization: Bearer <key>``; the server decides the roles from the key.
+  with ``Authorization: Bearer <key>``, through the one HTTP edge of the stream client
+  (:func:`gcite.stream.sse.consume_chat_stream`); the server decides the roles from the key.
 
 The bytes go through :class:`gcite.stream.sse.DifyStreamConsumer` (mobile design
-document §3–§4): answer text to stdout as it streams, citations as superscripts
-(``¹²³``), then the numbered source list (``1. [知识库] 标题 — 副标题``). ``--json``
-prints every event object instead, one JSON per line (a ``ping`` as ``{"event":
-"ping"}``). Progress and errors go to stderr; exit status 0, or 1 when the answer
-failed (error event, broken stream) — the text received so far is still printed.
+document §3–§4): the answer to stdout as it streams — on a terminal rendered as Markdown
+by rich, block by block; piped, as its Markdown source — citations as superscripts
+(``¹²³``, adjacent ones ``¹˒²``), then the numbered source list
+(``1. [知识库] 标题 — 副标题``). ``--json`` prints every event object instead, one JSON
+per line (a ``ping`` as ``{"event": "ping"}``). Progress and errors go to stderr; exit
+status 0, or 1 when the answer failed (error event, broken stream) — the text received
+so far is still printed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,6 +34,7 @@ import httpx
 
 from gcite.config import Settings, load_settings
 from gcite.errors import ConfigError, StreamError
+from gcite.stream.sse import AnswerFinished, SegmentsReceived, StreamUpdate
 
 CLI_USER = "gcite-cli"
 MAX_QUESTION = 4000
@@ -41,41 +45,43 @@ async def local_frames(
 ) -> AsyncIterator[bytes]:
     """Run the chatflow in process; yield its events as Dify SSE ``data:`` frames (bytes).
 
+    The frames are made by the service's own serializer (:mod:`gcite.dify.wire`).
     ``roles``: the caller's roles (trusted: the operator's own machine). Raises
     :class:`~gcite.errors.StoreError` up front when the knowledge base cannot be opened
     and :class:`ConfigError` for bad LLM / web settings.
     """
+    import time
+
+    from gcite.chatflow import ChatRun, Deps, Turn, new_id
+    from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.backends import make_backend
     from gcite.knowledge import open_store
-    from gcite.service.envelope import Envelope, to_wire
-    from gcite.service.pipeline import ChatDeps, Chatflow, ChatTurn
-    from gcite.service.sse import data_frame
-    from gcite.service.store import new_id
     from gcite.web import make_web_source
 
     store = open_store(settings)  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
-    turn = ChatTurn(
-        query=question,
-        user=CLI_USER,
-        conversation_id=new_id(),
-        message_id=new_id(),
-        roles=tuple(roles),
-    )
-    deps = ChatDeps(
-        settings=settings, backend=backend, get_store=lambda: store, web_source=web_source
-    )
+    deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=web_source)
     envelope = Envelope(
         task_id=new_id(),
-        message_id=turn.message_id,
-        conversation_id=turn.conversation_id,
-        created_at=turn.created_at,
-        workflow_run_id=turn.workflow_run_id,
+        message_id=new_id(),
+        conversation_id=new_id(),
+        created_at=int(time.time()),
         stream_event=settings.stream_event,
+        user=CLI_USER,
     )
-    async for event in Chatflow(turn, deps).events():
-        yield data_frame(to_wire(event, envelope))
+    wire = DifyStream(envelope)
+    try:
+        yield data_frame(wire.start(question))
+        async for event in ChatRun(Turn(question, tuple(roles)), deps).events():
+            frames = wire.frames(event)
+            if frames:
+                yield frames
+    finally:
+        if web_source is not None:
+            await web_source.aclose()
+        await backend.aclose()
+        store.close()
 
 
 def chat_url(base: str) -> str:
@@ -94,126 +100,255 @@ def chat_url(base: str) -> str:
     return base + "/v1/chat-messages"
 
 
-def _error_body(status: int, body: bytes) -> str:
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        obj = None
-    if isinstance(obj, dict) and isinstance(obj.get("message"), str):
-        code = obj.get("code")
-        return f"服务返回 HTTP {status}: {obj['message']}" + (f"（{code}）" if code else "")
-    return f"服务返回 HTTP {status}"
+class _Tap(httpx.AsyncBaseTransport):
+    """An httpx transport that hands every byte of each response body to ``on_bytes`` as the
+    reader pulls it (``--json`` prints the raw events the shared consumer reads)."""
+
+    def __init__(self, on_bytes: Callable[[bytes], None]) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self._on_bytes = on_bytes
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        stream = response.stream
+        on_bytes = self._on_bytes
+
+        class _Stream(httpx.AsyncByteStream):
+            async def __aiter__(self) -> AsyncIterator[bytes]:
+                assert isinstance(stream, httpx.AsyncByteStream)
+                async for chunk in stream:
+                    on_bytes(chunk)
+                    yield chunk
+
+            async def aclose(self) -> None:
+                if isinstance(stream, httpx.AsyncByteStream):
+                    await stream.aclose()
+
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Stream(),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
-async def remote_frames(
-    url: str, key: str, question: str, *, timeout_s: float = 120.0
-) -> AsyncIterator[bytes]:
-    """POST the question to a gcite / Dify service (streaming mode); yield the body bytes.
+async def remote_updates(
+    url: str,
+    key: str,
+    question: str,
+    *,
+    timeout_s: float = 120.0,
+    on_bytes: Callable[[bytes], None] | None = None,
+) -> AsyncIterator[StreamUpdate]:
+    """POST the question to a gcite / Dify service (streaming) through the one HTTP edge,
+    :func:`gcite.stream.sse.consume_chat_stream`; yield its updates.
 
-    Raises :class:`StreamError` when no event stream opens (connection refused, timeout,
-    non-2xx status with Dify's ``{code, message, status}`` body, wrong content type).
-    A connection that breaks after the stream opened raises :class:`StreamError` too;
-    the caller has already shown what came before.
+    ``on_bytes``: also receives the raw body bytes (``--json``). Raises
+    :class:`StreamError` when no event stream opens (connection refused, timeout, non-2xx
+    status with Dify's ``{code, message, status}`` body, wrong content type); once the
+    stream is open, a broken connection ends it with a ``StreamFailed`` update.
     """
+    from gcite.stream.sse import consume_chat_stream
+
     body = {"inputs": {}, "query": question, "response_mode": "streaming", "user": CLI_USER}
     headers = {"Accept": "text/event-stream"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     timeout = httpx.Timeout(timeout_s, connect=10.0)
-    try:
-        async with (
-            httpx.AsyncClient(timeout=timeout) as client,
-            client.stream("POST", url, json=body, headers=headers) as response,
-        ):
-            if not 200 <= response.status_code < 300:
-                data = b""
-                async for piece in response.aiter_bytes():
-                    data += piece
-                    if len(data) > 65536:
-                        break
-                raise StreamError(_error_body(response.status_code, data))
-            content_type = response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type.lower():
-                raise StreamError(f"服务没有返回事件流（Content-Type: {content_type or '无'}）")
-            async for chunk in response.aiter_bytes():
-                yield chunk
-    except httpx.TimeoutException as exc:
-        raise StreamError(f"连接服务超时：{url}") from exc
-    except httpx.HTTPError as exc:
-        raise StreamError(f"与服务的连接出错：{url}（{type(exc).__name__}: {exc}）") from exc
+    transport = _Tap(on_bytes) if on_bytes is not None else None
+    async with httpx.AsyncClient(timeout=timeout, transport=transport) as client:
+        async for update in consume_chat_stream(client, url, body, headers):
+            yield update
 
 
-async def print_json_events(frames: AsyncIterator[bytes], out: TextIO) -> int:
-    """``--json``: every SSE event as one JSON line on ``out``; 1 if an ``error`` event came."""
-    from gcite.stream.sse import LineDecoder, SSEDecoder, Utf8Decoder
+async def local_updates(frames: AsyncIterator[bytes]) -> AsyncIterator[StreamUpdate]:
+    """The same consumer over the in-process frames (:func:`local_frames`)."""
+    from gcite.stream.sse import DifyStreamConsumer
 
-    utf8, lines, sse = Utf8Decoder(), LineDecoder(), SSEDecoder()
-    status = 0
+    consumer = DifyStreamConsumer()
+    async for chunk in frames:
+        for update in consumer.feed(chunk):
+            yield update
+        if consumer.stopped:
+            break
+    for update in consumer.close():
+        yield update
 
-    def emit(text_lines: list[str]) -> None:
-        nonlocal status
+
+class JsonPrinter:
+    """``--json``: every SSE event of the byte stream as one JSON line (a ping as
+    ``{"event": "ping"}``); :attr:`failed` once an ``error`` event came."""
+
+    def __init__(self, out: TextIO) -> None:
+        from gcite.stream.sse import LineDecoder, SSEDecoder, Utf8Decoder
+
+        self.out = out
+        self.failed = False
+        self._utf8, self._lines, self._sse = Utf8Decoder(), LineDecoder(), SSEDecoder()
+
+    def feed(self, chunk: bytes) -> None:
+        """Print the events ``chunk`` completes."""
+        self._emit(self._lines.decode(self._utf8.decode(chunk)))
+
+    def close(self) -> None:
+        """End of the stream: print what is left."""
+        self._emit(self._lines.decode(self._utf8.flush()) + self._lines.flush())
+
+    def _emit(self, text_lines: list[str]) -> None:
         for line in text_lines:
-            event = sse.decode(line)
+            event = self._sse.decode(line)
             if event is None:
                 continue
             if not event.data:
-                out.write(json.dumps({"event": event.event}, ensure_ascii=False) + "\n")
+                self.out.write(json.dumps({"event": event.event}, ensure_ascii=False) + "\n")
                 continue
             try:
                 obj: Any = json.loads(event.data)
             except ValueError:
                 obj = {"event": "invalid_frame", "data": event.data}
             if isinstance(obj, dict) and obj.get("event") == "error":
-                status = 1
-            out.write(json.dumps(obj, ensure_ascii=False) + "\n")
-            out.flush()
-
-    try:
-        async for chunk in frames:
-            emit(lines.decode(utf8.decode(chunk)))
-    except StreamError:
-        emit(lines.decode(utf8.flush()) + lines.flush())
-        raise
-    emit(lines.decode(utf8.flush()) + lines.flush())
-    return status
+                self.failed = True
+            self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            self.out.flush()
 
 
-async def print_answer(frames: AsyncIterator[bytes], out: TextIO, err: TextIO) -> int:
-    """Stream the answer to ``out`` (superscripts), then the numbered sources.
+async def print_json_events(frames: AsyncIterator[bytes], out: TextIO) -> int:
+    """``--json`` for the local frames; 1 if an ``error`` event came."""
+    printer = JsonPrinter(out)
+    async for chunk in frames:
+        printer.feed(chunk)
+    printer.close()
+    return 1 if printer.failed else 0
 
-    Returns 0, or 1 when the stream reported an error or broke off (message on ``err``).
+
+async def print_remote_json(url: str, key: str, question: str, out: TextIO, **kw: Any) -> int:
+    """``--json`` with ``--url``: the raw events the shared consumer reads; 1 on an
+    ``error`` event or a broken stream."""
+    printer = JsonPrinter(out)
+    failed = False
+    async for update in remote_updates(url, key, question, on_bytes=printer.feed, **kw):
+        if isinstance(update, AnswerFinished):
+            failed = update.result.error is not None
+    printer.close()
+    return 1 if printer.failed or failed else 0
+
+
+def _console(out: TextIO, *, force: bool = False, width: int | None = None) -> Any:
+    """A rich Console on ``out`` (no highlighting, no emoji codes, no OSC 8 links)."""
+    from rich.console import Console
+
+    return Console(
+        file=out,
+        highlight=False,
+        emoji=False,
+        force_terminal=True if force else None,
+        width=width,
+    )
+
+
+async def print_answer(
+    updates: AsyncIterator[StreamUpdate],
+    out: TextIO,
+    err: TextIO,
+    *,
+    rich_markdown: bool | None = None,
+    width: int | None = None,
+) -> int:
+    """Stream the answer to ``out``, then the numbered sources.
+
+    On a terminal (or with ``rich_markdown=True``) the answer is rendered with rich's
+    Markdown (headings, lists, bold, tables, code), citations as superscripts in place
+    (``一次¹。``, adjacent ones ``¹˒²``); each top-level block is printed once it is
+    complete (:class:`gcite.stream.render.MarkdownBlocks`) and the block being written is
+    shown live below them. Otherwise (a pipe, a file) the Markdown source is written as it
+    streams, with the same superscripts, so it stays greppable and unwrapped. ``width``:
+    columns for rich (default: the terminal's). Returns 0, or 1 when the stream reported
+    an error or broke off (message on ``err``).
     """
-    from gcite.stream.render import render_sources_terminal, render_terminal
-    from gcite.stream.sse import DifyStreamConsumer, SegmentsReceived
+    console = _console(out, force=bool(rich_markdown), width=width)
+    if rich_markdown is None:
+        rich_markdown = bool(console.is_terminal)
+    if not rich_markdown:
+        return await _print_plain(updates, out, err)
+    from rich.live import Live
+    from rich.markdown import Markdown
+    from rich.text import Text
 
-    consumer = DifyStreamConsumer()
+    from gcite.stream.render import MarkdownBlocks
+
+    blocks = MarkdownBlocks()
     wrote = False
+    result = None
+    live = Live(Text(""), console=console, transient=True, auto_refresh=console.is_terminal)
 
-    def show(updates: list[Any]) -> None:
-        nonlocal wrote
-        for update in updates:
+    def markdown(source: str) -> Any:
+        return Markdown(source, hyperlinks=False, code_theme="ansi_dark")
+
+    with live:
+        async for update in updates:
             if isinstance(update, SegmentsReceived) and update.segments:
-                if update.replace and wrote:
-                    out.write("\n")
-                text = render_terminal(update.segments)
-                if text:
-                    out.write(text)
-                    out.flush()
+                if update.replace:
+                    # message_replace: what was printed stays; the new answer follows
+                    for source in blocks.close():
+                        live.console.print(markdown(source))
+                    if wrote:
+                        live.console.print(Text("（以下为替换后的回答）", style="dim"))
+                    blocks = MarkdownBlocks()
+                for source in blocks.feed(update.segments):
+                    live.console.print(markdown(source))
                     wrote = True
+                if blocks.open.strip():
+                    wrote = True
+                    if console.is_terminal:
+                        live.update(markdown(blocks.open))
+            elif isinstance(update, AnswerFinished):
+                result = update.result
+        live.update(Text(""))
+    for source in blocks.close():
+        console.print(markdown(source))
+    if result is None:
+        raise StreamError("回答流没有正常结束")
+    return _finish(result, wrote, out, err)
 
-    try:
-        async for chunk in frames:
-            show(consumer.feed(chunk))
-            if consumer.stopped:
-                break
-    except StreamError as exc:
-        if not wrote:
-            raise
-        show(consumer.fail("stream_interrupted", str(exc)))
-    show(consumer.close())
-    result = consumer.result
+
+async def _print_plain(updates: AsyncIterator[StreamUpdate], out: TextIO, err: TextIO) -> int:
+    """The answer's Markdown source as it streams (superscripts in place), then sources."""
+    from gcite.stream.render import CITE_SEPARATOR, render_terminal
+
+    wrote = False
+    previous_cite = False
+    result = None
+    async for update in updates:
+        if isinstance(update, SegmentsReceived) and update.segments:
+            if update.replace and wrote:
+                out.write("\n")
+                previous_cite = False
+            text = render_terminal(update.segments)
+            if previous_cite and "cite" in update.segments[0]:
+                text = CITE_SEPARATOR + text  # "¹˒²" across two updates too
+            answer_parts = [s for s in update.segments if "text" in s or "cite" in s]
+            if answer_parts:
+                previous_cite = "cite" in answer_parts[-1]
+            if text:
+                out.write(text)
+                out.flush()
+                wrote = True
+        elif isinstance(update, AnswerFinished):
+            result = update.result
+    if result is None:
+        raise StreamError("回答流没有正常结束")
     if wrote:
         out.write("\n")
+    return _finish(result, wrote, out, err)
+
+
+def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
+    """Sources after the answer; the exit status (1 when the answer failed)."""
+    from gcite.stream.render import render_sources_terminal
+
     sources = render_sources_terminal(result.panel)
     if sources:
         out.write("\n" + sources)
@@ -251,12 +386,15 @@ def answer_in_terminal(
     if len(question) > MAX_QUESTION:
         raise ConfigError(f"问题过长（最多 {MAX_QUESTION} 个字符）")
     if url is not None:
-        frames = remote_frames(chat_url(url), key, question, timeout_s=settings.llm_timeout_s * 2)
-    else:
-        frames = local_frames(settings, question, roles)
+        target, timeout_s = chat_url(url), settings.llm_timeout_s * 2
+        if as_json:
+            return asyncio.run(print_remote_json(target, key, question, out, timeout_s=timeout_s))
+        updates = remote_updates(target, key, question, timeout_s=timeout_s)
+        return asyncio.run(print_answer(updates, out, err))
+    frames = local_frames(settings, question, roles)
     if as_json:
         return asyncio.run(print_json_events(frames, out))
-    return asyncio.run(print_answer(frames, out, err))
+    return asyncio.run(print_answer(local_updates(frames), out, err))
 
 
 @click.command(
@@ -331,5 +469,6 @@ __all__ = [
     "local_frames",
     "print_answer",
     "print_json_events",
-    "remote_frames",
+    "print_remote_json",
+    "remote_updates",
 ]

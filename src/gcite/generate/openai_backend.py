@@ -7,6 +7,19 @@ from settings (``llm_base_url``, ``llm_api_key``, ``llm_model``; or ``GCITE_LLM_
 All SDK / transport exceptions are translated to :class:`gcite.errors.LLMError` in
 :meth:`OpenAIBackend.stream`, the one boundary; cancellation closes the HTTP response
 (so the provider stops generating).
+
+Reasoning models: providers stream the reasoning in a separate delta field —
+``reasoning_content`` (DeepSeek-R1, Qwen3 on DashScope, vLLM before the rename) or
+``reasoning`` (vLLM now, Ollama, OpenRouter) — with ``content`` ``null`` or ``""`` beside
+it. Those pieces are yielded as :class:`~gcite.generate.backends.Reasoning`, never as
+answer text; the Dify wire puts them where Dify's ``reasoning_format: tagged`` does (a
+``<think>`` block at the start of the answer). Models that write the ``<think>`` tags into
+``content`` themselves pass through unchanged (the stream parsers keep that block apart).
+Estimated usage counts reasoning deltas too.
+
+Broken Unicode: a provider that cuts a character outside the BMP between two chunks
+sends each half as a lone JSON surrogate escape; the halves are joined again, and a
+surrogate that stays alone becomes U+FFFD, so every yielded delta is valid Unicode.
 """
 
 from __future__ import annotations
@@ -22,11 +35,14 @@ import openai
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import BackendLifecycle, Usage, estimate_tokens
+from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
+from gcite.generate.limits import capped_lines
+from gcite.stream.surrogates import SurrogateJoiner
 
 
 class OpenAIBackend(BackendLifecycle):
-    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``).
+    """Streams ``/chat/completions`` deltas (``choices[0].delta.content``) as text and the
+    reasoning fields (``reasoning_content`` / ``reasoning``) as :class:`Reasoning` pieces.
 
     ``base_url``: e.g. ``https://api.deepseek.com/v1``; ``api_key`` may be empty for local
     servers (a placeholder is sent); ``timeout_s``: connect/read timeout in seconds.
@@ -42,12 +58,14 @@ class OpenAIBackend(BackendLifecycle):
         api_key: str = "",
         timeout_s: float = 60.0,
         temperature: float | None = None,
+        max_line_bytes: int = 1_000_000,
     ) -> None:
         if not model:
             raise ConfigError("已设置 llm_base_url，但缺少 llm_model（模型名称）")
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
+        self.max_line_bytes = max_line_bytes  # one SSE line, bytes (issue 16 item 7)
         self.name = f"openai:{model}"
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
@@ -64,6 +82,7 @@ class OpenAIBackend(BackendLifecycle):
             model=settings.llm_model,
             api_key=settings.llm_api_key,
             timeout_s=settings.llm_timeout_s,
+            max_line_bytes=settings.max_stream_line_bytes,
         )
 
     async def stream(
@@ -73,8 +92,9 @@ class OpenAIBackend(BackendLifecycle):
         chunks: Sequence[dict[str, Any]] = (),
         query: str = "",
         usage: Usage | None = None,
-    ) -> AsyncIterator[str]:
-        """Yield content deltas; raise :class:`LLMError` on any provider/transport failure."""
+    ) -> AsyncIterator[str | Reasoning]:
+        """Yield answer-text deltas and :class:`Reasoning` pieces, valid Unicode both; raise
+        :class:`LLMError` on any provider/transport failure."""
         usage = usage if usage is not None else Usage()
         usage.prompt_tokens = estimate_tokens(messages)
         usage.completion_tokens = 0
@@ -94,15 +114,36 @@ class OpenAIBackend(BackendLifecycle):
             # docs/benchmarks.md, "Chat service").
             api = self._client.chat.completions.with_streaming_response
             ended = _End()
+            thought, said = SurrogateJoiner(), SurrogateJoiner()
             async with api.create(**kwargs) as response:
-                async for line in response.iter_lines():
-                    delta = _delta(line, usage, ended)
-                    if delta is _DONE:
+                async for line in capped_lines(response.iter_bytes(), self.max_line_bytes):
+                    piece = _delta(line, usage, ended)
+                    if piece is _DONE:
                         break
-                    if delta:
-                        if usage.estimated:
-                            usage.completion_tokens += 1
-                        yield str(delta)
+                    if not isinstance(piece, _Piece) or not (piece.content or piece.reasoning):
+                        continue
+                    if usage.estimated:
+                        usage.completion_tokens += 1
+                    # a surrogate pair split across two chunks is joined; a half left
+                    # alone (also when the other kind of text comes next) is U+FFFD
+                    reasoning = thought.feed(piece.reasoning) if piece.reasoning else ""
+                    if piece.content:
+                        reasoning += thought.flush()
+                    elif piece.reasoning:
+                        said_tail = said.flush()
+                        if said_tail:
+                            yield said_tail
+                    if reasoning:
+                        yield Reasoning(reasoning)
+                    text = said.feed(piece.content) if piece.content else ""
+                    if text:
+                        yield text
+            tail = thought.flush()
+            if tail:
+                yield Reasoning(tail)
+            tail = said.flush()
+            if tail:
+                yield tail
             if not ended.done and not ended.finish_reason:
                 # the body ended without [DONE] and without a finish_reason: a proxy or the
                 # provider cut the answer off; a truncated answer must not look complete
@@ -122,6 +163,14 @@ class OpenAIBackend(BackendLifecycle):
 _DONE = object()
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """What one chunk carries: reasoning text and answer text (either may be empty)."""
+
+    reasoning: str = ""
+    content: str = ""
+
+
 @dataclass
 class _End:
     """How a stream said it ended: ``data: [DONE]`` seen, the last ``finish_reason``."""
@@ -133,8 +182,10 @@ class _End:
 def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
     """Decode one SSE line of a chat-completions stream (OpenAI API reference, "Streaming").
 
-    Returns the content delta (``str``, maybe empty), ``_DONE`` at ``data: [DONE]``, or
-    ``""`` for lines that carry no content (comments, ``event:``, role-only chunks).
+    Returns a :class:`_Piece` (reasoning from ``delta.reasoning_content`` or
+    ``delta.reasoning``, answer text from ``delta.content``; both may be empty),
+    ``_DONE`` at ``data: [DONE]``, or ``""`` for lines that carry no chunk (comments,
+    ``event:``, usage-only chunks).
     Records usage when the chunk has it, and ``[DONE]`` / ``finish_reason`` in ``ended``.
     Raises :class:`LLMError` for a malformed chunk
     or an ``error`` object sent in the stream.
@@ -171,8 +222,16 @@ def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
     if ended is not None and isinstance(finish, str) and finish:
         ended.finish_reason = finish
     delta = choices[0].get("delta")
-    content = delta.get("content") if isinstance(delta, dict) else None
-    return content if isinstance(content, str) else ""
+    if not isinstance(delta, dict):
+        return _Piece()
+    content = delta.get("content")
+    reasoning = delta.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = delta.get("reasoning")
+    return _Piece(
+        reasoning=reasoning if isinstance(reasoning, str) else "",
+        content=content if isinstance(content, str) else "",
+    )
 
 
 def _message(exc: openai.APIStatusError) -> str:

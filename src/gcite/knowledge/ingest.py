@@ -37,7 +37,8 @@ from gcite.knowledge.convert import (
     convert_file,
     load_manifest,
 )
-from gcite.knowledge.filters import ROLE_FIELD, filter_payload
+from gcite.knowledge.filters import filter_payload
+from gcite.knowledge.roles import RoleValueError, lookalikes, validate_metadata
 from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
 
@@ -95,7 +96,11 @@ def _walk(paths: Sequence[Path], report: IngestReport) -> tuple[list[_Source], s
 
 
 def _metadata(
-    source: _Source, front: dict[str, Any], manifest: Manifest | None, title: str | None
+    source: _Source,
+    front: dict[str, Any],
+    manifest: Manifest | None,
+    title: str | None,
+    lookalikes: Sequence[str] = (),
 ) -> dict[str, Any]:
     meta = dict(front)
     if manifest is not None:
@@ -105,10 +110,7 @@ def _metadata(
     if not meta.get("document_title"):
         meta["document_title"] = title or source.path.stem
     meta.setdefault("source_file_url", "")
-    roles = meta.get(ROLE_FIELD)
-    if isinstance(roles, str):
-        meta[ROLE_FIELD] = [r.strip() for r in roles.split(",") if r.strip()]
-    return meta
+    return validate_metadata(meta, document=source.path.name, allowed_lookalikes=lookalikes)
 
 
 def _fingerprint(text: str, meta: dict[str, Any], settings: Settings, embedder: str) -> str:
@@ -207,10 +209,12 @@ def _run(
                 bar.update(task, description=source.path.name)
             try:
                 converted = convert_file(source.path)
-            except ConversionError as exc:
+                meta = _metadata(
+                    source, converted.metadata, man, converted.title, lookalikes(settings)
+                )
+            except (ConversionError, RoleValueError) as exc:
                 report.failed.append((source.path, str(exc)))
             else:
-                meta = _metadata(source, converted.metadata, man, converted.title)
                 fingerprint = _fingerprint(converted.text, meta, settings, embedder.name)
                 previous = docs.get(document_id)
                 if previous is not None and previous.get("hash") == fingerprint:

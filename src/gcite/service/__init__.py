@@ -1,10 +1,12 @@
-"""The chat service: the G-Cite chatflow behind Dify's Service API (FastAPI + uvicorn).
+"""The chat service: the G-Cite chatflow (:mod:`gcite.chatflow`) behind Dify's Service API.
 
 ``create_app(settings) -> FastAPI`` is the entry point (``gcite serve`` runs it).
-Modules: ``events`` (typed events), ``pipeline`` (the chatflow), ``envelope`` / ``sse``
-(Dify wire format), ``store`` (conversations, SQLAlchemy), ``auth`` (app keys -> roles),
-``app`` (endpoints); ``retrieval`` (External Knowledge API) and ``pages`` (H5 page).
-Imported lazily so that ``gcite.service.retrieval`` does not pull in the whole app.
+Modules: ``app`` (the factory), ``resources`` (what requests share), ``chat`` and
+``conversations`` (routers), ``runs`` (the run handle: one streamed run's lifetime),
+``store`` + ``migrations`` (conversations, SQLAlchemy + Alembic), ``auth`` (app keys ->
+roles), ``retrieval`` + ``retrieval_roles`` (External Knowledge API), ``pages`` (H5 page).
+Dify's wire format lives in :mod:`gcite.dify.wire`. Imported lazily so that
+``gcite.service.retrieval`` does not pull in the whole app.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ seeds want solved first). The HTTP contract follows
   400    3002        ``metadata_condition`` malformed, unknown operator, or a role
                      condition gcite refuses (see :mod:`retrieval_roles`)
   413    3003        body larger than :data:`MAX_BODY_BYTES`
+  405    3004        any method but ``POST`` on ``/retrieval``
   503    5001        the knowledge store failed (transient; Dify retries 5xx)
   504    5002        the search took longer than the retrieval timeout
                      (``kb_timeout_s``, at most :data:`RETRIEVAL_TIMEOUT_S`)
@@ -36,7 +37,8 @@ seeds want solved first). The HTTP contract follows
   Deterministic failures are all 4xx: a 5xx makes Dify retry up to 3 times.
 
 Roles: see :mod:`gcite.service.retrieval_roles` — the key's roles are a
-maximum, ``metadata_condition`` on ``access_roles`` only narrows them.
+maximum, ``metadata_condition`` on ``access_roles`` only narrows them. The condition is
+parsed by the one grammar, :func:`gcite.knowledge.filters.parse_condition`.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
 from gcite.knowledge.filters import Node, parse_condition
+from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
 
@@ -84,6 +88,8 @@ ERR_KNOWLEDGE_NOT_FOUND = 2001
 ERR_BAD_REQUEST = 3001
 ERR_BAD_CONDITION = 3002
 ERR_TOO_LARGE = 3003
+ERR_METHOD = 3004
+ERR_INTERNAL = 5000
 ERR_STORE = 5001
 ERR_TIMEOUT = 5002
 
@@ -257,7 +263,10 @@ def _parse_threshold(raw: Any) -> float:
         raise RetrievalAPIError(
             400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须是数字"
         )
-    value = float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:
+        value = math.inf
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise RetrievalAPIError(
             400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须在 0 到 1 之间"
@@ -348,7 +357,9 @@ def build_records(
     return records[:top_k]
 
 
-def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> APIRouter:
+def build_retrieval_router(
+    settings: Settings, get_store: Callable[[], KnowledgeStore]
+) -> APIRouter:
     """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
 
     ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
@@ -401,6 +412,11 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
             # Dify turns any non-200 into a silent empty result: log every failure here.
             logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
             return exc.response()
+        except ClientDisconnect:
+            raise  # the client left mid-body: the ops layer logs one line
+        except Exception as exc:  # a bug: still Dify's error shape, never the chat one
+            logger.exception("/retrieval internal error", exc_info=exc)
+            return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
         logger.info(
             "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
             "score_threshold=%s records=%d",
@@ -414,10 +430,22 @@ def build_retrieval_router(settings: Settings, get_store: Callable[[], Any]) -> 
         )
         return JSONResponse({"records": records})
 
+    @router.api_route(
+        "/retrieval",
+        methods=["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        include_in_schema=False,
+    )
+    async def wrong_method(request: Request) -> JSONResponse:
+        response = RetrievalAPIError(
+            405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
+        ).response()
+        response.headers["Allow"] = "POST"
+        return response
+
     return router
 
 
-def warm_up(get_store: Callable[[], Any]) -> bool:
+def warm_up(get_store: Callable[[], KnowledgeStore]) -> bool:
     """Open the store and run one tiny search so the first real request is fast.
 
     Best effort: returns ``False`` and logs a warning (visible on the stderr of
@@ -448,7 +476,7 @@ async def _read_body(request: Request) -> bytes:
 
 
 async def _search(
-    get_store: Callable[[], Any],
+    get_store: Callable[[], KnowledgeStore],
     req: RetrievalRequest,
     roles: tuple[str, ...],
     condition: Node | None,

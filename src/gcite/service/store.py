@@ -21,23 +21,29 @@ and looked up, with U+FFFD instead); ownership checks run in SQL, on the stored 
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alembic.util.exc import CommandError
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Connection,
+    Index,
     Integer,
     String,
     Text,
     TypeDecorator,
     create_engine,
     event,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Dialect, Engine, make_url
@@ -115,6 +121,7 @@ class _Conversation(_Base):
 
 class _Message(_Base):
     __tablename__ = "gcite_messages"
+    __table_args__ = (Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),)
 
     id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(_Str(36), index=True)
@@ -205,7 +212,7 @@ class ConversationStore:
 
     ``url``: a SQLAlchemy URL (``sqlite:///path``, ``postgresql://...``,
     ``postgresql+psycopg://...``; see :func:`sqlalchemy_url`); for SQLite the parent folder
-    is created. Tables are created on open (``CREATE TABLE IF NOT EXISTS``).
+    is created. The schema is migrated to the newest revision on open (:func:`migrate`).
     """
 
     def __init__(self, url: str) -> None:
@@ -218,8 +225,8 @@ class ConversationStore:
             self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
             if url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
-            _Base.metadata.create_all(self.engine)
-        except (SQLAlchemyError, OSError, ValueError, ImportError) as exc:
+            migrate(self.engine)
+        except (SQLAlchemyError, OSError, ValueError, ImportError, CommandError) as exc:
             safe = _safe_url(url)
             detail = str(exc).replace(url, safe)
             raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
@@ -424,9 +431,61 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
-def new_id() -> str:
-    """A fresh UUID4 string (task ids, run ids, node execution ids)."""
-    return str(uuid.uuid4())
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "gcite_alembic_version"
+_migrating = threading.Lock()
+MIGRATION_LOCK = 0x6763_6974_6D69_67  # "gcitemig": the PostgreSQL advisory lock of migrate()
+BASELINE = "0001"
+"""The revision of the schema ``create_all`` made before migrations existed."""
 
 
-__all__ = ["ConversationRecord", "ConversationStore", "MessageRecord", "new_id", "sqlalchemy_url"]
+def _alembic_config(connection: Connection) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest schema (Alembic, ``gcite.service.migrations``).
+
+    An empty database gets every revision; a database made by ``create_all`` before
+    migrations existed (tables, no ``gcite_alembic_version``) is stamped at
+    :data:`BASELINE` first. Runs in one transaction (PostgreSQL and SQLite have
+    transactional DDL); stores opening together migrate one after the other: in a process
+    under a lock (Alembic's context is process-global), across processes on PostgreSQL
+    under a transaction-scoped advisory lock. Raises SQLAlchemy errors (the caller maps
+    them).
+    """
+    from alembic import command
+
+    with _migrating, engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        config = _alembic_config(connection)
+        tables = inspect(connection)
+        if not tables.has_table(VERSION_TABLE) and tables.has_table(_Message.__tablename__):
+            command.stamp(config, BASELINE)
+        command.upgrade(config, "head")
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The revision the database is at (None before any migration)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        revision: str | None = context.get_current_revision()
+        return revision
+
+
+__all__ = [
+    "ConversationRecord",
+    "ConversationStore",
+    "MessageRecord",
+    "migrate",
+    "schema_revision",
+    "sqlalchemy_url",
+]

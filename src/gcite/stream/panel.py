@@ -5,13 +5,26 @@ idMap in insertion order and looking each raw id up in ``chunkMetadataMap``
 (``chunk_metadata`` indexed by ``id``) — never by listing all of ``chunk_metadata``.
 Also the fallback of §3.4: when no ``chunk_metadata`` arrived, the chunks are rebuilt
 from ``message_end.metadata.retriever_resources`` and the cited ids looked up in them
-(a cited id with no matching resource gets ``chunk=None``). Pure functions.
+(a cited id with no matching resource gets ``chunk=None``). The rules, shared with the
+JavaScript client (``clients/js/src/panel.js``), are ``docs/stream-contract.md`` §6–§7:
+which chunks are usable, the row's title, subtitle and link, and the URL rule
+(:func:`safe_url`). Pure functions.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
+
+_URL_FORBIDDEN: Final = re.compile(
+    "[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\ufeff\\\\]"
+)
+_URL_RE: Final = re.compile(
+    r"(?i:https?)://(?P<host>[^/?#@:\[\]]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?(?:[/?#].*)?",
+    re.DOTALL,
+)
+_URL_TRIM: Final = " \t\n\r\f"
 
 
 class PanelEntry(TypedDict):
@@ -27,13 +40,34 @@ class PanelEntry(TypedDict):
     chunk: dict[str, Any] | None
 
 
+def chunk_id(chunk: Any) -> str | None:
+    """The id of a ``chunk_metadata`` item as a string, or ``None`` when it has none.
+
+    An id is a non-empty string, or an integer (not a boolean) written in decimal.
+    """
+    if not isinstance(chunk, dict):
+        return None
+    value = chunk.get("id")
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def usable_chunk(chunk: Any) -> bool:
+    """Whether a ``chunk_metadata`` item can be cited: an object with an id (:func:`chunk_id`)."""
+    return chunk_id(chunk) is not None
+
+
 def chunk_map(
     chunk_metadata: Sequence[Any] | Mapping[str, Any] | None,
 ) -> dict[str, dict[str, Any]]:
     """``chunkMetadataMap`` (mobile §3.3): chunk dicts keyed by ``str(chunk["id"])``.
 
     Accepts the ``chunk_metadata`` list, or an already keyed dict. Items that are not
-    dicts, or list items without an ``id``, are skipped; for a repeated id the first wins.
+    dicts, or list items without an id (:func:`chunk_id`), are skipped; for a repeated id
+    the first wins.
     """
     out: dict[str, dict[str, Any]] = {}
     if chunk_metadata is None:
@@ -44,8 +78,9 @@ def chunk_map(
                 out.setdefault(str(key), chunk)
         return out
     for chunk in chunk_metadata:
-        if isinstance(chunk, dict) and chunk.get("id") not in (None, ""):
-            out.setdefault(str(chunk["id"]), chunk)
+        own = chunk_id(chunk)
+        if own is not None:
+            out.setdefault(own, chunk)
     return out
 
 
@@ -73,10 +108,12 @@ def chunk_from_retriever_resource(resource: Mapping[str, Any], position: int) ->
 
     Dify's ``RetrievalSourceMetadata`` (dify-protocol.md §1.6) knows only knowledge-base
     hits: ``source_type`` ``"rag"``, ``document_title`` from ``document_name`` / ``title``,
-    ``display_subtitle`` from ``dataset_name``, and ``id`` = ``position`` (or ``position``
-    given here when absent). When ``doc_metadata`` carries G-Cite fields (as the gcite
-    service writes them: ``chunk_id``, ``source_type``, ``document_title``,
-    ``display_subtitle``, ``url``), those win, so the raw ids of the answer's markers match.
+    ``display_subtitle`` from ``dataset_name``, and ``id`` = ``position`` when it is a
+    positive integer (else ``position`` given here: the 1-based place in the list). When
+    ``doc_metadata`` carries G-Cite fields (as the gcite service writes them: ``chunk_id``,
+    ``source_type``, ``document_title``, ``display_subtitle``, ``url``), those win, so the
+    raw ids of the answer's markers match. Only string values are taken as text
+    (``docs/stream-contract.md`` §6).
     """
     meta = resource.get("doc_metadata")
     if not isinstance(meta, dict):
@@ -84,25 +121,29 @@ def chunk_from_retriever_resource(resource: Mapping[str, Any], position: int) ->
     raw_position = resource.get("position")
     if isinstance(raw_position, int) and not isinstance(raw_position, bool) and raw_position > 0:
         position = raw_position
-    chunk_id = meta.get("chunk_id")
+    own_id = chunk_id({"id": meta.get("chunk_id")})
     source_type = meta.get("source_type")
     subtitle = meta.get("display_subtitle")
-    title = meta.get("document_title") or resource.get("document_name") or resource.get("title")
-    url = meta.get("url") or meta.get("source_file_url") or ""
+    title = _text(meta, "document_title") or _text(resource, "document_name")
     return {
-        "id": str(chunk_id) if chunk_id not in (None, "") else str(position),
-        "source_type": source_type if source_type in ("rag", "web") else "rag",
-        "document_title": str(title or ""),
+        "id": own_id if own_id is not None else str(position),
+        "source_type": "web" if source_type == "web" else "rag",
+        "document_title": title or _text(resource, "title"),
         "display_subtitle": subtitle
         if isinstance(subtitle, str)
-        else str(resource.get("dataset_name") or ""),
-        "content": str(resource.get("content") or ""),
+        else _text(resource, "dataset_name"),
+        "content": _text(resource, "content"),
         "score": resource.get("score"),
-        "url": str(url),
-        "source_file_url": str(meta.get("source_file_url") or ""),
-        "document_name": str(resource.get("document_name") or ""),
-        "dataset_name": str(resource.get("dataset_name") or ""),
+        "url": _text(meta, "url") or _text(meta, "source_file_url"),
+        "source_file_url": _text(meta, "source_file_url"),
+        "document_name": _text(resource, "document_name"),
+        "dataset_name": _text(resource, "dataset_name"),
     }
+
+
+def _text(mapping: Mapping[str, Any], key: str) -> str:
+    value = mapping.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def chunks_from_retriever_resources(resources: Any) -> list[dict[str, Any]]:
@@ -118,4 +159,77 @@ def chunks_from_retriever_resources(resources: Any) -> list[dict[str, Any]]:
         chunk_from_retriever_resource(resource, k + 1)
         for k, resource in enumerate(resources)
         if isinstance(resource, dict)
+    ]
+
+
+# -- the row's view and the URL rule (docs/stream-contract.md §6, §7) -------------------
+
+
+def safe_url(url: Any) -> str | None:
+    """``url`` when it may become a link, else ``None`` (the URL rule; fails closed).
+
+    Leading and trailing ASCII whitespace is trimmed. Accepted: an absolute ``http`` or
+    ``https`` URL (scheme in any case) followed by ``//`` and a host, optionally a port
+    of 1–5 digits, then optionally a path, query or fragment. Refused: other schemes
+    (``javascript:``, ``data:``, ``oss://``), relative URLs, user info (any ``@`` in the
+    authority: ``https://good.example@evil.example``, ``https://@evil.example``), an
+    empty host, backslashes anywhere, and control, space, invisible formatting or
+    bidirectional characters anywhere. Returns the trimmed URL.
+    """
+    if not isinstance(url, str):
+        return None
+    text = url.strip(_URL_TRIM)
+    if not text or _URL_FORBIDDEN.search(text) or _URL_RE.fullmatch(text) is None:
+        return None
+    return text
+
+
+def entry_title(entry: PanelEntry) -> str:
+    """The row's title: the first non-blank string of the chunk's ``document_title``,
+    ``document_name``, ``title``; else ``来源 <raw id>``."""
+    chunk = entry["chunk"]
+    if chunk is not None:
+        for key in ("document_title", "document_name", "title"):
+            value = chunk.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return f"来源 {entry['raw_id']}"
+
+
+def entry_subtitle(entry: PanelEntry) -> str:
+    """The row's subtitle: ``display_subtitle`` trimmed (mobile §5.4: no fallback chain);
+    ``""`` means no subtitle line."""
+    chunk = entry["chunk"]
+    value = None if chunk is None else chunk.get("display_subtitle")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def entry_url(entry: PanelEntry) -> str | None:
+    """The row's link: :func:`safe_url` of ``url``, else of ``source_file_url``, else ``None``."""
+    chunk = entry["chunk"]
+    if chunk is None:
+        return None
+    return safe_url(chunk.get("url")) or safe_url(chunk.get("source_file_url"))
+
+
+def entry_source_type(entry: PanelEntry) -> str:
+    """The row's ``source_type`` (``"rag"``, ``"web"``, or ``""`` without a chunk)."""
+    chunk = entry["chunk"]
+    value = None if chunk is None else chunk.get("source_type")
+    return value if isinstance(value, str) else ""
+
+
+def panel_view(panel: Sequence[PanelEntry]) -> list[dict[str, Any]]:
+    """What a client shows for each row: ``{idx, raw_id, source_type, title, subtitle, url}``
+    (the stream contract's panel output, compared by the vectors)."""
+    return [
+        {
+            "idx": entry["idx"],
+            "raw_id": entry["raw_id"],
+            "source_type": entry_source_type(entry),
+            "title": entry_title(entry),
+            "subtitle": entry_subtitle(entry),
+            "url": entry_url(entry),
+        }
+        for entry in panel
     ]

@@ -76,6 +76,7 @@ _MAX_LIST_DIGITS: Final = 9
 
 _NORMAL_STOP: Final = re.compile("[`\n" + re.escape(OPENERS + ESCAPE) + "]")
 _INLINE_STOP: Final = re.compile("[`\n]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _START_SPACE: Final = " \t\r\n"
 _THINK_TAGS: Final = {"<think>": "</think>", "<thinking>": "</thinking>"}
 _QUOTE_SPACE: Final = " \t>"
@@ -215,7 +216,12 @@ class CitationParser:
             raise RuntimeError("CitationParser.feed() after close()")
         if not isinstance(delta, str):
             raise TypeError(f"delta must be str, got {type(delta).__name__}")
-        self._consume(self._surrogates.feed(delta))
+        if self._surrogates.pending or _SURROGATE.search(delta) is not None:
+            delta = self._surrogates.feed(delta)
+        if self._phase == _BODY:
+            self._body(delta)
+        else:
+            self._consume(delta)
         return self._take()
 
     def close(self) -> list[Segment]:
@@ -393,34 +399,34 @@ class CitationParser:
         if rest:
             self._body(rest)
 
-    def _step_held(self, ch: str) -> bool:
-        """Feed ``ch`` to the held marker; ``True`` when ``ch`` was consumed."""
-        held = self._held
-        if len(held) == 1 and held[0] == ESCAPE:  # an escape waits for its opener
-            if ch in OPENERS and self._max_hold > 2:
-                held.append(ch)
-                self._matcher.reset()
-                return True
-            self._hold_fail()
-            return False
-        step = self._matcher.step(ch)
-        if step is Step.DONE and len(held) < self._max_hold:
-            self._held = []
-            for raw_id in self._matcher.ids:
-                self._cite(raw_id)
-            return True
-        if step is Step.MORE and len(held) + 1 < self._max_hold:
-            held.append(ch)
-            return True
-        self._hold_fail()  # FAIL, or no room left
-        return False
-
     def _body(self, text: str) -> None:
         i, n = 0, len(text)
+        max_hold = self._max_hold
         while i < n:
-            if self._held:
-                if self._step_held(text[i]):
+            held = self._held
+            if held:  # a possible marker: one more character (spec §5)
+                ch = text[i]
+                if len(held) == 1 and held[0] == ESCAPE:  # an escape waits for its opener
+                    if ch in OPENERS and max_hold > 2:
+                        held.append(ch)
+                        self._matcher.reset()
+                        i += 1
+                    else:
+                        self._hold_fail()
+                    continue
+                step = self._matcher.step(ch)
+                if step is Step.MORE:
+                    if len(held) + 1 < max_hold:
+                        held.append(ch)
+                        i += 1
+                        continue
+                elif step is Step.DONE and len(held) < max_hold:
+                    self._held = []
+                    for raw_id in self._matcher.ids:
+                        self._cite(raw_id)
                     i += 1
+                    continue
+                self._hold_fail()  # FAIL, or no room left; re-read ch
                 continue
             if self._run_len:
                 if text[i] == self._run_char:

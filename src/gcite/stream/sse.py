@@ -6,7 +6,10 @@ style), wired by one pure state machine, :class:`DifyStreamConsumer`::
     bytes ─ Utf8Decoder ─▶ str ─ LineDecoder ─▶ lines ─ SSEDecoder ─▶ ServerSentEvent
           ─ DifyStreamConsumer ─▶ JSON events ─▶ CitationParser ─▶ StreamUpdate ... AnswerFinished
 
-Protocol facts (``dify-protocol.md`` §1.2–§1.8; mobile design document §3):
+The rules are ``docs/stream-contract.md``; ``tests/vectors/dify-stream.v1.json`` holds its
+vectors, which this consumer and the JavaScript ``AnswerStream`` both pass (fed whole,
+byte by byte and in random cuts). Protocol facts (``dify-protocol.md`` §1.2–§1.8; mobile
+design document §3):
 
 - frames are ``data: <json>`` lines ended by a blank line; Dify's keep-alive is a bare
   ``event: ping`` line with no ``data:``; lines end in ``\\n``, ``\\r\\n`` or ``\\r``;
@@ -18,16 +21,23 @@ Protocol facts (``dify-protocol.md`` §1.2–§1.8; mobile design document §3):
   ``text_chunk`` (``data.text``); ``message_replace`` replaces the answer;
 - ``message_end`` and ``workflow_finished`` may come in either order, or not at all
   (dify#31253): the answer is final when the byte stream ends;
-- an ``error`` event releases held text and surfaces the error (the first one wins);
-  text arriving after ``message_end`` or ``error`` is kept as literal text, with a warning;
+- an ``error`` event releases held text and surfaces the error (the first one wins; its
+  ``code`` is a string, an integer code becomes its decimal string, anything else
+  ``"error"``); text arriving after ``message_end`` or ``error`` is kept as literal text,
+  with a warning;
+- a frame whose JSON has no ``event`` (and came without an ``event:`` line) is a
+  ``message`` (the WHATWG default type), with a warning;
+- a leading ``<think>`` block of the answer is reasoning (``AnswerResult.reasoning``),
+  never answer text, never citing;
 - without ``chunk_metadata`` the panel falls back to
   ``message_end.metadata.retriever_resources`` (mobile §3.4): the cited ids are looked up
   by ``doc_metadata.chunk_id`` (gcite's service) or else by ``position`` (Dify).
 
 Bad input never raises from the consumer: undecodable UTF-8 becomes U+FFFD, frames that
 are not JSON objects or come incomplete at the end are skipped and listed in
-``AnswerResult.warnings``, an over-long line stops the stream with error
-``frame_too_large``. :func:`consume_chat_stream` adds the HTTP edge over httpx.
+``AnswerResult.warnings`` (each ``"<kind>: <detail>"``, kinds in :data:`WARNING_KINDS`),
+an over-long line stops the stream with error ``frame_too_large``.
+:func:`consume_chat_stream` adds the HTTP edge over httpx.
 """
 
 from __future__ import annotations
@@ -45,8 +55,10 @@ from gcite.stream.panel import (
     build_panel,
     chunk_map,
     chunks_from_retriever_resources,
+    usable_chunk,
 )
 from gcite.stream.parser import DEFAULT_MAX_HOLD, CitationParser, Segment, merge_segments
+from gcite.stream.surrogates import fix_surrogates
 
 if TYPE_CHECKING:  # httpx is imported by consume_chat_stream only: `import gcite` stays light
     import httpx
@@ -64,19 +76,27 @@ _LINE_END: Final = re.compile("\r\n|\r|\n")
 class Utf8Decoder:
     """Bytes to text, keeping a UTF-8 sequence split across chunks for the next chunk.
 
-    Invalid bytes decode to U+FFFD (never raises).
+    Invalid bytes decode to U+FFFD (never raises); a leading byte-order mark is dropped
+    (WHATWG SSE decodes with "UTF-8 decode", which strips it; so does the JS client).
     """
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._started = False
+
+    def _strip_bom(self, text: str) -> str:
+        if self._started or not text:
+            return text
+        self._started = True
+        return text[1:] if text[0] == "\ufeff" else text
 
     def decode(self, data: bytes) -> str:
         """Decode one chunk; returns the text it completes."""
-        return self._decoder.decode(data)
+        return self._strip_bom(self._decoder.decode(data))
 
     def flush(self) -> str:
         """End of input: an unfinished sequence becomes U+FFFD."""
-        return self._decoder.decode(b"", final=True)
+        return self._strip_bom(self._decoder.decode(b"", final=True))
 
 
 class LineDecoder:
@@ -135,6 +155,8 @@ class ServerSentEvent:
     data: str = ""
     id: str = ""
     retry: int | None = None
+    #: whether an ``event:`` line named the type (else ``event`` is the default "message")
+    event_given: bool = False
 
 
 class SSEDecoder:
@@ -152,15 +174,20 @@ class SSEDecoder:
         self._retry: int | None = None
 
     def decode(self, line: str) -> ServerSentEvent | None:
-        """Feed one line (no line end); returns an event at a blank line, else ``None``."""
+        """Feed one line (no line end); returns an event at a blank line, else ``None``.
+
+        A block with neither ``event:`` nor ``data:`` (only ``id:``/``retry:``/comments)
+        is not dispatched."""
         if not line:
-            if not self._event and not self._data and self._retry is None:
+            if not self._event and not self._data:
+                self._retry = None
                 return None
             sse = ServerSentEvent(
                 event=self._event or "message",
                 data="\n".join(self._data),
                 id=self._last_id,
                 retry=self._retry,
+                event_given=bool(self._event),
             )
             self._event, self._data, self._retry = "", [], None
             return sse
@@ -227,10 +254,13 @@ class AnswerResult:
     display order (or the §3.4 fallback); ``panel_source``: where panel metadata came
     from; ``metadata``: ``message_end.metadata`` (usage, retriever_resources);
     ``events``: names of the events seen in order (``ping`` included);
-    ``finished``: whether ``message_end`` arrived; ``warnings``: frames skipped.
+    ``finished``: whether ``message_end`` arrived; ``warnings``: ``"<kind>: <detail>"``
+    for each frame or field skipped or kept by a fallback (:data:`WARNING_KINDS`);
+    ``reasoning``: the answer's leading ``<think>`` block (not part of ``answer``).
     """
 
     answer: str = ""
+    reasoning: str = ""
     raw_answer: str = ""
     segments: list[Segment] = field(default_factory=list)
     citations: list[tuple[str, int]] = field(default_factory=list)
@@ -258,19 +288,44 @@ class AnswerFinished:
 
 StreamUpdate = MetadataReceived | SegmentsReceived | StreamFailed | AnswerFinished
 
+#: The warning kinds of ``AnswerResult.warnings`` (``docs/stream-contract.md`` §5).
+WARNING_KINDS: Final = (
+    "malformed_frame",  # data is not JSON, or not a JSON object (also incomplete at the end)
+    "no_event",  # a JSON object without an event name: taken as "message"
+    "bad_answer",  # message / agent_message / message_replace without a string answer
+    "bad_text_chunk",  # text_chunk without a string data.text
+    "bad_chunk_metadata",  # chunk_metadata neither a list nor a JSON string of one
+    "bad_chunk",  # chunk_metadata items that are not objects with a string or integer id
+    "text_after_end",  # non-empty text (or a replace) after message_end or error: kept
+    "later_error",  # an error event after the first error: ignored
+)
+
 
 # -- the consumer ---------------------------------------------------------------------
 
 
-def _parse_chunk_metadata(value: Any) -> list[dict[str, Any]] | None:
+def _parse_chunk_metadata(value: Any) -> list[Any] | None:
     if isinstance(value, str):
         try:
             value = jsonlib.loads(value)
         except ValueError:
             return None
-    if not isinstance(value, list):
-        return None
-    return [item for item in value if isinstance(item, dict)]
+    return value if isinstance(value, list) else None
+
+
+def _brief(value: Any) -> str:
+    text = value if isinstance(value, str) else jsonlib.dumps(value, ensure_ascii=False)
+    return repr(text[:200])
+
+
+def _error_code(value: Any) -> str:
+    """Dify's error ``code``: a non-empty string as is, an integer as its decimal string
+    (some gateways send the HTTP status there), anything else ``"error"``."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return "error"
 
 
 class DifyStreamConsumer:
@@ -291,6 +346,7 @@ class DifyStreamConsumer:
         self._sse = SSEDecoder()
         self._parser = CitationParser(None, max_hold)
         self._text_started = False
+        self._message_id_seen = False
         self._segments: list[Segment] = []
         self._raw: list[str] = []
         self._chunks: dict[str, dict[str, Any]] | None = None
@@ -357,6 +413,9 @@ class DifyStreamConsumer:
         self._finish_text(updates)
         self._res.segments = merge_segments(self._segments)
         self._res.answer = "".join(s["text"] for s in self._res.segments if "text" in s)
+        self._res.reasoning = "".join(
+            s["reasoning"] for s in self._res.segments if "reasoning" in s
+        )
         self._res.raw_answer = "".join(self._raw)
         self._res.citations = self._parser.citations
         self._res.invalid = self._parser.invalid
@@ -377,10 +436,10 @@ class DifyStreamConsumer:
 
     def _stop(self, error: StreamFailed, updates: list[StreamUpdate]) -> None:
         self._stopped = True
-        if self._res.error is None:
-            self._res.error = error
         self._finish_text(updates)
-        updates.append(error)
+        if self._res.error is None:  # the first error wins
+            self._res.error = error
+            updates.append(error)
 
     def _line(self, line: str, updates: list[StreamUpdate]) -> None:
         sse = self._sse.decode(line)
@@ -396,45 +455,67 @@ class DifyStreamConsumer:
         if not self._parser.closed:
             self._emit(self._parser.close(), updates)
 
+    def _warn(self, kind: str, detail: str) -> None:
+        self._res.warnings.append(f"{kind}: {detail}")
+
     def _text(self, text: Any, updates: list[StreamUpdate], event: str) -> None:
         if not isinstance(text, str):
-            self._res.warnings.append(f"{event}: answer text is not a string; skipped")
+            kind = "bad_text_chunk" if event == "text_chunk" else "bad_answer"
+            self._warn(kind, f"{event} without a string answer; skipped")
+            return
+        if not text:
             return
         self._raw.append(text)
         if self._parser.closed:  # after message_end or error: kept, as literal text
-            self._res.warnings.append(f"{event} after the end of the answer: {text[:200]!r}")
-            self._emit([{"text": text}] if text else [], updates)
+            self._warn("text_after_end", f"{event} after the end of the answer: {text[:200]!r}")
+            self._emit([{"text": fix_surrogates(text)}], updates)
             return
         self._text_started = True
         self._emit(self._parser.feed(text), updates)
 
     def _event(self, sse: ServerSentEvent, updates: list[StreamUpdate], *, complete: bool) -> None:
-        if not sse.data:
+        if not sse.data:  # a keep-alive such as Dify's bare "event: ping"
             self._res.events.append(sse.event)
             return
         try:
             payload = jsonlib.loads(sse.data)
         except ValueError:
             what = "incomplete frame at end of stream" if not complete else "frame is not JSON"
-            self._res.warnings.append(f"{what}; skipped: {sse.data[:200]!r}")
+            self._warn("malformed_frame", f"{what}; skipped: {sse.data[:200]!r}")
             return
         if not isinstance(payload, dict):
-            self._res.warnings.append(f"frame is not a JSON object; skipped: {sse.data[:200]!r}")
+            self._warn(
+                "malformed_frame", f"frame is not a JSON object; skipped: {sse.data[:200]!r}"
+            )
             return
         name = payload.get("event")
         if not isinstance(name, str) or not name:
             name = sse.event
+            if sse.event == "message" and not sse.event_given:
+                self._warn(
+                    "no_event", f"frame without an event name, taken as message: {sse.data[:200]!r}"
+                )
         self._res.events.append(name)
-        self._envelope(payload)
+        self._envelope(payload, name)
         handler = _HANDLERS.get(name)
         if handler is not None:
             handler(self, payload, updates)
 
-    def _envelope(self, payload: Mapping[str, Any]) -> None:
+    def _envelope(self, payload: Mapping[str, Any], name: str) -> None:
         for key in ("conversation_id", "message_id", "task_id"):
             value = payload.get(key)
             if isinstance(value, str) and value:
                 setattr(self._res, key, value)
+                if key == "message_id":
+                    self._message_id_seen = True
+        message_id = payload.get("id")
+        if (
+            name in ("message", "message_end")
+            and not self._message_id_seen
+            and isinstance(message_id, str)
+            and message_id
+        ):
+            self._res.message_id = message_id
 
     def _on_workflow_started(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
         if not self._text_started:  # a new answer starts: forget earlier metadata (mobile §3.3)
@@ -449,17 +530,21 @@ class DifyStreamConsumer:
         outputs = data.get("outputs")
         if not isinstance(outputs, dict) or "chunk_metadata" not in outputs:
             return
-        chunks = _parse_chunk_metadata(outputs["chunk_metadata"])
-        if chunks is None:
-            self._res.warnings.append("node_finished: chunk_metadata is not a list; ignored")
+        items = _parse_chunk_metadata(outputs["chunk_metadata"])
+        if items is None:
+            self._warn("bad_chunk_metadata", "node_finished: chunk_metadata is not a list; ignored")
             return
+        chunks = [item for item in items if usable_chunk(item)]
+        if len(chunks) < len(items):
+            self._warn("bad_chunk", f"{len(items) - len(chunks)} item(s) without an id; skipped")
         self._chunk_list = chunks
         self._chunks = chunk_map(chunks)
         self._parser.set_known_ids(self._chunks)
         updates.append(MetadataReceived(chunks))
 
     def _on_message(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
-        self._text(payload.get("answer"), updates, str(payload.get("event") or "message"))
+        name = payload.get("event")
+        self._text(payload.get("answer"), updates, name if name == "agent_message" else "message")
 
     def _on_text_chunk(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
         data = payload.get("data")
@@ -468,10 +553,10 @@ class DifyStreamConsumer:
     def _on_message_replace(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
         answer = payload.get("answer")
         if not isinstance(answer, str):
-            self._res.warnings.append("message_replace: answer is not a string; skipped")
+            self._warn("bad_answer", "message_replace without a string answer; skipped")
             return
         if self._parser.closed:
-            self._res.warnings.append(f"message_replace after the end of the answer: {answer!r}")
+            self._warn("text_after_end", f"message_replace after the end of the answer: {answer!r}")
             return
         known = None if self._chunks is None else list(self._chunks)
         self._parser = CitationParser(known, self._max_hold)
@@ -483,9 +568,6 @@ class DifyStreamConsumer:
 
     def _on_message_end(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
         self._res.finished = True
-        message_id = payload.get("id")
-        if isinstance(message_id, str) and message_id and not self._res.message_id:
-            self._res.message_id = message_id
         metadata = payload.get("metadata")
         if isinstance(metadata, dict):
             self._res.metadata = metadata
@@ -499,13 +581,16 @@ class DifyStreamConsumer:
 
     def _on_error(self, payload: dict[str, Any], updates: list[StreamUpdate]) -> None:
         status = payload.get("status")
+        message = payload.get("message")
         error = StreamFailed(
-            code=str(payload.get("code") or "error"),
-            message=str(payload.get("message") or ""),
+            code=_error_code(payload.get("code")),
+            message=message if isinstance(message, str) else "",
             status=status if isinstance(status, int) and not isinstance(status, bool) else None,
         )
-        if self._res.error is None:  # the first error wins
-            self._res.error = error
+        if self._res.error is not None:  # the first error wins
+            self._warn("later_error", f"{error.code}: {error.message[:200]!r}")
+            return
+        self._res.error = error
         self._finish_text(updates)
         updates.append(error)
 

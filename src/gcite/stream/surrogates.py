@@ -48,6 +48,11 @@ class SurrogateJoiner:
     def __init__(self) -> None:
         self._pending = ""
 
+    @property
+    def pending(self) -> bool:
+        """Whether a high surrogate waits for the next delta."""
+        return bool(self._pending)
+
     def feed(self, delta: str) -> str:
         """The fixed text of ``pending + delta``, keeping a trailing high surrogate back."""
         text = self._pending + delta if self._pending else delta

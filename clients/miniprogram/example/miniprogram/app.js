@@ -1,0 +1,2 @@
+// The example app: nothing global; the chat page reads config.js.
+App({});

@@ -1,0 +1,351 @@
+/**
+ * <g-cite-answer>: one G-Cite answer in a WeChat mini program — the streamed
+ * text with superscripts, the source panel and the half-screen sheet (mobile
+ * design document §3–§6). Built on the JavaScript client (clients/js/src,
+ * copied in as CommonJS by clients/miniprogram/scripts/build-client.mjs):
+ * wxStreamChat (wx.request enableChunked + onChunkReceived), the stream
+ * parser and idMap, buildPanel and the retriever_resources fallback.
+ *
+ * Properties: query, service-url, api-key, user, conversation-id, inputs,
+ * autostart (default true: ask `query` when attached), web-view-page,
+ * web-view-domains, timeout (ms).
+ * Methods (selectComponent): ask(query?), stop(), retry().
+ * Events: start {query}; finish {status, conversationId, messageId, error,
+ * citations, sources}.
+ *
+ * status: idle | waiting | generating | done | empty | stopped | error | incomplete
+ */
+var client = require('./lib/gcite-client/index.js');
+var view = require('./view.js');
+
+var CLOSE_DRAG_PX = 80; // drag the sheet down this far to close it
+
+Component({
+  options: { addGlobalClass: false },
+
+  properties: {
+    query: { type: String, value: '' },
+    serviceUrl: { type: String, value: '' },
+    apiKey: { type: String, value: '' },
+    user: { type: String, value: '' },
+    conversationId: { type: String, value: '' },
+    inputs: { type: Object, value: {} },
+    autostart: { type: Boolean, value: true },
+    webViewPage: { type: String, value: '' },
+    webViewDomains: { type: Array, value: [] },
+    timeout: { type: Number, value: 300000 },
+  },
+
+  data: {
+    nodes: [],
+    reasoning: '',
+    reasoningOpen: false,
+    status: 'idle',
+    statusText: '',
+    busy: false,
+    canRetry: false,
+    incomplete: false,
+    panelRows: [],
+    panelOpen: false,
+    sheet: null,
+    sheetOpen: false,
+    sheetOffset: 0,
+  },
+
+  lifetimes: {
+    attached: function () {
+      this._seq = 0;
+      this._task = null;
+      this._panel = [];
+      if (this.data.autostart && this.data.query) this.ask(this.data.query);
+    },
+    detached: function () {
+      this.stop();
+    },
+  },
+
+  methods: {
+    /** Ask `query` (default: the query property); a running answer is stopped first. */
+    ask: function (query) {
+      var q = String(query === undefined || query === null ? this.data.query : query).trim();
+      if (q === '') return;
+      this.stop();
+      this._query = q;
+      var seq = ++this._seq;
+      var self = this;
+      this._segments = [];
+      this._metadata = new Map(); // chunkMetadataMap, new for every answer (seed §3.3)
+      this._citations = [];
+      this._seen = new Set();
+      this._gotText = false;
+      this._sawEnd = false;
+      this._finished = false;
+      this._panel = [];
+      this.setData({
+        nodes: [],
+        reasoning: '',
+        reasoningOpen: false,
+        status: 'waiting',
+        statusText: '正在检索资料…',
+        busy: true,
+        canRetry: false,
+        incomplete: false,
+        panelRows: [],
+        panelOpen: false,
+        sheet: null,
+        sheetOpen: false,
+        sheetOffset: 0,
+      });
+      this.triggerEvent('start', { query: q });
+      var base = String(this.data.serviceUrl || '').replace(/\/+$/, '');
+      if (base === '') {
+        this._finish({ error: { code: 'config', status: 0, message: '未配置服务地址（service-url）' } }, seq);
+        return;
+      }
+      var header = {};
+      if (this.data.apiKey) header.Authorization = 'Bearer ' + this.data.apiKey;
+      var live = function (fn) {
+        return function (arg) {
+          if (seq === self._seq && !self._finished) fn.call(self, arg);
+        };
+      };
+      try {
+        this._task = client.wxStreamChat(wx, {
+          url: base + '/v1/chat-messages',
+          header: header,
+          timeout: this.data.timeout,
+          body: {
+            query: q,
+            inputs: this.data.inputs || {},
+            user: this.data.user || 'miniprogram-user',
+            conversation_id: this.data.conversationId || '',
+            response_mode: 'streaming',
+          },
+          onMetadata: live(this._onMetadata),
+          onSegments: live(this._onSegments),
+          onReplace: live(this._onReplace),
+          onEvent: live(this._onEvent),
+          onDone: function (result) {
+            self._finish(result, seq);
+          },
+        });
+      } catch (e) {
+        this._finish({ error: { code: 'network_error', status: 0, message: String(e && e.message ? e.message : e) } }, seq);
+      }
+    },
+
+    /** Stop the running answer: what arrived stays, marked as stopped. */
+    stop: function () {
+      var task = this._task;
+      this._task = null;
+      if (task && !this._finished) task.abort();
+    },
+
+    /** Ask the same question again (after an error, a stop or an incomplete answer). */
+    retry: function () {
+      if (this.data.busy || !this._query) return;
+      this.ask(this._query);
+    },
+
+    _onEvent: function (evt) {
+      if (evt && (evt.event === 'message_end' || evt.event === 'workflow_finished')) this._sawEnd = true;
+    },
+
+    _onMetadata: function (chunks) {
+      this._metadata = client.chunkMap(chunks);
+      var patch = { status: 'generating' };
+      if (!this._gotText) patch.statusText = '正在生成回答…';
+      this._livePanel(patch);
+    },
+
+    _onSegments: function (segments) {
+      if (!segments || segments.length === 0) return;
+      this._segments = client.mergeText(this._segments.concat(segments));
+      var changed = this._note(segments);
+      var patch = { nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), status: 'generating' };
+      if (!this._gotText && patch.nodes[0].children.length > 0) {
+        this._gotText = true;
+        patch.statusText = '';
+      }
+      if (changed) this._livePanel(patch);
+      else this.setData(patch);
+    },
+
+    _onReplace: function (segments) {
+      // message_replace (output moderation): the answer so far is replaced.
+      this._segments = client.mergeText((segments || []).slice());
+      this._citations = [];
+      this._seen = new Set();
+      this._note(this._segments);
+      this._gotText = true;
+      this._livePanel({ nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), statusText: '' });
+    },
+
+    // Record the citations of new segments in display order; true when a new one came.
+    _note: function (segments) {
+      var changed = false;
+      for (var k = 0; k < segments.length; k++) {
+        var seg = segments[k];
+        if (seg.cite === undefined) continue;
+        var raw = String(seg.cite);
+        if (this._seen.has(raw)) continue;
+        this._seen.add(raw);
+        this._citations.push([raw, seg.idx]);
+        changed = true;
+      }
+      return changed;
+    },
+
+    // The panel while the answer streams. Without chunk_metadata (an older Dify
+    // without node_finished) the rows wait for message_end's retriever_resources
+    // (seed §3.4), so no placeholder rows flash up.
+    _livePanel: function (patch) {
+      this._panel = this._metadata.size > 0 ? client.buildPanel(this._citations, this._metadata) : [];
+      patch.panelRows = view.panelRows(this._panel);
+      this.setData(patch);
+    },
+
+    _finish: function (result, seq) {
+      if (seq !== this._seq || this._finished) return;
+      this._finished = true;
+      this._task = null;
+      var error = result && result.error ? result.error : null;
+      var patch = { busy: false };
+      if (result && Array.isArray(result.segments)) {
+        this._segments = result.segments;
+        patch.nodes = view.answerNodes(result.segments);
+        patch.reasoning = view.reasoningText(result.segments);
+        this._gotText = this._gotText || patch.nodes[0].children.length > 0;
+      }
+      if (result && Array.isArray(result.panel)) {
+        // The final panel: chunk_metadata, or message_end.metadata.retriever_resources (seed §3.4).
+        this._panel = result.panel;
+        patch.panelRows = view.panelRows(result.panel);
+      }
+      var status;
+      if (error && error.code === 'aborted') {
+        status = 'stopped';
+        patch.statusText = this._gotText ? '已停止生成，回答不完整' : '已停止生成';
+      } else if (error) {
+        status = 'error';
+        patch.statusText = (this._gotText ? '回答未完成：' : '') + view.errorText(error);
+      } else if (!this._gotText) {
+        status = 'empty';
+        patch.statusText = '（没有回答内容）';
+      } else if (!this._sawEnd) {
+        status = 'incomplete';
+        patch.statusText = '回答可能不完整：服务没有发送结束信号';
+      } else {
+        status = 'done';
+        patch.statusText = '';
+      }
+      patch.status = status;
+      patch.incomplete = status === 'stopped' || status === 'incomplete' || (status === 'error' && this._gotText);
+      patch.canRetry = status === 'stopped' || status === 'incomplete' ||
+        (status === 'error' && !(error.status === 401 || error.status === 403) && error.code !== 'config');
+      this.setData(patch);
+      this.triggerEvent('finish', {
+        status: status,
+        conversationId: result && result.conversationId ? result.conversationId : '',
+        messageId: result && result.messageId ? result.messageId : '',
+        error: error,
+        citations: result && result.citations ? result.citations : this._citations,
+        sources: this.data.panelRows.length,
+      });
+    },
+
+    // ------------------------------------------------------------ panel (§5.1)
+    onReasoningToggle: function () {
+      this.setData({ reasoningOpen: !this.data.reasoningOpen });
+    },
+
+    onPanelToggle: function () {
+      this.setData({ panelOpen: !this.data.panelOpen });
+    },
+
+    onRowTap: function (evt) {
+      var raw = String(evt.currentTarget.dataset.rawId);
+      var row = null;
+      for (var k = 0; k < this._panel.length; k++) if (String(this._panel[k].rawId) === raw) row = this._panel[k];
+      if (row === null) return;
+      var sheet = view.sheetModel(row, { webViewDomains: this.data.webViewDomains, webViewPage: this.data.webViewPage });
+      this.setData({ sheet: sheet, sheetOpen: true, sheetOffset: 0 });
+    },
+
+    // ------------------------------------------------------------ sheet (§5.3)
+    closeSheet: function () {
+      this.setData({ sheetOpen: false, sheetOffset: 0 });
+    },
+
+    onSheetTouchStart: function (evt) {
+      var t = evt.touches && evt.touches[0];
+      this._dragY = t ? t.clientY : null;
+    },
+
+    onSheetTouchMove: function (evt) {
+      if (this._dragY === null || this._dragY === undefined) return;
+      var t = evt.touches && evt.touches[0];
+      if (!t) return;
+      this.setData({ sheetOffset: Math.max(0, Math.round(t.clientY - this._dragY)) });
+    },
+
+    onSheetTouchEnd: function () {
+      var dy = this.data.sheetOffset;
+      this._dragY = null;
+      if (dy > CLOSE_DRAG_PX) this.closeSheet();
+      else this.setData({ sheetOffset: 0 });
+    },
+
+    noop: function () {},
+
+    onOpenOriginal: function () {
+      var sheet = this.data.sheet;
+      if (!sheet || sheet.buttonDisabled) return;
+      var self = this;
+      if (sheet.action === 'document') {
+        wx.showLoading({ title: '正在下载原文' });
+        wx.downloadFile({
+          url: sheet.url,
+          success: function (res) {
+            wx.hideLoading();
+            if (res.statusCode !== 200) {
+              self._sheetHint('下载原文失败（HTTP ' + res.statusCode + '），可复制链接后在浏览器中打开。');
+              return;
+            }
+            wx.openDocument({
+              filePath: res.tempFilePath,
+              fileType: sheet.officeType,
+              showMenu: true,
+              fail: function () {
+                self._sheetHint('无法打开该文档，可复制链接后在浏览器中打开。');
+              },
+            });
+          },
+          fail: function () {
+            wx.hideLoading();
+            self._sheetHint('下载原文失败：该文件的域名需加入小程序的 downloadFile 合法域名；可复制链接后在浏览器中打开。');
+          },
+        });
+      } else if (sheet.action === 'webview') {
+        wx.navigateTo({ url: this.data.webViewPage + '?url=' + encodeURIComponent(sheet.url) });
+      } else if (sheet.action === 'copy') {
+        this.onCopyLink();
+      }
+    },
+
+    onCopyLink: function () {
+      var sheet = this.data.sheet;
+      if (!sheet || !sheet.url) return;
+      wx.setClipboardData({
+        data: sheet.url,
+        success: function () {
+          wx.showToast({ title: '链接已复制', icon: 'none' });
+        },
+      });
+    },
+
+    _sheetHint: function (hint) {
+      this.setData({ 'sheet.hint': hint, 'sheet.showCopy': true });
+    },
+  },
+});

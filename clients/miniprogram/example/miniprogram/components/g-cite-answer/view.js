@@ -1,0 +1,257 @@
+/**
+ * View model of <g-cite-answer>: pure functions from the JavaScript client's
+ * output (segments, panel rows, UnifiedChunk objects) to the data the
+ * component's WXML binds. No wx, no I/O: the component (index.js) calls these
+ * and setData()s the result. ES2017, CommonJS (mini program require).
+ *
+ * Seeds (mobile design document): §4.1/§4.3 the answer text with
+ * superscripts, §5.1 the panel, §5.2 icons by source_type, §5.3 the
+ * half-screen sheet, §6.1 the superscript style.
+ *
+ * Safety: the answer is handed to <rich-text> as a node tree (never an HTML
+ * string); every string from the model or a document is a `{type: "text"}`
+ * node or a WXML text binding, which the mini program never parses as markup.
+ * URLs are used only when the client's safeUrl() accepts them (http/https).
+ */
+var client = require('./lib/gcite-client/index.js');
+
+/** Superscript style, mobile seed §6.1 (inline: rich-text ignores component wxss). */
+var SUP_STYLE = 'color:#2563eb;font-size:0.75em;font-weight:600;vertical-align:super;padding:0 1px;line-height:0;';
+
+/** Header colours of the sheet by source type, mobile seed §5.3. */
+var SHEET_COLORS = {
+  rag: { background: '#eff6ff', color: '#2563eb' },
+  web: { background: '#f0fdf4', color: '#16a34a' },
+};
+
+/** Tag names the answer's rich-text nodes may use (a subset of rich-text's whitelist). */
+var RICH_TEXT_TAGS = [
+  'a', 'b', 'blockquote', 'br', 'code', 'del', 'div', 'em', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr',
+  'i', 'li', 'ol', 'p', 'pre', 'span', 'strong', 'sub', 'sup', 'table', 'tbody', 'td', 'th', 'thead', 'tr', 'ul',
+];
+
+function text(s) {
+  return { type: 'text', text: String(s) };
+}
+
+function supNode(seg, adjacent) {
+  var children = [text(seg.idx)];
+  return {
+    name: 'sup',
+    attrs: { class: adjacent ? 'g-cite g-cite-adjacent' : 'g-cite', style: SUP_STYLE },
+    children: adjacent ? [text(',')].concat(children) : children,
+  };
+}
+
+/**
+ * Answer segments as rich-text nodes: one `div.answer-text` with text nodes,
+ * `br` for newlines and one `sup.g-cite` per citation (seed §4.3). A citation
+ * right after another gets a leading "," so "¹,²" never reads as "¹²".
+ * @param {Array<{text: string}|{cite: string, idx: number}>} segments
+ * @returns {Array<object>} rich-text nodes (an array, never a string)
+ */
+function answerNodes(segments) {
+  var children = [];
+  var lastCite = false;
+  var list = Array.isArray(segments) ? segments : [];
+  for (var k = 0; k < list.length; k++) {
+    var seg = list[k];
+    if (seg === null || typeof seg !== 'object') continue;
+    if (seg.cite !== undefined) {
+      children.push(supNode(seg, lastCite));
+      lastCite = true;
+      continue;
+    }
+    if (typeof seg.text !== 'string' || seg.text === '') continue;
+    lastCite = false;
+    var lines = seg.text.split(/\r\n|\r|\n/);
+    for (var j = 0; j < lines.length; j++) {
+      if (j > 0) children.push({ name: 'br' });
+      if (lines[j] !== '') children.push(text(lines[j]));
+    }
+  }
+  return [{ name: 'div', attrs: { class: 'answer-text' }, children: children }];
+}
+
+/**
+ * The reasoning of an answer (parser `{reasoning}` segments from a leading
+ * <think> block, citation-markers.md §4a): shown apart, collapsed, never in
+ * the answer text.
+ * @param {Array<object>} segments
+ * @returns {string}
+ */
+function reasoningText(segments) {
+  var out = '';
+  var list = Array.isArray(segments) ? segments : [];
+  for (var k = 0; k < list.length; k++) {
+    if (list[k] !== null && typeof list[k] === 'object' && typeof list[k].reasoning === 'string') out += list[k].reasoning;
+  }
+  // Markers in reasoning are not citations (spec §4a); they are not shown either,
+  // nor the start of one at the end of a reasoning still streaming.
+  out = client.stripMarkers(out).replace(/[\[【［][ \u3000]*(?:[CcＣｃ][ \u3000]*(?:[:：][ \u3000\d０-９,，、;；\-–~～]*)?)?$/, '');
+  return out.trim();
+}
+
+/** "rag" or "web" (anything but "web" is the knowledge base). */
+function sourceType(chunk) {
+  return chunk !== null && typeof chunk === 'object' && chunk.source_type === 'web' ? 'web' : 'rag';
+}
+
+/** The chunk's original link as given: `url`, else `source_file_url`, else "". */
+function rawUrl(chunk) {
+  if (chunk === null || typeof chunk !== 'object') return '';
+  var u = typeof chunk.url === 'string' && chunk.url.trim() !== '' ? chunk.url : chunk.source_file_url;
+  return typeof u === 'string' ? u.trim() : '';
+}
+
+/**
+ * Panel rows for the WXML (seed §5.1/§5.2), in the panel's order (the idMap's).
+ * @param {Array<{idx: number, rawId: string, chunk: (object|null)}>} panel buildPanel()
+ * @returns {Array<{idx: number, rawId: string, type: string, icon: string, title: string, subtitle: string}>}
+ */
+function panelRows(panel) {
+  var rows = [];
+  var list = Array.isArray(panel) ? panel : [];
+  for (var k = 0; k < list.length; k++) {
+    var row = list[k];
+    if (row === null || typeof row !== 'object') continue;
+    var type = sourceType(row.chunk);
+    rows.push({
+      idx: row.idx,
+      rawId: String(row.rawId),
+      type: type,
+      icon: type === 'web' ? 'globe' : 'file',
+      title: client.titleOf(row),
+      subtitle: client.subtitleOf(row.chunk),
+    });
+  }
+  return rows;
+}
+
+/** The host of an http(s) URL, lower case ("" when there is none). */
+function hostOf(url) {
+  var m = /^https?:\/\/(?:[^@\/?#]*@)?(\[[^\]]*\]|[^:\/?#]*)/i.exec(url || '');
+  return m ? m[1].toLowerCase() : '';
+}
+
+/**
+ * True when `url`'s host is one of the mini program's business domains (the
+ * hosts a <web-view> may open): an entry "example.com" matches that host
+ * only; an entry "*.example.com" matches its sub-domains.
+ * @param {string} url
+ * @param {Array<string>} domains
+ * @returns {boolean}
+ */
+function webViewAllowed(url, domains) {
+  var host = hostOf(url);
+  if (host === '' || !Array.isArray(domains)) return false;
+  for (var k = 0; k < domains.length; k++) {
+    var d = String(domains[k] || '').trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/.*$/, '');
+    if (d === '') continue;
+    if (d.indexOf('*.') === 0) {
+      var base = d.slice(2);
+      if (host.length > base.length && host.slice(-base.length - 1) === '.' + base) return true;
+    } else if (host === d) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The file type wx.openDocument expects for an Office URL ("doc", "docx", "pdf"), or "". */
+function officeType(url) {
+  if (!client.isOfficeUrl(url)) return '';
+  var m = /\.(docx?|pdf)$/i.exec(url.trim().split('#')[0].split('?')[0]);
+  return m ? m[1].toLowerCase() : '';
+}
+
+/**
+ * The half-screen sheet of one panel row (seed §5.3), in mini-program terms.
+ *
+ * `action` says what "完整原文" does:
+ * - "document": knowledge-base Office/PDF file (.doc/.docx/.pdf) — download
+ *   with wx.downloadFile, open with wx.openDocument; the Office notice shows.
+ * - "webview": open the page in the example's <web-view> page (the host is a
+ *   business domain).
+ * - "copy": the host is not a business domain: the button reads "复制链接"
+ *   and copies the link (wx.setClipboardData); the notice says why.
+ * - "none": disabled — no link (knowledge base), or a link that is not an
+ *   http(s) URL (hostile or broken data; web sources included).
+ *
+ * @param {{idx: number, rawId: string, chunk: (object|null)}} row a panel row
+ * @param {{webViewDomains?: Array<string>, webViewPage?: string}} [options]
+ * @returns {object} the sheet's data
+ */
+function sheetModel(row, options) {
+  var opts = options || {};
+  var chunk = row && row.chunk !== null && typeof row.chunk === 'object' ? row.chunk : null;
+  var type = sourceType(chunk);
+  var given = rawUrl(chunk);
+  var url = client.safeUrl(given) || '';
+  var office = type === 'rag' && url !== '' ? officeType(url) : '';
+  var action = 'none';
+  var hint = '';
+  if (url === '') {
+    hint = given !== '' ? '原文链接不是网页地址，无法打开' : '该来源没有原文链接';
+  } else if (office !== '') {
+    action = 'document';
+  } else if (opts.webViewPage && webViewAllowed(url, opts.webViewDomains)) {
+    action = 'webview';
+  } else {
+    action = 'copy';
+    hint = '该网页的域名不在小程序的业务域名中，无法在小程序内打开；可复制链接后在浏览器中查看。';
+  }
+  var colors = SHEET_COLORS[type];
+  var content = chunk !== null && typeof chunk.content === 'string' ? chunk.content : '';
+  return {
+    rawId: String(row ? row.rawId : ''),
+    idx: row ? row.idx : 0,
+    type: type,
+    icon: type === 'web' ? 'globe' : 'file',
+    tag: type === 'web' ? '公网' : '知识库',
+    headStyle: 'background:' + colors.background + ';color:' + colors.color + ';',
+    title: client.titleOf(row || { rawId: '', chunk: null }),
+    subtitle: client.subtitleOf(chunk),
+    content: content.trim() !== '' ? content : '（该来源没有可显示的正文片段）',
+    url: url,
+    action: action,
+    buttonText: action === 'copy' ? '复制链接' : '完整原文',
+    buttonDisabled: action === 'none',
+    hint: hint,
+    office: office !== '',
+    officeType: office,
+    officeNotice: office !== '' ? '原文是 Office / PDF 文件，将下载后用微信内置的文档查看器打开。' : '',
+  };
+}
+
+/**
+ * Chinese text for an error of the client (`{code, status, message}`).
+ * @param {{code?: string, status?: number, message?: string}|null} err
+ * @returns {string}
+ */
+function errorText(err) {
+  if (!err) return '出错了，请稍后重试';
+  if (err.status === 401 || err.status === 403) return 'API Key 无效或无权访问，请检查身份设置';
+  if (err.status === 429) return '请求过于频繁，请稍后再试';
+  if (err.code === 'network_error') return '无法连接服务，请检查网络后重试';
+  if (err.code === 'stream_interrupted') return '回答中断，请检查网络后重试';
+  if (err.code === 'timeout') return '请求超时，请稍后重试';
+  if (err.code === 'aborted') return '已停止生成';
+  var message = err.message ? String(err.message) : '';
+  return '出错了：' + (message || '请稍后重试');
+}
+
+module.exports = {
+  SUP_STYLE: SUP_STYLE,
+  SHEET_COLORS: SHEET_COLORS,
+  RICH_TEXT_TAGS: RICH_TEXT_TAGS,
+  answerNodes: answerNodes,
+  reasoningText: reasoningText,
+  panelRows: panelRows,
+  sheetModel: sheetModel,
+  sourceType: sourceType,
+  webViewAllowed: webViewAllowed,
+  officeType: officeType,
+  errorText: errorText,
+  hostOf: hostOf,
+};

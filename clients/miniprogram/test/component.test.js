@@ -1,0 +1,527 @@
+// <g-cite-answer> in miniprogram-simulate against the real gcite chat service
+// on loopback (tests/support/miniprogram_service.py: the app under uvicorn, a
+// scripted OpenAI stand-in as its LLM). The wx.request stand-in speaks real
+// HTTP and hands the body over in random chunk sizes (UTF-8 cut anywhere).
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { simulate } = require('./lib/env.js');
+const wxHttp = require('./lib/wx-http.js');
+const { startService, unavailable } = require('./lib/service.js');
+const h = require('./lib/harness.js');
+
+const PATROL = '夜间巡更要打卡多少个点位？';
+const CONTRACT = '电梯维保合同和值班交接记录怎么规定？被困电梯轿厢会缺氧吗？';
+const INJECTION = '注入测试文档说了什么？';
+const KEYS = '监控中心的备用钥匙放在哪里？';
+const BROKEN = '巡更中断测试';
+const GREETING = '你好';
+const THINKING = '思考一下：巡更有多少个点位？';
+
+const why = unavailable();
+const inCi = /^(1|true|yes)$/i.test(process.env.CI || '');
+if (why && inCi) throw new Error('the mini program tests need the gcite service: ' + why);
+const skip = why ? 'gcite service unavailable: ' + why : false;
+
+let service = null;
+const net = {};
+
+test.before(async function () {
+  if (skip) return;
+  service = await startService();
+  wxHttp.install(global.wx, net);
+});
+
+test.after(async function () {
+  if (service) await service.stop();
+});
+
+function reset(options) {
+  for (const k of Object.keys(net)) if (k !== 'requests' && k !== 'calls') delete net[k];
+  net.requests = [];
+  net.calls = [];
+  Object.assign(net, { seed: 1, maxChunk: 7 }, options || {});
+}
+
+function mount(props) {
+  return h.mount(Object.assign({ serviceUrl: service.url, apiKey: 'demo-visitor', user: 'mp-test' }, props));
+}
+
+/** Every recorded render: no raw marker, a valid rich-text tree, numbers never change. */
+function assertCleanFrames(comp, finalSups) {
+  assert.ok(comp.frames.length > 3, 'renders recorded: ' + comp.frames.length);
+  comp.frames.forEach(function (f, i) {
+    assert.doesNotMatch(f.text, h.RAW_MARKER, 'render ' + i + ' shows a raw marker: ' + f.text);
+    assert.doesNotMatch(f.domText, h.RAW_MARKER, 'render ' + i + ' DOM shows a raw marker');
+    assert.deepEqual(f.problems, [], 'render ' + i + ' rich-text nodes');
+    assert.ok(!Array.isArray(finalSups) || f.sups.every(function (n, k) { return n === finalSups[k]; }),
+      'render ' + i + ': superscripts ' + f.sups + ' are not a prefix of ' + finalSups);
+  });
+}
+
+function rows(comp) {
+  return Array.from(comp.dom.querySelectorAll(h.sel('.g-cite-item')));
+}
+
+function domOf(comp, selector) {
+  return comp.dom.querySelector(h.sel(selector));
+}
+
+for (const [seed, maxChunk] of [[1, 3], [7, 13], [42, 64]]) {
+  test('answer streamed in chunks of 1..' + maxChunk + ' bytes (seed ' + seed + '): superscripts by first appearance, panel in idMap order', { skip }, async function () {
+    reset({ seed: seed, maxChunk: maxChunk });
+    const comp = mount();
+    const done = await h.ask(comp, PATROL);
+    const turn = service.lastTurn(PATROL);
+    const rag = turn.cited.rag;
+    const web = turn.cited.web;
+    assert.ok(rag && web, 'the scripted answer cites a handbook chunk and a web chunk');
+
+    assert.equal(done.status, 'done');
+    assert.equal(comp.data.status, 'done');
+    // [C:rag] 【C：web】 [C:rag][C:rag] ［C:rag，web］ [C:99]: 1 2 1 1 2, the unknown 99 dropped.
+    const sups = h.rt.supNumbers(comp.data.nodes);
+    assert.deepEqual(sups, [1, 2, 1, 1, 2]);
+    assertCleanFrames(comp, sups);
+    const text = h.rt.toText(comp.data.nodes);
+    assert.match(text, /^夜间巡更每 1 小时一次，必须走完 A、B、C 三条线路的全部 24 个点位1。\n行业里也普遍是夜间巡检频次高于白天2/);
+    assert.doesNotMatch(text, /99/);
+
+    // §3: the chunk map (node_finished) came before any text: the first render
+    // with a superscript already has the panel row with its real title.
+    const firstCite = comp.frames.find(function (f) { return f.sups.length > 0; });
+    assert.equal(firstCite.panel[0].rawId, rag);
+    assert.notEqual(firstCite.panel[0].title, '来源 ' + rag);
+    assert.ok(comp.frames.some(function (f) { return f.statusText === '正在生成回答…' && f.text === ''; }),
+      'status "正在生成回答…" before the first text');
+
+    // §5.1: collapsed panel, two rows in idMap order once each.
+    assert.deepEqual(comp.data.panelRows.map(function (r) { return [r.rawId, r.idx, r.type]; }), [[rag, 1, 'rag'], [web, 2, 'web']]);
+    assert.equal(domOf(comp, '.panel-count').textContent, '引用来源（2）');
+    assert.equal(domOf(comp, '.panel-toggle').textContent, '展开');
+    assert.equal(rows(comp).length, 0);
+    h.writeArtifact('01-answer-panel-collapsed', '回答完成，摘要栏折叠：引用来源（2）展开', comp);
+    await h.tap(comp, '.panel-head');
+    assert.equal(domOf(comp, '.panel-toggle').textContent, '收起');
+    const list = rows(comp);
+    assert.deepEqual(list.map(function (r) { return r.getAttribute('data-raw-id'); }), [rag, web]);
+    assert.deepEqual(list.map(function (r) { return r.querySelector('[data-icon]').getAttribute('data-icon'); }), ['file', 'globe']);
+    assert.deepEqual(list.map(function (r) { return r.querySelector(h.sel('.g-cite-item-idx')).textContent; }), ['1', '2']);
+    assert.equal(list[0].querySelector(h.sel('.g-cite-item-title')).textContent, '巡更路线与打卡规范 v2.1');
+    assert.equal(list[0].querySelector(h.sel('.g-cite-item-subtitle')).textContent, '明湖大厦物业手册');
+    assert.ok(list[1].querySelector(h.sel('.g-cite-item-subtitle')).textContent.length > 0, 'web row has its display_subtitle');
+    if (seed === 1) h.writeArtifact('02-answer-panel-expanded', '摘要栏展开：按 idMap 顺序两条（知识库、公网），收起', comp);
+
+    // The request: wx.request with enableChunked, the key and the Dify body.
+    const req = net.requests[0];
+    assert.equal(req.enableChunked, true);
+    assert.equal(req.responseType, 'arraybuffer');
+    assert.equal(req.method, 'POST');
+    assert.equal(req.url, service.url + '/v1/chat-messages');
+    assert.equal(req.header.Authorization, 'Bearer demo-visitor');
+    assert.equal(req.data.query, PATROL);
+    assert.equal(req.data.user, 'mp-test');
+    assert.equal(req.data.response_mode, 'streaming');
+    assert.ok(done.conversationId, 'finish event carries the conversation id');
+    await h.tap(comp, '.panel-head');
+    assert.equal(rows(comp).length, 0, 'collapsed again');
+  });
+}
+
+test('a workflow app streams text_chunk instead of message: same rendering', { skip }, async function () {
+  reset({ asTextChunk: true, seed: 3, maxChunk: 5 });
+  const comp = mount();
+  await h.ask(comp, PATROL);
+  assert.equal(comp.data.status, 'done');
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1, 2, 1, 1, 2]);
+  assertCleanFrames(comp, [1, 2, 1, 1, 2]);
+  assert.equal(comp.data.panelRows.length, 2);
+});
+
+test('no node_finished (older Dify): the panel falls back to message_end retriever_resources', { skip }, async function () {
+  reset({ omitEvents: ['node_finished'], seed: 5, maxChunk: 9 });
+  const comp = mount();
+  await h.ask(comp, PATROL);
+  const turn = service.lastTurn(PATROL);
+  assert.equal(comp.data.status, 'done');
+  assertCleanFrames(comp);
+  // While streaming without a chunk map there are no placeholder rows.
+  assert.ok(comp.frames.filter(function (f) { return f.status === 'generating'; }).every(function (f) { return f.panel.length === 0; }));
+  const got = comp.data.panelRows;
+  assert.deepEqual(got.slice(0, 2).map(function (r) { return r.rawId; }), [turn.cited.rag, turn.cited.web]);
+  assert.equal(got[0].title, '巡更路线与打卡规范 v2.1');
+  assert.equal(got[0].type, 'rag');
+  assert.equal(got[1].type, 'web');
+});
+
+test('the chunk map and idMap are per answer: a second answer numbers from 1 with only its own sources', { skip }, async function () {
+  reset();
+  const comp = mount();
+  await h.ask(comp, PATROL);
+  const first = comp.data.panelRows.map(function (r) { return r.rawId; });
+  await h.ask(comp, CONTRACT);
+  const turn = service.lastTurn(CONTRACT);
+  assert.equal(comp.data.status, 'done');
+  const second = comp.data.panelRows;
+  assert.deepEqual(second.map(function (r) { return r.rawId; }), [turn.cited.office, turn.cited.plain, turn.cited.web]);
+  assert.deepEqual(second.map(function (r) { return r.idx; }), [1, 2, 3]);
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1, 2, 3]);
+  assert.ok(first.length === 2);
+  assert.deepEqual(comp.data.panelRows.map(function (r) { return r.title; }).indexOf('巡更路线与打卡规范 v2.1'), -1);
+});
+
+test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, Office notice with downloadFile + openDocument', { skip }, async function () {
+  reset({ seed: 11, maxChunk: 6 });
+  const comp = mount({ webViewPage: '/pages/webview/webview', webViewDomains: ['news.city-daily.example'] });
+  await h.ask(comp, CONTRACT);
+  const turn = service.lastTurn(CONTRACT);
+  assert.equal(comp.data.status, 'done');
+  await h.tap(comp, '.panel-head');
+  const byId = function (raw) { return '.g-cite-item[data-raw-id="' + raw + '"]'; };
+
+  // Knowledge base, Word file: blue header, Office notice, download + open.
+  await h.tap(comp, byId(turn.cited.office));
+  let sheet = domOf(comp, '.sheet');
+  assert.equal(sheet.getAttribute('data-source-type'), 'rag');
+  const head = domOf(comp, '.sheet-head');
+  assert.match(head.getAttribute('style'), /background:#eff6ff;color:#2563eb;/);
+  assert.equal(domOf(comp, '.sheet-tag').textContent, '知识库');
+  assert.equal(domOf(comp, '.sheet-title').textContent, '设备维保合同（Word 版）');
+  assert.equal(domOf(comp, '.sheet-subtitle').textContent, '明湖大厦物业手册');
+  assert.match(domOf(comp, '.sheet-text').textContent, /维保合同专用段落/);
+  assert.match(domOf(comp, '.office-notice').textContent, /Office \/ PDF/);
+  let button = domOf(comp, '.sheet-open');
+  assert.equal(button.textContent, '完整原文');
+  assert.equal(button.getAttribute('data-action'), 'document');
+  assert.notEqual(comp.data.sheet.buttonDisabled, true);
+  h.writeArtifact('03-sheet-rag-office', '半屏（知识库，蓝色）：Word 原文，Office 提示，完整原文 = 下载并打开', comp);
+  await h.tap(comp, '.sheet-open');
+  await simulate.sleep(10);
+  const download = net.calls.find(function (c) { return c.api === 'downloadFile'; });
+  assert.equal(download.options.url, 'https://files.minghu-tower.example/contracts/maintenance-2026.docx');
+  const open = net.calls.find(function (c) { return c.api === 'openDocument'; });
+  assert.equal(open.options.filePath, 'wxfile://tmp/original.docx');
+  assert.equal(open.options.fileType, 'docx');
+  // A failed download says why and offers the link.
+  net.download = { fail: { errMsg: 'downloadFile:fail url not in domain list' } };
+  await h.tap(comp, '.sheet-open');
+  await simulate.sleep(10);
+  assert.match(domOf(comp, '.sheet-hint').textContent, /downloadFile 合法域名/);
+  assert.ok(domOf(comp, '.sheet-copy'), '复制链接 offered after a failed download');
+  delete net.download;
+
+  // Closed by the mask.
+  await h.tap(comp, '.mask');
+  assert.equal(domOf(comp, '.sheet'), null);
+
+  // Knowledge base without a link: 完整原文 disabled, no Office notice.
+  await h.tap(comp, byId(turn.cited.plain));
+  button = domOf(comp, '.sheet-open');
+  assert.equal(button.textContent, '完整原文');
+  assert.equal(comp.data.sheet.buttonDisabled, true);
+  assert.equal(domOf(comp, '.office-notice'), null);
+  assert.equal(domOf(comp, '.sheet-hint').textContent, '该来源没有原文链接');
+  h.writeArtifact('04-sheet-rag-no-url', '半屏（知识库）：没有原文链接，完整原文置灰', comp);
+  const before = net.calls.length;
+  await h.tap(comp, '.sheet-open');
+  assert.equal(net.calls.length, before, 'a disabled button does nothing');
+
+  // Closed by dragging down: a short drag snaps back, a long one closes.
+  const grab = h.find(comp, '.sheet-grab');
+  grab.dispatchEvent('touchstart', { touches: [{ x: 100, y: 300 }] });
+  grab.dispatchEvent('touchmove', { touches: [{ x: 100, y: 340 }] });
+  await simulate.sleep(0);
+  assert.match(domOf(comp, '.sheet').getAttribute('style'), /translateY\(40px\)/);
+  grab.dispatchEvent('touchend', { changedTouches: [{ x: 100, y: 340 }] });
+  await simulate.sleep(0);
+  assert.ok(domOf(comp, '.sheet'), 'a 40px drag does not close');
+  grab.dispatchEvent('touchstart', { touches: [{ x: 100, y: 300 }] });
+  grab.dispatchEvent('touchmove', { touches: [{ x: 100, y: 420 }] });
+  grab.dispatchEvent('touchend', { changedTouches: [{ x: 100, y: 420 }] });
+  await simulate.sleep(0);
+  assert.equal(domOf(comp, '.sheet'), null, 'a 120px drag closes');
+
+  // Web page on a business domain: green header, 完整原文 opens the web-view page.
+  await h.tap(comp, byId(turn.cited.web));
+  sheet = domOf(comp, '.sheet');
+  assert.equal(sheet.getAttribute('data-source-type'), 'web');
+  assert.match(domOf(comp, '.sheet-head').getAttribute('style'), /background:#f0fdf4;color:#16a34a;/);
+  assert.equal(domOf(comp, '.sheet-tag').textContent, '公网');
+  assert.equal(domOf(comp, '.office-notice'), null);
+  button = domOf(comp, '.sheet-open');
+  assert.equal(button.textContent, '完整原文');
+  assert.equal(button.getAttribute('data-action'), 'webview');
+  h.writeArtifact('05-sheet-web', '半屏（公网，绿色）：业务域名内，完整原文打开 web-view', comp);
+  await h.tap(comp, '.sheet-open');
+  await simulate.sleep(10);
+  const nav = net.calls.find(function (c) { return c.api === 'navigateTo'; });
+  assert.equal(nav.options.url, '/pages/webview/webview?url=' + encodeURIComponent('https://news.city-daily.example/2025/07/15/elevator-safety.html'));
+});
+
+test('a web page outside the business domains: the button copies the link and says why', { skip }, async function () {
+  reset({ seed: 13 });
+  const comp = mount({ webViewPage: '/pages/webview/webview', webViewDomains: ['wiki.minghu-tower.example'] });
+  await h.ask(comp, PATROL);
+  const turn = service.lastTurn(PATROL);
+  await h.tap(comp, '.panel-head');
+  await h.tap(comp, '.g-cite-item[data-raw-id="' + turn.cited.web + '"]');
+  const button = domOf(comp, '.sheet-open');
+  assert.equal(button.textContent, '复制链接');
+  assert.equal(button.getAttribute('data-action'), 'copy');
+  assert.match(domOf(comp, '.sheet-hint').textContent, /业务域名/);
+  h.writeArtifact('06-sheet-web-copy-link', '半屏（公网）：域名不在业务域名中，复制链接并说明原因', comp);
+  await h.tap(comp, '.sheet-open');
+  await simulate.sleep(10);
+  const copy = net.calls.find(function (c) { return c.api === 'setClipboardData'; });
+  assert.match(copy.options.data, /^https:\/\/www\.wenda-forum\.example\//);
+  assert.ok(net.calls.some(function (c) { return c.api === 'showToast' && c.options.title === '链接已复制'; }));
+  // The knowledge-base page on a business domain opens in the web-view.
+  await h.tap(comp, '.mask');
+  await h.tap(comp, '.g-cite-item[data-raw-id="' + turn.cited.rag + '"]');
+  assert.equal(domOf(comp, '.sheet-open').getAttribute('data-action'), 'webview');
+});
+
+test('hostile titles, contents and URLs render as text; javascript: links stay disabled', { skip }, async function () {
+  reset({ seed: 17, maxChunk: 4 });
+  const comp = mount();
+  await h.ask(comp, INJECTION);
+  const turn = service.lastTurn(INJECTION);
+  assert.ok(turn.cited.doc, 'the hostile document was retrieved and cited');
+  assert.equal(comp.data.status, 'done');
+  assertCleanFrames(comp);
+  // The model's "<img ...>" is a text node, shown literally.
+  assert.match(h.rt.toText(comp.data.nodes), /模型输出<img src=x onerror=alert\(3\)>。/);
+  assert.doesNotMatch(h.rt.toHtml(comp.data.nodes), /<img/);
+  await h.tap(comp, '.panel-head');
+  const row = domOf(comp, '.g-cite-item[data-raw-id="' + turn.cited.doc + '"]');
+  assert.equal(row.querySelector(h.sel('.g-cite-item-title')).textContent, '<img src=x onerror=alert(1)>');
+  await h.tap(comp, '.g-cite-item[data-raw-id="' + turn.cited.doc + '"]');
+  assert.equal(domOf(comp, '.sheet-title').textContent, '<img src=x onerror=alert(1)>');
+  assert.equal(comp.data.sheet.buttonDisabled, true);
+  assert.equal(domOf(comp, '.sheet-hint').textContent, '原文链接不是网页地址，无法打开');
+  h.writeArtifact('07-hostile', '注入测试：标题、正文、链接都按纯文本显示，javascript: 链接不可打开', comp);
+  if (turn.cited.web) {
+    await h.tap(comp, '.mask');
+    await h.tap(comp, '.g-cite-item[data-raw-id="' + turn.cited.web + '"]');
+    assert.equal(domOf(comp, '.sheet-title').textContent, '<b onmouseover=alert(2)>注入测试网页</b>');
+    assert.equal(comp.data.sheet.type, 'web');
+    assert.equal(comp.data.sheet.buttonDisabled, true);
+  }
+  // No element came from data: only the component's own tags are in the DOM.
+  const tags = new Set(Array.from(comp.dom.querySelectorAll('*')).map(function (e) { return e.tagName.toLowerCase(); }));
+  for (const t of tags) assert.match(t, /^(wx-|g-cite-answer)/, 'unexpected element <' + t + '>');
+});
+
+test('a stream dropped by the network ends in a visible error with the partial answer and 重试', { skip }, async function () {
+  reset({ seed: 19, maxChunk: 5, dropAfterFirst: { needle: '"event":"message"', bytes: 2500 } });
+  const comp = mount();
+  const done = await h.ask(comp, PATROL);
+  assert.equal(done.status, 'error');
+  assert.equal(done.error.code, 'stream_interrupted');
+  assert.equal(comp.data.status, 'error');
+  assert.equal(comp.data.incomplete, true);
+  assert.equal(domOf(comp, '.answer-status-text').textContent, '回答未完成：回答中断，请检查网络后重试');
+  assert.ok(domOf(comp, '.answer-retry'), '重试 button');
+  const partial = h.rt.toText(comp.data.nodes);
+  assert.ok(partial.length > 0 && partial.length < 60, 'partial answer kept: ' + partial);
+  // Every render while it streamed was clean (the last one may show released held text, spec §5).
+  comp.frames.slice(0, -1).forEach(function (f) { assert.doesNotMatch(f.text, h.RAW_MARKER); });
+  h.writeArtifact('08-dropped-stream', '断网：回答未完成，保留已收到的内容，显示错误和重试按钮', comp);
+  // 重试 asks again and now completes.
+  delete net.dropAfterFirst;
+  const before = comp.finished.length;
+  await h.tap(comp, '.answer-retry');
+  const again = await h.untilFinished(comp, before + 1);
+  assert.equal(again.status, 'done');
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1, 2, 1, 1, 2]);
+  assert.equal(domOf(comp, '.answer-retry'), null);
+});
+
+test('wx.request fail (no network): error state and 重试 that succeeds', { skip }, async function () {
+  reset({ refuse: true });
+  const comp = mount();
+  const done = await h.ask(comp, GREETING);
+  assert.equal(done.status, 'error');
+  assert.equal(done.error.code, 'network_error');
+  assert.equal(domOf(comp, '.answer-status-text').textContent, '无法连接服务，请检查网络后重试');
+  assert.equal(comp.data.panelRows.length, 0);
+  h.writeArtifact('09-network-error', 'wx.request 失败：无法连接服务，可重试', comp);
+  net.refuse = false;
+  const before = comp.finished.length;
+  await h.tap(comp, '.answer-retry');
+  const again = await h.untilFinished(comp, before + 1);
+  assert.equal(again.status, 'done');
+  assert.match(h.rt.toText(comp.data.nodes), /^你好！/);
+  // §5.1: nothing cited, no panel.
+  assert.equal(domOf(comp, '.citation-panel'), null);
+  h.writeArtifact('10-no-citations', '寒暄：没有引用，不显示摘要栏', comp);
+});
+
+test('the model stream breaks upstream: the service error event ends in the error state', { skip }, async function () {
+  reset({ seed: 23 });
+  const comp = mount();
+  const done = await h.ask(comp, BROKEN);
+  assert.equal(done.status, 'error');
+  assert.ok(comp.data.statusText.length > 0);
+  assert.ok(domOf(comp, '.answer-retry'));
+  assertCleanFrames(comp);
+});
+
+test('stop: the partial answer stays, marked as stopped, with 重试', { skip }, async function () {
+  reset({ seed: 29, maxChunk: 2 });
+  const comp = mount();
+  let stopped = false;
+  net.onDelivered = function () {
+    if (!stopped && h.rt.supNumbers(comp.data.nodes).length > 0) {
+      stopped = true;
+      comp.instance.stop();
+    }
+  };
+  const done = await h.ask(comp, PATROL);
+  assert.equal(done.status, 'stopped');
+  assert.equal(done.error.code, 'aborted');
+  assert.equal(comp.data.busy, false);
+  assert.equal(domOf(comp, '.answer-status-text').textContent, '已停止生成，回答不完整');
+  assert.ok(domOf(comp, '.answer-retry'));
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1]);
+  assert.equal(comp.data.panelRows.length, 1);
+  h.writeArtifact('11-stopped', '停止生成：保留已显示的内容和引用，可重试', comp);
+});
+
+test('identity keys: a wrong key is refused without 重试; the security key sees its restricted source', { skip }, async function () {
+  reset();
+  const wrong = mount({ apiKey: 'not-a-key' });
+  const done = await h.ask(wrong, KEYS);
+  assert.equal(done.status, 'error');
+  assert.equal(done.error.status, 401);
+  assert.equal(domOf(wrong, '.answer-status-text').textContent, 'API Key 无效或无权访问，请检查身份设置');
+  assert.equal(domOf(wrong, '.answer-retry'), null);
+  h.writeArtifact('12-wrong-key', 'API Key 无效：提示检查身份设置，不提供重试', wrong);
+
+  const visitor = mount({ apiKey: 'demo-visitor' });
+  await h.ask(visitor, KEYS);
+  assert.equal(visitor.data.status, 'done');
+  assert.equal(visitor.data.panelRows.length, 0, 'a visitor gets no restricted source');
+
+  const security = mount({ apiKey: 'demo-security' });
+  await h.ask(security, KEYS);
+  assert.equal(net.requests[net.requests.length - 1].header.Authorization, 'Bearer demo-security');
+  assert.equal(security.data.panelRows.length, 1);
+  assert.equal(security.data.panelRows[0].title, '监控中心值守与应急联络（安保内部）');
+  await h.tap(security, '.panel-head');
+  await h.tap(security, '.g-cite-item');
+  assert.ok(domOf(security, '.office-notice'), 'the .pdf original shows the Office notice');
+  assert.equal(security.data.sheet.officeType, 'pdf');
+});
+
+test('the waiting state before any event, and a missing service URL', { skip }, async function () {
+  reset();
+  const comp = mount();
+  comp.instance.ask(PATROL);
+  assert.equal(comp.data.status, 'waiting');
+  assert.equal(comp.data.statusText, '正在检索资料…');
+  assert.equal(comp.data.busy, true);
+  h.writeArtifact('00-waiting', '等待：正在检索资料…', comp);
+  await h.untilFinished(comp, 1);
+  const none = h.mount({ serviceUrl: '' });
+  const done = await h.ask(none, PATROL);
+  assert.equal(done.status, 'error');
+  assert.match(none.data.statusText, /未配置服务地址/);
+  assert.equal(none.data.canRetry, false);
+});
+
+test('the example chat page: identities and suggestions from the service, ask, stop, conversation, identity switch', { skip }, async function () {
+  reset({ seed: 31, maxChunk: 4 });
+  // The example's config.js points at `gcite demo` (127.0.0.1:8000); here at the test service.
+  const config = require(require('node:path').join(require('./lib/env.js').MINIPROGRAM_ROOT, 'config.js'));
+  config.serviceUrl = service.url;
+  const page = h.mountPage();
+  await h.until(function () { return page.data.identities.length === 3 && page.data.identities[0].key === 'demo-visitor' && page.data.title !== 'G-Cite 示例'; }, 'page-config.json');
+  assert.equal(net.requests[0].url, service.url + '/page-config.json');
+  assert.equal(net.requests[0].method, 'GET');
+  assert.ok(page.data.suggestions.indexOf(PATROL) >= 0, 'suggestions of gcite demo');
+  const pageSel = function (s) { return s.replace(/\.([A-Za-z][\w-]*)/g, '.chat-page--$1'); };
+  assert.match(page.dom.querySelector(pageSel('.identity-label')).textContent, /身份：访客/);
+
+  // Tap a suggestion: the question and a streaming answer appear; 发送 becomes 停止.
+  const suggestion = page.querySelectorAll('.suggestion').find(function (w) { return w.dom.textContent === PATROL; });
+  suggestion.dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 2; }, 'messages');
+  assert.equal(page.data.busy, true);
+  assert.equal(page.dom.querySelector(pageSel('.send')).textContent, '停止');
+  const answer = page.querySelector('#answer-2');
+  assert.ok(answer, 'the answer component is rendered');
+  await h.until(function () { return page.data.busy === false; }, 'the answer to finish');
+  assert.equal(answer.data.status, 'done');
+  assert.deepEqual(h.rt.supNumbers(answer.data.nodes), [1, 2, 1, 1, 2]);
+  assert.equal(page.dom.querySelector(pageSel('.send')).textContent, '发送');
+  const conversation = page.data.conversationId;
+  assert.ok(conversation, 'conversation id kept from the answer');
+  h.writeArtifact('13-page-answer', '示例对话页中的回答（上标与摘要栏）', answer);
+
+  // Type a question and send: it goes out in the same conversation; 停止 stops it.
+  page.instance.onInput({ detail: { value: CONTRACT } });
+  let stopped = false;
+  net.onDelivered = function () {
+    const a = page.querySelector('#answer-4');
+    if (!stopped && a && h.rt.toText(a.data.nodes).length > 3) {
+      stopped = true;
+      page.querySelector('.send').dispatchEvent('tap');
+    }
+  };
+  page.querySelector('.send').dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 4 && page.data.busy === false; }, 'the stopped answer');
+  const last = net.requests[net.requests.length - 1];
+  assert.equal(last.data.conversation_id, conversation);
+  assert.equal(last.data.query, CONTRACT);
+  assert.equal(page.querySelector('#answer-4').data.status, 'stopped');
+  net.onDelivered = null;
+
+  // Switch identity: a divider, a new conversation, the new key on the next question.
+  page.querySelector('.identity').dispatchEvent('change', { detail: { value: 2 } });
+  await h.until(function () { return page.data.identityIndex === 2; }, 'identity switch');
+  assert.equal(page.data.conversationId, '');
+  assert.equal(page.data.messages[page.data.messages.length - 1].text, '已切换身份：安保主管（新对话）');
+  page.instance.ask(KEYS);
+  await h.until(function () { return page.data.messages.length === 7 && page.data.busy === false; }, 'the security answer');
+  const req = net.requests[net.requests.length - 1];
+  assert.equal(req.header.Authorization, 'Bearer demo-security');
+  assert.equal(req.data.conversation_id, '');
+  assert.equal(page.querySelector('#answer-7').data.panelRows.length, 1);
+
+  // 新对话 clears the page.
+  page.querySelector('.new-chat').dispatchEvent('tap');
+  await h.until(function () { return page.data.messages.length === 0; }, 'new conversation');
+});
+
+test('reasoning (<think>) is shown apart and collapsed; its markers are neither numbered nor shown', { skip }, async function () {
+  reset({ seed: 37, maxChunk: 3 });
+  const comp = mount();
+  await h.ask(comp, THINKING);
+  const turn = service.lastTurn(THINKING);
+  assert.equal(comp.data.status, 'done');
+  assertCleanFrames(comp, [1]);
+  assert.equal(h.rt.toText(comp.data.nodes), '共有 24 个巡更点位1。');
+  assert.deepEqual(comp.data.panelRows.map(function (r) { return r.rawId; }), [turn.cited.rag]);
+  assert.equal(domOf(comp, '.reasoning-toggle').textContent, '展开');
+  assert.equal(domOf(comp, '.reasoning-text'), null, 'collapsed');
+  await h.tap(comp, '.reasoning-head');
+  assert.equal(domOf(comp, '.reasoning-text').textContent, '用户问巡更点位，资料里写了 24 个点位。');
+  assert.doesNotMatch(comp.dom.textContent, h.RAW_MARKER);
+  h.writeArtifact('14-reasoning', '思考过程：与回答分开显示，默认折叠', comp);
+});
+
+test('a stream that ends without message_end: the incomplete-answer state with 重试', { skip }, async function () {
+  reset({ seed: 41, omitEvents: ['message_end', 'workflow_finished'] });
+  const comp = mount();
+  const done = await h.ask(comp, PATROL);
+  assert.equal(done.status, 'incomplete');
+  assert.equal(done.error, null);
+  assert.equal(comp.data.incomplete, true);
+  assert.equal(domOf(comp, '.answer-status-text').textContent, '回答可能不完整：服务没有发送结束信号');
+  assert.ok(domOf(comp, '.answer-retry'));
+  assert.deepEqual(h.rt.supNumbers(comp.data.nodes), [1, 2, 1, 1, 2]);
+  assertCleanFrames(comp, [1, 2, 1, 1, 2]);
+  assert.equal(comp.data.panelRows.length, 2, 'the chunk map still gives the panel');
+  h.writeArtifact('15-incomplete', '回答可能不完整：服务没有发送结束信号，可重试', comp);
+});

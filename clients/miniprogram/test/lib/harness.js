@@ -1,0 +1,170 @@
+// Mount <g-cite-answer> in miniprogram-simulate, record every render while an
+// answer streams, and write renderings of component states to
+// test-artifacts/miniprogram/ (gitignored) as HTML.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const { simulate, COMPONENT, MINIPROGRAM_ROOT } = require('./env.js');
+const rt = require('./richtext.js');
+const { REPO } = require('./service.js');
+
+const view = require(path.join(MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'view.js'));
+const ARTIFACTS = path.join(REPO, 'test-artifacts', 'miniprogram');
+
+/** A raw marker opener followed by the prefix and colon, in any width (grammar §1). */
+const RAW_MARKER = /[[【［]\s*[CcＣｃ]\s*[:：]/;
+
+let componentId = null;
+
+/**
+ * Render a fresh <g-cite-answer> attached to a parent, with `props`.
+ * @returns {object} the simulator's component wrapper, plus .frames (renders) and .finished (events)
+ */
+function mount(props) {
+  if (componentId === null) {
+    componentId = simulate.load(COMPONENT, 'g-cite-answer', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
+  }
+  const comp = simulate.render(componentId, Object.assign({ autostart: false }, props));
+  comp.frames = [];
+  comp.finished = [];
+  comp.started = [];
+  comp.addEventListener('finish', function (evt) { comp.finished.push(evt.detail); });
+  comp.addEventListener('start', function (evt) { comp.started.push(evt.detail); });
+  // Record the state after every setData (every render the user could see).
+  const inst = comp.instance;
+  const setData = inst.setData;
+  inst.setData = function () {
+    const r = setData.apply(this, arguments);
+    comp.frames.push(snapshot(comp));
+    return r;
+  };
+  comp.attach(document.createElement('parent-wrapper'));
+  return comp;
+}
+
+let pageId = null;
+
+/** Render the example's chat page (built with Component) with its <g-cite-answer> children. */
+function mountPage() {
+  if (pageId === null) {
+    pageId = simulate.load(path.join(MINIPROGRAM_ROOT, 'pages', 'chat', 'chat'), 'chat-page', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
+  }
+  const page = simulate.render(pageId);
+  page.attach(document.createElement('parent-wrapper'));
+  return page;
+}
+
+/** Wait until `check()` is true (polling every 5 ms). */
+async function until(check, what, timeoutMs) {
+  const deadline = Date.now() + (timeoutMs || 60000);
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for ' + what);
+    await simulate.sleep(5);
+  }
+}
+
+/** The state of the component now: data, rich-text rendering and the DOM. */
+function snapshot(comp) {
+  const d = comp.data;
+  return {
+    status: d.status,
+    statusText: d.statusText,
+    nodes: d.nodes,
+    problems: rt.validate(d.nodes, view.RICH_TEXT_TAGS),
+    text: rt.toText(d.nodes),
+    sups: rt.supNumbers(d.nodes),
+    panel: (d.panelRows || []).map(function (r) { return { rawId: r.rawId, idx: r.idx, title: r.title }; }),
+    domText: comp.dom.textContent,
+  };
+}
+
+/** Wait until the component emitted `finish` `count` times (default: one more). */
+async function untilFinished(comp, count, timeoutMs) {
+  const want = count === undefined ? comp.finished.length + 1 : count;
+  const deadline = Date.now() + (timeoutMs || 60000);
+  while (comp.finished.length < want) {
+    if (Date.now() > deadline) throw new Error('no finish event within ' + (timeoutMs || 60000) + ' ms; status ' + comp.data.status);
+    await simulate.sleep(5);
+  }
+  return comp.finished[want - 1];
+}
+
+/** Ask `query` and wait for the finish event; returns it. */
+async function ask(comp, query) {
+  const before = comp.finished.length;
+  comp.instance.ask(query);
+  return untilFinished(comp, before + 1);
+}
+
+/** A CSS selector written with the WXML class names, for the rendered DOM (prefixed classes). */
+function sel(selector) {
+  return selector.replace(/\.([A-Za-z][\w-]*)/g, '.g-cite-answer--$1');
+}
+
+/** The simulator's wrapper of the first element matching `selector` (WXML class names). */
+function find(comp, selector) {
+  const el = comp.dom.querySelector(sel(selector));
+  if (!el) throw new Error('nothing matches ' + selector);
+  const cls = el.className.split(/\s+/)[0].replace(/^g-cite-answer--/, '');
+  const wrapper = comp.querySelectorAll('.' + cls).find(function (w) { return w.dom === el; });
+  if (!wrapper) throw new Error('no component node for ' + selector);
+  return wrapper;
+}
+
+/** Tap an element of the component (a simulator event through the WXML binding). */
+async function tap(comp, selector) {
+  const el = find(comp, selector);
+  el.dispatchEvent('tap');
+  await simulate.sleep(0);
+  return el;
+}
+
+/** The component DOM as HTML, with the rich-text element filled with what it shows. */
+function renderHtml(comp) {
+  const clone = comp.dom.cloneNode(true);
+  const rich = clone.querySelector('wx-rich-text');
+  if (rich) rich.innerHTML = rt.toHtml(comp.data.nodes);
+  return clone.outerHTML;
+}
+
+function css() {
+  const wxss = fs.readFileSync(path.join(MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'index.wxss'), 'utf8');
+  // Selectors get the simulator's class prefix, as the rendered DOM has it.
+  return wxss.replace(/(\d+)rpx/g, '$1px').replace(/(^|\})([^{}]*)\{/g, function (all, close, selector) {
+    return close + selector.replace(/\.([A-Za-z][\w-]*)/g, '.g-cite-answer--$1') + '{';
+  });
+}
+
+// simulate renders <image> as an empty element: show the icons from their files.
+function iconCss() {
+  const dir = path.join(MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'icons');
+  const url = function (name) { return 'url("' + require('node:url').pathToFileURL(path.join(dir, name + '.svg')).href + '")'; };
+  return 'wx-image{background-size:contain;background-repeat:no-repeat}\n' +
+    'wx-image[data-icon=file]{background-image:' + url('file') + '}\n' +
+    'wx-image[data-icon=globe]{background-image:' + url('globe') + '}\n' +
+    '.g-cite-answer--panel-head-icon{background-image:' + url('file') + '}\n' +
+    '.g-cite-answer--sheet-icon-image[data-icon=file]{background-image:' + url('file-blue') + '}\n' +
+    '.g-cite-answer--sheet-icon-image[data-icon=globe]{background-image:' + url('globe-green') + '}\n';
+}
+
+/**
+ * Write one state of the component as a standalone HTML page.
+ * @param {string} name file name without extension
+ * @param {string} title what the state shows (Chinese or English)
+ * @param {object} comp
+ */
+function writeArtifact(name, title, comp) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const html =
+    '<!doctype html>\n<html lang="zh-CN"><head><meta charset="utf-8"><title>' + rt.esc(title) + '</title>\n' +
+    '<meta name="viewport" content="width=390">\n<style>\nbody{margin:0;padding:16px;background:#f5f6f7;font-family:sans-serif;width:358px}\n' +
+    'wx-view,wx-scroll-view{display:block} wx-text{display:inline} wx-image{display:inline-block;width:20px;height:20px}\n' +
+    'wx-button{display:block;text-align:center}\n' + iconCss() + css() + '\n</style></head>\n<body>\n<!-- ' + rt.esc(title) + ' -->\n' +
+    '<h1 style="font-size:14px;color:#646a73">' + rt.esc(title) + '</h1>\n' + renderHtml(comp) + '\n' +
+    '<script type="application/json" id="component-data">' + JSON.stringify(comp.data).replace(/</g, '\\u003c') + '</script>\n' +
+    '</body></html>\n';
+  fs.writeFileSync(path.join(ARTIFACTS, name + '.html'), html);
+  return html;
+}
+
+module.exports = { mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };

@@ -1,0 +1,115 @@
+"""What the service builds once and shares between requests, with its lifecycle.
+
+:class:`Resources`: the settings, the conversation store, the LLM backend
+(:func:`gcite.generate.backends.make_backend`), the web source
+(:func:`gcite.web.make_web_source`), the system prompt template and the knowledge store
+(opened on first use, shared). :meth:`Resources.warm_up` loads what the first request
+would (blocking; run it in a worker thread at start-up); :meth:`Resources.aclose`
+releases everything through each seam's lifecycle method.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import threading
+from typing import Any
+
+from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
+from gcite.config import Settings
+from gcite.generate.backends import make_backend
+from gcite.generate.prompt import load_template
+from gcite.service.store import ConversationStore
+from gcite.web import make_web_source
+
+log = logging.getLogger("gcite.service")
+
+
+class Resources:
+    """The service's shared state (see the module docstring). Raises ``ConfigError`` /
+    ``StoreError`` at construction for a bad configuration or an unusable database."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.conversations = ConversationStore(settings.db_url)
+        self.backend: LLMBackend = make_backend(settings)
+        self.web_source: WebSource | None = make_web_source(settings)
+        self.template = (
+            load_template(settings.system_prompt_file) if settings.system_prompt_file else None
+        )
+        self._kb: KnowledgeStore | None = None
+        self._kb_lock = threading.Lock()
+        self._probe: Any = None
+
+    async def readiness(self) -> dict[str, bool]:
+        """``GET /ready``'s checks: the knowledge store opens, and the model is reachable
+        (always, for the offline extractive backend or with ``on_model_error =
+        "extractive"``)."""
+        from gcite.generate.probe import ModelProbe
+
+        if self._probe is None:
+            self._probe = ModelProbe(self.settings)
+        checks: dict[str, bool] = {}
+        try:
+            await asyncio.to_thread(self.get_store)
+            checks["store"] = True
+        except Exception:
+            checks["store"] = False
+        model = await self._probe.check()
+        checks["model"] = model.ok or self.settings.on_model_error == "extractive"
+        return checks
+
+    def visible_documents(self, document_ids: list[str], roles: tuple[str, ...]) -> set[str]:
+        """The ids among ``document_ids`` visible to ``roles`` now (blocking); empty (fail
+        closed) when the knowledge store cannot be asked."""
+        if not document_ids:
+            return set()
+        try:
+            return set(self.get_store().visible_document_ids(document_ids, roles=list(roles)))
+        except Exception:
+            log.warning("visibility check failed: stored answers are redacted", exc_info=True)
+            return set()
+
+    def get_store(self) -> KnowledgeStore:
+        """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
+        with self._kb_lock:
+            if self._kb is None:
+                from gcite.knowledge import open_store
+
+                self._kb = open_store(self.settings)
+            return self._kb
+
+    def deps(self) -> Deps:
+        """The chatflow's dependencies."""
+        return Deps(
+            settings=self.settings,
+            backend=self.backend,
+            get_store=self.get_store,
+            web_source=self.web_source,
+            template=self.template,
+        )
+
+    def warm_up(self) -> None:
+        """Load what the first request would otherwise load while others stream (imports,
+        the backend's model or dictionary), so it does not stall the event loop later."""
+        importlib.import_module("gcite.stream.parser")
+        importlib.import_module("gcite.merge")
+        importlib.import_module("gcite.knowledge.store")
+        self.backend.warm_up()
+
+    async def aclose(self) -> None:
+        """Release the web source, the backend, the knowledge store and the database."""
+        if self.web_source is not None:
+            with contextlib.suppress(Exception):
+                await self.web_source.aclose()
+        with contextlib.suppress(Exception):
+            await self.backend.aclose()
+        if self._kb is not None:
+            with contextlib.suppress(Exception):
+                self._kb.close()
+        self.conversations.close()
+
+
+__all__ = ["Resources"]

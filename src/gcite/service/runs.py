@@ -1,0 +1,278 @@
+"""The lifetime of one chat run behind HTTP: a run handle and the stop registry.
+
+:class:`RunHandle` owns one :class:`~gcite.chatflow.ChatRun` (in the spirit of haystack's
+pipeline stream handle): a producer task runs the chatflow; the Plan B chunks are stored
+when the merge node finishes; the outcome is stored EXACTLY ONCE, when the run ends
+(before its last frames are sent) - succeeded, failed, stopped by ``/stop``, or abandoned
+by its client (stored as ``stopped`` with ``error: "client disconnected"``, its partial
+answer and the chunks that answer cites). Streaming (:meth:`RunHandle.frames`) adds
+Dify's ping after ``ping_interval`` seconds of silence; a client that goes away cancels
+the producer, which closes the model call. Blocking (:meth:`RunHandle.result`) runs to
+the end unless the client disconnects first.
+
+A database failure is logged and never breaks the answer: the client still gets every
+frame, and the outcome counts as stored (it is not written twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from gcite.chatflow import ChatRun, Event, NodeFinished, RunEnded, RunFailed, RunSummary
+from gcite.dify.wire import PING_FRAME, DifyStream, data_frame, error_object
+from gcite.service.store import ConversationStore
+
+log = logging.getLogger("gcite.service")
+
+ABANDONED = "client disconnected"
+
+_RUNNING: set[asyncio.Task[None]] = set()
+"""Strong references to running producers (a cancelled one still stores its outcome)."""
+
+
+def _start(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    task = asyncio.create_task(coro)
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    return task
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended for its caller: the summary and, when it failed, the error event."""
+
+    summary: RunSummary
+    failure: RunFailed | None = None
+    abandoned: bool = False
+    crashed: bool = False
+
+
+class RunRegistry:
+    """Running streamed runs by ``task_id``, for ``POST /chat-messages/{task_id}/stop``."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[str, RunHandle]] = {}
+
+    def add(self, task_id: str, owner: str, handle: RunHandle) -> None:
+        """Register a running run of ``owner``."""
+        self._runs[task_id] = (owner, handle)
+
+    def remove(self, task_id: str) -> None:
+        """Forget a run (it ended, or its stream closed)."""
+        self._runs.pop(task_id, None)
+
+    def stop(self, task_id: str, owner: str) -> None:
+        """Stop the run of ``owner`` with ``task_id``; anything else silently does nothing
+        (Dify: a wrong user or an unknown task still answers success)."""
+        entry = self._runs.get(task_id)
+        if entry is not None and entry[0] == owner:
+            entry[1].stop()
+
+
+class RunHandle:
+    """One run's lifetime (see the module docstring).
+
+    ``conversations``/``message_id``: where the outcome is stored; ``ping_interval``: s.
+    """
+
+    def __init__(
+        self,
+        run: ChatRun,
+        wire: DifyStream,
+        *,
+        conversations: ConversationStore,
+        message_id: str,
+        ping_interval: float,
+    ) -> None:
+        self.run = run
+        self.wire = wire
+        self.conversations = conversations
+        self.message_id = message_id
+        self.ping_interval = max(0.01, ping_interval)
+        self._queue: asyncio.Queue[bytes | None] | None = None
+        self._producer: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._persisted = False
+        self._failure: RunFailed | None = None
+        self._ended: RunSummary | None = None
+        self._crashed = False
+        self._last_sent = time.monotonic()
+
+    # ------------------------------------------------------------------ storing
+    def _store(self, summary: RunSummary, status: str, error: str | None) -> None:
+        metadata = self.wire_metadata(summary)
+        self.conversations.finish_message(
+            self.message_id,
+            answer=summary.answer,
+            status=status,
+            error=error,
+            retriever_resources=metadata["retriever_resources"],
+            cited_ids=summary.cited_ids,
+            metadata=metadata,
+        )
+
+    @staticmethod
+    def wire_metadata(summary: RunSummary) -> dict[str, Any]:
+        """The stored message metadata: what ``message_end`` carries."""
+        from gcite.dify.wire import message_metadata
+
+        return message_metadata(summary)
+
+    async def _persist(self, summary: RunSummary, *, abandoned: bool = False) -> None:
+        """Store the outcome, once. An abandoned run that had not ended is ``stopped``."""
+        if self._persisted:
+            return
+        self._persisted = True
+        error: str | None
+        if abandoned and summary.status not in ("succeeded", "failed"):
+            status, error = "stopped", ABANDONED
+        else:
+            status = {"succeeded": "normal", "failed": "failed"}.get(summary.status, "stopped")
+            error = summary.error
+        try:
+            await asyncio.to_thread(self._store, summary, status, error)
+        except Exception:
+            log.exception("could not store message %s", self.message_id)
+
+    async def _handle(self, event: Event) -> None:
+        """Store at the points where the state is final (before the event is sent)."""
+        if isinstance(event, NodeFinished) and event.node == "merge":
+            try:
+                await asyncio.to_thread(
+                    self.conversations.set_chunks, self.message_id, self.run.chunk_metadata
+                )
+            except Exception:
+                log.exception("could not store the chunks of message %s", self.message_id)
+        elif isinstance(event, RunEnded | RunFailed):
+            if isinstance(event, RunFailed):
+                self._failure = event
+            self._ended = event.summary
+            _note_run(event.summary)
+            await self._persist(event.summary)
+
+    # ------------------------------------------------------------------ producer
+    async def _produce(self) -> None:
+        try:
+            try:
+                async for event in self.run.events():
+                    await self._handle(event)
+                    self._send(event)
+            except asyncio.CancelledError:
+                if not self._stopping:  # the client went away: keep what came, then stop
+                    await self._persist(self.run.summary(), abandoned=True)
+                    raise
+                for event in self.run.stopped():
+                    await self._handle(event)
+                    self._send(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("chatflow failed")
+            self._crashed = True
+            if self._queue is not None:
+                env = self.wire.env
+                self._queue.put_nowait(
+                    data_frame(error_object(env, "internal_server_error", 500, "Run failed."))
+                )
+        finally:
+            if self._queue is not None:
+                self._queue.put_nowait(None)
+
+    def _send(self, event: Event) -> None:
+        if self._queue is not None:
+            frames = self.wire.frames(event)
+            if frames:
+                self._queue.put_nowait(frames)
+
+    def stop(self) -> None:
+        """``/stop``: cancel the producer (closing the model call); the run then ends as
+        ``stopped`` with its partial answer. No effect once the run has ended."""
+        producer = self._producer
+        if self.run.status == "running" and producer is not None and not producer.done():
+            self._stopping = True
+            producer.cancel()
+
+    # ------------------------------------------------------------------ streaming
+    async def frames(self, query: str) -> AsyncIterator[bytes]:
+        """The SSE bytes of the run: ``workflow_started``, every event, pings."""
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._queue = queue
+        self._producer = producer = _start(self._produce())
+        pinger = asyncio.create_task(self._ping())
+        try:
+            self._last_sent = time.monotonic()
+            yield data_frame(self.wire.start(query))
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                self._last_sent = time.monotonic()
+                yield item
+        finally:
+            pinger.cancel()
+            if not producer.done():  # the client went away: cancel the model call
+                producer.cancel()
+
+    async def _ping(self) -> None:
+        """Queue Dify's ``event: ping`` whenever ``ping_interval`` passed without a frame."""
+        queue = self._queue
+        assert queue is not None
+        while True:
+            wait = self._last_sent + self.ping_interval - time.monotonic()
+            await asyncio.sleep(max(0.0, wait))
+            if time.monotonic() - self._last_sent >= self.ping_interval:
+                self._last_sent = time.monotonic()
+                queue.put_nowait(PING_FRAME)
+
+    # ------------------------------------------------------------------ blocking
+    async def result(self, disconnected: Callable[[], Coroutine[Any, Any, None]] | None) -> Outcome:
+        """Run to the end; ``disconnected`` returns when the client went away, and then the
+        run is cancelled (closing the model call) and stored as abandoned."""
+        self._producer = runner = _start(self._produce())
+        watcher = asyncio.create_task(_forever() if disconnected is None else disconnected())
+        try:
+            await asyncio.wait({runner, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watcher.cancel()
+        if not runner.done():
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            return Outcome(self.run.summary(), abandoned=True)
+        summary = self._ended or self.run.summary()
+        return Outcome(summary, failure=self._failure, crashed=self._crashed)
+
+
+def _note_run(summary: RunSummary) -> None:
+    """Copy the run's times and cited count into the request's access log line."""
+    from gcite.service.ops import current
+
+    record = current()
+    if record is None:
+        return
+    record.timings.update(summary.timings)
+    first = summary.usage.time_to_first_token
+    if first is not None:
+        record.timings["first_token"] = first
+    record.cited = len(summary.cited_ids)
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+async def wait_for_disconnect(receive: Callable[[], Awaitable[Any]]) -> None:
+    """Return when the ASGI ``receive`` channel reports ``http.disconnect``."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            return
+
+
+__all__ = ["ABANDONED", "Outcome", "RunHandle", "RunRegistry", "wait_for_disconnect"]

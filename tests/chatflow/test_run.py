@@ -1,0 +1,269 @@
+"""The chatflow run with no HTTP and no database: node order, a failing branch, an LLM
+failure, stop, and the visibility re-check of earlier turns.
+
+The knowledge store is real (Qdrant Edge, the mixed test documents); the LLM is the real
+extractive backend, wrapped where a test must watch or slow it; the web source is a
+stand-in object returning Bocha's payload shape (no provider API runs here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gcite.chatflow import (
+    AnswerDelta,
+    ChatRun,
+    Deps,
+    NodeFinished,
+    NodeStarted,
+    PastTurn,
+    RunEnded,
+    RunFailed,
+    Turn,
+    earlier_turns,
+)
+from gcite.config import Settings
+from gcite.errors import LLMError, SourceTimeout
+from gcite.generate.backends import BackendLifecycle, Usage
+from gcite.generate.extractive import ExtractiveBackend
+from gcite.knowledge import ingest_paths, open_store
+from gcite.stream.parser import strip_markers
+from knowledge.docs import MANIFEST, write_mixed
+from support.web_standin import bocha_payload, sample_items
+
+QUERY = "电梯维保记录由谁签字？"
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    base = tmp_path_factory.mktemp("chatflow")
+    write_mixed(base / "docs")
+    (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
+    settings = Settings(data_dir=base / "data", embed_backend="use")
+    ingest_paths(
+        [base / "docs"], settings=settings, dataset="园区制度库", manifest=base / "manifest.json"
+    )
+    with open_store(settings) as store:
+        yield store
+
+
+class Web:
+    """A web source stand-in: Bocha's payload for any query (or a failure)."""
+
+    name = "bocha"
+
+    def __init__(self, *, fail: Exception | None = None, delay: float = 0.0) -> None:
+        self.fail = fail
+        self.delay = delay
+
+    async def search(self, query: str, *, count: int) -> Any:
+        await asyncio.sleep(self.delay)
+        if self.fail is not None:
+            raise self.fail
+        return bocha_payload(query, sample_items(query, count))
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Watched(BackendLifecycle):
+    """The extractive backend, recording its prompts, optionally slowed or failing."""
+
+    name = "watched"
+
+    def __init__(self, *, delay: float = 0.0, fail_after: int | None = None) -> None:
+        self.inner = ExtractiveBackend(delta_chars=2)
+        self.delay = delay
+        self.fail_after = fail_after
+        self.prompts: list[list[dict[str, str]]] = []
+        self.closed = 0
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        chunks: Sequence[dict[str, Any]],
+        query: str,
+        usage: Usage | None = None,
+    ) -> AsyncIterator[str]:
+        self.prompts.append(list(messages))
+        try:
+            sent = 0
+            async for delta in self.inner.stream(messages, chunks=chunks, query=query, usage=usage):
+                if self.fail_after is not None and sent >= self.fail_after:
+                    raise LLMError("模型服务连接中断: ReadError")
+                await asyncio.sleep(self.delay)
+                sent += 1
+                yield delta
+        finally:
+            self.closed += 1
+
+
+def deps(store: Any, backend: Any, web: Any = None, **settings: Any) -> Deps:
+    return Deps(
+        settings=Settings(**settings),
+        backend=backend,
+        get_store=None if store is None else (lambda: store),
+        web_source=web,
+    )
+
+
+async def collect(run: ChatRun) -> list[Any]:
+    return [event async for event in run.events()]
+
+
+def shape(events: list[Any]) -> list[str]:
+    """``started:knowledge_retrieval``, ``answer``, ``ended:succeeded`` ... (deltas folded)."""
+    out: list[str] = []
+    for event in events:
+        if isinstance(event, NodeStarted):
+            out.append(f"started:{event.node}")
+        elif isinstance(event, NodeFinished):
+            out.append(f"finished:{event.node}:{event.status}")
+        elif isinstance(event, AnswerDelta):
+            if not out or out[-1] != "answer":
+                out.append("answer")
+        elif isinstance(event, RunEnded):
+            out.append(f"ended:{event.summary.status}")
+        elif isinstance(event, RunFailed):
+            out.append(f"failed:{event.kind}")
+    return out
+
+
+async def test_node_order_outputs_and_summary(kb: Any) -> None:
+    run = ChatRun(Turn(QUERY, ("运维工程师",)), deps(kb, Watched(), Web()))
+    events = await collect(run)
+    assert shape(events) == [
+        "started:knowledge_retrieval",
+        "started:web_search",
+        "finished:knowledge_retrieval:succeeded",
+        "finished:web_search:succeeded",
+        "started:merge",
+        "finished:merge:succeeded",
+        "started:llm",
+        "answer",
+        "finished:llm:succeeded",
+        "ended:succeeded",
+    ]
+    merged = next(e for e in events if isinstance(e, NodeFinished) and e.node == "merge")
+    assert merged.outputs is not None
+    chunks = merged.outputs["chunk_metadata"]
+    assert {c["source_type"] for c in chunks} == {"rag", "web"}
+    assert merged.outputs["chunk_count"] == len(chunks)
+    assert "[C:1]" in merged.outputs["formatted_chunks"]
+    assert "access_roles" not in repr(events)  # who may read a document never leaves
+    summary = events[-1].summary
+    assert summary.answer == "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    assert summary.cited_ids and set(summary.cited_ids) <= {str(c["id"]) for c in chunks}
+    assert summary.invalid_ids == []
+    assert summary.steps == 4 and summary.backend == "watched"
+    llm = next(e for e in events if isinstance(e, NodeFinished) and e.node == "llm")
+    assert llm.usage is not None and llm.usage.completion_tokens > 0
+    assert llm.outputs == {"text": summary.answer}
+
+
+async def test_a_failing_branch_degrades_the_answer(kb: Any, tmp_path: Path) -> None:
+    missing = Settings(data_dir=tmp_path / "no-such-kb")
+    broken = Deps(
+        settings=Settings(web_timeout_s=0.05),
+        backend=Watched(),
+        get_store=lambda: open_store(missing),
+        web_source=Web(delay=1.0),
+    )
+    events = await collect(ChatRun(Turn(QUERY), broken))
+    assert shape(events)[:4] == [
+        "started:knowledge_retrieval",
+        "started:web_search",
+        "finished:knowledge_retrieval:failed",
+        "finished:web_search:failed",
+    ]
+    kr, web = (e for e in events if isinstance(e, NodeFinished) and e.status == "failed")
+    assert kr.error is not None and kr.error.startswith("StoreError: 知识库数据目录不存在")
+    assert web.error == "timeout after 0.05s" and web.outputs is None
+    assert shape(events)[-1] == "ended:succeeded"  # the run itself goes on
+
+    failing_web = deps(kb, Watched(), Web(fail=SourceTimeout("慢")))
+    events = await collect(ChatRun(Turn(QUERY, ("运维工程师",)), failing_web))
+    web = next(e for e in events if isinstance(e, NodeFinished) and e.node == "web_search")
+    assert web.status == "failed" and web.error == "SourceTimeout: 慢"
+    assert events[-1].summary.cited_ids  # answered from the knowledge branch
+
+
+async def test_an_llm_failure_fails_the_run_and_keeps_the_partial_answer(kb: Any) -> None:
+    backend = Watched(fail_after=2)
+    events = await collect(ChatRun(Turn(QUERY, ("运维工程师",)), deps(kb, backend)))
+    assert shape(events)[-3:] == ["answer", "finished:llm:failed", "failed:llm"]
+    failed = events[-1]
+    assert failed.error == "Run failed: 模型服务连接中断: ReadError"
+    assert len(failed.summary.answer) > 0 and failed.summary.status == "failed"
+    assert backend.closed == 1
+
+
+async def test_stop_ends_the_run_with_its_partial_answer(kb: Any) -> None:
+    backend = Watched(delay=0.05)
+    run = ChatRun(Turn(QUERY, ("运维工程师",)), deps(kb, backend))
+    seen: list[Any] = []
+    answering = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in run.events():
+            seen.append(event)
+            if isinstance(event, AnswerDelta):
+                answering.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(answering.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    ending = run.stopped()
+    assert shape(seen + ending)[-3:] == ["answer", "finished:llm:stopped", "ended:stopped"]
+    partial = "".join(e.text for e in seen if isinstance(e, AnswerDelta))
+    assert ending[0].outputs == {"text": partial}
+    assert ending[-1].summary.answer == partial and ending[-1].summary.status == "stopped"
+    await asyncio.sleep(0)
+    assert backend.closed == 1  # cancelling the run closed the model call
+
+
+async def test_earlier_turns_are_rechecked_with_the_current_roles(kb: Any) -> None:
+    first = await collect(ChatRun(Turn(QUERY, ("运维工程师",)), deps(kb, Watched(), Web())))
+    summary = first[-1].summary
+    cited = {str(c["id"]): c for c in summary.chunk_metadata}
+    restricted = [i for i in summary.cited_ids if cited[i]["source_type"] == "rag"]
+    assert restricted, "the first answer quotes the restricted elevator document"
+    past = PastTurn(QUERY, summary.answer, False, summary.chunk_metadata, summary.cited_ids)
+    secret = cited[restricted[0]]["content"]
+    earlier = strip_markers(summary.answer)  # the prompt carries answers without markers
+    seen = await _prompt(Turn("那维保频率呢？", ("运维工程师",), earlier_turns([past])), kb)
+    assert earlier in seen and secret in seen
+    hidden = await _prompt(Turn("那维保频率呢？", (), earlier_turns([past])), kb)
+    assert QUERY in hidden  # the earlier question stays
+    assert earlier not in hidden and secret not in hidden
+    unknown = await _prompt(Turn("那维保频率呢？", ("运维工程师",), earlier_turns([past])), None)
+    assert earlier not in unknown and secret not in unknown  # no store: fail closed
+    failed = PastTurn("失败的问题", "半截", True, [], [])
+    assert earlier_turns([failed]).turns == []  # failed turns never reach the prompt
+
+
+async def _prompt(turn: Turn, store: Any) -> str:
+    backend = Watched()
+    await collect(ChatRun(turn, deps(store, backend)))
+    return "\n".join(m["content"] for m in backend.prompts[0])
+
+
+def test_the_chatflow_loads_no_http_client_and_no_sql() -> None:
+    code = (
+        "import sys, gcite, gcite.chatflow, gcite.dify.wire;"
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'httpx', 'sqlalchemy'});"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,156 @@
+"""gcite.dify.wire: chatflow events -> Dify's JSON objects and SSE frames (pure, no HTTP).
+
+The service-level tests check the bytes a real client receives; these pin the mapping
+itself: ids, indexes, predecessors, node names, usage, the failure codes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gcite.chatflow.events import (
+    AnswerDelta,
+    NodeFinished,
+    NodeStarted,
+    ReasoningDelta,
+    RunEnded,
+    RunFailed,
+    RunSummary,
+    UsageReport,
+)
+from gcite.dify.wire import DifyStream, Envelope, blocking_body, data_frame
+
+USAGE = UsageReport(12, 3, False, 1.23456, 0.5, 0.73456)
+CHUNK = {"id": "1", "source_type": "rag", "document_title": "规程", "content": "内容", "score": 0.9}
+
+
+def summary(status: Any = "succeeded", answer: str = "答[C:1]") -> RunSummary:
+    return RunSummary(status, answer, ["1"], [], [CHUNK], "extractive", USAGE, 2.0, 4, 1000.0)
+
+
+def env(stream_event: str = "message") -> Envelope:
+    return Envelope("t", "m", "c", 999, "w", stream_event, user="u", inputs={"x": 1})
+
+
+def run_events(web: bool = True) -> list[Any]:
+    events: list[Any] = [NodeStarted("knowledge_retrieval", {"query": "q"}, 1000.2)]
+    if web:
+        events.append(NodeStarted("web_search", {"query": "q", "count": 3}, 1000.3))
+    events.append(
+        NodeFinished("knowledge_retrieval", "succeeded", {}, {"result": []}, None, 0.1, 1001)
+    )
+    if web:
+        events.append(NodeFinished("web_search", "failed", {}, None, "timeout after 1s", 1.0, 1001))
+    events += [
+        NodeStarted("merge", {"rag_chunk_count": 0}, 1001.5),
+        NodeFinished("merge", "succeeded", {}, {"chunk_metadata": [CHUNK]}, None, 0.001, 1001.6),
+        NodeStarted("llm", {"query": "q"}, 1002),
+        ReasoningDelta("想一想"),
+        AnswerDelta("答[C:1]"),
+        NodeFinished(
+            "llm", "succeeded", {"query": "q"}, {"text": "答[C:1]"}, None, 1.0, 1003, USAGE
+        ),
+        RunEnded(summary()),
+    ]
+    return events
+
+
+def wire(events: list[Any], envelope: Envelope | None = None) -> list[dict[str, Any]]:
+    stream = DifyStream(envelope or env())
+    out = [stream.start("q")]
+    for event in events:
+        out += stream.objects(event)
+    return out
+
+
+def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
+    objects = wire(run_events())
+    assert [o["event"] for o in objects] == [
+        "workflow_started",
+        *["node_started"] * 2,
+        *["node_finished"] * 2,
+        "node_started",
+        "node_finished",
+        "node_started",
+        *["message"] * 2,  # the reasoning, tagged as Dify does, then the answer
+        "node_finished",
+        "message_end",
+        "workflow_finished",
+    ]
+    answer = "".join(o["answer"] for o in objects if o["event"] == "message")
+    assert answer == "<think>\n想一想\n</think>答[C:1]"
+    started = {o["data"]["node_id"]: o["data"] for o in objects if o["event"] == "node_started"}
+    assert {
+        k: (v["index"], v["predecessor_node_id"], v["node_type"]) for k, v in started.items()
+    } == {
+        "knowledge_retrieval": (1, "start", "knowledge-retrieval"),
+        "web_search": (2, "start", "tool"),
+        "chunk_numbering": (3, "web_search", "code"),
+        "llm": (4, "chunk_numbering", "llm"),
+    }
+    for o in objects:
+        if o["event"] == "node_finished":
+            assert o["data"]["id"] == started[o["data"]["node_id"]]["id"]
+            assert o["data"]["created_at"] == started[o["data"]["node_id"]]["created_at"]
+    web = next(o["data"] for o in objects if o["event"] == "node_finished")
+    assert web["node_id"] == "knowledge_retrieval"
+    failed = [o["data"] for o in objects if o.get("data", {}).get("status") == "failed"]
+    assert failed[0]["error"] == "timeout after 1s" and failed[0]["outputs"] is None
+    llm = [o["data"] for o in objects if o["event"] == "node_finished"][-1]
+    assert llm["process_data"]["usage"]["latency"] == 1.235
+    assert llm["execution_metadata"]["total_tokens"] == 15
+    assert all(o.get("task_id") == "t" and o["created_at"] == 999 for o in objects)
+    assert objects[0]["data"]["inputs"] == {
+        "x": 1,
+        "sys.query": "q",
+        "sys.user_id": "u",
+        "sys.conversation_id": "c",
+    }
+    end = objects[-2]
+    assert end["metadata"]["retriever_resources"][0]["doc_metadata"]["chunk_id"] == "1"
+    assert end["metadata"]["gcite"] == {
+        "backend": "extractive",
+        "cited_ids": ["1"],
+        "invalid_ids": [],
+    }
+    assert objects[-1]["data"]["total_steps"] == 4 and objects[-1]["data"]["outputs"] == {
+        "answer": "答[C:1]"
+    }
+
+
+def test_without_web_the_merge_node_follows_knowledge_retrieval() -> None:
+    objects = wire(run_events(web=False))
+    merge = next(
+        o["data"] for o in objects if o.get("data", {}).get("node_id") == "chunk_numbering"
+    )
+    assert merge["predecessor_node_id"] == "knowledge_retrieval"
+
+
+def test_text_chunk_mode_and_failures() -> None:
+    stream = DifyStream(env("text_chunk"))
+    (delta,) = stream.objects(AnswerDelta("半"))
+    assert delta["event"] == "text_chunk" and delta["data"]["text"] == "半"
+    failed = RunFailed("Run failed: 断了", "llm", summary("failed", "半"))
+    finished, error = stream.objects(failed)
+    assert finished["data"]["status"] == "failed" and finished["data"]["outputs"] is None
+    assert error == {
+        "event": "error",
+        "message_id": "m",
+        "conversation_id": "c",
+        "created_at": 999,
+        "code": "completion_request_error",
+        "status": 400,
+        "message": "Run failed: 断了",
+    }
+    internal = stream.objects(RunFailed("Run failed: bug", "internal", summary("failed")))
+    assert (internal[1]["code"], internal[1]["status"]) == ("internal_server_error", 500)
+
+
+def test_frames_and_blocking_body() -> None:
+    frame = data_frame({"answer": "引用"})
+    assert frame == b'data: {"answer":"\xe5\xbc\x95\xe7\x94\xa8"}\n\n'
+    assert json.loads(frame[6:]) == {"answer": "引用"}
+    body = blocking_body(env(), summary())
+    assert (body["event"], body["mode"], body["answer"]) == ("message", "advanced-chat", "答[C:1]")
+    assert body["metadata"]["usage"]["total_tokens"] == 15

@@ -1,0 +1,163 @@
+"""The run handle without HTTP: one run's lifetime and its outcome stored exactly once.
+
+Real conversation store (SQLite) and real chatflow; the model is a slow scripted stand-in
+(no LLM API runs here), so a test can stop or abandon a run in the middle of its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gcite.chatflow import ChatRun, Deps, Turn
+from gcite.config import Settings
+from gcite.dify.wire import DifyStream, Envelope
+from gcite.generate.backends import BackendLifecycle, Usage
+from gcite.service.runs import ABANDONED, RunHandle, RunRegistry
+from gcite.service.store import ConversationStore
+
+DELTAS = ["第一句。", "第二句。", "第三句。", "第四句。"]
+
+
+class Slow(BackendLifecycle):
+    """A model stand-in: fixed deltas, ``delay`` seconds apart; counts closed streams."""
+
+    name = "slow"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.closed = 0
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        chunks: Sequence[dict[str, Any]],
+        query: str,
+        usage: Usage | None = None,
+    ) -> AsyncIterator[str]:
+        try:
+            for delta in DELTAS:
+                await asyncio.sleep(self.delay)
+                if usage is not None:
+                    usage.completion_tokens += 1
+                yield delta
+        finally:
+            self.closed += 1
+
+
+class CountingStore(ConversationStore):
+    """The real store, counting how often an outcome is written."""
+
+    finished = 0
+
+    def finish_message(self, message_id: str, **kw: Any) -> None:
+        type(self).finished += 1
+        super().finish_message(message_id, **kw)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[CountingStore]:
+    CountingStore.finished = 0
+    opened = CountingStore(f"sqlite:///{tmp_path / 'runs.sqlite3'}")
+    yield opened
+    opened.close()
+
+
+def handle_for(store: ConversationStore, backend: Slow) -> tuple[RunHandle, str]:
+    record = store.start_message(user="owner", query="问题", inputs={})
+    deps = Deps(settings=Settings(), backend=backend, get_store=None)
+    env = Envelope("task", record.id, record.conversation_id, record.created_at, user="u")
+    handle = RunHandle(
+        ChatRun(Turn("问题"), deps),
+        DifyStream(env),
+        conversations=store,
+        message_id=record.id,
+        ping_interval=0.02,
+    )
+    return handle, record.id
+
+
+def events_of(frames: list[bytes]) -> list[str]:
+    out = []
+    for frame in b"".join(frames).split(b"\n\n"):
+        if frame.startswith(b"data: "):
+            out.append(json.loads(frame[6:])["event"])
+        elif frame:
+            out.append(frame.decode().removeprefix("event: "))
+    return out
+
+
+async def test_a_run_to_the_end_is_stored_once_with_pings(store: CountingStore) -> None:
+    handle, message_id = handle_for(store, Slow(0.05))
+    frames = [f async for f in handle.frames("问题")]
+    events = events_of(frames)
+    assert events[0] == "workflow_started" and events[-2:] == ["message_end", "workflow_finished"]
+    assert "ping" in events  # 0.05 s between deltas, 0.02 s ping interval
+    record = store.get_message(message_id)
+    assert record is not None and record.status == "normal" and record.answer == "".join(DELTAS)
+    assert CountingStore.finished == 1
+
+
+async def test_stop_ends_the_stream_and_stores_the_partial_answer_once(
+    store: CountingStore,
+) -> None:
+    backend = Slow(0.1)
+    handle, message_id = handle_for(store, backend)
+    runs = RunRegistry()
+    runs.add("task", "owner", handle)
+    frames: list[bytes] = []
+    async for frame in handle.frames("问题"):
+        frames.append(frame)
+        if b'"event":"message"' in frame:
+            runs.stop("task", "someone else")  # a wrong owner does nothing
+            runs.stop("task", "owner")
+    events = events_of(frames)
+    assert events[-2:] == ["message_end", "workflow_finished"]
+    assert b'"status":"stopped"' in frames[-1]
+    record = store.get_message(message_id)
+    assert record is not None and record.status == "stopped"
+    assert record.answer and record.answer != "".join(DELTAS)
+    assert CountingStore.finished == 1 and backend.closed == 1
+    runs.stop("task", "owner")  # after the end: nothing happens
+    assert CountingStore.finished == 1
+
+
+async def test_a_client_that_goes_away_cancels_the_model_and_is_stored_once(
+    store: CountingStore,
+) -> None:
+    backend = Slow(0.1)
+    handle, message_id = handle_for(store, backend)
+    stream = handle.frames("问题")
+    async for frame in stream:
+        if b'"event":"message"' in frame:
+            break
+    await stream.aclose()  # what Starlette does when the client disconnects
+    for _ in range(100):
+        if CountingStore.finished:
+            break
+        await asyncio.sleep(0.02)
+    record = store.get_message(message_id)
+    assert record is not None and record.status == "stopped" and record.error == ABANDONED
+    assert record.answer == DELTAS[0]
+    assert CountingStore.finished == 1 and backend.closed == 1
+
+
+async def test_blocking_run_and_a_blocking_client_that_disconnects(store: CountingStore) -> None:
+    handle, message_id = handle_for(store, Slow(0.0))
+    outcome = await handle.result(None)
+    assert outcome.summary.answer == "".join(DELTAS) and not outcome.abandoned
+    assert outcome.failure is None and not outcome.crashed
+
+    backend = Slow(0.2)
+    handle, message_id = handle_for(store, backend)
+    outcome = await handle.result(lambda: asyncio.sleep(0.1))
+    assert outcome.abandoned
+    record = store.get_message(message_id)
+    assert record is not None and record.status == "stopped" and record.error == ABANDONED
+    assert CountingStore.finished == 2 and backend.closed == 1
