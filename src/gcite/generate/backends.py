@@ -117,9 +117,6 @@ def make_backend(settings: Settings) -> LLMBackend:
     from gcite.generate.limits import limited
     from gcite.verify.support import support_model
 
-    def offline() -> ExtractiveBackend:
-        return ExtractiveBackend(support=support_model(settings))
-
     if settings.llm_base_url:
         from gcite.generate.openai_backend import OpenAIBackend
 
@@ -127,9 +124,10 @@ def make_backend(settings: Settings) -> LLMBackend:
         if settings.on_model_error == "extractive":
             from gcite.generate.fallback import FallbackBackend
 
-            return FallbackBackend(model, limited(offline(), settings))
+            offline = ExtractiveBackend(support=support_model(settings))
+            return FallbackBackend(model, limited(offline, settings))
         return model
-    return limited(offline(), settings)
+    return limited(ExtractiveBackend(support=support_model(settings)), settings)
 
 
 __all__ = [

@@ -94,6 +94,9 @@ _PLACE_RE = re.compile(
     r"北京|上海|天津|重庆|河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南|湖北|湖南"
     r"|广东|海南|四川|贵州|云南|陕西|甘肃|青海|内蒙古|广西|西藏|宁夏|新疆|深圳|广州|杭州|南京|武汉|成都"
 )
+#: Seed §5.2 rule 4: building procedures, rules and equipment are answered from the
+#: knowledge base first - its chunks get this much over a web chunk.
+KB_PREFERENCE = 0.05
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
 #: Other sentences are added when their score is at least this share of the best one's
@@ -287,8 +290,8 @@ def _units(
         title_cover = _weighted_cover(query_weights, title)
         body = [s for s in sentences(content, semicolons=False) if not s.heading]
         for position, sentence in enumerate(body):
-            if len(sentence.text) < 4:
-                continue
+            if len(sentence.text) < 4 or sentence.text.rstrip("”’」』）)\"'").endswith(("？", "?")):
+                continue  # a question (or a page echoing the user's) answers nothing
             quote = _quote(content, body, position)
             own = _weighted_cover(query_weights, quote)
             lexical = _weighted_cover(query_weights, quote, sentence.context + " " + title)
@@ -403,6 +406,7 @@ def pick_sentences(
             + 0.15 * best.chunk_cover
             + 0.1 * best.title_cover
             + (0.05 if best.rank == 0 else 0.0)
+            + (KB_PREFERENCE if best.source == "rag" else 0.0)
         )
         ranked.append((score, chunk_id, best))
     ranked.sort(key=lambda c: (-c[0], c[2].rank))
