@@ -40,8 +40,8 @@ sys.path.insert(0, str(REPO / "tests"))
 SHARED = Path(os.environ.get("GCITE_SHARED_DIR", REPO.parent / "shared")).resolve()
 KEY = "bench-key"
 
+from gcite.knowledge.sparse import tokenize  # noqa: E402
 from gcite.web import BochaWebSearch  # noqa: E402
-from gcite.web.bm25 import tokenize  # noqa: E402
 from gcite.web.offline import OfflineWebSource, PageIndex  # noqa: E402
 from gcite.web.pages import load_pages  # noqa: E402
 from support.web_standin import BOCHA_PATH, web_standin  # noqa: E402

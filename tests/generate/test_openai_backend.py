@@ -9,6 +9,7 @@ import pytest
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import Reasoning, Usage, make_backend
+from gcite.generate.limits import LimitedBackend
 from gcite.generate.openai_backend import OpenAIBackend
 from gcite.stream.parser import parse_all
 from support.openai_standin import OpenAIStandin, Script
@@ -27,8 +28,9 @@ def _backend(standin: OpenAIStandin, timeout_s: float = 10.0) -> OpenAIBackend:
         llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1", llm_timeout_s=timeout_s
     )
     backend = make_backend(settings)
-    assert isinstance(backend, OpenAIBackend) and backend.name == "openai:m1"
-    return backend
+    assert isinstance(backend, LimitedBackend) and backend.name == "openai:m1"
+    assert isinstance(backend.inner, OpenAIBackend)
+    return backend.inner
 
 
 async def _run(backend: OpenAIBackend, usage: Usage | None = None) -> list[str]:

@@ -141,3 +141,21 @@ def test_ingest_without_a_dataset_name_uses_default(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "数据集 default: 新增 1" in result.output
+
+
+def test_ingest_says_which_data_dir_it_wrote_to_relative_to_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n第一条 内容。", encoding="utf-8")
+    (tmp_path / "etc").mkdir()
+    cfg = tmp_path / "etc" / "gcite.toml"
+    cfg.write_text("data_dir = 'kb'\nembed_backend = 'use'\n", encoding="utf-8")
+    monkeypatch.chdir(docs)
+    result = CliRunner().invoke(
+        cli, ["ingest", str(docs), "--quiet", "--config", str(cfg)], env={"GCITE_DATASET": ""}
+    )
+    assert result.exit_code == 0, result.output
+    assert f"数据目录: {(tmp_path / 'etc' / 'kb').resolve()}" in result.output
+    assert (tmp_path / "etc" / "kb").is_dir() and not (docs / "kb").exists()

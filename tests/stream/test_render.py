@@ -101,17 +101,17 @@ def test_empty_panel_renders_nothing() -> None:
     assert render_sources_terminal([]) == ""
 
 
-def test_markdown_uses_footnotes_for_cited_sources() -> None:
+def test_markdown_has_superscripts_in_place_and_a_source_list() -> None:
     segments, panel = parsed()
     md = render_markdown(segments, panel)
-    body, _, notes = md.partition("\n\n")
-    assert body.startswith("巡更人员需要先在终端登录[^1]。") and "流程[^2]。" in body
+    body, _, notes = md.partition("\n\n来源：\n\n")
+    assert body.startswith("巡更人员需要先在终端登录¹。") and "流程²。" in body
     zhihu = "[物业巡检流程标准 - 知乎](<https://www.zhihu.com/question/123>)"
     baike = "[物业巡检分类 - 百度百科](<https://baike.baidu.com/item/巡检>)"
     assert notes.splitlines() == [
-        f"[^1]: {zhihu} · 知乎 · 2025-08-12",
-        "[^2]: 物业管理制度 · 异常上报处理 · 测试知识库20260610",
-        f"[^3]: {baike} · 百度百科 · 2025-09-01",
+        f"1. {zhihu} · 知乎 · 2025-08-12",
+        "2. 物业管理制度 · 异常上报处理 · 测试知识库20260610",
+        f"3. {baike} · 百度百科 · 2025-09-01",
     ]
 
 
@@ -120,10 +120,91 @@ def test_markdown_escapes_titles_and_covers_unknown_sources() -> None:
         [{"text": "x"}, {"cite": "5", "idx": 1}],
         build_panel([("5", 1)], {"5": {"document_title": "[a](javascript:x) *b*"}}),
     )
-    assert "[^1]: \\[a\\](javascript:x) \\*b\\*" in md
+    assert "1. \\[a\\](javascript:x) \\*b\\*" in md
     md = render_markdown([{"text": "x"}, {"cite": "5", "idx": 1}], [])
-    assert md.endswith("[^1]: 来源 5\n")
+    assert md.endswith("1. 来源 5\n")
     assert render_markdown([{"text": "只有文字"}], []) == "只有文字"
+
+
+def _tokens(markdown: str) -> list[Any]:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    out: list[Any] = []
+    for token in md.parse(markdown):
+        out.append(token)
+        out.extend(token.children or [])
+    return out
+
+
+def _md(answer: str, known: list[str]) -> str:
+    result = parse_all(answer, known)
+    chunks = [
+        {"id": k, "document_title": f"文档{k}", "url": f"https://kb.example/{k}"} for k in known
+    ]
+    return render_markdown(result.segments, build_panel(result.citations, chunks))
+
+
+def test_markdown_marker_before_a_url_is_not_a_link() -> None:
+    md = _md("见[C:1](https://evil.example/x)。", ["1"])
+    assert md.startswith("见¹(https://evil.example/x)。")
+    hrefs = [t.attrGet("href") for t in _tokens(md) if t.type == "link_open"]
+    assert hrefs == ["https://kb.example/1"]  # only the source list links
+
+
+def test_markdown_line_starting_with_a_marker_is_not_a_definition() -> None:
+    md = _md("说明：\n\n[C:2]: https://evil.example/def\n\n见[原文][C:2]。", ["2"])
+    assert "\n¹: https://evil.example/def\n" in md
+    body = md.split("来源：")[0]
+    inline = [t for t in _tokens(body) if t.type == "inline"]
+    assert any("¹: https://evil.example/def" in t.content for t in inline)
+    assert not [t for t in _tokens(body) if t.type == "link_open"]
+
+
+def test_markdown_model_footnote_stays_the_models() -> None:
+    md = _md("模型自己的脚注[^1]，引用[C:1]。\n\n[^1]: 模型的注释", ["1"])
+    assert md.count("[^1]") == 2 and "[^1]: 模型的注释" in md
+    assert "引用¹。" in md
+    assert "[^1]: [文档1]" not in md and "1. [文档1](<https://kb.example/1>)" in md
+
+
+def test_markdown_marker_in_image_alt_text_stays_alt_text() -> None:
+    md = _md("![示意图[C:1]](https://img.example/a.png)", ["1"])
+    assert md.startswith("![示意图¹](https://img.example/a.png)")
+    images = [t for t in _tokens(md) if t.type == "image"]
+    assert len(images) == 1 and images[0].content == "示意图¹"
+
+
+def test_markdown_adjacent_citations_and_an_open_fence() -> None:
+    md = _md("一次[C:1][C:2]。\n\n```\ncode", ["1", "2"])
+    assert "一次¹˒²。" in md
+    assert "```\ncode\n```\n\n来源：" in md
+    fences = [t for t in _tokens(md) if t.type == "fence"]
+    assert len(fences) == 1 and fences[0].content == "code\n"
+
+
+def test_markdown_blocks_stream_complete_blocks_only() -> None:
+    from gcite.stream.parser import CitationParser
+    from gcite.stream.render import MarkdownBlocks
+
+    answer = (
+        "# 标题[C:1]\n\n第一段[C:1][C:2]。\n\n- 一\n- 二[C:2]\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    )
+    parser = CitationParser(known_ids=["1", "2"])
+    blocks = MarkdownBlocks()
+    out: list[str] = []
+    longest = 0
+    for ch in answer:
+        out += blocks.feed(parser.feed(ch))
+        longest = max(longest, len(blocks.open))
+    out += blocks.feed(parser.close()) + blocks.close()
+    assert out == [
+        "# 标题¹\n",
+        "第一段¹˒²。\n",
+        "- 一\n- 二²\n",
+        "| a | b |\n|---|---|\n| 1 | 2 |\n",
+    ]
+    assert longest <= len("| a | b |\n|---|---|\n| 1 | 2 |\n")  # completed blocks are dropped
 
 
 def test_terminal_superscripts_and_control_characters() -> None:

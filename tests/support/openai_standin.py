@@ -69,6 +69,10 @@ class Script:
     instead of a completion. ``usage``: (prompt_tokens, completion_tokens); by default
     prompt tokens = characters of all messages // 2, completion tokens = number of deltas.
     ``raw``: SSE frames sent verbatim instead (e.g. a malformed chunk), then the stream ends.
+    ``trickle``: after the deltas, this frame (e.g. a ``: keep-alive`` comment or an empty
+    delta) is sent every ``trickle_interval_s`` seconds, forever, until the client leaves.
+    ``endless_line``: after the deltas, one ``data:`` line that never ends (64 KiB pieces,
+    no newline) until the client leaves.
     ``reasoning``: reasoning deltas sent before ``deltas`` in the delta field
     ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``), with ``content`` set
     to ``reasoning_placeholder`` (``None``: JSON ``null``, as DeepSeek; ``""``, as Ollama).
@@ -84,6 +88,9 @@ class Script:
     error: dict[str, Any] | None = None
     usage: tuple[int, int] | None = None
     raw: list[bytes] | None = None
+    trickle: bytes | None = None
+    trickle_interval_s: float = 0.05
+    endless_line: bool = False
     reasoning: list[str] = field(default_factory=list)
     reasoning_field: str = "reasoning_content"
     reasoning_placeholder: str | None = None
@@ -404,6 +411,19 @@ class OpenAIStandin:
                 self._note_disconnect()
                 return False
             await send(chunk({"content": delta}, None))
+        if script.trickle is not None:
+            while await pause(script.trickle_interval_s):
+                await send(script.trickle)
+            return False
+        if script.endless_line:
+            await send(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+            piece = b"a" * 65536
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                while not eof.done():
+                    await send(piece)
+                    await asyncio.sleep(0)
+            self._note_disconnect()
+            return False
         if script.drop_after is not None and script.drop_after <= len(script.deltas):
             writer.transport.abort()
             return False

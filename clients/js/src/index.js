@@ -13,6 +13,20 @@ export { SseDecoder } from './sse.js';
 export { AnswerStream } from './answer.js';
 export { streamChat, wxStreamChat } from './transport.js';
 export {
+  MARKDOWN_OPTIONS,
+  MarkdownStream,
+  appendTree,
+  copyText,
+  createMarkdownIt,
+  dropDanglingMarker,
+  renderMarkdownTree,
+  safeLink,
+  splitReasoning,
+  toRichTextNodes,
+  treeText,
+  treeToHtml,
+} from './markdown.js';
+export {
   escapeHtml,
   isOfficeUrl,
   renderPanelHtml,

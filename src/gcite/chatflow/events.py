@@ -14,7 +14,7 @@ knows Dify's envelope: :mod:`gcite.dify.wire` serialises these events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 NodeName = Literal["knowledge_retrieval", "web_search", "merge", "llm"]
@@ -103,7 +103,9 @@ class RunSummary:
     UnifiedChunk list; ``backend`` the LLM backend's name; ``usage`` tokens and times;
     ``elapsed`` seconds since the run started; ``steps`` nodes started; ``error`` the
     failure (failed runs); ``reasoning`` the model's reasoning, if it gave any; ``at``
-    ``time.time()`` at the summary.
+    ``time.time()`` at the summary; ``timings`` seconds of the ``retrieval``, ``web`` and
+    ``merge`` nodes; ``fallback`` ``{"backend", "reason"}`` when the offline answerer
+    replaced a model that was down.
     """
 
     status: Literal["running", "succeeded", "failed", "stopped"]
@@ -118,6 +120,8 @@ class RunSummary:
     at: float
     error: str | None = None
     reasoning: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    fallback: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

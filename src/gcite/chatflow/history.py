@@ -8,7 +8,8 @@
   prompt, the knowledge-base documents they used are checked again with the caller's
   CURRENT roles (:meth:`KnowledgeStore.visible_document_ids`): a chunk whose document is
   no longer visible is left out of ``cited_before`` (content and title), and an earlier
-  answer that quoted such a document is left out of the history (its question stays).
+  answer whose turn retrieved such a document (cited or not) is left out of the history
+  (its question stays).
   Web chunks are public and kept. When the check cannot be made (no store, a store
   error), every knowledge-base chunk and every answer that quoted one is left out
   (fail closed).
@@ -42,7 +43,8 @@ class PastTurn:
 @dataclass
 class History:
     """Earlier turns for the prompt: ``turns`` ``[{"query", "answer", "document_ids"}]``
-    (``document_ids``: the knowledge-base documents the answer quoted) and ``cited_before``
+    (``document_ids``: every knowledge-base document retrieved for the turn, cited or not)
+    and ``cited_before``
     (UnifiedChunks cited earlier, in order)."""
 
     turns: list[dict[str, Any]] = field(default_factory=list)
@@ -58,9 +60,15 @@ def earlier_turns(past: Sequence[PastTurn]) -> History:
         by_id = {str(c.get("id")): c for c in turn.chunk_metadata}
         cited = [by_id[i] for i in turn.cited_ids if i in by_id]
         history.cited_before.extend(cited)
-        documents = [
-            str(c.get("document_id") or "") for c in cited if c.get("source_type") != "web"
-        ]
+        # every knowledge-base document retrieved for that turn, cited or not: an answer
+        # can use a chunk without citing it
+        documents = list(
+            dict.fromkeys(
+                str(c.get("document_id") or "")
+                for c in turn.chunk_metadata
+                if c.get("source_type") != "web" and c.get("document_id")
+            )
+        )
         history.turns.append(
             {"query": turn.query, "answer": turn.answer, "document_ids": documents}
         )

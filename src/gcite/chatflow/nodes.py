@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
+from gcite.generate.fallback import FellBack
 from gcite.merge import MergeResult, merge_chunks
 
 T = TypeVar("T")
@@ -113,8 +114,9 @@ async def generate(
     chunks: list[dict[str, Any]],
     query: str,
     usage: Usage,
-) -> AsyncIterator[str | Reasoning]:
-    """The LLM node: non-empty answer deltas (``str``) and :class:`Reasoning` pieces.
+) -> AsyncIterator[str | Reasoning | FellBack]:
+    """The LLM node: non-empty answer deltas (``str``), :class:`Reasoning` pieces and the
+    :class:`~gcite.generate.fallback.FellBack` notice of an offline fallback.
 
     The backend's stream is always closed, also when the consumer stops early or is
     cancelled (that closes the model call). Raises ``LLMError``.
@@ -125,7 +127,7 @@ async def generate(
             if isinstance(delta, Reasoning):
                 if delta.text:
                     yield delta
-            elif isinstance(delta, str) and delta:
+            elif (isinstance(delta, str) and delta) or isinstance(delta, FellBack):
                 yield delta
     finally:
         aclose = getattr(stream, "aclose", None)  # async generators have it; iterators may not

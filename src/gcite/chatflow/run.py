@@ -2,8 +2,9 @@
 
 ::
 
+    history re-check ─▶ retrieval query (follow-ups: gcite.chatflow.followup)
     knowledge_retrieval ─┐ (parallel, each with its own timeout; a failure degrades)
-    web_search ──────────┴▶ merge (“Chunk编号”) ─▶ history re-check + prompt ─▶ llm
+    web_search ──────────┴▶ merge (“Chunk编号”) ─▶ prompt ─▶ llm
 
 :class:`ChatRun` yields :mod:`gcite.chatflow.events` from :meth:`ChatRun.events`. To stop
 a run, cancel the task iterating it (that closes the model call), then take
@@ -40,10 +41,12 @@ from gcite.chatflow.events import (
     Status,
     UsageReport,
 )
+from gcite.chatflow.followup import search_query
 from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.config import Settings
 from gcite.errors import LLMError
+from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 
 log = logging.getLogger("gcite.chatflow")
@@ -99,6 +102,8 @@ class ChatRun:
         self.usage = Usage()
         self.started = time.monotonic()
         self.first_token: float | None = None
+        self.timings: dict[str, float] = {}  # seconds: retrieval, web, merge
+        self.fallback: dict[str, str] | None = None
         self.steps = 0
         self._llm: NodeStarted | None = None
         self._llm_started = 0.0
@@ -159,6 +164,8 @@ class ChatRun:
             at=time.time(),
             error=self.error,
             reasoning="".join(self.reasoning_parts),
+            timings=dict(self.timings),
+            fallback=self.fallback,
         )
 
     # ---------------------------------------------------------------------- run
@@ -177,19 +184,23 @@ class ChatRun:
 
     async def _run(self) -> AsyncIterator[Event]:
         turn, deps, settings = self.turn, self.deps, self.deps.settings
+        history, cited_before = await visible_context(
+            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
+        )
+        query = await search_query(turn.query, history, deps.backend, settings)
         kr_node = web_node = None
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
         if deps.get_store is not None:
-            kr_node = self._start(KNOWLEDGE, {"query": turn.query})
+            kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
         if deps.web_source is not None:
-            web_node = self._start(WEB, {"query": turn.query, "count": settings.web_count})
+            web_node = self._start(WEB, {"query": query, "count": settings.web_count})
             yield web_node
         try:
             if deps.get_store is not None:
                 kr_work = nodes.retrieve_knowledge(
                     deps.get_store,
-                    turn.query,
+                    query,
                     roles=turn.roles,
                     dataset=settings.dataset or None,
                     top_k=settings.top_k,
@@ -197,7 +208,7 @@ class ChatRun:
                 )
                 tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
             if deps.web_source is not None:
-                web_work = nodes.search_web(deps.web_source, turn.query, count=settings.web_count)
+                web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
             branches = list(await asyncio.gather(*tasks))
         finally:
@@ -207,6 +218,7 @@ class ChatRun:
         web_payload: Any = []
         if kr_node is not None:
             kr = branches.pop(0)
+            self.timings["retrieval"] = kr.elapsed
             if kr.error is None:
                 rag_items = list(kr.value or [])
                 yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
@@ -217,6 +229,7 @@ class ChatRun:
                 )
         if web_node is not None:
             web = branches.pop(0)
+            self.timings["web"] = web.elapsed
             if web.error is None:
                 web_payload = web.value
                 yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
@@ -230,11 +243,9 @@ class ChatRun:
         t0 = time.monotonic()
         merged = nodes.merge(rag_items, web_payload, max_web_results=settings.max_web_results)
         self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
+        self.timings["merge"] = time.monotonic() - t0
         yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
 
-        history, cited_before = await visible_context(
-            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
-        )
         messages = build_messages(
             turn.query, merged["formatted_chunks"], history, cited_before, deps.template
         )
@@ -245,9 +256,12 @@ class ChatRun:
             deps.backend,
             messages,
             chunks=self.chunk_metadata,
-            query=turn.query,
+            query=query,
             usage=self.usage,
         ):
+            if isinstance(delta, FellBack):  # the model is down: the offline answerer
+                self.fallback = {"backend": delta.backend, "reason": delta.reason}
+                continue
             if isinstance(delta, Reasoning):
                 self.reasoning_parts.append(delta.text)
                 yield ReasoningDelta(delta.text)

@@ -33,6 +33,9 @@ from gcite.errors import GciteError
 _COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("gcite.cli.ingest", "ingest"),
     "search": ("gcite.cli.search", "search"),
+    "datasets": ("gcite.cli.manage", "datasets"),
+    "documents": ("gcite.cli.manage", "documents"),
+    "status": ("gcite.cli.manage", "status"),
     "serve": ("gcite.cli.serve", "serve"),
     "ask": ("gcite.cli.ask", "ask"),
     "demo": ("gcite.cli.demo", "demo"),

@@ -11,11 +11,13 @@ Two sources of the same Dify chat SSE byte stream, one consumer:
   (:func:`gcite.stream.sse.consume_chat_stream`); the server decides the roles from the key.
 
 The bytes go through :class:`gcite.stream.sse.DifyStreamConsumer` (mobile design
-document §3–§4): answer text to stdout as it streams, citations as superscripts
-(``¹²³``), then the numbered source list (``1. [知识库] 标题 — 副标题``). ``--json``
-prints every event object instead, one JSON per line (a ``ping`` as ``{"event":
-"ping"}``). Progress and errors go to stderr; exit status 0, or 1 when the answer
-failed (error event, broken stream) — the text received so far is still printed.
+document §3–§4): the answer to stdout as it streams — on a terminal rendered as Markdown
+by rich, block by block; piped, as its Markdown source — citations as superscripts
+(``¹²³``, adjacent ones ``¹˒²``), then the numbered source list
+(``1. [知识库] 标题 — 副标题``). ``--json`` prints every event object instead, one JSON
+per line (a ``ping`` as ``{"event": "ping"}``). Progress and errors go to stderr; exit
+status 0, or 1 when the answer failed (error event, broken stream) — the text received
+so far is still printed.
 """
 
 from __future__ import annotations
@@ -234,20 +236,102 @@ async def print_remote_json(url: str, key: str, question: str, out: TextIO, **kw
     return 1 if printer.failed or failed else 0
 
 
-async def print_answer(updates: AsyncIterator[StreamUpdate], out: TextIO, err: TextIO) -> int:
-    """Stream the answer to ``out`` (superscripts), then the numbered sources.
+def _console(out: TextIO, *, force: bool = False, width: int | None = None) -> Any:
+    """A rich Console on ``out`` (no highlighting, no emoji codes, no OSC 8 links)."""
+    from rich.console import Console
 
-    Returns 0, or 1 when the stream reported an error or broke off (message on ``err``).
+    return Console(
+        file=out,
+        highlight=False,
+        emoji=False,
+        force_terminal=True if force else None,
+        width=width,
+    )
+
+
+async def print_answer(
+    updates: AsyncIterator[StreamUpdate],
+    out: TextIO,
+    err: TextIO,
+    *,
+    rich_markdown: bool | None = None,
+    width: int | None = None,
+) -> int:
+    """Stream the answer to ``out``, then the numbered sources.
+
+    On a terminal (or with ``rich_markdown=True``) the answer is rendered with rich's
+    Markdown (headings, lists, bold, tables, code), citations as superscripts in place
+    (``一次¹。``, adjacent ones ``¹˒²``); each top-level block is printed once it is
+    complete (:class:`gcite.stream.render.MarkdownBlocks`) and the block being written is
+    shown live below them. Otherwise (a pipe, a file) the Markdown source is written as it
+    streams, with the same superscripts, so it stays greppable and unwrapped. ``width``:
+    columns for rich (default: the terminal's). Returns 0, or 1 when the stream reported
+    an error or broke off (message on ``err``).
     """
-    from gcite.stream.render import render_sources_terminal, render_terminal
+    console = _console(out, force=bool(rich_markdown), width=width)
+    if rich_markdown is None:
+        rich_markdown = bool(console.is_terminal)
+    if not rich_markdown:
+        return await _print_plain(updates, out, err)
+    from rich.live import Live
+    from rich.markdown import Markdown
+    from rich.text import Text
+
+    from gcite.stream.render import MarkdownBlocks
+
+    blocks = MarkdownBlocks()
+    wrote = False
+    result = None
+    live = Live(Text(""), console=console, transient=True, auto_refresh=console.is_terminal)
+
+    def markdown(source: str) -> Any:
+        return Markdown(source, hyperlinks=False, code_theme="ansi_dark")
+
+    with live:
+        async for update in updates:
+            if isinstance(update, SegmentsReceived) and update.segments:
+                if update.replace:
+                    # message_replace: what was printed stays; the new answer follows
+                    for source in blocks.close():
+                        live.console.print(markdown(source))
+                    if wrote:
+                        live.console.print(Text("（以下为替换后的回答）", style="dim"))
+                    blocks = MarkdownBlocks()
+                for source in blocks.feed(update.segments):
+                    live.console.print(markdown(source))
+                    wrote = True
+                if blocks.open.strip():
+                    wrote = True
+                    if console.is_terminal:
+                        live.update(markdown(blocks.open))
+            elif isinstance(update, AnswerFinished):
+                result = update.result
+        live.update(Text(""))
+    for source in blocks.close():
+        console.print(markdown(source))
+    if result is None:
+        raise StreamError("回答流没有正常结束")
+    return _finish(result, wrote, out, err)
+
+
+async def _print_plain(updates: AsyncIterator[StreamUpdate], out: TextIO, err: TextIO) -> int:
+    """The answer's Markdown source as it streams (superscripts in place), then sources."""
+    from gcite.stream.render import CITE_SEPARATOR, render_terminal
 
     wrote = False
+    previous_cite = False
     result = None
     async for update in updates:
         if isinstance(update, SegmentsReceived) and update.segments:
             if update.replace and wrote:
                 out.write("\n")
+                previous_cite = False
             text = render_terminal(update.segments)
+            if previous_cite and "cite" in update.segments[0]:
+                text = CITE_SEPARATOR + text  # "¹˒²" across two updates too
+            answer_parts = [s for s in update.segments if "text" in s or "cite" in s]
+            if answer_parts:
+                previous_cite = "cite" in answer_parts[-1]
             if text:
                 out.write(text)
                 out.flush()
@@ -258,6 +342,13 @@ async def print_answer(updates: AsyncIterator[StreamUpdate], out: TextIO, err: T
         raise StreamError("回答流没有正常结束")
     if wrote:
         out.write("\n")
+    return _finish(result, wrote, out, err)
+
+
+def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
+    """Sources after the answer; the exit status (1 when the answer failed)."""
+    from gcite.stream.render import render_sources_terminal
+
     sources = render_sources_terminal(result.panel)
     if sources:
         out.write("\n" + sources)

@@ -228,7 +228,7 @@ def demo(
     settings = demo_settings(data_dir or default_data_dir(), port=port)
     if question is None:
         _check_port(settings.host, port)
-    click.echo(f"演示数据目录: {settings.data_dir}", err=True)
+    click.echo(f"演示数据目录: {settings.data_dir.resolve()}", err=True)
     from gcite.cli.startup import open_demo_stores, translate_in_use
 
     try:

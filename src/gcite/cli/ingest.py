@@ -91,6 +91,8 @@ def _check_paths(paths: Sequence[Path], data_dir: Path) -> bool:
     "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
 )
 @click.option("--quiet", is_flag=True, help="不显示进度条")
+@click.option("--url", default=None, help="导入到正在运行的服务（如 http://127.0.0.1:8000）")
+@click.option("--key", envvar="GCITE_ADMIN_KEY", default=None, help="服务的管理密钥（admin_keys）")
 def ingest(
     paths: tuple[Path, ...],
     dataset: str | None,
@@ -100,10 +102,16 @@ def ingest(
     chunk_overlap: int | None,
     config_file: Path | None,
     quiet: bool,
+    url: str | None,
+    key: str | None,
 ) -> None:
-    """把文档导入知识库（Markdown、TXT、HTML、PDF、DOCX）。"""
+    """把文档导入知识库（Markdown、TXT、HTML、PDF、DOCX、XLSX、CSV）。"""
     from gcite.knowledge import ingest_paths
     from gcite.knowledge.convert import load_manifest
+
+    if url is not None:
+        _ingest_remote(paths, dataset, manifest, config_file, url, key)
+        return
 
     try:
         settings = load_settings(
@@ -122,10 +130,49 @@ def ingest(
         )
     except GciteError as exc:
         _fail(str(exc))
+    click.echo(f"数据目录: {settings.data_dir.resolve()}")
     click.echo(
         f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
         f"未变 {report.unchanged}，删除 {report.deleted}，写入分块 {report.chunks}，"
-        f"失败 {len(report.failed)}"
+        f"失败 {len(report.failed)}，跳过 {len(report.skipped)}"
+    )
+    for path, reason in report.skipped:
+        click.echo(f"跳过: {path}: {reason}", err=True)
+    for path, reason in report.failed:
+        click.echo(f"失败: {path}: {reason}", err=True)
+    if report.failed:
+        raise SystemExit(1)
+
+
+def _ingest_remote(
+    paths: Sequence[Path],
+    dataset: str | None,
+    manifest: Path | None,
+    config_file: Path | None,
+    url: str,
+    key: str | None,
+) -> None:
+    """``--url``: upload through the running service's management API."""
+    from gcite.cli.remote_ingest import ingest_remote
+    from gcite.knowledge.convert import load_manifest
+
+    if not key:
+        _fail("使用 --url 时需要 --key（服务配置中 [[admin_keys]] 的管理密钥）")
+    try:
+        settings = load_settings({}, config_file=config_file)
+        man = load_manifest(manifest) if manifest is not None else None
+        name = dataset or (man.dataset_name if man is not None else None)
+        name = name or settings.dataset or DEFAULT_DATASET
+        existing = [p for p in paths if p.expanduser().exists()]
+        if not existing:
+            _fail("路径不存在: " + "、".join(str(p) for p in paths))
+        report = ingest_remote(existing, url=url, key=str(key), dataset=name, manifest=man)
+    except GciteError as exc:
+        _fail(str(exc))
+    click.echo(f"已写入服务: {url.rstrip('/')}（由服务写入它的数据目录）")
+    click.echo(
+        f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
+        f"写入分块 {report.chunks}，失败 {len(report.failed)}"
     )
     for path, reason in report.failed:
         click.echo(f"失败: {path}: {reason}", err=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from gcite.config import load_settings
+from gcite.config import Settings, load_settings
 
 
 def _check_port(host: str, port: int) -> None:
@@ -59,6 +59,9 @@ def serve(
     app = create_app(settings)
     backend = app.state.resources.backend.name
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
+    click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
+    _check_model(settings)
+    _access_log()
     if not settings.app_keys and not settings.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
     try:
@@ -66,6 +69,35 @@ def serve(
     finally:
         if store is not None:
             store.close()
+
+
+def _check_model(settings: Settings) -> None:
+    """Warn (one line) when the configured model cannot be reached at start-up."""
+    from gcite.generate.probe import probe_model
+
+    result = probe_model(settings)
+    if result.ok:
+        return
+    then = (
+        "将改用离线抽取式回答（on_model_error = extractive）"
+        if settings.on_model_error == "extractive"
+        else "提问会失败，直到它恢复（可设置 on_model_error = extractive 改用离线回答）"
+    )
+    click.echo(f"警告: {result.reason}；{then}", err=True)
+
+
+def _access_log() -> None:
+    """One JSON line per request on stderr (logger ``gcite.access``)."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("gcite.access")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 __all__ = ["serve"]

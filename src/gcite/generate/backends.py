@@ -105,16 +105,29 @@ def make_backend(settings: Settings) -> LLMBackend:
     """The backend the settings ask for.
 
     ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
-    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key).
+    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key) on the
+    support model of :func:`gcite.verify.support.support_model` (the bundled embedder).
+    Either is wrapped in :class:`gcite.generate.limits.LimitedBackend` (total and no-text
+    deadlines, answer size cap from the settings).
     Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
+    With ``on_model_error = "extractive"`` the model is wrapped in
+    :class:`gcite.generate.fallback.FallbackBackend` (offline answers when it is down).
     """
+    from gcite.generate.extractive import ExtractiveBackend
+    from gcite.generate.limits import limited
+    from gcite.verify.support import support_model
+
     if settings.llm_base_url:
         from gcite.generate.openai_backend import OpenAIBackend
 
-        return OpenAIBackend.from_settings(settings)
-    from gcite.generate.extractive import ExtractiveBackend
+        model = limited(OpenAIBackend.from_settings(settings), settings)
+        if settings.on_model_error == "extractive":
+            from gcite.generate.fallback import FallbackBackend
 
-    return ExtractiveBackend()
+            offline = ExtractiveBackend(support=support_model(settings))
+            return FallbackBackend(model, limited(offline, settings))
+        return model
+    return limited(ExtractiveBackend(support=support_model(settings)), settings)
 
 
 __all__ = [

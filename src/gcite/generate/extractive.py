@@ -1,147 +1,118 @@
-"""The offline extractive backend: answers with the chunk sentences that best match the question.
+"""The offline extractive backend: answers with the chunk sentences that answer the question.
 
 It follows the seed §5.2 answering rules without a language model: every sentence it
-writes is copied from one merged chunk and ends with that chunk's ``[C:N]`` marker
-(rule 2); chunks that do not match are not used (rule 3); when nothing matches it
-answers exactly "根据现有资料无法确定" with no marker (rule 6).
+writes is copied verbatim from one merged chunk and ends with that chunk's ``[C:N]``
+marker (rule 2); chunks that do not match are not used (rule 3); when nothing relevant
+was retrieved it answers exactly "根据现有资料无法确定" with no marker (rule 6).
 
-Scoring is lexical: the question is cut into words with jieba (search mode), question
-words (什么, 怎么, 多少 ...) are dropped, and a sentence's score is the share of the
-question's word weight (word length, in characters) that it contains. Deterministic:
-same chunks and question, same answer, same deltas.
+It runs on the verifier's support model (:mod:`gcite.verify`): the question's content
+words weighted by IDF, the CJK bigrams of words it misspells, the bundled embedding
+model's similarity (when the backend has a :class:`~gcite.verify.SupportModel` with an
+embedder), and answer-type cues (a number for "多少", a hotline for "电话", steps for
+"怎么用"). A sentence is kept with the context it needs to stay true: a sentence inside
+a labelled line ("一级（紧急）：……。物业须在 5 分钟内到场。") is quoted from the label on,
+so a fault level, a condition or a list heading is never stripped. A follow-up question
+("那灯坏了呢？") borrows the words of the previous question. Deterministic: same chunks,
+question and history, same answer, same deltas.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
-import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gcite.generate.backends import BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
+from gcite.verify.support import SupportModel
+from gcite.verify.text import Sentence, bigram_coverage, sentences, terms
 
-_STOPWORDS = frozenset(
-    [
-        "什么",
-        "怎么",
-        "怎么样",
-        "怎样",
-        "如何",
-        "哪些",
-        "哪个",
-        "哪里",
-        "哪儿",
-        "多少",
-        "几个",
-        "是否",
-        "是不是",
-        "能否",
-        "可以",
-        "可否",
-        "请问",
-        "一下",
-        "我们",
-        "你们",
-        "他们",
-        "她们",
-        "这个",
-        "那个",
-        "这些",
-        "那些",
-        "为什么",
-        "为何",
-        "需要",
-        "应该",
-        "要求",
-        "有没有",
-        "没有",
-        "有关",
-        "关于",
-        "以及",
-        "或者",
-        "还是",
-        "就是",
-        "自己",
-        "进行",
-        "其中",
-        "时候",
-        "问题",
-        "知道",
-        "告诉",
-        "规定",
-        "情况",
-        "the",
-        "and",
-        "what",
-        "how",
-    ]
-)
-# Sentences end at 。！？!? and line breaks; semicolons stay inside, so an enumerated
-# procedure ("第一步……；第二步……。") is one answer sentence.
-_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*")
 _END_PUNCT = "。！？!?；;"
-_WORD_RE = re.compile(r"[\w\u4e00-\u9fff]")
-_jieba_lock = threading.Lock()
-
-
-def _cut(text: str) -> list[str]:
-    import jieba
-
-    with _jieba_lock:  # jieba lazily builds its dictionary; not thread-safe on first use
-        jieba.setLogLevel(logging.WARNING)
-        return list(jieba.cut_for_search(text))
-
-
-def query_terms(query: str) -> dict[str, int]:
-    """The question's content words with their weights (length in characters).
-
-    Words shorter than two characters, punctuation and question words are dropped;
-    a question with no such word falls back to its CJK character bigrams.
-    """
-    terms: dict[str, int] = {}
-    for raw in _cut(query):
-        word = raw.strip().lower()
-        if len(word) < 2 or word in _STOPWORDS or not _WORD_RE.search(word):
-            continue
-        terms[word] = len(word)
-    if not terms:
-        cjk = "".join(ch for ch in query if "\u4e00" <= ch <= "\u9fff")
-        for i in range(len(cjk) - 1):
-            terms[cjk[i : i + 2]] = 2
-    return terms
-
 
 #: Answer cues: what kind of answer a question asks for, and text that looks like one.
-#: A question that asks for a phone number is answered by a sentence with a hotline,
-#: one that asks "how to use" by steps, "where" by a place (classic answer-type cues).
 _CUES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
-        re.compile(r"电话|号码|热线|联系方式|怎么联系|打给"),
-        re.compile(r"热线|电话|拨打|号码|\d{3,4}[-\s]?\d{3,4}"),
+        re.compile(r"电话|号码|热线|联系方式|怎么联系|打给|打哪|拨打"),
+        re.compile(r"热线|电话|拨打|号码|\d{3,4}[-\s]?\d{3,4}|\b\d{3,4}\b"),
     ),
     (
-        re.compile(r"怎么用|如何用|怎样用|怎么使用|如何使用|用法|使用方法|怎么操作|如何操作|步骤"),
-        re.compile(r"使用|步骤|第[一二三四1-4]步|首先|然后|操作"),
+        re.compile(
+            r"怎么用|如何用|怎样用|咋用|怎么使用|如何使用|用法|使用方法|怎么操作|如何操作|步骤"
+        ),
+        re.compile(r"步骤|第[一二三四五1-5]步|首先|然后|其次|最后|按下|压下|拨打|立即|先.{1,12}再"),
     ),
     (
-        re.compile(r"哪里|在哪|什么地方|位置|地点|放在"),
-        re.compile(r"位于|存放|放在|设在|[0-9０-９BbＢ]+\s*层|东侧|西侧|南侧|北侧"),
+        re.compile(r"哪里|在哪|哪儿|哪边|什么地方|位置|地点|放在|停哪|放哪|站哪|去哪"),
+        re.compile(
+            r"位于|存放|放在|设在|停放|[0-9０-９BbＢ]+\s*层|[Bb]\d|东侧|西侧|南侧|北侧|东门|上风|柜"
+        ),
     ),
     (
-        re.compile(r"多久|多长时间|几天|几小时|几分钟|什么时候|何时|几点|时限|期限"),
-        re.compile(r"\d+\s*(?:分钟|小时|天|日|个工作日|周|月|年)|\d{1,2}[:：]\d{2}|内"),
+        re.compile(
+            r"多久|多长时间|几天|几小时|几个钟|几分钟|什么时候|啥时候|何时|几点|时限|期限|多频繁"
+        ),
+        re.compile(
+            r"\d+\s*(?:分钟|小时|天|日|个工作日|周|月|年)|\d{1,2}[:：]\d{2}"
+            r"|[一二两三四五六七八九十百半]+\s*(?:个月|年|天|日|小时|分钟|个工作日|周)"
+            r"|每(?:年|月|周|季度|半年|天|日)"
+        ),
     ),
     (
-        re.compile(r"多少|几个|几次|几名|几人"),
-        re.compile(r"\d|[一二两三四五六七八九十百千]+\s*(?:个|次|名|人|具|处|条)"),
+        re.compile(r"多少|几个|几次|几名|几人|几间|几部|几台|多大"),
+        re.compile(r"\d|[一二两三四五六七八九十百千]+\s*(?:个|次|名|人|具|处|条|间|部|台)"),
     ),
 )
+#: Questions that ask for a value only a number can give (a phone number, a price, a
+#: clock time, a count) and what such a value looks like: without one in the chunk, the
+#: chunk does not answer the question, however related it is.
+_STRICT: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        re.compile(r"(?:电话|号码|热线).{0,4}(?:多少|是啥|是什么)|打哪个电话|打什么电话"),
+        re.compile(r"\d{3,}"),
+    ),
+    (re.compile(r"多少钱|什么价|价格|收费多少|费用多少"), re.compile(r"\d\s*元|元|免费")),
+    (re.compile(r"几点|什么时间开|开到几"), re.compile(r"\d{1,2}\s*[:：点]\s*\d{0,2}")),
+    (re.compile(r"密码"), re.compile(r"密码[是为：:]\s*\S")),
+)
 #: Score added to a sentence that looks like the kind of answer the question asks for.
-CUE_BONUS = 0.3
+CUE_BONUS = 0.15
+#: A question is answered only when the best sentence's relevance reaches this ...
+MIN_RELEVANCE = 0.2
+#: ... its chunk covers this share of the question's weight (plus SHORT_EXTRA_COVER for a
+#: question of at most 4 content words) ...
+MIN_CHUNK_COVER = 0.2
+SHORT_EXTRA_COVER = 0.2
+#: ... and (with an embedder) some sentence of the chunk is at least this similar, unless
+#: the best sentence's lexical evidence alone reaches ``LEXICAL_ALONE``.
+MIN_SEMANTIC = 0.1
+LEXICAL_ALONE = 0.5
+#: Place names of Chinese local regulations: a question about one place is not answered
+#: from another place's regulation (a national one still answers).
+_PLACE_RE = re.compile(
+    r"北京|上海|天津|重庆|河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南|湖北|湖南"
+    r"|广东|海南|四川|贵州|云南|陕西|甘肃|青海|内蒙古|广西|西藏|宁夏|新疆|深圳|广州|杭州|南京|武汉|成都"
+)
+#: Seed §5.2 rule 4: building procedures, rules and equipment are answered from the
+#: knowledge base first - its chunks get this much over a web chunk.
+KB_PREFERENCE = 0.05
+#: Sentences embedded per question (the best lexical candidates).
+MAX_EMBEDDED = 60
+#: Other sentences are added when their score is at least this share of the best one's
+#: (same chunk), or ``OTHER_CHUNK_SHARE`` (another chunk).
+SAME_CHUNK_SHARE = 0.8
+#: ... or this share for a "how do I" question (a procedure has several sentences).
+HOW_TO_SHARE = 0.6
+OTHER_CHUNK_SHARE = 0.98
+#: ... or this share when the second chunk is of the other source type (web vs knowledge
+#: base): an answer may show both kinds of source.
+OTHER_SOURCE_SHARE = 0.9
+_LIST_MARK_RE = re.compile(r"^\s*(?:[-*•·]|\d{1,3}[.、)）])\s*")
+_HOW_TO_RE = re.compile(
+    r"怎么用|如何用|怎样用|咋用|怎么使用|如何使用|怎么办|咋办|怎么做|如何处理|怎么处理|步骤"
+)
+_FOLLOW_UP_RE = re.compile(r"^(?:那|那么|那要是|那如果|还有|另外|再问)|呢[？?。\s]*$")
 
 
 def answer_cues(query: str) -> list[re.Pattern[str]]:
@@ -149,129 +120,324 @@ def answer_cues(query: str) -> list[re.Pattern[str]]:
     return [answer for question, answer in _CUES if question.search(query)]
 
 
-def split_sentences(content: str) -> list[str]:
-    """Sentences of a chunk (split after 。！？!? and line breaks), headings cleaned."""
-    sentences: list[str] = []
-    for match in _SENTENCE_RE.finditer(content):
-        sentence = match.group(0).strip().lstrip("#").strip()
-        if len(sentence) >= 4:
-            sentences.append(sentence)
-    return sentences
+_COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])\s*([\u4e00-\u9fff])?")
 
 
-_LIST_MARK_RE = re.compile(r"^(?:\d{1,3}[.、)）]|[-*•·])\s*")
+def _counted(query: str) -> re.Pattern[str] | None:
+    """For "几个点" / "多少个人": a pattern for a count of that thing ("24 个巡更点位")."""
+    match = _COUNT_RE.search(query)
+    if match is None:
+        return None
+    measure, noun = match.group(1), match.group(2) or ""
+    tail = rf"[^，。；]{{0,4}}{re.escape(noun)}" if noun else ""
+    return re.compile(rf"(?:\d+|[一二两三四五六七八九十百]+)\s*{measure}{tail}")
 
 
-def _is_heading_line(line: str, first: bool) -> bool:
-    """A Markdown heading, a breadcrumb (``A > B``), or a short unpunctuated first line."""
-    text = line.strip()
-    if not text or text[-1] in _END_PUNCT + "。，,：:":
-        return False
-    return text.startswith("#") or " > " in text or (first and len(text) <= 40)
+def strict_cues(query: str) -> list[re.Pattern[str]]:
+    """The value patterns (see ``_STRICT``) an answer to ``query`` must contain."""
+    return [answer for question, answer in _STRICT if question.search(query)]
 
 
-def chunk_units(content: str) -> tuple[str, list[str]]:
-    """``(heading context, answerable sentences)`` of one chunk.
+def query_terms(query: str, previous: str = "") -> dict[str, float]:
+    """The question's content words -> weight (IDF, :func:`gcite.verify.text.terms`).
 
-    Heading lines (Markdown headings, the knowledge base's breadcrumb first line, a short
-    unpunctuated first line) are context, never answer sentences: they say where a
-    sentence stands, and a question's words in them lift the sentences below.
-    List markers (``1.``, ``-``) are dropped from the sentences.
+    ``previous``: the previous question of a follow-up; its words join at half weight.
     """
-    headings: list[str] = []
-    body: list[str] = []
-    for line in content.splitlines():
-        if not line.strip():
-            continue
-        if _is_heading_line(line, first=not body and not headings):
-            headings.append(line.strip().lstrip("#").strip())
-        else:
-            body.append(line)
-    sentences = [_LIST_MARK_RE.sub("", s) for s in split_sentences("\n".join(body))]
-    return " ".join(headings), [s for s in sentences if len(s) >= 4]
+    weights = dict(terms(query))
+    if previous:
+        for word, weight in terms(previous).items():
+            weights.setdefault(word, 0.5 * weight)
+    return weights
 
 
-def coverage(sentence: str, terms: dict[str, int]) -> float:
-    """Share (0..1) of the question's term weight found in ``sentence``."""
-    total = sum(terms.values())
-    if not total:
+def is_follow_up(query: str) -> bool:
+    """A question that leans on the previous one ("那灯坏了呢？", "晚上呢")."""
+    return bool(_FOLLOW_UP_RE.search(query.strip())) or len(terms(query)) <= 1
+
+
+#: Colloquial words and the written words handbooks and regulations use for them. A
+#: question word counts as found when one of its written forms is.
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "晚上": ("夜间",),
+    "夜里": ("夜间",),
+    "夜班": ("夜间",),
+    "白天": ("日间",),
+    "白班": ("日间",),
+    "钟头": ("小时",),
+    "没": ("未",),
+    "没有": ("未",),
+    "客人": ("访客",),
+    "来访": ("访客",),
+    "坏": ("损坏", "故障"),
+    "坏了": ("损坏", "故障"),
+    "关人": ("困人",),
+    "老是": ("重复",),
+    "订": ("预订", "预约"),
+    "停": ("停放",),
+    "着火": ("火情", "火灾"),
+    "失火": ("火情", "火灾"),
+    "开会": ("会议",),
+    "刷脸": ("人脸",),
+    "师傅": ("人员",),
+    "钱": ("费用", "经费"),
+}
+
+
+def _found(word: str, low: str) -> float:
+    """1 when ``word`` (or a synonym) is in ``low``; 0.5 for a two-character word whose
+    characters occur in order, close together ("灯坏" in "灯具损坏"); else 0."""
+    if word in low or any(alt in low for alt in SYNONYMS.get(word, ())):
+        return 1.0
+    if len(word) == 2:
+        first = low.find(word[0])
+        while first >= 0:
+            if word[1] in low[first + 1 : first + 4]:
+                return 0.5
+            first = low.find(word[0], first + 1)
+    return 0.0
+
+
+def _weighted_cover(weights: dict[str, float], text: str, context: str = "") -> float:
+    """Share of weight found: in ``text`` fully (the word or one of its :data:`SYNONYMS`;
+    half for a two-character word's characters close together), in ``context`` half,
+    misspelt (>= 3 characters, half its bigrams found) at a quarter."""
+    total = sum(weights.values())
+    if total <= 0:
         return 0.0
-    low = sentence.lower()
-    return sum(w for t, w in terms.items() if t in low) / total
+    low, ctx = text.lower(), context.lower()
+    found = 0.0
+    for word, weight in weights.items():
+        here = _found(word, low)
+        if here < 1.0:
+            here = max(here, 0.5 * _found(word, ctx))
+        if not here and len(word) >= 3 and bigram_coverage(word, text) >= 0.5:
+            here = 0.25
+        found += here * weight
+    return found / total
 
 
 @dataclass(frozen=True)
 class Pick:
-    """One chosen sentence: its chunk id, the chunk's rank, its position, its score."""
+    """One chosen sentence: chunk id and rank, position, score, relevance, quoted text."""
 
     chunk_id: str
     rank: int
     position: int
     score: float
     sentence: str
+    relevance: float = 0.0
+
+
+@dataclass
+class _Unit:
+    chunk_id: str
+    rank: int
+    position: int
+    sentence: Sentence
+    quote: str
+    own: float
+    lexical: float
+    chunk_cover: float
+    cued: bool
+    title_cover: float = 0.0
+    title: str = ""
+    source: str = ""
+    semantic: float = 0.0
+    score: float = 0.0
+    relevance: float = 0.0
+
+
+def _quote(content: str, units: list[Sentence], index: int) -> str:
+    """The sentence as quoted: from its line's label on when the label is a colon label
+    (a fault level, a condition) the sentence does not start with; a sentence that ends
+    with a colon (a list heading) with the list items that follow it (up to 6)."""
+    unit = units[index]
+    if unit.text.rstrip().endswith(("：", ":")):
+        end = unit.end
+        for item in units[index + 1 : index + 7]:
+            line_start = content.rfind("\n", 0, item.start) + 1
+            if not _LIST_MARK_RE.match(content[line_start:]):
+                break
+            if content[end : item.start].count("\n") > 1:
+                break
+            end = item.end
+        if end > unit.end:
+            return content[unit.start : end].strip()
+    if not unit.label or unit.label.startswith("第") or unit.text.startswith(unit.label):
+        return unit.text
+    start = unit.start
+    j = index - 1
+    while j >= 0 and units[j].label == unit.label and unit.start - units[j].end <= 2:
+        start = units[j].start
+        if units[j].text.startswith(unit.label):
+            break
+        j -= 1
+    quoted = content[start : unit.end].strip()
+    return quoted if len(quoted) <= 240 else unit.text
+
+
+def _units(
+    query_weights: dict[str, float], chunks: Sequence[dict[str, Any]], cues: list[Any]
+) -> list[_Unit]:
+    out: list[_Unit] = []
+    for rank, chunk in enumerate(chunks):
+        chunk_id = str(chunk.get("id") or "").strip()
+        content = chunk.get("content")
+        if not chunk_id or not isinstance(content, str):
+            continue
+        title = str(chunk.get("document_title") or "")
+        chunk_cover = _weighted_cover(query_weights, title + " " + content)
+        title_cover = _weighted_cover(query_weights, title)
+        body = [s for s in sentences(content, semicolons=False) if not s.heading]
+        for position, sentence in enumerate(body):
+            if len(sentence.text) < 4 or sentence.text.rstrip("”’」』）)\"'").endswith(("？", "?")):
+                continue  # a question (or a page echoing the user's) answers nothing
+            quote = _quote(content, body, position)
+            own = _weighted_cover(query_weights, quote)
+            lexical = _weighted_cover(query_weights, quote, sentence.context + " " + title)
+            cued = any(cue.search(quote) for cue in cues)
+            out.append(
+                _Unit(
+                    chunk_id,
+                    rank,
+                    position,
+                    sentence,
+                    quote,
+                    own,
+                    lexical,
+                    chunk_cover,
+                    cued,
+                    title_cover,
+                    title,
+                    str(chunk.get("source_type") or ""),
+                )
+            )
+    return out
 
 
 def pick_sentences(
     query: str,
     chunks: Sequence[dict[str, Any]],
     *,
+    previous: str = "",
+    support: SupportModel | None = None,
     max_sentences: int = 3,
-    min_score: float = 0.34,
+    min_relevance: float = MIN_RELEVANCE,
 ) -> list[Pick]:
-    """The best-matching sentences, in chunk order then sentence order.
+    """The sentences that answer ``query``, in chunk order then sentence order.
 
-    A sentence's score mixes its own :func:`coverage` (0.5), the coverage of the
-    sentence with its chunk's heading context (0.3, :func:`chunk_units`) and the whole
-    chunk's coverage (0.2). When the question asks for a kind of answer
-    (:func:`answer_cues`: a number for "多少", a hotline for "电话", steps for "怎么用"),
-    ``CUE_BONUS`` of the score goes to sentences that look like one. A sentence without
-    any question word qualifies only through such a cue in a chunk that covers at least
-    half of the question; any other sentence needs a score (before the cue) of at least
-    ``min_score``: the cue ranks, it never makes an irrelevant sentence relevant.
-    Qualified sentences within 60 % of the best final score are kept, at most
-    ``max_sentences``, duplicates dropped. Empty when nothing qualifies.
+    Every body sentence of every chunk (headings are context) gets ``lexical`` - the
+    share of the question's IDF weight it holds (context words count half, misspelt
+    words a quarter) - and, with an embedder in ``support``, ``semantic`` - the
+    rescaled embedding similarity to the question; ``relevance`` is their mean
+    (lexical alone without an embedder). A chunk scores its best sentence's relevance
+    plus ``0.15`` of its own coverage of the question, ``0.1`` of its title's, and
+    ``0.05`` for the retrieval's first rank. The question is answered from the best
+    chunk only when its best sentence reaches ``min_relevance``, the chunk covers at
+    least ``MIN_CHUNK_COVER`` of the question, the sentence's semantic evidence reaches
+    ``MIN_SEMANTIC`` (with an embedder), and - for a question asking for a number, a
+    phone number, a price or a clock time - some sentence has one. Picked: the best
+    sentence, the chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it (score =
+    relevance with ``CUE_BONUS`` for the kind of answer asked for), and the best
+    sentence of a second chunk scoring ``OTHER_CHUNK_SHARE`` of the first chunk; at
+    most ``max_sentences``, duplicates dropped. Empty: answer "根据现有资料无法确定".
     """
-    terms = query_terms(query)
-    cues = answer_cues(query)
-    scored: list[Pick] = []
-    for rank, chunk in enumerate(chunks):
-        chunk_id = str(chunk.get("id") or "").strip()
-        content = chunk.get("content")
-        if not chunk_id or not isinstance(content, str):
-            continue
-        heading, sentences = chunk_units(content)
-        chunk_cov = coverage(heading + " " + content, terms)
-        for position, sentence in enumerate(sentences):
-            own = coverage(sentence, terms)
-            cued = any(cue.search(sentence) for cue in cues)
-            if own <= 0.0 and not (cued and chunk_cov >= 0.5):
-                # the sentence must say something the question asks about, or be the
-                # kind of answer asked for in a chunk that is about the question
-                continue
-            score = 0.5 * own + 0.3 * coverage(heading + " " + sentence, terms) + 0.2 * chunk_cov
-            # Relevance decides whether a sentence qualifies; the cue only ranks it
-            # (a sentence with no question word qualifies through its chunk, above).
-            if own > 0.0 and score < min_score:
-                continue
-            if cues:
-                score = (1.0 - CUE_BONUS) * score + (CUE_BONUS if cued else 0.0)
-            scored.append(Pick(chunk_id, rank, position, score, sentence))
-    if not scored:
+    follow = previous if previous and is_follow_up(query) else ""
+    weights = query_terms(query, follow)
+    if not weights:
         return []
-    best = max(p.score for p in scored)
-    scored.sort(key=lambda p: (-p.score, p.rank, p.position))
-    chosen: list[Pick] = []
-    seen: set[str] = set()
-    for pick in scored:
-        if pick.score < 0.6 * best or len(chosen) >= max_sentences:
-            break
-        norm = "".join(pick.sentence.split())
-        if norm in seen:
+    asked = query + " " + follow if follow else query
+    cues = answer_cues(asked)
+    strict = strict_cues(asked)
+    units = _units(weights, chunks, cues)
+    if not units:
+        return []
+    semantic = support is not None and support.embedder is not None
+    if semantic:
+        assert support is not None
+        units.sort(key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
+        units = units[:MAX_EMBEDDED]
+        probe = (follow + " " + query).strip()
+        vectors = support.embed([probe, *[u.quote for u in units]])
+        for unit, vector in zip(units, vectors[1:], strict=True):
+            cosine = float(vectors[0] @ vector)
+            unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
+            unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
+    else:
+        for unit in units:
+            unit.relevance = unit.lexical
+    how_to = bool(_HOW_TO_RE.search(asked))
+    counted = _counted(asked)
+    for unit in units:
+        if how_to:  # a "how do I" question is answered by steps
+            unit.score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
+        else:
+            unit.score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
+        if counted is not None and counted.search(unit.quote):
+            unit.score += CUE_BONUS
+    # "几个点": when some sentence counts that thing, only such a sentence can lead
+    counts = counted is not None and any(counted.search(u.quote) for u in units)
+    # a short question must be covered more: its few words are all it says
+    min_cover = MIN_CHUNK_COVER + (SHORT_EXTRA_COVER if len(weights) <= 5 else 0.0)
+    places = set(_PLACE_RE.findall(asked))
+    by_chunk: dict[str, list[_Unit]] = {}
+    for unit in units:
+        if places and (set(_PLACE_RE.findall(unit.title)) - places):
+            continue  # another city's or province's regulation does not answer
+        by_chunk.setdefault(unit.chunk_id, []).append(unit)
+    # each chunk that may answer: its lead candidates and its score
+    ranked: list[tuple[float, str, _Unit]] = []
+    for chunk_id, members in by_chunk.items():
+        leads = [
+            u
+            for u in members
+            if u.relevance >= min_relevance
+            and (not strict or any(p.search(u.quote) for p in strict))
+            and (not counts or counted is None or counted.search(u.quote))
+        ]
+        if not leads or leads[0].chunk_cover < min_cover:
             continue
-        seen.add(norm)
-        chosen.append(pick)
-    chosen.sort(key=lambda p: (p.rank, p.position))
-    return chosen
+        unrelated = semantic and max(u.semantic for u in members) < MIN_SEMANTIC
+        if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
+            continue  # words in common, meaning unrelated
+        best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))
+        score = (
+            best.score
+            + 0.15 * best.chunk_cover
+            + 0.1 * best.title_cover
+            + (0.05 if best.rank == 0 else 0.0)
+            + (KB_PREFERENCE if best.source == "rag" else 0.0)
+        )
+        ranked.append((score, chunk_id, best))
+    ranked.sort(key=lambda c: (-c[0], c[2].rank))
+    chosen: list[_Unit] = []
+    if ranked:
+        top_score, chunk_id, best = ranked[0]
+        chosen.append(best)
+        same_share = HOW_TO_SHARE if how_to else SAME_CHUNK_SHARE
+        for unit in sorted(by_chunk[chunk_id], key=lambda u: (-u.score, u.position)):
+            if unit is best or len(chosen) >= max_sentences - 1:
+                continue
+            if unit.score >= same_share * best.score and unit.relevance >= min_relevance:
+                chosen.append(unit)
+        if len(ranked) > 1:
+            score, _, second = ranked[1]
+            share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
+            if score >= share * top_score:
+                chosen.append(second)
+    picks: list[_Unit] = []
+    seen: list[str] = []
+    for unit in chosen[:max_sentences]:
+        norm = "".join(unit.quote.split())
+        if any(norm in s or s in norm for s in seen):
+            continue
+        seen.append(norm)
+        picks.append(unit)
+    picks.sort(key=lambda u: (u.rank, u.position))
+    return [
+        Pick(u.chunk_id, u.rank, u.position, round(u.score, 4), u.quote, round(u.relevance, 4))
+        for u in picks
+    ]
 
 
 def compose_answer(picks: Sequence[Pick]) -> str:
@@ -288,26 +454,50 @@ def compose_answer(picks: Sequence[Pick]) -> str:
     return "".join(parts)
 
 
+def previous_question(messages: Sequence[dict[str, str]]) -> str:
+    """The user's question before the last one in chat ``messages`` ("" when none)."""
+    users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
+    return users[-2] if len(users) >= 2 else ""
+
+
 class ExtractiveBackend(BackendLifecycle):
     """Offline backend: :func:`pick_sentences` + :func:`compose_answer`, streamed in deltas.
 
-    ``delta_chars``: characters per delta (markers may be cut across deltas, as real models
-    do). ``name`` is ``"extractive"``.
+    ``support``: the support model (with the bundled embedder for semantic evidence;
+    None: lexical only). ``delta_chars``: characters per delta (markers may be cut across
+    deltas, as real models do). ``name`` is ``"extractive"``.
     """
 
     name = "extractive"
 
-    def __init__(self, *, delta_chars: int = 6, max_sentences: int = 3) -> None:
+    def __init__(
+        self,
+        *,
+        support: SupportModel | None = None,
+        delta_chars: int = 6,
+        max_sentences: int = 3,
+    ) -> None:
+        self.support = support
         self.delta_chars = max(1, delta_chars)
         self.max_sentences = max_sentences
 
     def warm_up(self) -> None:
-        """Load jieba's dictionary now (about a second) instead of at the first question."""
-        _cut("预热")
+        """Load jieba's dictionary and IDF table (and the embedder) now, not at the first
+        question."""
+        terms("预热巡更")
+        if self.support is not None and self.support.embedder is not None:
+            self.support.embed(["预热"])
 
-    def answer(self, query: str, chunks: Sequence[dict[str, Any]]) -> str:
+    def answer(self, query: str, chunks: Sequence[dict[str, Any]], previous: str = "") -> str:
         """The full answer text (markers included)."""
-        return compose_answer(pick_sentences(query, chunks, max_sentences=self.max_sentences))
+        picks = pick_sentences(
+            query,
+            chunks,
+            previous=previous,
+            support=self.support,
+            max_sentences=self.max_sentences,
+        )
+        return compose_answer(picks)
 
     async def stream(
         self,
@@ -318,7 +508,8 @@ class ExtractiveBackend(BackendLifecycle):
         usage: Usage | None = None,
     ) -> AsyncIterator[str]:
         """Yield the answer in ``delta_chars``-sized deltas (never raises on bad chunks)."""
-        text = await asyncio.to_thread(self.answer, query, list(chunks))
+        previous = previous_question(messages)
+        text = await asyncio.to_thread(self.answer, query, list(chunks), previous)
         if usage is not None:
             usage.prompt_tokens = estimate_tokens(messages)
             usage.completion_tokens = 0
@@ -332,13 +523,13 @@ class ExtractiveBackend(BackendLifecycle):
 
 __all__ = [
     "CUE_BONUS",
+    "MIN_RELEVANCE",
     "ExtractiveBackend",
     "Pick",
     "answer_cues",
-    "chunk_units",
     "compose_answer",
-    "coverage",
+    "is_follow_up",
     "pick_sentences",
+    "previous_question",
     "query_terms",
-    "split_sentences",
 ]

@@ -36,6 +36,7 @@ import openai
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
+from gcite.generate.limits import capped_lines
 from gcite.stream.surrogates import SurrogateJoiner
 
 
@@ -57,12 +58,14 @@ class OpenAIBackend(BackendLifecycle):
         api_key: str = "",
         timeout_s: float = 60.0,
         temperature: float | None = None,
+        max_line_bytes: int = 1_000_000,
     ) -> None:
         if not model:
             raise ConfigError("已设置 llm_base_url，但缺少 llm_model（模型名称）")
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
+        self.max_line_bytes = max_line_bytes  # one SSE line, bytes (issue 16 item 7)
         self.name = f"openai:{model}"
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
@@ -79,6 +82,7 @@ class OpenAIBackend(BackendLifecycle):
             model=settings.llm_model,
             api_key=settings.llm_api_key,
             timeout_s=settings.llm_timeout_s,
+            max_line_bytes=settings.max_stream_line_bytes,
         )
 
     async def stream(
@@ -112,7 +116,7 @@ class OpenAIBackend(BackendLifecycle):
             ended = _End()
             thought, said = SurrogateJoiner(), SurrogateJoiner()
             async with api.create(**kwargs) as response:
-                async for line in response.iter_lines():
+                async for line in capped_lines(response.iter_bytes(), self.max_line_bytes):
                     piece = _delta(line, usage, ended)
                     if piece is _DONE:
                         break

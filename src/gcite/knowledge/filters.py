@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gcite.errors import FilterError
+from gcite.knowledge.roles import is_role_lookalike, normalise_role, normalise_roles
 
 STRING_OPS = frozenset({"is", "is not", "contains", "not contains", "start with", "end with"})
 NUMBER_OPS = frozenset({"=", "≠", ">", "<", "≥", "≤"})
@@ -67,6 +68,10 @@ MAX_DEPTH = 4
 MAX_CONDITIONS = 64
 MAX_IN_VALUES = 1000
 MAX_ROLE_NAME_CHARS = 200
+# The keys a group and a leaf may have (Dify's MetadataCondition / Condition); anything
+# else is refused so that a misspelt key is never silently ignored.
+GROUP_KEYS = frozenset({"logical_operator", "conditions"})
+LEAF_KEYS = frozenset({"name", "comparison_operator", "value"})
 NARROWING_OPS = frozenset({"is", "contains", "in"})
 NEGATED_ROLE_OPS = frozenset({"is not", "not contains", "not in"})
 NAME_RE = re.compile(r"^[\w]{1,64}$")
@@ -113,7 +118,7 @@ def role_condition(roles: Sequence[str]) -> dict[str, Any]:
     conditions: list[dict[str, Any]] = [
         {"name": ROLE_FIELD, "comparison_operator": "empty", "value": None}
     ]
-    wanted = [r for r in roles if r]
+    wanted = normalise_roles(roles)
     if wanted:
         conditions.insert(
             0, {"name": ROLE_FIELD, "comparison_operator": "in", "value": list(wanted)}
@@ -126,7 +131,7 @@ def to_timestamp(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
+        return _to_number(value)
     if not isinstance(value, str):
         return None
     text = value.strip()
@@ -142,10 +147,16 @@ def to_timestamp(value: Any) -> float | None:
 
 
 def _to_number(value: Any) -> float | None:
+    """A finite float, or ``None`` (also for integers beyond the float range)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, str):
         try:
             number = float(value.strip())
@@ -235,7 +246,7 @@ def role_names(value: Any, where: str = "$") -> tuple[str, ...]:
                 decoded = None
             if isinstance(decoded, list):
                 return role_names(decoded, where)
-        items: list[Any] = text.replace("，", ",").split(",")
+        items: list[Any] = text.replace("，", ",").replace("、", ",").split(",")
     elif isinstance(value, list):
         items = value
     else:
@@ -248,7 +259,7 @@ def role_names(value: Any, where: str = "$") -> tuple[str, ...]:
             raise _fail(
                 where, f"{ROLE_FIELD} 的 value 列表只能包含字符串，得到 {type(item).__name__}"
             )
-        name = item.strip().strip('"').strip()
+        name = normalise_role(item.strip().strip('"'))
         if len(name) > MAX_ROLE_NAME_CHARS:
             raise _fail(where, f"角色名过长（超过 {MAX_ROLE_NAME_CHARS} 个字符）")
         if name:
@@ -267,7 +278,11 @@ def _parse(raw: Any, path: str, depth: int, counter: list[int]) -> Node:
             raise _fail(path, f"not 组不能带其他键: {sorted(extra)}")
         return Not(_parse(raw["not"], f"{path}.not", depth + 1, counter))
     if "conditions" in raw:
-        op = raw.get("logical_operator") or "and"
+        extra = set(raw) - GROUP_KEYS
+        if extra:
+            raise _fail(path, f"条件组中有无法识别的键: {sorted(map(str, extra))}")
+        op = raw.get("logical_operator")
+        op = "and" if op is None else op
         if not isinstance(op, str) or op.lower() not in {"and", "or"}:
             raise _fail(path, f"logical_operator 只能是 and 或 or，得到 {op!r}")
         items = raw["conditions"]
@@ -279,6 +294,9 @@ def _parse(raw: Any, path: str, depth: int, counter: list[int]) -> Node:
         )
         return Group(op.lower(), children)
     if "name" in raw or "comparison_operator" in raw:
+        extra = set(raw) - LEAF_KEYS
+        if extra:
+            raise _fail(path, f"条件中有无法识别的键: {sorted(map(str, extra))}")
         counter[0] += 1
         if counter[0] > MAX_CONDITIONS:
             raise _fail(path, f"条件数量超过 {MAX_CONDITIONS}")
@@ -292,6 +310,8 @@ def _parse_leaf(raw: Mapping[str, Any], path: str, *, role: bool = False) -> Con
         return _parse_role_leaf(raw, path)
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise _fail(path, f"name 必须是由字母、数字、下划线或汉字组成的字符串，得到 {name!r}")
+    if not role and is_role_lookalike(name):
+        raise _fail(path, f"name {name!r} 疑似拼错的 {ROLE_FIELD}（角色字段名必须是 {ROLE_FIELD}）")
     op_raw = raw.get("comparison_operator")
     if not isinstance(op_raw, str):
         raise _fail(path, f"comparison_operator 必须是字符串，得到 {op_raw!r}")
@@ -318,7 +338,7 @@ def _parse_leaf(raw: Mapping[str, Any], path: str, *, role: bool = False) -> Con
         return Cond(name, op, stamp)
     # string operators
     if op in {"is", "is not"} and isinstance(value, int | float) and not isinstance(value, bool):
-        if not math.isfinite(value):
+        if _to_number(value) is None:
             raise _fail(where, "value 不能是 NaN 或无穷大")
         return Cond(name, op, float(value))
     if not isinstance(value, str):

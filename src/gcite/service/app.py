@@ -6,9 +6,16 @@ the full description with an example stream is ``docs/api.md``):
 - chat (:mod:`gcite.service.chat`): ``POST /v1/chat-messages``, ``POST
   /v1/chat-messages/{task_id}/stop``;
 - conversations, messages and Plan B (:mod:`gcite.service.conversations`);
+- Dify's app endpoints (parameters, info, meta, site), feedback, rename, delete,
+  conversation variables, and the features that are off (:mod:`gcite.service.dify_app`);
 - the External Knowledge API (:mod:`gcite.service.retrieval`, under
   ``settings.retrieval_prefix``);
-- the H5 page (:mod:`gcite.service.pages`).
+- the H5 page (:mod:`gcite.service.pages`);
+- knowledge-base management in Dify's Knowledge API shape, admin keys only
+  (:mod:`gcite.service.knowledge_api`);
+- ``GET /health`` (liveness) and ``GET /ready`` (store opens, model reachable);
+- around everything, :class:`gcite.service.ops.OpsMiddleware`: request id, body-read
+  deadline, one JSON access log line per request.
 
 Errors are Dify's ``{"code", "message", "status"}`` objects (400 ``invalid_param``,
 401 ``unauthorized``, 404 ``not_found``, 413 ``request_too_large``, 500
@@ -28,10 +35,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gcite.config import Settings
+from gcite.knowledge import open_store
 from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
 from gcite.service.conversations import build_conversations_router
+from gcite.service.dify_app import build_dify_app_router
 from gcite.service.errors import ApiError, error_response
+from gcite.service.knowledge_api import build_knowledge_router
+from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
 from gcite.service.resources import Resources
 from gcite.service.retrieval import build_retrieval_router
@@ -89,12 +100,30 @@ def create_app(settings: Settings) -> FastAPI:
         except AuthError as exc:
             raise ApiError(401, "unauthorized", exc.message) from exc
 
+    @app.get("/health", include_in_schema=False)
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready", include_in_schema=False)
+    async def ready() -> JSONResponse:
+        checks = await resources.readiness()
+        ok = all(checks.values())
+        return JSONResponse(
+            {"status": "ready" if ok else "not_ready", "checks": checks},
+            status_code=200 if ok else 503,
+        )
+
     app.include_router(build_chat_router(resources, runs, caller_of))
-    app.include_router(build_conversations_router(resources.conversations, caller_of))
+    app.include_router(
+        build_conversations_router(resources.conversations, caller_of, resources.visible_documents)
+    )
+    app.include_router(build_dify_app_router(resources.conversations, caller_of))
     app.include_router(
         build_retrieval_router(settings, resources.get_store), prefix=settings.retrieval_prefix
     )
+    app.include_router(build_knowledge_router(settings, lambda: open_store(settings, create=True)))
     mount_pages(app, settings)
+    app.add_middleware(OpsMiddleware, settings=settings)
     return app
 
 

@@ -10,9 +10,12 @@ releases everything through each seam's lifecycle method.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
+import logging
 import threading
+from typing import Any
 
 from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
 from gcite.config import Settings
@@ -20,6 +23,8 @@ from gcite.generate.backends import make_backend
 from gcite.generate.prompt import load_template
 from gcite.service.store import ConversationStore
 from gcite.web import make_web_source
+
+log = logging.getLogger("gcite.service")
 
 
 class Resources:
@@ -36,6 +41,36 @@ class Resources:
         )
         self._kb: KnowledgeStore | None = None
         self._kb_lock = threading.Lock()
+        self._probe: Any = None
+
+    async def readiness(self) -> dict[str, bool]:
+        """``GET /ready``'s checks: the knowledge store opens, and the model is reachable
+        (always, for the offline extractive backend or with ``on_model_error =
+        "extractive"``)."""
+        from gcite.generate.probe import ModelProbe
+
+        if self._probe is None:
+            self._probe = ModelProbe(self.settings)
+        checks: dict[str, bool] = {}
+        try:
+            await asyncio.to_thread(self.get_store)
+            checks["store"] = True
+        except Exception:
+            checks["store"] = False
+        model = await self._probe.check()
+        checks["model"] = model.ok or self.settings.on_model_error == "extractive"
+        return checks
+
+    def visible_documents(self, document_ids: list[str], roles: tuple[str, ...]) -> set[str]:
+        """The ids among ``document_ids`` visible to ``roles`` now (blocking); empty (fail
+        closed) when the knowledge store cannot be asked."""
+        if not document_ids:
+            return set()
+        try:
+            return set(self.get_store().visible_document_ids(document_ids, roles=list(roles)))
+        except Exception:
+            log.warning("visibility check failed: stored answers are redacted", exc_info=True)
+            return set()
 
     def get_store(self) -> KnowledgeStore:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""

@@ -28,6 +28,7 @@ seeds want solved first). The HTTP contract follows
   400    3002        ``metadata_condition`` malformed, unknown operator, or a role
                      condition gcite refuses (see :mod:`retrieval_roles`)
   413    3003        body larger than :data:`MAX_BODY_BYTES`
+  405    3004        any method but ``POST`` on ``/retrieval``
   503    5001        the knowledge store failed (transient; Dify retries 5xx)
   504    5002        the search took longer than the retrieval timeout
                      (``kb_timeout_s``, at most :data:`RETRIEVAL_TIMEOUT_S`)
@@ -53,10 +54,11 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
-from gcite.knowledge.filters import Node, parse_condition
+from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
@@ -86,6 +88,8 @@ ERR_KNOWLEDGE_NOT_FOUND = 2001
 ERR_BAD_REQUEST = 3001
 ERR_BAD_CONDITION = 3002
 ERR_TOO_LARGE = 3003
+ERR_METHOD = 3004
+ERR_INTERNAL = 5000
 ERR_STORE = 5001
 ERR_TIMEOUT = 5002
 
@@ -193,7 +197,8 @@ def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> Retriev
     """Validate a decoded ``/retrieval`` body (dify-ecosystem.md §1.2).
 
     ``retrieval_setting`` may be absent (``top_k`` = ``default_top_k``, no
-    threshold); ``score_threshold`` ``null`` means 0.0 (off). ``top_k`` must be
+    threshold); ``top_k`` ``null`` (Dify sends it for a dataset without a Top K)
+    means ``default_top_k``; ``score_threshold`` ``null`` means 0.0 (off). ``top_k`` must be
     an integer (``4.0`` accepted) in 1..:data:`MAX_TOP_K`; ``score_threshold``
     a number in 0–1. Unknown top-level keys are ignored.
 
@@ -219,7 +224,8 @@ def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> Retriev
         setting = {}
     if not isinstance(setting, dict):
         raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting 必须是对象")
-    top_k = _parse_top_k(setting.get("top_k", default_top_k))
+    raw_top_k = setting.get("top_k")
+    top_k = default_top_k if raw_top_k is None else _parse_top_k(raw_top_k)
     threshold = _parse_threshold(setting.get("score_threshold"))
     raw_condition = body.get("metadata_condition")
     try:
@@ -259,7 +265,10 @@ def _parse_threshold(raw: Any) -> float:
         raise RetrievalAPIError(
             400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须是数字"
         )
-    value = float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:
+        value = math.inf
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise RetrievalAPIError(
             400, ERR_BAD_REQUEST, "retrieval_setting.score_threshold 必须在 0 到 1 之间"
@@ -335,15 +344,25 @@ def _score(raw: Any) -> float:
 
 
 def build_records(
-    items: Sequence[Mapping[str, Any]], *, top_k: int, score_threshold: float
+    items: Sequence[Mapping[str, Any]],
+    *,
+    top_k: int,
+    score_threshold: float,
+    expose_roles: bool = False,
 ) -> list[dict[str, Any]]:
     """Records for the response: mapped, thresholded, sorted by score, cut to ``top_k``.
 
     ``score_threshold`` 0.0 keeps everything; otherwise ``score >=
     score_threshold``. The store already applies both; this keeps the contract
     (``len <= top_k``, every ``score >= score_threshold``) whatever it returns.
+    ``metadata.access_roles`` is left out unless ``expose_roles`` (the retrieval key's
+    setting): Dify passes record metadata on to end users (``node_finished``), so role
+    names stay server side by default.
     """
     records = [to_record(item) for item in items if isinstance(item, Mapping)]
+    if not expose_roles:
+        for record in records:
+            record["metadata"].pop(ROLE_FIELD, None)
     if score_threshold > 0.0:
         records = [r for r in records if r["score"] >= score_threshold]
     records.sort(key=lambda r: r["score"], reverse=True)
@@ -399,12 +418,22 @@ def build_retrieval_router(
             except FilterError as exc:
                 raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
             records = await _search(
-                get_store, parsed, decision.roles, decision.condition, timeout_s
+                get_store,
+                parsed,
+                decision.roles,
+                decision.condition,
+                timeout_s,
+                expose_roles=api_key.expose_roles,
             )
         except RetrievalAPIError as exc:
             # Dify turns any non-200 into a silent empty result: log every failure here.
             logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
             return exc.response()
+        except ClientDisconnect:
+            raise  # the client left mid-body: the ops layer logs one line
+        except Exception as exc:  # a bug: still Dify's error shape, never the chat one
+            logger.exception("/retrieval internal error", exc_info=exc)
+            return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
         logger.info(
             "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
             "score_threshold=%s records=%d",
@@ -417,6 +446,18 @@ def build_retrieval_router(
             len(records),
         )
         return JSONResponse({"records": records})
+
+    @router.api_route(
+        "/retrieval",
+        methods=["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        include_in_schema=False,
+    )
+    async def wrong_method(request: Request) -> JSONResponse:
+        response = RetrievalAPIError(
+            405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
+        ).response()
+        response.headers["Allow"] = "POST"
+        return response
 
     return router
 
@@ -457,6 +498,8 @@ async def _search(
     roles: tuple[str, ...],
     condition: Node | None,
     timeout_s: float,
+    *,
+    expose_roles: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the (blocking) store search in a worker thread, within ``timeout_s`` seconds."""
 
@@ -474,7 +517,12 @@ async def _search(
             top_k=req.top_k,
             score_threshold=req.score_threshold,
         )
-        return build_records(items, top_k=req.top_k, score_threshold=req.score_threshold)
+        return build_records(
+            items,
+            top_k=req.top_k,
+            score_threshold=req.score_threshold,
+            expose_roles=expose_roles,
+        )
 
     try:
         with anyio.fail_after(timeout_s):

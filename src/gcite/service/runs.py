@@ -153,6 +153,7 @@ class RunHandle:
             if isinstance(event, RunFailed):
                 self._failure = event
             self._ended = event.summary
+            _note_run(event.summary)
             await self._persist(event.summary)
 
     # ------------------------------------------------------------------ producer
@@ -246,6 +247,20 @@ class RunHandle:
             return Outcome(self.run.summary(), abandoned=True)
         summary = self._ended or self.run.summary()
         return Outcome(summary, failure=self._failure, crashed=self._crashed)
+
+
+def _note_run(summary: RunSummary) -> None:
+    """Copy the run's times and cited count into the request's access log line."""
+    from gcite.service.ops import current
+
+    record = current()
+    if record is None:
+        return
+    record.timings.update(summary.timings)
+    first = summary.usage.time_to_first_token
+    if first is not None:
+        record.timings["first_token"] = first
+    record.cited = len(summary.cited_ids)
 
 
 async def _forever() -> None:

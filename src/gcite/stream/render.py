@@ -6,10 +6,14 @@
   source-type icon (§5.2: ``fa-file-lines`` for ``rag``, ``fa-globe`` for ``web``),
   title and ``display_subtitle`` (§5.4: used as is, not rendered when empty).
   All text and attribute values are escaped; only ``http``/``https`` URLs become links.
-- Markdown uses footnotes: ``[^1]`` in the text, one definition per cited source.
-- Terminal output uses Unicode superscripts (``¹²³``, ``¹⁰``) and a numbered source
-  list with ``[知识库]``/``[网页]``; control characters (escape sequences from model or
-  web text) are removed so the output cannot drive the terminal.
+- Markdown (citation-markers.md §7): the answer as written, each citation a Unicode
+  superscript in place (``¹``, adjacent ones ``¹˒²``) — never Markdown syntax of its own
+  (no footnote, no link, no definition is made from a marker) — then a numbered source
+  list.
+- Terminal output uses the same superscripts and a numbered source list with
+  ``[知识库]``/``[网页]``; control characters (escape sequences from model or web text)
+  are removed so the output cannot drive the terminal. :class:`MarkdownBlocks` cuts a
+  streaming answer into complete top-level Markdown blocks for rich's Markdown.
 
 Pure functions: segments / panel entries in, ``str`` out.
 """
@@ -19,10 +23,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final
 
 from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url
 from gcite.stream.parser import Segment
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _SUPERSCRIPT: Final = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _CONTROL: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -39,6 +47,53 @@ def _esc(text: Any) -> str:
 def superscript(n: int) -> str:
     """``n`` in Unicode superscript digits: ``12`` -> ``"¹²"``."""
     return str(n).translate(_SUPERSCRIPT)
+
+
+#: Between two adjacent citations: ``¹˒²`` reads "1 and 2", ``¹²`` would read "twelve".
+CITE_SEPARATOR: Final = "˒"
+
+
+def _with_superscripts(segments: Iterable[Segment], clean: bool = False) -> str:
+    """Text segments as written (control characters removed when ``clean``), each
+    citation as superscript digits, adjacent citations separated by ``˒``; reasoning
+    segments are left out."""
+    out: list[str] = []
+    previous_cite = False
+    for seg in segments:
+        if "text" in seg:
+            out.append(clean_terminal(seg["text"]) if clean else seg["text"])
+            previous_cite = False
+        elif "cite" in seg:
+            out.append((CITE_SEPARATOR if previous_cite else "") + superscript(int(seg["idx"])))
+            previous_cite = True
+    return "".join(out)
+
+
+@lru_cache(maxsize=1)
+def _markdown_parser() -> MarkdownIt:
+    """CommonMark with GFM tables and strikethrough, raw HTML off (markdown-it-py)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def _close_open_fence(body: str) -> str:
+    """``body`` with its last code fence closed when the answer ended inside it (so text
+    appended after it is not swallowed by the code block)."""
+    tokens = _markdown_parser().parse(body)
+    fences = [t for t in tokens if t.type == "fence" and t.map is not None]
+    if not fences:
+        return body
+    last = fences[-1]
+    lines = body.split("\n")
+    assert last.map is not None
+    start, end = last.map
+    if end < len(lines):
+        return body
+    closing = lines[end - 1].strip().lstrip(">").strip() if end - 1 > start else ""
+    mark = last.markup[:1]
+    closed = bool(closing) and set(closing) == {mark} and len(closing) >= len(last.markup)
+    return body if closed else body + "\n" + last.markup
 
 
 def _source_type(chunk: dict[str, Any] | None) -> str:
@@ -118,38 +173,41 @@ def _md_inline(text: str) -> str:
 
 
 def render_markdown(segments: Iterable[Segment], panel: Sequence[PanelEntry]) -> str:
-    """The answer as Markdown with footnote citations ``[^N]`` and their definitions.
+    """The answer as Markdown (citation-markers.md §7) with its sources.
 
-    The answer text is kept as written (it is Markdown already). After a blank line
-    comes one definition per display index, ``[^N]: [title](url) · subtitle``, titles
-    and subtitles escaped, links only for http(s) URLs; a cited index missing from
-    ``panel`` gets ``来源 <raw id>``.
+    The answer text is kept as written (it is Markdown already); each citation is a
+    Unicode superscript in place (``一次¹。``, adjacent ones ``¹˒²``), so a marker never
+    becomes Markdown syntax: ``[C:1](url)`` is not a link, a line starting ``[C:2]:`` is
+    not a definition, the model's own ``[^1]`` stays the model's, a citation in image alt
+    text stays alt text. Reasoning segments are left out. After a blank line comes
+    ``来源：`` and one numbered line per display index, ``N. [title](<url>) · subtitle``,
+    titles and subtitles escaped, links only for http(s) URLs; a cited index missing from
+    ``panel`` gets ``来源 <raw id>``. A code fence left open by the answer is closed first.
     """
-    body: list[str] = []
+    items = list(segments)
+    body = _with_superscripts(items)
     cited: dict[int, str] = {}
-    for seg in segments:
-        if "text" in seg:
-            body.append(seg["text"])
-        elif "cite" in seg:  # reasoning is not answer text (spec §7)
-            body.append(f"[^{int(seg['idx'])}]")
+    for seg in items:
+        if "cite" in seg:
             cited.setdefault(int(seg["idx"]), seg["cite"])
     entries = {int(e["idx"]): e for e in panel}
     for idx, raw_id in cited.items():
         entries.setdefault(idx, {"idx": idx, "raw_id": raw_id, "chunk": None})
     if not entries:
-        return "".join(body)
+        return body
     notes: list[str] = []
     for idx in sorted(entries):
         entry = entries[idx]
         title = _md_inline(_title(entry))
         url = _url(entry)
         linkable = url is not None and "<" not in url and ">" not in url
-        line = f"[^{idx}]: " + (f"[{title}](<{url}>)" if linkable else title)
+        line = f"{idx}. " + (f"[{title}](<{url}>)" if linkable else title)
         subtitle = _subtitle(entry)
         if subtitle:
             line += f" · {_md_inline(subtitle)}"
         notes.append(line)
-    return "".join(body).rstrip("\n") + "\n\n" + "\n".join(notes) + "\n"
+    body = _close_open_fence(body.rstrip("\n"))
+    return body + "\n\n来源：\n\n" + "\n".join(notes) + "\n"
 
 
 # -- terminal -------------------------------------------------------------------------
@@ -161,14 +219,49 @@ def clean_terminal(text: str) -> str:
 
 
 def render_terminal(segments: Iterable[Segment]) -> str:
-    """The answer for a terminal: control characters removed, citations as superscripts."""
-    out: list[str] = []
-    for seg in segments:
-        if "text" in seg:
-            out.append(clean_terminal(seg["text"]))
-        elif "cite" in seg:  # reasoning is not answer text (spec §7)
-            out.append(superscript(int(seg["idx"])))
-    return "".join(out)
+    """The answer for a terminal: control characters removed, citations as superscripts,
+    adjacent ones separated (``¹˒²``, not ``¹²``)."""
+    return _with_superscripts(segments, clean=True)
+
+
+class MarkdownBlocks:
+    """Cuts a streaming answer into complete top-level Markdown blocks (for rich).
+
+    :meth:`feed` takes parser segments and returns the Markdown source of the blocks
+    that became complete (a block is complete once the next top-level block started);
+    :meth:`close` returns the rest. Citations are superscripts in place (as
+    :func:`render_terminal`), control characters are removed, reasoning is left out.
+    Work per call is proportional to the open block, not to the answer: completed
+    blocks are dropped from the source. ``open`` is the source of the open block.
+    """
+
+    def __init__(self) -> None:
+        self.open = ""
+        self._previous_cite = False
+
+    def feed(self, segments: Iterable[Segment]) -> list[str]:
+        """Blocks completed by ``segments`` (Markdown source, each ending in a newline)."""
+        for seg in segments:
+            if "text" in seg:
+                self.open += clean_terminal(seg["text"])
+                self._previous_cite = False
+            elif "cite" in seg:
+                sep = CITE_SEPARATOR if self._previous_cite else ""
+                self.open += sep + superscript(int(seg["idx"]))
+                self._previous_cite = True
+        tokens = _markdown_parser().parse(self.open)
+        starts = [t.map[0] for t in tokens if t.level == 0 and t.nesting != -1 and t.map]
+        if len(starts) < 2:
+            return []
+        lines = self.open.split("\n")
+        done = "\n".join(lines[: starts[-1]])
+        self.open = "\n".join(lines[starts[-1] :])
+        return [done.rstrip("\n") + "\n"] if done.strip() else []
+
+    def close(self) -> list[str]:
+        """The rest of the answer (``[]`` when nothing is left)."""
+        rest, self.open = self.open, ""
+        return [rest.rstrip("\n") + "\n"] if rest.strip() else []
 
 
 def render_sources_terminal(panel: Sequence[PanelEntry]) -> str:

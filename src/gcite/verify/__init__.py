@@ -9,7 +9,7 @@ judge through an OpenAI-compatible endpoint (:mod:`gcite.verify.judge`) when con
 
 from __future__ import annotations
 
-from gcite.verify.support import Support, SupportModel, spans
+from gcite.verify.support import Support, SupportModel, spans, support_model
 from gcite.verify.verifier import (
     DEFAULT_THRESHOLD,
     Claim,
@@ -26,5 +26,6 @@ __all__ = [
     "answer_claims",
     "best_support_by_chunk",
     "spans",
+    "support_model",
     "verify_answer",
 ]

