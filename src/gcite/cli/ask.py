@@ -61,7 +61,15 @@ async def local_frames(
     store = open_store(settings)  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
-    deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=web_source)
+    from gcite.verify import make_verifier
+
+    deps = Deps(
+        settings=settings,
+        backend=backend,
+        get_store=lambda: store,
+        web_source=web_source,
+        verifier=make_verifier(settings),
+    )
     envelope = Envelope(
         task_id=new_id(),
         message_id=new_id(),

@@ -215,7 +215,10 @@ def retriever_resources(
 def message_metadata(summary: RunSummary) -> dict[str, Any]:
     """``message_end.metadata`` (also the blocking body's): usage, the cited chunks as
     ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids, and
-    ``fallback`` when the offline answerer replaced a model that was down)."""
+    ``fallback`` when the offline answerer replaced a model that was down), and
+    ``gcite_verification`` - the citation verifier's report (:mod:`gcite.verify`: support
+    score and supporting sentence per answer sentence and cited chunk) when there is one;
+    Dify clients ignore both keys."""
     gcite: dict[str, Any] = {
         "backend": summary.backend,
         "cited_ids": summary.cited_ids,
@@ -223,12 +226,15 @@ def message_metadata(summary: RunSummary) -> dict[str, Any]:
     }
     if summary.fallback is not None:
         gcite["fallback"] = dict(summary.fallback)
-    return {
+    metadata: dict[str, Any] = {
         "annotation_reply": None,
         "usage": usage_json(summary.usage),
         "retriever_resources": retriever_resources(summary.cited_ids, summary.chunk_metadata),
         "gcite": gcite,
     }
+    if summary.verification is not None:
+        metadata["gcite_verification"] = summary.verification
+    return metadata
 
 
 def tagged_answer(summary: RunSummary) -> str:
