@@ -15,7 +15,11 @@ PORT ?= 8000
 MP_TEST := clients/miniprogram/test
 MP_STAMP := $(MP_TEST)/node_modules/.installed
 
-.PHONY: demo test setup browser services lint miniprogram bench clean
+SDK := .venv-sdk
+SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
+SDK_JS := tests/sdk/js/node_modules/.installed
+
+.PHONY: demo test setup browser services sdk lint miniprogram bench clean
 
 # What the demo needs (the runtime dependencies) ...
 $(RUNTIME): pyproject.toml requirements.lock
@@ -30,6 +34,21 @@ $(STAMP): $(RUNTIME)
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Third-party Dify clients for the conformance tests (tests/sdk/), installed at pinned
+# versions here and used offline by the tests: each PyPI SDK in its own venv (both
+# ship the module `dify_client`), the npm ones from tests/sdk/js/package-lock.json.
+$(SDK)/%/.installed: tests/sdk/python/%.lock
+	rm -rf $(SDK)/$*
+	$(PY) -m venv $(SDK)/$*
+	$(SDK)/$*/bin/pip install --quiet --no-deps -r $< 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	touch $@
+
+$(SDK_JS): tests/sdk/js/package.json tests/sdk/js/package-lock.json
+	cd tests/sdk/js && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+sdk: $(SDK_PY) $(SDK_JS)
 
 browser:
 	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi wqy; then \
@@ -64,7 +83,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser services lint miniprogram $(MP_STAMP)
+test: setup browser services sdk lint miniprogram $(MP_STAMP)
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \
@@ -79,4 +98,4 @@ bench: setup
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SDK) tests/sdk/js/node_modules .pytest_cache .mypy_cache .ruff_cache

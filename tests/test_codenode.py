@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -216,49 +217,93 @@ def dify_runner_script(code: str, inputs: dict[str, Any]) -> str:
     )
 
 
-def dify_validate(outputs: dict[str, Any], max_string_length: int) -> None:
-    """Dify's CodeNode._transform_result checks for our declared outputs (dify-protocol.md §4)."""
+DIFY_MAX_NUMBER = 9223372036854775807
+DIFY_MAX_PRECISION = 20
+
+
+def precision_ok_old(value: float) -> bool:
+    """Dify 0.x / early 1.x: ``len(str(value).split(".")[1]) <= CODE_MAX_PRECISION``.
+
+    ``str(1e-05)`` has no ".", so Dify's check raises ``IndexError`` (the run fails).
+    """
+    parts = str(value).split(".")
+    return len(parts) > 1 and len(parts[1]) <= DIFY_MAX_PRECISION
+
+
+def precision_ok_new(value: float) -> bool:
+    """Current Dify: decimals of ``Decimal(str(value)).normalize()`` (NaN raises ``TypeError``)."""
+    exponent = Decimal(str(value)).normalize().as_tuple().exponent
+    if not isinstance(exponent, int):
+        return False
+    return (-exponent if exponent < 0 else 0) <= DIFY_MAX_PRECISION
+
+
+PRECISION_RULES = {"old": precision_ok_old, "new": precision_ok_new}
+
+
+def dify_validate(outputs: dict[str, Any], max_string_length: int, rule: str = "new") -> None:
+    """Dify's ``CodeNode._transform_result`` for our declared outputs (dify-protocol.md §4).
+
+    ``chunk_metadata`` is declared ``Array[Object]`` without children, so each item
+    is checked by the schema-less branch: numbers (range, then the precision rule
+    ``rule``: "old" for Dify 0.x / early 1.x, "new" for current Dify), strings
+    (length), lists (one element type), nested objects (depth).
+    """
+    precision_ok = PRECISION_RULES[rule]
     declared = {"formatted_chunks": str, "chunk_count": int, "chunk_metadata": list}
     for name in declared:
         assert name in outputs, f"Output {name} is missing."
     assert len(outputs) == len(declared), "Not all output parameters are validated."
 
-    def check(value: Any, depth: int) -> None:
+    def check_number(value: Any, where: str) -> None:
+        assert -DIFY_MAX_NUMBER <= value <= DIFY_MAX_NUMBER, f"{where} is out of range"
+        if isinstance(value, float):
+            assert precision_ok(value), f"{where} = {value!r} fails the {rule} precision rule"
+
+    def check_object(value: dict[str, Any], depth: int, where: str) -> None:
         assert depth <= 5, "Depth limit 5 reached, object too deep."
-        if isinstance(value, str):
-            assert len(value) <= max_string_length
-        elif isinstance(value, bool) or value is None:
+        for key, item in value.items():
+            check_value(item, depth, f"{where}.{key}")
+
+    def check_value(item: Any, depth: int, where: str) -> None:
+        if isinstance(item, dict):
+            check_object(item, depth + 1, where)
+        elif isinstance(item, bool) or item is None:
             pass
-        elif isinstance(value, int | float):
-            assert -9223372036854775807 <= value <= 9223372036854775807
-            if isinstance(value, float):
-                exponent = Decimal(str(value)).normalize().as_tuple().exponent
-                assert not isinstance(exponent, int) or -exponent <= 20
-        elif isinstance(value, dict):
-            for item in value.values():
-                check(item, depth + 1)
-        elif isinstance(value, list):
-            for item in value:
-                check(item, depth + 1)
+        elif isinstance(item, int | float):
+            check_number(item, where)
+        elif isinstance(item, str):
+            assert len(item) <= max_string_length, f"{where} too long"
+        elif isinstance(item, list):
+            # Dify checks a list only by its first element's type; every element must share it
+            # (a list of lists is refused by old Dify and crashes the current one).
+            if not item or item[0] is None:
+                return
+            kind = next((k for k in (dict, str) if isinstance(item[0], k)), None)
+            if kind is None and isinstance(item[0], int | float):
+                kind = int | float  # type: ignore[assignment]
+            assert kind is not None, f"{where} is not a valid array"
+            assert all(v is None or isinstance(v, kind) for v in item), f"{where} mixed list"
+            for index, element in enumerate(item):
+                if element is not None:
+                    check_value(element, depth, f"{where}[{index}]")
         else:
-            raise AssertionError(f"unsupported output type {type(value)}")
+            raise AssertionError(f"{where}: unsupported output type {type(item)}")
 
     for name, kind in declared.items():
         assert isinstance(outputs[name], kind), name
-        check(outputs[name], 1)
+    assert len(outputs["formatted_chunks"]) <= max_string_length
+    assert not isinstance(outputs["chunk_count"], bool)
+    check_number(outputs["chunk_count"], "chunk_count")
     assert len(outputs["chunk_metadata"]) <= 30
-    assert all(isinstance(item, dict) for item in outputs["chunk_metadata"])
+    for index, item in enumerate(outputs["chunk_metadata"]):
+        assert isinstance(item, dict), f"chunk_metadata[{index}] is not an object"
+        check_object(item, 2, f"chunk_metadata[{index}]")
 
 
-@pytest.mark.parametrize(
-    ("case", "max_string_length"),
-    [("mobile_2_1.json", 400_000), ("over", 80_000), ("10k", 400_000), ("tiny", 400_000)],
-)
-def test_dify_runner_accepts_the_outputs(case: str, max_string_length: int, tmp_path: Path) -> None:
+def run_in_dify(code: str, inputs: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """Run the node as Dify's sandbox does (``main(**inputs)``) and parse its ``<<RESULT>>``."""
     python = first_bare_python()
-    generated = dict(zip(["10k", "over", "tiny"], generated_cases(), strict=True))
-    inputs = generated[case] if case in generated else fixture_inputs(case)
-    code = render_code_node(max_string_length=max_string_length)
     script = tmp_path / "runner.py"
     # A prelude before the code, as a sandbox may add, must not break it (no __future__ import).
     script.write_text("import os\n" + dify_runner_script(code, inputs), encoding="utf-8")
@@ -266,11 +311,82 @@ def test_dify_runner_accepts_the_outputs(case: str, max_string_length: int, tmp_
         [python, "-I", str(script)], capture_output=True, check=False, timeout=300
     )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
-    stdout = done.stdout.decode("utf-8")
-    outputs = json.loads(stdout.split("<<RESULT>>")[1])
-    dify_validate(outputs, max_string_length)
+    outputs: dict[str, Any] = json.loads(done.stdout.decode("utf-8").split("<<RESULT>>")[1])
+    return outputs
+
+
+@pytest.mark.parametrize("rule", ["old", "new"])
+@pytest.mark.parametrize(
+    ("case", "max_string_length"),
+    [("mobile_2_1.json", 400_000), ("over", 80_000), ("10k", 400_000), ("tiny", 400_000)],
+)
+def test_dify_runner_accepts_the_outputs(
+    case: str, max_string_length: int, rule: str, tmp_path: Path
+) -> None:
+    generated = dict(zip(["10k", "over", "tiny"], generated_cases(), strict=True))
+    inputs = generated[case] if case in generated else fixture_inputs(case)
+    code = render_code_node(max_string_length=max_string_length)
+    outputs = run_in_dify(code, inputs, tmp_path)
+    dify_validate(outputs, max_string_length, rule)
     expected = code_node_outputs(**inputs, max_string_length=max_string_length)
     assert canonical(outputs) == canonical(expected)
+
+
+#: Scores of every magnitude a retriever or a search API may send (as numbers or text).
+SCORES: list[Any] = [
+    1e-05, -1e-05, 2e-07, 1e-300, 5e-324, -5e-324, 1e-19, 1.5e-19, 1e-20, 1e-16,
+    1.2345678901234567e-05, 9.999999999999999e-06, 0.0001, 0.00012345678901234567,
+    0.98457545, 1 / 3, -0.0, 0.0, 0, 7, 123456789.12345679, 9.9e15, 1e16, 1e300, -1e300,
+    10**30, float("nan"), float("inf"), float("-inf"), "1e-05", "-0.0", "3e-300",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", ["old", "new"])
+def test_scores_of_every_magnitude_pass_both_precision_rules(rule: str, tmp_path: Path) -> None:
+    rag = [
+        {"content": f"片段{i}", "metadata": {"score": score, "dataset_name": "库"}}
+        for i, score in enumerate(SCORES)
+    ]
+    web = [{"url": f"https://e{i}.example.com/", "snippet": f"网页{i}", "score": score}
+           for i, score in enumerate(SCORES)]  # fmt: skip
+    code = render_code_node(max_objects=30)
+    for part in (rag[:15], rag[15:], web[:15], web[15:]):
+        inputs = {"rag_chunks": part, "web_chunks": []}
+        if "url" in part[0]:
+            inputs = {"rag_chunks": [], "web_chunks": part}
+        outputs = run_in_dify(code, inputs, tmp_path)
+        dify_validate(outputs, 400_000, rule)
+        assert outputs["chunk_count"] == len(part)
+        for chunk in outputs["chunk_metadata"]:
+            index = int(chunk["content"][2:])
+            sent = SCORES[index]
+            number = float(sent) if not isinstance(sent, float) else sent
+            got = chunk["score"]
+            if not math.isfinite(number) or abs(number) <= 1e-19:
+                assert got == 0.0 or abs(got) < 1e-18, (sent, got)
+            elif abs(number) > 1e15:
+                assert got == math.copysign(1e15, number), (sent, got)
+            else:  # Dify allows 20 decimal places: the tiniest scores move by up to 1e-20
+                assert abs(got - number) <= max(1e-13 * abs(number), 1e-20), (sent, got)
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {"rag_chunks": [{"content": "巡检每两小时一次", "metadata": {"score": 0.9}}]},
+        {"web_chunks": [{"url": "https://e.example.com/", "snippet": "网页", "score": 1e-05}]},
+        {},
+    ],
+    ids=["only-rag_chunks", "only-web_chunks", "none"],
+)
+def test_main_runs_with_an_input_variable_deleted(inputs: dict[str, Any], tmp_path: Path) -> None:
+    """Dify will not publish a declared input without a value, so users delete the unused one."""
+    outputs = run_in_dify(render_code_node(), inputs, tmp_path)
+    for rule in PRECISION_RULES:
+        dify_validate(outputs, 400_000, rule)
+    expected = code_node_outputs(inputs.get("rag_chunks"), inputs.get("web_chunks"))
+    assert canonical(outputs) == canonical(expected)
+    assert outputs["chunk_count"] == len(inputs)
 
 
 # -- the file itself ------------------------------------------------------------------------------
@@ -291,7 +407,7 @@ def test_header_states_the_declarations_and_settings() -> None:
         "MAX_STRING_LENGTH = 80000\n",
     ):
         assert line in header, line
-    assert "def main(rag_chunks: list, web_chunks: list) -> dict:" in code
+    assert "def main(rag_chunks: list = None, web_chunks: list = None) -> dict:" in code
     assert "MAX_WEB_RESULTS = None\n" in render_code_node()
 
 

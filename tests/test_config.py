@@ -160,3 +160,46 @@ def test_relative_data_dir_is_relative_to_the_config_file(
     # a flag or env value stays relative to the working directory
     flag = load_settings({"data_dir": "d"}, config_file=cfg, environ={})
     assert flag.data_dir == Path("d")
+
+
+def test_app_key_carries_the_app_settings_dify_keeps_per_app(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(
+        """
+[[app_keys]]
+key = "app-1"
+roles = ["访客"]
+app_name = "物业助手"
+opening_statement = "您好！"
+suggested_questions = ["访客在哪里登记？", "停车怎么收费？"]
+
+[[retrieval_keys]]
+key = "kb-1"
+roles = ["安保主管"]
+expose_roles = true
+""",
+        encoding="utf-8",
+    )
+    settings = load_settings(config_file=config, environ={})
+    (app,) = settings.app_keys
+    assert (app.app_name, app.opening_statement) == ("物业助手", "您好！")
+    assert app.name == "app_keys[1]"  # the log label stays apart from the app's name
+    assert app.suggested_questions == ("访客在哪里登记？", "停车怎么收费？")
+    assert app.expose_roles is False
+    assert settings.retrieval_keys[0].expose_roles is True
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'suggested_questions = "一个问题"',
+        "opening_statement = 3",
+        "app_name = []",
+        'expose_roles = "yes"',
+    ],
+)
+def test_bad_app_key_settings_are_refused(tmp_path: Path, line: str) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(f'[[app_keys]]\nkey = "app-1"\nroles = ["访客"]\n{line}\n', encoding="utf-8")
+    with pytest.raises(ConfigError):
+        load_settings(config_file=config, environ={})

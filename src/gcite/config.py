@@ -11,11 +11,15 @@ Structured settings (API keys bound to roles) come from the file only::
     key = "app-staff"
     roles = ["运维工程师"]
     stream_event = "message"     # or "text_chunk"
+    app_name = "物业助手"         # the app's name (GET /v1/info, /v1/site)
+    opening_statement = "您好！"  # GET /v1/parameters
+    suggested_questions = ["访客在哪里登记？"]
 
     [[retrieval_keys]]           # External Knowledge API keys (POST /retrieval)
     key = "kb-guard"
     name = "dify-guard"          # optional; logs show it, never the secret
     roles = ["安保主管"]          # required; [] only with public_only = true
+    expose_roles = false         # true: records keep metadata.access_roles
 
     [[admin_keys]]               # knowledge-base management (/v1/datasets...)
     key = "admin-secret"
@@ -41,12 +45,23 @@ ENV_PREFIX = "GCITE_"
 
 @dataclass(frozen=True)
 class ApiKey:
-    """An API key bound, server side, to the maximum set of roles its callers have."""
+    """An API key bound, server side, to the maximum set of roles its callers have.
+
+    App keys also carry what Dify keeps per app: ``app_name`` (``GET /v1/info``,
+    ``/v1/site``; empty: "gcite"), ``opening_statement`` and ``suggested_questions``
+    (``GET /v1/parameters``). Retrieval keys: ``expose_roles`` keeps the documents'
+    ``access_roles`` in the External Knowledge API records (off by default: Dify
+    streams record metadata to end users).
+    """
 
     key: str
     roles: tuple[str, ...] = ()
     stream_event: str = "message"  # "message" (Dify chatflow) or "text_chunk" (seeds)
     name: str = ""  # shown in logs instead of the secret; "<table>[<n>]" when not given
+    app_name: str = ""
+    opening_statement: str = ""
+    suggested_questions: tuple[str, ...] = ()
+    expose_roles: bool = False
 
     def __repr__(self) -> str:  # never print the secret
         return f"ApiKey(name={self.name!r}, roles={self.roles!r})"
@@ -77,7 +92,15 @@ class Settings:
     embed_api_key: str = ""
     embed_model: str = ""
     top_k: int = 5
-    score_threshold: float = 0.0
+    # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
+    # between the best passage of an answerable and of an off-topic question)
+    score_threshold: float = 0.5
+    # Optional rerank step: a Jina / Cohere / Xinference style POST .../rerank endpoint
+    # (gcite.knowledge.rerank); empty = no rerank. Its relevance_score becomes the score.
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_timeout_s: float = 5.0
     chunk_size: int = 600
     chunk_overlap: int = 80
     # Metadata field names that look like a misspelt access_roles but are meant
@@ -110,6 +133,9 @@ class Settings:
     web_base_url: str = ""
     # Timeouts of the two retrieval branches, seconds.
     kb_timeout_s: float = 10.0
+    # Follow-up questions: the condense-question model call (only with llm_base_url) gives
+    # up after this many seconds and the offline rewrite (earlier subject carried) is used
+    condense_timeout_s: float = 5.0
     web_timeout_s: float = 8.0
     # Service
     host: str = "127.0.0.1"
@@ -134,8 +160,17 @@ class Settings:
 
 _STRUCTURED = {"app_keys", "retrieval_keys", "admin_keys"}
 _KEY_FIELDS = {
-    "app_keys": {"key", "name", "roles", "public_only", "stream_event"},
-    "retrieval_keys": {"key", "name", "roles", "public_only"},
+    "app_keys": {
+        "key",
+        "name",
+        "roles",
+        "public_only",
+        "stream_event",
+        "app_name",
+        "opening_statement",
+        "suggested_questions",
+    },
+    "retrieval_keys": {"key", "name", "roles", "public_only", "expose_roles"},
     "admin_keys": {"key", "name"},
 }
 # Closed sets of backend names (the factories accept nothing else).
@@ -233,8 +268,25 @@ def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
         event = item.get("stream_event", "message")
         if event not in {"message", "text_chunk"}:
             raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
+        texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
+        if not all(isinstance(v, str) for v in texts.values()):
+            raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
+        questions = item.get("suggested_questions", [])
+        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+            raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
+        expose = item.get("expose_roles", False)
+        if not isinstance(expose, bool):
+            raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
         keys.append(
-            ApiKey(key=item["key"], roles=tuple(roles), stream_event=event, name=label.strip())
+            ApiKey(
+                key=item["key"],
+                roles=tuple(roles),
+                stream_event=event,
+                name=label.strip(),
+                suggested_questions=tuple(questions),
+                expose_roles=expose,
+                **texts,
+            )
         )
     return keys
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Context, Decimal
 from typing import Any, TypedDict, cast
 
 from gcite.chunks import (
@@ -254,22 +254,40 @@ def merge_chunks(
     }
 
 
-def _decimals(number: float) -> int:
-    """Decimal places as Dify counts them: ``Decimal(str(v)).normalize()`` exponent."""
-    exponent = Decimal(str(number)).normalize().as_tuple().exponent
-    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+def _passes_dify_precision(number: float) -> bool:
+    """Both of Dify's float checks: ``len(str(v).split(".")[1]) <= 20`` (0.x, early 1.x;
+    ``str(1e-05)`` has no "." and raises there) and ``Decimal(str(v)).normalize()``
+    with at most ``CODE_MAX_PRECISION`` decimal places (current Dify)."""
+    text = str(number)
+    if "." not in text or len(text.split(".")[1]) > DIFY_MAX_PRECISION:
+        return False
+    exponent = Decimal(text).normalize().as_tuple().exponent
+    return isinstance(exponent, int) and (exponent >= 0 or -exponent <= DIFY_MAX_PRECISION)
 
 
 def _fit_score(score: float) -> float:
-    """Clamp to ±1e15 and round only as far as needed for ``CODE_MAX_PRECISION`` decimals."""
+    """A score both Dify precision rules accept, as close to ``score`` as possible.
+
+    Clamped to ±1e15 (``str`` stays in fixed notation, with a "."); a score whose
+    ``str`` has no "." (``1e-05``) or more than 20 decimals is replaced by the nearest
+    float with fewer significant digits that passes (``1e-05`` →
+    ``9.99999999999999e-06``): within 1e-13 of its value, or 1e-20 for the tiniest
+    (Dify allows 20 decimal places); from 1e-19 down none may pass, and the score becomes
+    0.0. Non-finite input gives 0.0.
+    """
+    if score != score or score in (float("inf"), float("-inf")):
+        return 0.0
     score = max(-DIFY_SCORE_LIMIT, min(DIFY_SCORE_LIMIT, score))
-    if score == 0 or abs(score) >= 1e-4:
-        return score  # repr has at most 17 significant digits: <= 20 decimal places
-    digits = DIFY_MAX_PRECISION
-    while _decimals(score) > DIFY_MAX_PRECISION:
-        score = round(score, digits)
-        digits -= 1
-    return score
+    if _passes_dify_precision(score):
+        return score
+    toward_zero = score - score * 2**-52  # the next float closer to zero
+    for digits in range(16, 0, -1):
+        for start, rounding in ((score, ROUND_HALF_EVEN), (toward_zero, ROUND_DOWN)):
+            shorter = Context(prec=digits, rounding=rounding).create_decimal(repr(start))
+            candidate = float(shorter)
+            if _passes_dify_precision(candidate):
+                return candidate
+    return 0.0
 
 
 def _cut(text: str, limit: int) -> str:
@@ -295,9 +313,11 @@ def fit_dify_limits(
       has its content cut (ending in "…") when at least its ``[C:N]`` header and
       one character fit, and every later chunk is dropped;
     - every string field of every chunk at most ``max_string_length`` characters;
-    - scores clamped to ±1e15 and, only when they have more than 20 decimal
-      places (``CODE_MAX_PRECISION``, e.g. ``1.2345678901234567e-05``), rounded
-      to fit; ``segment_position`` within ``CODE_MAX_NUMBER``.
+    - scores clamped to ±1e15 and, only when Dify's old (``str`` split at ".")
+      or new (``Decimal``, ``CODE_MAX_PRECISION`` 20) precision check would
+      refuse them (``1e-05``, ``1.2345678901234567e-05``), moved to the nearest
+      float both accept (see :func:`_fit_score`); ``segment_position`` within
+      ``CODE_MAX_NUMBER``.
 
     The ``content`` in ``chunk_metadata`` is the (possibly cut) text the LLM
     sees, ids stay 1..K, and ``formatted_chunks`` cites exactly the chunks of

@@ -75,8 +75,8 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
         "node_started",
         *["message"] * 2,  # the reasoning, tagged as Dify does, then the answer
         "node_finished",
+        "workflow_finished",  # Dify's advanced-chat order: message_end ends the stream
         "message_end",
-        "workflow_finished",
     ]
     answer = "".join(o["answer"] for o in objects if o["event"] == "message")
     assert answer == "<think>\n想一想\n</think>答[C:1]"
@@ -107,14 +107,16 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
         "sys.user_id": "u",
         "sys.conversation_id": "c",
     }
-    end = objects[-2]
-    assert end["metadata"]["retriever_resources"][0]["doc_metadata"]["chunk_id"] == "1"
+    end = objects[-1]
+    resource = end["metadata"]["retriever_resources"][0]
+    assert resource["doc_metadata"]["chunk_id"] == "1"
+    assert (resource["message_id"], resource["created_at"]) == ("m", 999)  # spec-typed items
     assert end["metadata"]["gcite"] == {
         "backend": "extractive",
         "cited_ids": ["1"],
         "invalid_ids": [],
     }
-    assert objects[-1]["data"]["total_steps"] == 4 and objects[-1]["data"]["outputs"] == {
+    assert objects[-2]["data"]["total_steps"] == 4 and objects[-2]["data"]["outputs"] == {
         "answer": "答[C:1]"
     }
 

@@ -175,7 +175,7 @@ async def test_chat_searches_only_the_configured_dataset(
     events = await ask("没有这个库")
     kr = _kr_result(events)
     assert kr["status"] == "failed" and "没有这个库" in kr["error"]
-    assert names(events)[-1] == "workflow_finished"
+    assert names(events)[-2:] == ["workflow_finished", "message_end"]
 
 
 async def test_access_roles_never_reach_chat_clients(

@@ -63,7 +63,7 @@ async def test_event_order_envelope_and_metadata_before_text(
         "node_finished",
     ]
     assert seq[7] == "node_started" and first_text == 8
-    assert seq[-3:] == ["node_finished", "message_end", "workflow_finished"]
+    assert seq[-3:] == ["node_finished", "workflow_finished", "message_end"]  # Dify's order
     assert set(seq[first_text:-3]) == {"message"}
     real = [e for e in events if e["event"] != "ping"]
     kinds = [e["data"]["node_type"] for e in real if e["event"] == "node_started"]
@@ -86,7 +86,7 @@ async def test_event_order_envelope_and_metadata_before_text(
     assert kr_done["data"]["outputs"]["result"][0]["metadata"]["_source"] == "knowledge"
     llm_done = node_events(events, "node_finished", "llm")[0]
     assert llm_done["data"]["outputs"]["text"] == "监控中心备用钥匙在三号保险柜[C:1]。"
-    finished = real[-1]["data"]
+    finished = real[-2]["data"]  # workflow_finished, then message_end (Dify's order)
     assert finished["status"] == "succeeded"
     # the model received the seed §5.2 prompt with formatted_chunks as context
     system = llm.requests[-1]["messages"][0]["content"]
@@ -180,7 +180,7 @@ async def test_web_timeout_answers_from_the_knowledge_base(
     assert [r["data_source_type"] for r in end["metadata"]["retriever_resources"]] == [
         "upload_file"
     ]
-    assert names(events)[-1] == "workflow_finished"
+    assert names(events)[-2:] == ["workflow_finished", "message_end"]
 
 
 async def test_connection_dropped_mid_answer(
@@ -239,8 +239,8 @@ async def test_stop_ends_the_answer_and_closes_the_model_call(
             )
             assert reply.status_code == 200 and reply.json() == {"result": "success"}
     seq = names(events)
-    assert seq[-2:] == ["message_end", "workflow_finished"]
-    assert events[-1]["data"]["status"] == "stopped"
+    assert seq[-2:] == ["workflow_finished", "message_end"]  # Dify's order, also for a stop
+    assert events[-2]["data"]["status"] == "stopped"
     llm_done = node_events(events, "node_finished", "llm")[0]["data"]
     assert llm_done["status"] == "stopped"
     answer = "".join(e["answer"] for e in events if e["event"] == "message")
@@ -285,7 +285,7 @@ async def test_pings_while_the_model_is_silent(
     first_text = next(i for i, e in enumerate(events) if e["event"] == "message")
     assert {"event": "ping"} in events[llm_start:first_text]
     result_names = names(events)
-    assert result_names[-1] == "workflow_finished"
+    assert result_names[-1] == "message_end"
 
 
 async def test_upstream_http_error_becomes_an_error_event(

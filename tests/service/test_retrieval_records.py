@@ -163,3 +163,19 @@ def test_parse_request_defaults_and_normalisation() -> None:
     )
     assert (parsed.top_k, parsed.score_threshold) == (4, 0.0)
     assert parsed.metadata_condition == Group("and", ())  # parsed by the one grammar
+
+
+def test_role_names_leave_only_for_a_key_that_exposes_them() -> None:
+    items = [kr_item(0.9, access_roles=["安保主管"], document_title="值守规程"), kr_item(0.5)]
+    hidden = build_records(items, top_k=5, score_threshold=0.0)
+    assert all("access_roles" not in r["metadata"] for r in hidden)
+    assert hidden[0]["metadata"]["document_title"] == "值守规程"
+    shown = build_records(items, top_k=5, score_threshold=0.0, expose_roles=True)
+    assert shown[0]["metadata"]["access_roles"] == ["安保主管"]
+    assert to_record(items[0])["metadata"]["access_roles"] == ["安保主管"]  # the mapping keeps it
+
+
+@pytest.mark.parametrize("setting", [{"top_k": None}, {"top_k": None, "score_threshold": None}])
+def test_null_top_k_means_the_default(setting: dict[str, Any]) -> None:
+    body = {"knowledge_id": "K", "query": "消防", "retrieval_setting": setting}
+    assert parse_request(body, default_top_k=4).top_k == 4

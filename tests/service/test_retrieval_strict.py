@@ -141,6 +141,7 @@ def test_conditions_not_fully_understood_are_400(http: httpx.Client, condition: 
             {"conditions": [{**ONLY_A, "name": "Access_Roles", "value": " 甲 "}]}, id="case"
         ),
         pytest.param({"conditions": [{**ONLY_A, "value": "甲，丙"}]}, id="full-width-comma"),
+        pytest.param({"conditions": [{**ONLY_A, "value": "甲、丙"}]}, id="ideographic-comma"),
         pytest.param({"conditions": [{**ONLY_A, "value": ["ＡＢ", "甲"]}]}, id="nfkc"),
     ],
 )

@@ -97,7 +97,7 @@ async def test_a_run_to_the_end_is_stored_once_with_pings(store: CountingStore) 
     handle, message_id = handle_for(store, Slow(0.05))
     frames = [f async for f in handle.frames("问题")]
     events = events_of(frames)
-    assert events[0] == "workflow_started" and events[-2:] == ["message_end", "workflow_finished"]
+    assert events[0] == "workflow_started" and events[-2:] == ["workflow_finished", "message_end"]
     assert "ping" in events  # 0.05 s between deltas, 0.02 s ping interval
     record = store.get_message(message_id)
     assert record is not None and record.status == "normal" and record.answer == "".join(DELTAS)
@@ -118,8 +118,8 @@ async def test_stop_ends_the_stream_and_stores_the_partial_answer_once(
             runs.stop("task", "someone else")  # a wrong owner does nothing
             runs.stop("task", "owner")
     events = events_of(frames)
-    assert events[-2:] == ["message_end", "workflow_finished"]
-    assert b'"status":"stopped"' in frames[-1]
+    assert events[-2:] == ["workflow_finished", "message_end"]  # Dify's order for a stop too
+    assert b'"status":"stopped"' in frames[-1]  # one chunk: workflow_finished, message_end
     record = store.get_message(message_id)
     assert record is not None and record.status == "stopped"
     assert record.answer and record.answer != "".join(DELTAS)

@@ -46,6 +46,7 @@ from gcite.service.store import (
     ConversationStore,
     _Base,
     _Conversation,
+    _Feedback,
     schema_revision,
     sqlalchemy_url,
 )
@@ -399,6 +400,8 @@ async def test_chat_end_to_end_on_postgresql(
     assert first.chunk_metadata and first.citations
     conv = first.conversation_id
     # a second turn whose model connection drops: stored as failed with the partial text
+    # (the follow-up's condense-question call comes first and gets its own answer)
+    llm.push(Script.text("领取门禁卡之后呢？"))
     llm.push(Script(deltas=["登记后", "领取门禁卡", "[C:1]。"], drop_after=2))
     second = await client_view(
         client,
@@ -464,6 +467,83 @@ async def test_chat_end_to_end_on_postgresql(
         assert odd.status_code == 404 and odd.json()["code"] == "not_found"
     nobody = await client.get(base + "/v1/conversations", params={"user": "\x00"}, headers=headers)
     assert nobody.status_code == 200 and nobody.json()["data"] == []
+
+
+# -- Dify's conversation endpoints: feedback, rename, delete, sort_by -----------------------------
+
+
+def test_feedback_is_stored_with_the_message(store: ConversationStore, owner: str) -> None:
+    record = store.start_message(user=owner, query="访客在哪里登记？", inputs={})
+    assert store.get_message(record.id, owner).feedback is None  # type: ignore[union-attr]
+    assert store.set_feedback(record.id, owner, "like", "引用准确")
+    assert store.get_message(record.id, owner).feedback == "like"  # type: ignore[union-attr]
+    assert store.set_feedback(record.id, owner, "dislike")
+    rows, _ = store.list_messages(record.conversation_id)
+    assert [r.feedback for r in rows] == ["dislike"]
+    assert store.set_feedback(record.id, owner, None)  # revoked
+    assert store.get_message(record.id, owner).feedback is None  # type: ignore[union-attr]
+    assert not store.set_feedback(record.id, owner + "-other", "like")
+    assert not store.set_feedback("no-such-message", owner, "like")
+
+
+def test_rename_and_auto_generate(store: ConversationStore, owner: str) -> None:
+    first = store.start_message(
+        user=owner, query="  访客车辆  停在哪里？请详细说明停车收费标准和时间", inputs={}
+    )
+    store.start_message(
+        user=owner, query="第二个问题", inputs={}, conversation_id=first.conversation_id
+    )
+    renamed = store.rename_conversation(first.conversation_id, owner, "停车")
+    assert renamed is not None and renamed.name == "停车"
+    assert store.get_conversation(first.conversation_id, owner).name == "停车"  # type: ignore[union-attr]
+    auto = store.rename_conversation(first.conversation_id, owner, None)
+    assert auto is not None and auto.name == "访客车辆 停在哪里？请详细说明停车收费标"
+    assert store.rename_conversation(first.conversation_id, owner + "-other", "x") is None
+
+
+def test_delete_removes_the_conversation_messages_and_feedback(
+    store: ConversationStore, owner: str
+) -> None:
+    kept = store.start_message(user=owner, query="保留", inputs={})
+    gone = store.start_message(user=owner, query="删除", inputs={})
+    store.set_feedback(gone.id, owner, "like")
+    assert not store.delete_conversation(gone.conversation_id, owner + "-other")
+    assert store.delete_conversation(gone.conversation_id, owner)
+    assert store.get_conversation(gone.conversation_id, owner) is None
+    assert store.get_message(gone.id) is None
+    assert store.list_messages(gone.conversation_id) == ([], False)
+    assert not store.delete_conversation(gone.conversation_id, owner)
+    assert store.get_message(kept.id, owner) is not None
+    # a message id that comes back (no reuse in practice) starts without the old rating
+    with store._session.begin() as session:
+        assert session.get(_Feedback, gone.id) is None
+
+
+def test_conversations_sort_by_and_page_in_that_order(store: ConversationStore, owner: str) -> None:
+    ids = [store.start_message(user=owner, query=q, inputs={}).conversation_id for q in "ABC"]
+    times = {ids[0]: (100, 300), ids[1]: (200, 200), ids[2]: (300, 100)}
+    with store._session.begin() as session:
+        for cid, (created, updated) in times.items():
+            session.execute(
+                update(_Conversation)
+                .where(_Conversation.id == cid)
+                .values(created_at=created, updated_at=updated)
+            )
+
+    def order(field: str, descending: bool, **page: Any) -> list[str]:
+        rows, _ = store.list_conversations(owner, sort_by=field, descending=descending, **page)
+        return [r.id for r in rows]
+
+    assert order("updated_at", True) == ids  # the default order: most recently updated first
+    assert order("created_at", False) == ids
+    assert order("created_at", True) == ids[::-1]
+    assert order("updated_at", False) == ids[::-1]
+    rows, more = store.list_conversations(owner, sort_by="created_at", descending=False, limit=1)
+    assert [r.id for r in rows] == ids[:1] and more
+    assert order("created_at", False, last_id=ids[0]) == ids[1:]
+    assert order("updated_at", False, last_id=ids[1]) == ids[:1]
+    with pytest.raises(ValueError):
+        store.list_conversations(owner, sort_by="name")
 
 
 # --------------------------------------------------------------------------- migrations
@@ -543,7 +623,7 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
 
     store = ConversationStore(empty_url)
     try:
-        assert schema_revision(store.engine) == "0002"
+        assert schema_revision(store.engine) == "0003"
         assert "ix_gcite_messages_conversation_seq" in _indexes(store.engine)
         old = store.get_message("m-old", owner)
         assert old is not None and old.answer == "旧回答[C:1]" and old.chunk_metadata == CHUNKS
@@ -554,7 +634,7 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
         store.close()
     again = ConversationStore(empty_url)  # opening an up-to-date database changes nothing
     try:
-        assert schema_revision(again.engine) == "0002"
+        assert schema_revision(again.engine) == "0003"
         assert len(again.list_messages("c-old")[0]) == 2
     finally:
         again.close()

@@ -128,16 +128,21 @@ test('the wxss keeps the seed rules: rows >= 44px, superscript #2563eb 0.75em 60
   }
   // The answer text goes to rich-text as a node tree bound from data, never a string literal.
   const wxml = fs.readFileSync(path.join(COMPONENT_DIR, 'index.wxml'), 'utf8');
-  assert.match(wxml, /<rich-text[^>]*nodes="\{\{nodes\}\}"/);
+  assert.match(wxml, /<rich-text[^>]*nodes="\{\{item\.nodes\}\}"/);
+  assert.match(wxml, /<rich-text[^>]*nodes="\{\{tail\}\}"/);
   assert.doesNotMatch(wxml, /bindtap="[^"]*"[^>]*class="g-cite"/);
 });
 
 // ------------------------------------------------------------------ copy step
 
 test('build-client: the CommonJS copy exports what the ES module exports and behaves the same', async function () {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'gcite-build-'));
-  const { build } = await import(BUILD);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gcite-build-'));
+  const out = path.join(tmp, 'gcite-client');
+  const { build, MARKDOWN_IT } = await import(BUILD);
   const res = build({ out: out });
+  // markdown-it is copied beside the client byte for byte.
+  assert.ok(fs.readFileSync(path.join(tmp, 'markdown-it', 'markdown-it.min.js')).equals(fs.readFileSync(path.join(MARKDOWN_IT, 'markdown-it.min.js'))));
+  assert.equal(typeof require(path.join(tmp, 'markdown-it', 'markdown-it.min.js')), 'function');
   assert.ok(res.files.indexOf('index.js') >= 0);
   const esm = await import(path.join(REPO, 'clients', 'js', 'src', 'index.js'));
   const cjs = require(path.join(out, 'index.js'));
@@ -157,19 +162,21 @@ test('build-client: the CommonJS copy exports what the ES module exports and beh
   const a = run(esm);
   assert.deepEqual(run(cjs), a);
   assert.deepEqual(a.citations, [['7', 1], ['2', 2]]);
-  fs.rmSync(out, { recursive: true, force: true });
+  fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 test('build-client: the installed copy is up to date with clients/js/src', async function () {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'gcite-build-'));
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gcite-build-'));
   const { build } = await import(BUILD);
-  build({ out: out });
-  const installed = path.join(COMPONENT_DIR, 'lib', 'gcite-client');
-  for (const name of fs.readdirSync(out)) {
-    assert.equal(fs.readFileSync(path.join(installed, name), 'utf8'), fs.readFileSync(path.join(out, name), 'utf8'),
-      name + ' is stale: run node clients/miniprogram/scripts/build-client.mjs');
+  build({ out: path.join(tmp, 'gcite-client') });
+  for (const dir of ['gcite-client', 'markdown-it']) {
+    const installed = path.join(COMPONENT_DIR, 'lib', dir);
+    for (const name of fs.readdirSync(path.join(tmp, dir))) {
+      assert.equal(fs.readFileSync(path.join(installed, name), 'utf8'), fs.readFileSync(path.join(tmp, dir, name), 'utf8'),
+        dir + '/' + name + ' is stale: run node clients/miniprogram/scripts/build-client.mjs');
+    }
   }
-  fs.rmSync(out, { recursive: true, force: true });
+  fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 test('build-client: module syntax it cannot carry is refused with the file and line', async function () {
@@ -201,18 +208,32 @@ test('build-client CLI: exit 2 and one line on stderr for a bad source directory
 
 const view = require(path.join(COMPONENT_DIR, 'view.js'));
 
-test('answerNodes: text nodes, br for newlines, styled sups, "," between adjacent citations', function () {
-  const nodes = view.answerNodes([{ text: 'a<b>\n' }, { cite: '7', idx: 1 }, { cite: '2', idx: 2 }, { text: '&amp;' }]);
-  assert.ok(Array.isArray(nodes));
-  const kids = nodes[0].children;
-  assert.deepEqual(kids[0], { type: 'text', text: 'a<b>' });
-  assert.deepEqual(kids[1], { name: 'br' });
-  assert.equal(kids[2].name, 'sup');
-  assert.equal(kids[2].attrs.style, view.SUP_STYLE);
-  assert.match(view.SUP_STYLE, /color:#2563eb;font-size:0\.75em;font-weight:600;vertical-align:super/);
-  assert.deepEqual(kids[2].children, [{ type: 'text', text: '1' }]);
-  assert.deepEqual(kids[3].children, [{ type: 'text', text: ',' }, { type: 'text', text: '2' }]);
-  assert.deepEqual(kids[4], { type: 'text', text: '&amp;' });
+test('Markdown answers: rich-text blocks with styled superscripts, raw HTML and bad links as text', function () {
+  const rt = require('./lib/richtext.js');
+  const blocks = view.markdownBlocks([
+    { text: '## 巡更\n\n**夜间**每小时一次' }, { cite: '7', idx: 1 }, { cite: '2', idx: 2 },
+    { text: '。\n\n- <img src=x onerror=alert(1)>\n- [点我](javascript:alert(1)) &amp;' },
+  ]);
+  assert.ok(Array.isArray(blocks) && blocks.length === 3);
+  assert.deepEqual(blocks.map(function (b) { return b.key; }), [0, 1, 2]);
+  const nodes = [].concat.apply([], blocks.map(function (b) { return b.nodes; }));
+  assert.deepEqual(rt.validate(nodes, view.RICH_TEXT_TAGS, view.RICH_TEXT_ATTRS), []);
+  assert.deepEqual(blocks.map(function (b) { return b.nodes[0].name; }), ['h2', 'p', 'ul']);
+  assert.deepEqual(rt.supNumbers(nodes), [1, 2]);
+  const html = rt.toHtml(nodes);
+  assert.doesNotMatch(html, /<img|<a /);
+  assert.match(rt.toText(nodes), /<img src=x onerror=alert\(1\)>/);
+  assert.match(rt.toText(nodes), /点我 &$/, 'a javascript: link shows its text only; an entity is Markdown text');
+  // §6.1: the superscript's inline style (rich-text does not see the component's wxss).
+  const sup = (function find(list) {
+    for (const n of list) {
+      if (n.name === 'sup' && n.attrs.class === 'g-cite') return n;
+      const f = n.children && find(n.children);
+      if (f) return f;
+    }
+    return null;
+  })(nodes);
+  assert.match(sup.attrs.style, /color:#2563eb;font-size:0\.75em;font-weight:600;vertical-align:super/);
 });
 
 test('sheetModel: actions, colours and notices by source type and URL', function () {
@@ -230,6 +251,9 @@ test('sheetModel: actions, colours and notices by source type and URL', function
   assert.equal(s.action, 'copy');
   s = view.sheetModel(row({ source_type: 'web', url: 'https://docs.example.com@evil.test/' }), opts);
   assert.equal(s.action, 'none', 'a URL with user info is refused (safeUrl fails closed)');
+  // user info never becomes a link (docs/stream-contract.md §7, the URL rule fails closed)
+  s = view.sheetModel(row({ source_type: 'web', url: 'https://x@evil.test/docs.example.com' }), opts);
+  assert.deepEqual([s.action, s.buttonDisabled], ['none', true]);
   for (const bad of ['javascript:alert(1)', 'data:text/html,x', '//docs.example.com/a', 'oss://bucket/a.docx', 'https://docs.example.com/a b']) {
     s = view.sheetModel(row({ source_type: 'web', url: bad }), opts);
     assert.deepEqual([s.action, s.buttonDisabled, s.url, s.hint], ['none', true, '', '原文链接不是网页地址，无法打开'], bad);

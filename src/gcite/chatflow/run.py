@@ -2,8 +2,9 @@
 
 ::
 
+    history re-check ─▶ retrieval query (follow-ups: gcite.chatflow.followup)
     knowledge_retrieval ─┐ (parallel, each with its own timeout; a failure degrades)
-    web_search ──────────┴▶ merge (“Chunk编号”) ─▶ history re-check + prompt ─▶ llm
+    web_search ──────────┴▶ merge (“Chunk编号”) ─▶ prompt ─▶ llm
 
 :class:`ChatRun` yields :mod:`gcite.chatflow.events` from :meth:`ChatRun.events`. To stop
 a run, cancel the task iterating it (that closes the model call), then take
@@ -40,6 +41,7 @@ from gcite.chatflow.events import (
     Status,
     UsageReport,
 )
+from gcite.chatflow.followup import search_query
 from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.config import Settings
@@ -187,19 +189,23 @@ class ChatRun:
 
     async def _run(self) -> AsyncIterator[Event]:
         turn, deps, settings = self.turn, self.deps, self.deps.settings
+        history, cited_before = await visible_context(
+            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
+        )
+        query = await search_query(turn.query, history, deps.backend, settings)
         kr_node = web_node = None
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
         if deps.get_store is not None:
-            kr_node = self._start(KNOWLEDGE, {"query": turn.query})
+            kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
         if deps.web_source is not None:
-            web_node = self._start(WEB, {"query": turn.query, "count": settings.web_count})
+            web_node = self._start(WEB, {"query": query, "count": settings.web_count})
             yield web_node
         try:
             if deps.get_store is not None:
                 kr_work = nodes.retrieve_knowledge(
                     deps.get_store,
-                    turn.query,
+                    query,
                     roles=turn.roles,
                     dataset=settings.dataset or None,
                     top_k=settings.top_k,
@@ -207,7 +213,7 @@ class ChatRun:
                 )
                 tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
             if deps.web_source is not None:
-                web_work = nodes.search_web(deps.web_source, turn.query, count=settings.web_count)
+                web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
             branches = list(await asyncio.gather(*tasks))
         finally:
@@ -245,9 +251,6 @@ class ChatRun:
         self.timings["merge"] = time.monotonic() - t0
         yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
 
-        history, cited_before = await visible_context(
-            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
-        )
         messages = build_messages(
             turn.query, merged["formatted_chunks"], history, cited_before, deps.template
         )
@@ -258,7 +261,7 @@ class ChatRun:
             deps.backend,
             messages,
             chunks=self.chunk_metadata,
-            query=turn.query,
+            query=query,
             usage=self.usage,
         ):
             if isinstance(delta, FellBack):  # the model is down: the offline answerer

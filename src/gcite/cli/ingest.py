@@ -105,7 +105,7 @@ def ingest(
     url: str | None,
     key: str | None,
 ) -> None:
-    """把文档导入知识库（Markdown、TXT、HTML、PDF、DOCX）。"""
+    """把文档导入知识库（Markdown、TXT、HTML、PDF、DOCX、XLSX、CSV）。"""
     from gcite.knowledge import ingest_paths
     from gcite.knowledge.convert import load_manifest
 
@@ -134,8 +134,10 @@ def ingest(
     click.echo(
         f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
         f"未变 {report.unchanged}，删除 {report.deleted}，写入分块 {report.chunks}，"
-        f"失败 {len(report.failed)}"
+        f"失败 {len(report.failed)}，跳过 {len(report.skipped)}"
     )
+    for path, reason in report.skipped:
+        click.echo(f"跳过: {path}: {reason}", err=True)
     for path, reason in report.failed:
         click.echo(f"失败: {path}: {reason}", err=True)
     if report.failed:

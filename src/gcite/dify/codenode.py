@@ -5,7 +5,8 @@ The file is built from the sources of :mod:`gcite.chunks`,
 their ``from __future__`` / ``from gcite...`` imports, docstrings and
 ``__all__`` removed (no ``from __future__`` in the file: a sandbox may run it
 after a prelude of its own, and the annotations are valid on Python 3.10+),
-followed by a ``main(rag_chunks, web_chunks) -> dict`` that returns exactly
+followed by a ``main(rag_chunks=None, web_chunks=None) -> dict`` (either input
+may be deleted from the node) that returns exactly
 the node's three declared outputs (Dify rejects extra or missing keys:
 dify-protocol.md §4). What ``main`` returns equals
 :func:`gcite.merge.code_node_outputs` with the same settings; the parity test
@@ -43,7 +44,8 @@ _HEADER = """\
 #     rag_chunks   ← 知识检索节点 / result          (Array[Object])
 #     web_chunks   ← 网页搜索工具节点 / json         (Array[Object]；百度搜索节点的 result、
 #                                                    Tavily / 博查 原始响应、普通列表均可)
-#     两个变量都可以不接（传空），节点照常输出。
+#     只用其中一个来源时，直接删除另一个输入变量（Dify 不允许发布未赋值的输入），
+#     节点照常输出；两个都删除时输出空结果。
 #
 #   输出变量（Output Variables，名字和类型必须完全一致，不能多也不能少）:
 #     formatted_chunks   String          → LLM 节点上下文（{{{{#context#}}}}）
@@ -66,8 +68,11 @@ MAX_STRING_LENGTH = {max_string_length}
 
 _MAIN = '''
 
-def main(rag_chunks: list, web_chunks: list) -> dict:
-    """Dify 代码节点入口：合并知识库与网页检索结果，全局编号，输出三个变量。"""
+def main(rag_chunks: list = None, web_chunks: list = None) -> dict:
+    """Dify 代码节点入口：合并知识库与网页检索结果，全局编号，输出三个变量。
+
+    两个输入都有默认值：只接知识库（或只接网页搜索）的工作流可以删掉另一个输入变量。
+    """
     result = code_node_outputs(
         rag_chunks,
         web_chunks,
@@ -209,7 +214,7 @@ def render_code_node(
     ``CODE_MAX_OBJECT_ARRAY_LENGTH`` (30), at least 1.
 
     Returns the file's text (UTF-8, ends with a newline, deterministic):
-    ``def main(rag_chunks: list, web_chunks: list) -> dict`` returning exactly
+    ``def main(rag_chunks: list = None, web_chunks: list = None) -> dict`` returning exactly
     ``formatted_chunks``, ``chunk_count`` and ``chunk_metadata``, equal to
     :func:`gcite.merge.code_node_outputs` with the same settings.
     Raises :class:`ValueError` for a setting out of range.

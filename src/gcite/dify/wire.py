@@ -18,7 +18,7 @@ Stream order (one run)::
     node_started(knowledge-retrieval) [node_started(tool)] node_finished(...) ...
     node_started(code "Chunk编号") node_finished(code)      chunk_metadata before any text
     node_started(llm) message|text_chunk ... node_finished(llm)
-    message_end workflow_finished                          (succeeded, stopped)
+    workflow_finished message_end                          (succeeded, stopped)
     | node_finished(llm, failed) workflow_finished(failed) error
 
 Reasoning (``ReasoningDelta``) travels the way Dify's ``reasoning_format: tagged`` sends
@@ -51,6 +51,7 @@ from gcite.chatflow.events import (
     UsageReport,
 )
 from gcite.chatflow.run import new_id
+from gcite.dify.service_api import resource_items
 from gcite.stream.surrogates import fix_surrogates
 
 WORKFLOW_ID = "gcite-chatflow"
@@ -212,13 +213,19 @@ def retriever_resources(
     return out
 
 
-def message_metadata(summary: RunSummary) -> dict[str, Any]:
+def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[str, Any]:
     """``message_end.metadata`` (also the blocking body's): usage, the cited chunks as
     ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids, and
     ``fallback`` when the offline answerer replaced a model that was down), and
     ``gcite_verification`` - the citation verifier's report (:mod:`gcite.verify`: support
     score and supporting sentence per answer sentence and cited chunk) when there is one;
-    Dify clients ignore both keys."""
+    Dify clients ignore both keys.
+
+    With ``env`` (on the wire) every resource is the spec's ``RetrieverResource`` of that
+    message (:func:`gcite.dify.service_api.resource_item`: ``id``, ``message_id``,
+    ``created_at``, no null ids); without it (stored) the items are as built here, and
+    the history endpoint completes them the same way.
+    """
     gcite: dict[str, Any] = {
         "backend": summary.backend,
         "cited_ids": summary.cited_ids,
@@ -226,10 +233,13 @@ def message_metadata(summary: RunSummary) -> dict[str, Any]:
     }
     if summary.fallback is not None:
         gcite["fallback"] = dict(summary.fallback)
+    resources = retriever_resources(summary.cited_ids, summary.chunk_metadata)
+    if env is not None:
+        resources = resource_items(resources, message_id=env.message_id, created_at=env.created_at)
     metadata: dict[str, Any] = {
         "annotation_reply": None,
         "usage": usage_json(summary.usage),
-        "retriever_resources": retriever_resources(summary.cited_ids, summary.chunk_metadata),
+        "retriever_resources": resources,
         "gcite": gcite,
     }
     if summary.verification is not None:
@@ -256,7 +266,7 @@ def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
         "answer": tagged_answer(summary),
-        "metadata": message_metadata(summary),
+        "metadata": message_metadata(summary, env),
         "created_at": env.created_at,
     }
 
@@ -368,10 +378,13 @@ class DifyStream:
         if isinstance(event, NodeFinished):
             return [self._node_finished(event)]
         if isinstance(event, RunEnded):
+            # Dify's advanced-chat pipeline order (also for a stop): workflow_finished, then
+            # message_end, which ends the stream (clients that keep the last terminal
+            # event's usage, e.g. dify-ai-provider, need it last).
             out = env.head("message_end")
-            out.update({"id": env.message_id, "metadata": message_metadata(event.summary)})
+            out.update({"id": env.message_id, "metadata": message_metadata(event.summary, env)})
             out["files"] = []
-            return [out, self._workflow_finished(event.summary, None)]
+            return [self._workflow_finished(event.summary, None), out]
         if isinstance(event, RunFailed):
             code, status, message = error_of(event)
             return [

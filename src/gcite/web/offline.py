@@ -22,7 +22,7 @@ rank web chunks.
 Search (``index=``):
 
 * ``"hybrid"`` (default): the knowledge base's own hybrid search (dense
-  embeddings + BM25, fused with RRF; :mod:`gcite.knowledge`). The pages,
+  embeddings + BM25, scored by relevance; :mod:`gcite.knowledge`). The pages,
   read exactly as for ``"bm25"`` (fallbacks applied), are staged as clean
   Markdown under ``<data_dir>/web-offline/pages/`` and ingested with
   :func:`gcite.knowledge.ingest_paths` into the dataset

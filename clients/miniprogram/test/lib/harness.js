@@ -63,16 +63,31 @@ async function until(check, what, timeoutMs) {
   }
 }
 
+/** The answer's rich-text nodes: every committed block, then the open one. */
+function nodesOf(comp) {
+  const d = comp.data;
+  const out = [];
+  for (const b of d.blocks || []) for (const n of b.nodes) out.push(n);
+  for (const n of d.tail || []) out.push(n);
+  return out;
+}
+
+/** The rich-text node lists as the component binds them (each must be an array). */
+function nodeLists(comp) {
+  return (comp.data.blocks || []).map(function (b) { return b.nodes; }).concat([comp.data.tail]);
+}
+
 /** The state of the component now: data, rich-text rendering and the DOM. */
 function snapshot(comp) {
   const d = comp.data;
+  const nodes = nodesOf(comp);
   return {
     status: d.status,
     statusText: d.statusText,
-    nodes: d.nodes,
-    problems: rt.validate(d.nodes, view.RICH_TEXT_TAGS),
-    text: rt.toText(d.nodes),
-    sups: rt.supNumbers(d.nodes),
+    nodes: nodes,
+    problems: [].concat.apply([], nodeLists(comp).map(function (l) { return rt.validate(l, view.RICH_TEXT_TAGS, view.RICH_TEXT_ATTRS); })),
+    text: rt.toText(nodes),
+    sups: rt.supNumbers(nodes),
     panel: (d.panelRows || []).map(function (r) { return { rawId: r.rawId, idx: r.idx, title: r.title }; }),
     domText: comp.dom.textContent,
   };
@@ -122,8 +137,10 @@ async function tap(comp, selector) {
 /** The component DOM as HTML, with the rich-text element filled with what it shows. */
 function renderHtml(comp) {
   const clone = comp.dom.cloneNode(true);
-  const rich = clone.querySelector('wx-rich-text');
-  if (rich) rich.innerHTML = rt.toHtml(comp.data.nodes);
+  const rich = Array.from(clone.querySelectorAll('wx-rich-text'));
+  const lists = (comp.data.blocks || []).map(function (b) { return b.nodes; });
+  if (comp.data.tail && comp.data.tail.length) lists.push(comp.data.tail);
+  rich.forEach(function (el, i) { el.innerHTML = rt.toHtml(lists[i] || []); });
   return clone.outerHTML;
 }
 
@@ -167,4 +184,4 @@ function writeArtifact(name, title, comp) {
   return html;
 }
 
-module.exports = { mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };
+module.exports = { nodesOf, mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };

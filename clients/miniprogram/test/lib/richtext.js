@@ -12,12 +12,22 @@ function esc(s) {
   return String(s).replace(/[&<>"']/g, function (c) { return ESC[c]; });
 }
 
+/** Text of a rich-text text node as shown: rich-text decodes HTML entities in it. */
+function decode(s) {
+  return String(s).replace(/&(#x[0-9a-f]+|#\d+|amp|lt|gt|quot|apos|nbsp);/gi, function (all, e) {
+    const k = e.toLowerCase();
+    if (k[0] === '#') return String.fromCodePoint(k[1] === 'x' ? parseInt(k.slice(2), 16) : parseInt(k.slice(1), 10));
+    return { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' }[k];
+  });
+}
+
 /**
  * @param {Array<object>} nodes
  * @param {Array<string>} tags allowed tag names
+ * @param {Array<string>} attrs allowed attribute names
  * @returns {Array<string>} problems ([] when valid)
  */
-function validate(nodes, tags) {
+function validate(nodes, tags, attrs) {
   const problems = [];
   if (!Array.isArray(nodes)) {
     problems.push('nodes is ' + typeof nodes + ', not an array');
@@ -34,7 +44,7 @@ function validate(nodes, tags) {
       }
       if (tags.indexOf(n.name) < 0) problems.push(at + ': tag ' + JSON.stringify(n.name) + ' not allowed');
       Object.keys(n.attrs || {}).forEach(function (k) {
-        if (k !== 'class' && k !== 'style') problems.push(at + ': attribute ' + k);
+        if (attrs.indexOf(k) < 0) problems.push(at + ': attribute ' + k);
       });
       if (n.children !== undefined) {
         if (!Array.isArray(n.children)) problems.push(at + ': children is not an array');
@@ -51,7 +61,7 @@ function toHtml(nodes) {
   if (!Array.isArray(nodes)) return '';
   return nodes.map(function (n) {
     if (!n || typeof n !== 'object') return '';
-    if (n.type === 'text') return esc(n.text);
+    if (n.type === 'text') return esc(decode(n.text));
     const attrs = Object.keys(n.attrs || {}).map(function (k) {
       return ' ' + k + '="' + esc(n.attrs[k]) + '"';
     }).join('');
@@ -65,7 +75,7 @@ function toText(nodes) {
   if (!Array.isArray(nodes)) return '';
   return nodes.map(function (n) {
     if (!n || typeof n !== 'object') return '';
-    if (n.type === 'text') return n.text;
+    if (n.type === 'text') return decode(n.text);
     if (n.name === 'br') return '\n';
     return toText(n.children || []);
   }).join('');
@@ -77,7 +87,7 @@ function supNumbers(nodes) {
   (function walk(list) {
     (list || []).forEach(function (n) {
       if (!n || typeof n !== 'object' || n.type === 'text') return;
-      if (n.name === 'sup' && /\bg-cite\b/.test((n.attrs || {}).class || '')) {
+      if (n.name === 'sup' && ((n.attrs || {}).class || '').split(/\s+/).indexOf('g-cite') >= 0) {
         out.push(Number(toText(n.children).replace(/^,/, '')));
         return;
       }
@@ -87,4 +97,4 @@ function supNumbers(nodes) {
   return out;
 }
 
-module.exports = { validate, toHtml, toText, supNumbers, esc };
+module.exports = { validate, toHtml, toText, supNumbers, esc, decode };

@@ -50,6 +50,22 @@ class Hit:
     payload: dict[str, Any]
 
 
+@dataclass
+class Candidate:
+    """One point of a single-retriever query, with its stored vectors (for the relevance score).
+
+    ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
+    ``dense``: the stored dense vector (or ``None``); ``tokens``: the token ids of the stored
+    BM25 vector; ``payload``: the full payload.
+    """
+
+    id: str
+    score: float
+    dense: list[float] | None
+    tokens: frozenset[int]
+    payload: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class Stage:
     """One prefetch of the hybrid query: ``using`` (``dense`` | ``bm25``) and its vector."""
@@ -114,6 +130,10 @@ class VectorIndex(Protocol):
     def upsert(self, points: Sequence[PointData]) -> None: ...
     def delete_document(self, document_id: str) -> None: ...
     def query(self, query: HybridQuery) -> list[Hit]: ...
+    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+        """One retriever alone: the ``limit`` best points under ``flt``, with vectors."""
+        ...
+
     def count(self) -> int: ...
     def count_matching(self, flt: Any) -> int: ...
     def flush(self) -> None: ...
@@ -126,6 +146,7 @@ __all__ = [
     "INDEXED_KEYWORDS",
     "RRF_K",
     "SPARSE",
+    "Candidate",
     "Hit",
     "HybridQuery",
     "PointData",

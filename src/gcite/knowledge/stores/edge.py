@@ -22,9 +22,11 @@ from gcite.knowledge.stores.base import (
     INDEXED_KEYWORDS,
     RRF_K,
     SPARSE,
+    Candidate,
     Hit,
     HybridQuery,
     PointData,
+    Stage,
     rrf_scale,
 )
 
@@ -191,6 +193,23 @@ class EdgeIndex:
         n = len(query.stages)
         return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in points]
 
+    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+        q = self.q
+        shard = self._shard()
+        with edge_errors(self.path, "query"):
+            vector: Any = stage.dense
+            if stage.sparse is not None:
+                vector = q.SparseVector(stage.sparse.indices, stage.sparse.values)
+            request = q.QueryRequest(
+                limit=limit,
+                query=q.Query.Nearest(vector, using=stage.using),
+                filter=flt,
+                with_payload=True,
+                with_vector=True,
+            )
+            points = shard.query(request)
+            return [_candidate(p.id, p.score, p.vector, p.payload) for p in points]
+
     def count(self) -> int:
         if self.shard is None:
             return 0
@@ -215,6 +234,20 @@ class EdgeIndex:
                 shard.flush()
             with edge_errors(self.path, "write"):
                 shard.close()
+
+
+def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candidate:
+    vectors = vectors or {}
+    dense = vectors.get(DENSE)
+    sparse = vectors.get(SPARSE)
+    tokens = frozenset(int(i) for i in getattr(sparse, "indices", None) or [])
+    return Candidate(
+        str(point_id),
+        float(score),
+        [float(x) for x in dense] if dense is not None else None,
+        tokens,
+        dict(payload or {}),
+    )
 
 
 __all__ = ["EdgeIndex", "EdgeModels", "edge_errors", "map_edge_error"]

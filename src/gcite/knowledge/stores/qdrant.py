@@ -21,9 +21,11 @@ from gcite.knowledge.stores.base import (
     INDEXED_KEYWORDS,
     RRF_K,
     SPARSE,
+    Candidate,
     Hit,
     HybridQuery,
     PointData,
+    Stage,
     rrf_scale,
 )
 
@@ -176,6 +178,39 @@ class QdrantIndex:
             )
         n = len(query.stages)
         return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in response.points]
+
+    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+        if not self._ready:
+            raise StoreError("知识库为空: 尚未导入任何文档")
+        m = self.m
+        with client_errors(self._failure):
+            vector: Any = stage.dense
+            if stage.sparse is not None:
+                vector = m.SparseVector(indices=stage.sparse.indices, values=stage.sparse.values)
+            response = self.client.query_points(
+                COLLECTION,
+                query=vector,
+                using=stage.using,
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+                with_vectors=True,
+            )
+        out = []
+        for p in response.points:
+            vectors: dict[str, Any] = dict(p.vector) if isinstance(p.vector, dict) else {}
+            dense = vectors.get(DENSE)
+            sparse = vectors.get(SPARSE)
+            out.append(
+                Candidate(
+                    str(p.id),
+                    float(p.score),
+                    [float(x) for x in dense] if isinstance(dense, list) else None,
+                    frozenset(int(i) for i in getattr(sparse, "indices", None) or []),
+                    dict(p.payload or {}),
+                )
+            )
+        return out
 
     def count(self) -> int:
         if not self._ready:

@@ -4,7 +4,9 @@
  * design document §3–§6). Built on the JavaScript client (clients/js/src,
  * copied in as CommonJS by clients/miniprogram/scripts/build-client.mjs):
  * wxStreamChat (wx.request enableChunked + onChunkReceived), the stream
- * parser and idMap, buildPanel and the retriever_resources fallback.
+ * parser and idMap, buildPanel and the retriever_resources fallback, and the
+ * Markdown renderer (markdown.js MarkdownStream over the vendored markdown-it,
+ * copied to lib/markdown-it/).
  *
  * Properties: query, service-url, api-key, user, conversation-id, inputs,
  * autostart (default true: ask `query` when attached), web-view-page,
@@ -37,7 +39,8 @@ Component({
   },
 
   data: {
-    nodes: [],
+    blocks: [], // committed Markdown blocks, one rich-text node list each (sent once)
+    tail: [], // the block still being written (rich-text nodes, replaced per render)
     reasoning: '',
     reasoningOpen: false,
     status: 'idle',
@@ -81,8 +84,12 @@ Component({
       this._sawEnd = false;
       this._finished = false;
       this._panel = [];
+      this._md = view.markdownStream();
+      this._blockCount = 0;
+      this._replaced = null;
       this.setData({
-        nodes: [],
+        blocks: [],
+        tail: [],
         reasoning: '',
         reasoningOpen: false,
         status: 'waiting',
@@ -162,8 +169,20 @@ Component({
       if (!segments || segments.length === 0) return;
       this._segments = client.mergeText(this._segments.concat(segments));
       var changed = this._note(segments);
-      var patch = { nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), status: 'generating' };
-      if (!this._gotText && patch.nodes[0].children.length > 0) {
+      var patch = { reasoning: view.reasoningText(this._segments), status: 'generating' };
+      if (this._replaced !== null) {
+        // After message_replace the answer is rendered whole on every change.
+        this._replaced = this._replaced.concat(segments);
+        this._wholeAnswer(patch, this._replaced);
+      } else {
+        this._md.push(segments);
+        var u = this._md.update();
+        if (u.changed) {
+          this._appendBlocks(patch, u.commit);
+          patch.tail = client.toRichTextNodes(u.tail);
+        }
+      }
+      if (!this._gotText && (this._blockCount > 0 || (patch.tail && patch.tail.length > 0))) {
         this._gotText = true;
         patch.statusText = '';
       }
@@ -174,11 +193,28 @@ Component({
     _onReplace: function (segments) {
       // message_replace (output moderation): the answer so far is replaced.
       this._segments = client.mergeText((segments || []).slice());
+      this._replaced = this._segments.slice();
       this._citations = [];
       this._seen = new Set();
       this._note(this._segments);
       this._gotText = true;
-      this._livePanel({ nodes: view.answerNodes(this._segments), reasoning: view.reasoningText(this._segments), statusText: '' });
+      var patch = { reasoning: view.reasoningText(this._segments), statusText: '' };
+      this._wholeAnswer(patch, this._replaced);
+      this._livePanel(patch);
+    },
+
+    // Append committed top-level blocks (each sent once, by path).
+    _appendBlocks: function (patch, nodes) {
+      var blocks = view.blocksOf(nodes, this._blockCount);
+      for (var k = 0; k < blocks.length; k++) patch['blocks[' + this._blockCount++ + ']'] = blocks[k];
+    },
+
+    // Render the whole answer anew (message_replace, a late link definition).
+    _wholeAnswer: function (patch, segmentsOrNodes, isTree) {
+      var blocks = isTree ? view.blocksOf(segmentsOrNodes) : view.markdownBlocks(segmentsOrNodes);
+      this._blockCount = blocks.length;
+      patch.blocks = blocks;
+      patch.tail = [];
     },
 
     // Record the citations of new segments in display order; true when a new one came.
@@ -211,12 +247,18 @@ Component({
       this._task = null;
       var error = result && result.error ? result.error : null;
       var patch = { busy: false };
-      if (result && Array.isArray(result.segments)) {
-        this._segments = result.segments;
-        patch.nodes = view.answerNodes(result.segments);
-        patch.reasoning = view.reasoningText(result.segments);
-        this._gotText = this._gotText || patch.nodes[0].children.length > 0;
+      var incompleteStream = Boolean(error) || !this._sawEnd;
+      if (this._replaced === null && this._md) {
+        // What is left, rendered as final; a dangling "[C:" of a broken stream is dropped.
+        var u = this._md.update();
+        if (u.changed) this._appendBlocks(patch, u.commit);
+        var f = this._md.end({ incomplete: incompleteStream });
+        if (f.replace) this._wholeAnswer(patch, f.replace, true);
+        else this._appendBlocks(patch, f.commit);
+        patch.tail = [];
+        this._gotText = this._gotText || this._blockCount > 0;
       }
+      if (result && Array.isArray(result.segments)) patch.reasoning = view.reasoningText(result.segments);
       if (result && Array.isArray(result.panel)) {
         // The final panel: chunk_metadata, or message_end.metadata.retriever_resources (seed §3.4).
         this._panel = result.panel;

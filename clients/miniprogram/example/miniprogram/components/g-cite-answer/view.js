@@ -8,15 +8,53 @@
  * superscripts, §5.1 the panel, §5.2 icons by source_type, §5.3 the
  * half-screen sheet, §6.1 the superscript style.
  *
- * Safety: the answer is handed to <rich-text> as a node tree (never an HTML
- * string); every string from the model or a document is a `{type: "text"}`
- * node or a WXML text binding, which the mini program never parses as markup.
+ * Safety: the answer is Markdown rendered by the client's markdown.js (raw
+ * HTML off, only http(s) links) and handed to <rich-text> as node trees
+ * (never an HTML string); every string from the model or a document is a
+ * `{type: "text"}` node (entity-escaped by toRichTextNodes, as rich-text
+ * decodes entities) or a WXML text binding, never parsed as markup.
  * URLs are used only when the client's safeUrl() accepts them (http/https).
  */
 var client = require('./lib/gcite-client/index.js');
+var markdownit = require('./lib/markdown-it/markdown-it.min.js');
 
-/** Superscript style, mobile seed §6.1 (inline: rich-text ignores component wxss). */
-var SUP_STYLE = 'color:#2563eb;font-size:0.75em;font-weight:600;vertical-align:super;padding:0 1px;line-height:0;';
+var md = null; // one markdown-it instance for every answer (createMarkdownIt's options)
+
+/**
+ * A streaming Markdown renderer for one answer (the client's MarkdownStream
+ * over markdown-it, raw HTML off, only http(s) links): push parser segments,
+ * update() once per render.
+ * @returns {object} MarkdownStream
+ */
+function markdownStream() {
+  if (md === null) md = client.createMarkdownIt(markdownit);
+  return new client.MarkdownStream({ md: md });
+}
+
+/**
+ * Renderer nodes as rich-text blocks, one per top-level node (each block
+ * gets its own <rich-text>, so a committed block is sent once).
+ * @param {Array<object>} nodes the client's node tree
+ * @param {number} [start] key of the first block (blocks already shown)
+ * @returns {Array<{key: number, nodes: Array<object>}>}
+ */
+function blocksOf(nodes, start) {
+  var out = [];
+  var first = start || 0;
+  var list = client.toRichTextNodes(Array.isArray(nodes) ? nodes : []);
+  for (var k = 0; k < list.length; k++) out.push({ key: first + k, nodes: [list[k]] });
+  return out;
+}
+
+/**
+ * The whole answer (segments) as rich-text blocks, e.g. after message_replace.
+ * @param {Array<object>} segments
+ * @returns {Array<{key: number, nodes: Array<object>}>}
+ */
+function markdownBlocks(segments) {
+  if (md === null) md = client.createMarkdownIt(markdownit);
+  return blocksOf(client.renderMarkdownTree(segments, { md: md }));
+}
 
 /** Header colours of the sheet by source type, mobile seed §5.3. */
 var SHEET_COLORS = {
@@ -30,48 +68,8 @@ var RICH_TEXT_TAGS = [
   'i', 'li', 'ol', 'p', 'pre', 'span', 'strong', 'sub', 'sup', 'table', 'tbody', 'td', 'th', 'thead', 'tr', 'ul',
 ];
 
-function text(s) {
-  return { type: 'text', text: String(s) };
-}
-
-function supNode(seg, adjacent) {
-  var children = [text(seg.idx)];
-  return {
-    name: 'sup',
-    attrs: { class: adjacent ? 'g-cite g-cite-adjacent' : 'g-cite', style: SUP_STYLE },
-    children: adjacent ? [text(',')].concat(children) : children,
-  };
-}
-
-/**
- * Answer segments as rich-text nodes: one `div.answer-text` with text nodes,
- * `br` for newlines and one `sup.g-cite` per citation (seed §4.3). A citation
- * right after another gets a leading "," so "¹,²" never reads as "¹²".
- * @param {Array<{text: string}|{cite: string, idx: number}>} segments
- * @returns {Array<object>} rich-text nodes (an array, never a string)
- */
-function answerNodes(segments) {
-  var children = [];
-  var lastCite = false;
-  var list = Array.isArray(segments) ? segments : [];
-  for (var k = 0; k < list.length; k++) {
-    var seg = list[k];
-    if (seg === null || typeof seg !== 'object') continue;
-    if (seg.cite !== undefined) {
-      children.push(supNode(seg, lastCite));
-      lastCite = true;
-      continue;
-    }
-    if (typeof seg.text !== 'string' || seg.text === '') continue;
-    lastCite = false;
-    var lines = seg.text.split(/\r\n|\r|\n/);
-    for (var j = 0; j < lines.length; j++) {
-      if (j > 0) children.push({ name: 'br' });
-      if (lines[j] !== '') children.push(text(lines[j]));
-    }
-  }
-  return [{ name: 'div', attrs: { class: 'answer-text' }, children: children }];
-}
+/** Attributes the answer's rich-text nodes may carry. */
+var RICH_TEXT_ATTRS = ['class', 'style', 'start'];
 
 /**
  * The reasoning of an answer (parser `{reasoning}` segments from a leading
@@ -242,10 +240,12 @@ function errorText(err) {
 }
 
 module.exports = {
-  SUP_STYLE: SUP_STYLE,
+  markdownStream: markdownStream,
+  blocksOf: blocksOf,
+  markdownBlocks: markdownBlocks,
   SHEET_COLORS: SHEET_COLORS,
   RICH_TEXT_TAGS: RICH_TEXT_TAGS,
-  answerNodes: answerNodes,
+  RICH_TEXT_ATTRS: RICH_TEXT_ATTRS,
   reasoningText: reasoningText,
   panelRows: panelRows,
   sheetModel: sheetModel,

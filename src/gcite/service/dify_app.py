@@ -1,0 +1,219 @@
+"""Dify's app and conversation endpoints beyond chat: a router answering as a Dify chatflow app.
+
+Endpoints (``Authorization: Bearer <app key>``; bodies from :mod:`gcite.dify.service_api`,
+docs/api.md "Dify compatibility"):
+
+- ``GET /v1/parameters``, ``/v1/info``, ``/v1/meta``, ``/v1/site``: the app behind the key;
+- ``POST /v1/messages/{id}/feedbacks``: ``{rating: like|dislike|null, user, content?}``,
+  stored with the message; ``{"result": "success"}``;
+- ``GET /v1/messages/{id}/suggested``: follow-up suggestions are off (400, after the
+  message check, as Dify);
+- ``POST /v1/conversations/{id}/name``: ``{name?, auto_generate?, user?}`` → the item;
+- ``DELETE /v1/conversations/{id}``: ``{user?}`` → 204;
+- ``GET /v1/conversations/{id}/variables``: always empty;
+- ``POST /v1/files/upload``, ``/v1/audio-to-text``, ``/v1/text-to-audio``: the features are
+  off; answered with Dify's error for that (nothing is stored).
+
+``user`` is required where Dify requires it (feedback, suggested) and otherwise defaults
+to Dify's ``DEFAULT-USER``. Conversations and messages of another key or user are
+``404 not_found`` (``Conversation Not Exists.``, ``Message Not Exists.``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from gcite.dify.service_api import (
+    DEFAULT_USER,
+    NO_FILE,
+    SPEECH_OFF,
+    SUGGESTED_OFF,
+    TOO_MANY_FILES,
+    TTS_OFF,
+    UPLOAD_OFF,
+    ErrorSpec,
+    info_body,
+    meta_body,
+    parameters_body,
+    site_body,
+    variables_body,
+)
+from gcite.service.auth import Caller
+from gcite.service.chat import load_body, read_body
+from gcite.service.errors import ApiError
+from gcite.service.jsonbody import storable
+from gcite.service.store import ConversationRecord, ConversationStore
+
+#: Largest upload read before answering (Dify's default ``UPLOAD_FILE_SIZE_LIMIT``, 15 MB).
+MAX_UPLOAD_BYTES = 15 * 1024 * 1024
+_PART = re.compile(rb'content-disposition:[^\r\n]*\bname="([^"]*)"([^\r\n]*)', re.IGNORECASE)
+
+
+def _off(spec: ErrorSpec) -> ApiError:
+    status, code, message = spec
+    return ApiError(status, code, message)
+
+
+def conversation_json(conv: ConversationRecord, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Dify's ``ConversationListItem``."""
+    return {
+        "id": conv.id,
+        "name": conv.name,
+        "inputs": inputs,
+        "status": "normal",
+        "introduction": "",
+        "created_at": conv.created_at,
+        "updated_at": conv.updated_at,
+    }
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    body = load_body(raw or b"{}")
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_param", "The request body must be a JSON object.")
+    return body
+
+
+def _user(value: Any, *, required: bool) -> str:
+    if value is None or value == "":
+        if required:
+            raise ApiError(400, "invalid_param", "user is required.")
+        return DEFAULT_USER
+    if not isinstance(value, str) or len(value) > 200:
+        raise ApiError(400, "invalid_param", "user must be a string of at most 200 characters.")
+    return value
+
+
+def upload_error(content_type: str, body: bytes) -> ErrorSpec:
+    """What Dify answers to this upload when the app allows no file: the checks of its
+    ``/files/upload`` in order — no ``file`` part, more than one file, then the type."""
+    if "multipart/form-data" not in content_type.lower():
+        return NO_FILE
+    parts = _PART.findall(body)
+    files = [rest for _name, rest in parts if b"filename=" in rest.lower()]
+    if not any(name == b"file" for name, _rest in parts):
+        return NO_FILE
+    if len(files) > 1:
+        return TOO_MANY_FILES
+    return UPLOAD_OFF
+
+
+def build_dify_app_router(
+    store: ConversationStore, caller_of: Callable[[Request], Caller]
+) -> APIRouter:
+    """The router for ``store`` (conversations, messages, feedback); ``caller_of(request)``
+    authenticates (raises ``ApiError`` 401)."""
+    router = APIRouter()
+
+    @router.get("/v1/parameters")
+    async def parameters(request: Request) -> dict[str, Any]:
+        return parameters_body(caller_of(request).key)
+
+    @router.get("/v1/info")
+    async def info(request: Request) -> dict[str, Any]:
+        return info_body(caller_of(request).key)
+
+    @router.get("/v1/meta")
+    async def meta(request: Request) -> dict[str, Any]:
+        caller_of(request)
+        return meta_body()
+
+    @router.get("/v1/site")
+    async def site(request: Request) -> dict[str, Any]:
+        return site_body(caller_of(request).key)
+
+    @router.post("/v1/messages/{message_id}/feedbacks")
+    async def feedback(message_id: str, request: Request) -> dict[str, str]:
+        caller = caller_of(request)
+        body = _json_object(await read_body(request))
+        owner = caller.owner(_user(body.get("user"), required=True))
+        rating = body.get("rating")
+        if rating not in (None, "like", "dislike"):
+            raise ApiError(400, "invalid_param", "rating must be like, dislike or null.")
+        content = body.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ApiError(400, "invalid_param", "content must be a string.")
+        stored = await asyncio.to_thread(store.set_feedback, message_id, owner, rating, content)
+        if not stored:
+            raise ApiError(404, "not_found", "Message Not Exists.")
+        return {"result": "success"}
+
+    @router.get("/v1/messages/{message_id}/suggested")
+    async def suggested(message_id: str, request: Request) -> dict[str, Any]:
+        caller = caller_of(request)
+        owner = caller.owner(_user(request.query_params.get("user"), required=True))
+        if await asyncio.to_thread(store.get_message, message_id, owner) is None:
+            raise ApiError(404, "not_found", "Message Not Exists.")
+        raise _off(SUGGESTED_OFF)
+
+    @router.post("/v1/conversations/{conversation_id}/name")
+    async def rename(conversation_id: str, request: Request) -> dict[str, Any]:
+        caller = caller_of(request)
+        body = _json_object(await read_body(request))
+        owner = caller.owner(_user(body.get("user"), required=False))
+        auto = body.get("auto_generate", False)
+        if not isinstance(auto, bool):
+            raise ApiError(400, "invalid_param", "auto_generate must be a boolean.")
+        name = body.get("name")
+        if not auto and (not isinstance(name, str) or not name.strip()):
+            raise ApiError(400, "invalid_param", "name is required.")
+        new_name = None if auto else str(name).strip()[:255]
+        renamed = await asyncio.to_thread(
+            store.rename_conversation, conversation_id, owner, new_name
+        )
+        if renamed is None:
+            raise ApiError(404, "not_found", "Conversation Not Exists.")
+        return conversation_json(renamed, storable(renamed.inputs, {}))
+
+    @router.delete("/v1/conversations/{conversation_id}", status_code=204)
+    async def delete(conversation_id: str, request: Request) -> Response:
+        caller = caller_of(request)
+        body = _json_object(await read_body(request))
+        user = body.get("user") or request.query_params.get("user")
+        owner = caller.owner(_user(user, required=False))
+        if not await asyncio.to_thread(store.delete_conversation, conversation_id, owner):
+            raise ApiError(404, "not_found", "Conversation Not Exists.")
+        return Response(status_code=204)
+
+    @router.get("/v1/conversations/{conversation_id}/variables")
+    async def variables(conversation_id: str, request: Request) -> dict[str, Any]:
+        caller = caller_of(request)
+        owner = caller.owner(_user(request.query_params.get("user"), required=False))
+        if await asyncio.to_thread(store.get_conversation, conversation_id, owner) is None:
+            raise ApiError(404, "not_found", "Conversation Not Exists.")
+        return variables_body()
+
+    @router.post("/v1/files/upload")
+    async def upload(request: Request) -> None:
+        caller_of(request)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
+            raise ApiError(413, "file_too_large", "File size exceeded.")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # read (and drop) the upload: nothing is stored
+            size += len(chunk)
+            if size > MAX_UPLOAD_BYTES:
+                raise ApiError(413, "file_too_large", "File size exceeded.")
+            chunks.append(chunk)
+        raise _off(upload_error(request.headers.get("content-type", ""), b"".join(chunks)))
+
+    @router.post("/v1/audio-to-text")
+    async def audio_to_text(request: Request) -> None:
+        caller_of(request)
+        raise _off(SPEECH_OFF)
+
+    @router.post("/v1/text-to-audio")
+    async def text_to_audio(request: Request) -> None:
+        caller_of(request)
+        raise _off(TTS_OFF)
+
+    return router
+
+
+__all__ = ["MAX_UPLOAD_BYTES", "build_dify_app_router", "conversation_json", "upload_error"]
