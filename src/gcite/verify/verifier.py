@@ -194,13 +194,31 @@ def make_verifier(
     settings: Any, *, threshold: float = DEFAULT_THRESHOLD
 ) -> Callable[[str, list[dict[str, Any]]], dict[str, Any]]:
     """The run-end verifier for ``settings``: ``(answer, chunk_metadata) -> report``, on
-    :func:`gcite.verify.support.support_model` (the bundled embedder when configured)."""
+    :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
+    with the model judge of :mod:`gcite.verify.judge` when ``verify_judge_base_url`` and
+    ``verify_judge_model`` are set."""
     from gcite.verify.support import support_model
 
     model = support_model(settings)
+    judge = None
+    if getattr(settings, "verify_judge_base_url", "") and getattr(
+        settings, "verify_judge_model", ""
+    ):
+        from gcite.verify.judge import Judge
+
+        judge = Judge(
+            settings.verify_judge_base_url,
+            settings.verify_judge_model,
+            getattr(settings, "verify_judge_api_key", ""),
+        )
 
     def verify(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
-        return verify_answer(answer, chunks, model, threshold=threshold)
+        report = verify_answer(answer, chunks, model, threshold=threshold)
+        if judge is not None and report["checked"]:
+            from gcite.verify.judge import apply_judge
+
+            report = apply_judge(report, _content_of(chunks), judge)
+        return report
 
     return verify
 
