@@ -55,7 +55,7 @@ async def test_streamed_answer_ends_with_the_verification(
     assert plan_b.json()["gcite_verification"] == report
 
 
-def test_plan_b_drops_the_verification_of_a_redacted_message() -> None:
+async def test_plan_b_drops_the_verification_of_a_redacted_message() -> None:
     from gcite.service.visibility import redact_chunks
 
     item = {
