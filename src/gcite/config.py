@@ -110,6 +110,11 @@ class Settings:
     llm_base_url: str = ""
     llm_api_key: str = ""
     llm_model: str = ""
+    # Optional citation judge (gcite.verify.judge): an OpenAI-compatible endpoint asked
+    # whether each cited chunk supports its sentence; empty = the offline verifier only.
+    verify_judge_base_url: str = ""
+    verify_judge_model: str = ""
+    verify_judge_api_key: str = ""
     llm_timeout_s: float = 60.0
     # Per answer: total deadline of the model call, and the longest time without new
     # answer text (keep-alive comments and empty deltas do not count); caps on the

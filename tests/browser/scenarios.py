@@ -61,6 +61,7 @@ MARKDOWN_QUESTION = "夜间巡更有哪些要点？"
 TWO_PASSAGES_QUESTION = "夜间和日间巡更的线路规定分别是什么？"
 #: Question whose scripted answer is hostile Markdown.
 HOSTILE_QUESTION = "恶意格式测试：巡更说明"
+VERIFY_QUESTION = "空调不制冷多久能来人？"
 
 
 def markdown_answer(rag: str, web: str) -> str:
@@ -207,6 +208,18 @@ class Scenarios:
                 if web:
                     cited["web"] = web
                     answer += f"还有一个注入测试网页[C:{web}]。"
+        elif query == VERIFY_QUESTION:
+            faults = find_chunk(chunks, "30 分钟内到场")
+            other = next(
+                (c for c in sorted(chunks, key=int) if "故障" not in chunks[c] and c != faults),
+                None,
+            )
+            if faults and other:
+                cited = {"right": faults, "wrong": other}
+                answer = (
+                    f"空调不制冷属于二级故障，物业须在 30 分钟内到场[C:{faults}]。"
+                    f"空调不制冷时物业须在 5 分钟内到场[C:{other}]。"
+                )
         elif "备用钥匙" in query:
             doc = find_chunk(chunks, "电子钥匙柜")
             if doc:

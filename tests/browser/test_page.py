@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import VIEWPORT, XSS_TITLE, Live
+from browser.scenarios import VERIFY_QUESTION, VIEWPORT, XSS_TITLE, Live
 from gcite.stream.parser import CitationParser
 from support.openai_standin import Script
 
@@ -428,3 +428,51 @@ def test_security_headers_leave_the_page_working(browser: Any, live: Live) -> No
         assert pg.evaluate("window.__csp") == []
     finally:
         context.close()
+
+
+def test_sheet_highlights_the_supporting_sentence_and_marks_weak_support(
+    page: Any, live: Live
+) -> None:
+    message = ask(page, VERIFY_QUESTION)
+    turn = live.scenarios.last(VERIFY_QUESTION)
+    assert set(turn.cited) == {"right", "wrong"}, f"retrieval missed the fault levels: {turn}"
+    right, wrong = turn.cited["right"], turn.cited["wrong"]
+    # the superscript of the unsupported citation is dotted, the supported one is not
+    weak = message.locator(f"sup.g-cite[data-raw-id='{wrong}']")
+    weak.first.wait_for()
+    assert "is-weak" in (weak.first.get_attribute("class") or "")
+    assert weak.first.get_attribute("title") == "该来源未能直接支持这句话"
+    strong = message.locator(f"sup.g-cite[data-raw-id='{right}']").first
+    assert "is-weak" not in (strong.get_attribute("class") or "")
+
+    message.locator(".panel-head").click()
+    sheet = page.locator("#sheet")
+    message.locator(f".g-cite-item[data-raw-id='{right}']").click()
+    sheet.wait_for(state="visible")
+    mark = page.locator("#sheet-text mark.sheet-support")
+    assert mark.count() == 1
+    assert "30 分钟内到场" in mark.inner_text()
+    assert not page.locator("#sheet-weak").is_visible()
+    # the whole chunk text is still there, as text, around the highlight
+    text = page.locator("#sheet-text").inner_text()
+    assert (
+        turn.chunks[right].replace("\n", "") in text.replace("\n", "") or mark.inner_text() in text
+    )
+    # scrolled so that the highlighted sentence is inside the visible part of the sheet
+    page.wait_for_function(
+        "() => { const b = document.getElementById('sheet-body');"
+        " const m = document.querySelector('#sheet-text mark.sheet-support');"
+        " const br = b.getBoundingClientRect(), mr = m.getBoundingClientRect();"
+        " return mr.top >= br.top - 1 && mr.bottom <= br.bottom + 1; }"
+    )
+    page.keyboard.press("Escape")
+    sheet.wait_for(state="hidden")
+
+    message.locator(f".g-cite-item[data-raw-id='{wrong}']").click()
+    sheet.wait_for(state="visible")
+    assert page.locator("#sheet-weak").is_visible()
+    assert page.locator("#sheet-weak").inner_text() == "该来源未能直接支持这句话"
+    assert page.locator("#sheet-text mark").count() == 0
+    assert "is-weak" in (
+        message.locator(f".g-cite-item[data-raw-id='{wrong}']").get_attribute("class") or ""
+    )

@@ -54,6 +54,11 @@ def test_local_answer_streams_superscripts_and_sources(demo_dir: Path) -> None:
     assert re.match(r"1\. \[知识库\] 巡更路线与打卡规范 v2\.1 — 明湖大厦物业手册\n", sources)
     numbers = re.findall(r"^(\d+)\. \[", sources, re.M)
     assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+    # under each source, the sentence of it that supports the answer (the verifier's)
+    support = re.search(r"明湖大厦物业手册\n(?:   https?://\S+\n)?   依据：“([^”]+)”", sources)
+    assert support, sources
+    handbook = Path(__file__).resolve().parents[2] / "src/gcite/sample_data/handbook/01-patrol.md"
+    assert support.group(1) in handbook.read_text("utf-8")  # verbatim from the cited chunk
 
 
 def test_roles_decide_what_is_retrieved(demo_dir: Path) -> None:

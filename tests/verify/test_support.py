@@ -95,3 +95,16 @@ def test_verify_answer_reports_scores_spans_and_weak_citations() -> None:
     best = best_support_by_chunk(report)
     assert best["2"]["sentence"] == 0 and best["2"]["supported"]
     assert verify_answer("根据现有资料无法确定", chunks, SupportModel())["checked"] == 0
+
+
+def test_terminal_lines_show_the_supporting_sentence_or_the_weak_mark() -> None:
+    from gcite.verify.terminal import WEAK_TEXT, support_lines
+
+    chunks = [{"id": "2", "content": _body("02-faults.md")}, {"id": "7", "content": "无关\x1b[31m"}]
+    report = verify_answer(
+        "一级故障物业须在5分钟内到场[C:2]。会议室能订[C:7]。", chunks, SupportModel()
+    )
+    lines = support_lines(report)
+    assert lines["2"].startswith("   依据：“") and "5 分钟" in lines["2"]
+    assert lines["7"] == f"   ⚠ {WEAK_TEXT}" and "\x1b" not in "".join(lines.values())
+    assert support_lines(None) == {} and support_lines({"sentences": []}) == {}

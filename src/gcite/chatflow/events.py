@@ -105,7 +105,8 @@ class RunSummary:
     failure (failed runs); ``reasoning`` the model's reasoning, if it gave any; ``at``
     ``time.time()`` at the summary; ``timings`` seconds of the ``retrieval``, ``web`` and
     ``merge`` nodes; ``fallback`` ``{"backend", "reason"}`` when the offline answerer
-    replaced a model that was down.
+    replaced a model that was down; ``verification`` the citation verifier's report
+    (:func:`gcite.verify.verify_answer`) of a succeeded run, when one is configured.
     """
 
     status: Literal["running", "succeeded", "failed", "stopped"]
@@ -122,6 +123,7 @@ class RunSummary:
     reasoning: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     fallback: dict[str, str] | None = None
+    verification: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,9 @@ class Deps:
     for no knowledge branch; ``web_source``: the web branch or None; ``template``: the
     system prompt template (None: seed §5.2). ``settings``: ``dataset``, ``top_k``,
     ``score_threshold``, ``kb_timeout_s``, ``web_count``, ``web_timeout_s``,
-    ``max_web_results``.
+    ``max_web_results``. ``verifier``: ``(answer, chunk_metadata) -> report`` (blocking,
+    run in a thread after the last answer delta; :func:`gcite.verify.verify_answer`), or
+    None; its report becomes :attr:`RunSummary.verification` of a succeeded run.
     """
 
     settings: Settings
@@ -86,6 +88,7 @@ class Deps:
     get_store: Callable[[], KnowledgeStore] | None
     web_source: WebSource | None = None
     template: str | None = None
+    verifier: Callable[[str, list[dict[str, Any]]], dict[str, Any]] | None = None
 
 
 class ChatRun:
@@ -104,6 +107,7 @@ class ChatRun:
         self.first_token: float | None = None
         self.timings: dict[str, float] = {}  # seconds: retrieval, web, merge
         self.fallback: dict[str, str] | None = None
+        self.verification: dict[str, Any] | None = None
         self.steps = 0
         self._llm: NodeStarted | None = None
         self._llm_started = 0.0
@@ -166,6 +170,7 @@ class ChatRun:
             reasoning="".join(self.reasoning_parts),
             timings=dict(self.timings),
             fallback=self.fallback,
+            verification=self.verification,
         )
 
     # ---------------------------------------------------------------------- run
@@ -270,6 +275,13 @@ class ChatRun:
                 self.first_token = time.monotonic()
             self.answer_parts.append(delta)
             yield AnswerDelta(delta)
+        if deps.verifier is not None:  # after the last delta: the text is never delayed
+            try:
+                self.verification = await asyncio.to_thread(
+                    deps.verifier, self.answer, self.chunk_metadata
+                )
+            except Exception:
+                log.exception("citation verification failed")
         for event in self._ended("succeeded"):
             yield event
 

@@ -61,7 +61,15 @@ async def local_frames(
     store = open_store(settings)  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
-    deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=web_source)
+    from gcite.verify import make_verifier
+
+    deps = Deps(
+        settings=settings,
+        backend=backend,
+        get_store=lambda: store,
+        web_source=web_source,
+        verifier=make_verifier(settings),
+    )
     envelope = Envelope(
         task_id=new_id(),
         message_id=new_id(),
@@ -345,13 +353,31 @@ async def _print_plain(updates: AsyncIterator[StreamUpdate], out: TextIO, err: T
     return _finish(result, wrote, out, err)
 
 
+def _with_support(sources: str, result: Any, render: Any) -> str:
+    """The source list with each source's supporting sentence under it, from the run's
+    ``gcite_verification`` (:func:`gcite.verify.terminal.support_lines`); unchanged
+    when the service sent none."""
+    from gcite.verify.terminal import support_lines
+
+    lines = support_lines((result.metadata or {}).get("gcite_verification"))
+    if not lines:
+        return sources
+    parts = ["来源："]
+    for entry in result.panel:
+        block = render([entry]).split("\n", 1)[1].rstrip("\n")
+        parts.append(block)
+        if str(entry["raw_id"]) in lines:
+            parts.append(lines[str(entry["raw_id"])])
+    return "\n".join(parts) + "\n"
+
+
 def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
     """Sources after the answer; the exit status (1 when the answer failed)."""
     from gcite.stream.render import render_sources_terminal
 
     sources = render_sources_terminal(result.panel)
     if sources:
-        out.write("\n" + sources)
+        out.write("\n" + _with_support(sources, result, render_sources_terminal))
     out.flush()
     if result.error is not None:
         err.write(f"错误: 回答中断：{result.error.message}（{result.error.code}）\n")

@@ -216,7 +216,10 @@ def retriever_resources(
 def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[str, Any]:
     """``message_end.metadata`` (also the blocking body's): usage, the cited chunks as
     ``retriever_resources`` (only those, display order) and ``gcite`` (backend, ids, and
-    ``fallback`` when the offline answerer replaced a model that was down).
+    ``fallback`` when the offline answerer replaced a model that was down), and
+    ``gcite_verification`` - the citation verifier's report (:mod:`gcite.verify`: support
+    score and supporting sentence per answer sentence and cited chunk) when there is one;
+    Dify clients ignore both keys.
 
     With ``env`` (on the wire) every resource is the spec's ``RetrieverResource`` of that
     message (:func:`gcite.dify.service_api.resource_item`: ``id``, ``message_id``,
@@ -233,12 +236,15 @@ def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[s
     resources = retriever_resources(summary.cited_ids, summary.chunk_metadata)
     if env is not None:
         resources = resource_items(resources, message_id=env.message_id, created_at=env.created_at)
-    return {
+    metadata: dict[str, Any] = {
         "annotation_reply": None,
         "usage": usage_json(summary.usage),
         "retriever_resources": resources,
         "gcite": gcite,
     }
+    if summary.verification is not None:
+        metadata["gcite_verification"] = summary.verification
+    return metadata
 
 
 def tagged_answer(summary: RunSummary) -> str:

@@ -82,7 +82,7 @@ CUE_BONUS = 0.15
 MIN_RELEVANCE = 0.2
 #: ... its chunk covers this share of the question's weight (plus SHORT_EXTRA_COVER for a
 #: question of at most 4 content words) ...
-MIN_CHUNK_COVER = 0.2
+MIN_CHUNK_COVER = 0.1
 SHORT_EXTRA_COVER = 0.2
 #: ... and (with an embedder) some sentence of the chunk is at least this similar, unless
 #: the best sentence's lexical evidence alone reaches ``LEXICAL_ALONE``.
@@ -180,6 +180,11 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "刷脸": ("人脸",),
     "师傅": ("人员",),
     "钱": ("费用", "经费"),
+    "电话": ("热线",),
+    "修好": ("修复", "处理完毕"),
+    "上楼": ("楼层",),
+    "手续": ("登记", "许可", "审批", "办理"),
+    "进楼": ("进入",),
 }
 
 

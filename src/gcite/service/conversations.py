@@ -95,6 +95,8 @@ def chunk_metadata_json(record: MessageRecord) -> dict[str, Any]:
         "chunk_metadata": without_hidden(record.chunk_metadata),
         "cited_ids": record.cited_ids,
         "status": record.status,
+        # the citation verifier's report (support score, supporting sentence), when stored
+        "gcite_verification": (record.metadata or {}).get("gcite_verification"),
     }
 
 

@@ -22,6 +22,7 @@ from gcite.config import Settings
 from gcite.generate.backends import make_backend
 from gcite.generate.prompt import load_template
 from gcite.service.store import ConversationStore
+from gcite.verify import make_verifier
 from gcite.web import make_web_source
 
 log = logging.getLogger("gcite.service")
@@ -36,6 +37,7 @@ class Resources:
         self.conversations = ConversationStore(settings.db_url)
         self.backend: LLMBackend = make_backend(settings)
         self.web_source: WebSource | None = make_web_source(settings)
+        self.verifier = make_verifier(settings)
         self.template = (
             load_template(settings.system_prompt_file) if settings.system_prompt_file else None
         )
@@ -89,6 +91,7 @@ class Resources:
             get_store=self.get_store,
             web_source=self.web_source,
             template=self.template,
+            verifier=self.verifier,
         )
 
     def warm_up(self) -> None:

@@ -83,6 +83,7 @@ def redact_chunks(item: dict[str, Any], visible: set[str]) -> dict[str, Any]:
     out["cited_ids"] = [i for i in item.get("cited_ids") or [] if str(i) in kept_ids]
     out["redacted"] = True
     out["redacted_chunks"] = len(chunks) - len(kept)
+    out["gcite_verification"] = None  # it quotes the answer and the chunks
     return out
 
 

@@ -15,6 +15,7 @@ from gcite.verify.verifier import (
     Claim,
     answer_claims,
     best_support_by_chunk,
+    make_verifier,
     verify_answer,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "SupportModel",
     "answer_claims",
     "best_support_by_chunk",
+    "make_verifier",
     "spans",
     "support_model",
     "verify_answer",

@@ -21,7 +21,7 @@ A cited id unknown to ``chunks`` is reported with ``score`` 0, ``supported`` fal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,10 +190,44 @@ def best_support_by_chunk(report: Mapping[str, Any]) -> dict[str, dict[str, Any]
     return best
 
 
+def make_verifier(
+    settings: Any, *, threshold: float = DEFAULT_THRESHOLD
+) -> Callable[[str, list[dict[str, Any]]], dict[str, Any]]:
+    """The run-end verifier for ``settings``: ``(answer, chunk_metadata) -> report``, on
+    :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
+    with the model judge of :mod:`gcite.verify.judge` when ``verify_judge_base_url`` and
+    ``verify_judge_model`` are set."""
+    from gcite.verify.support import support_model
+
+    model = support_model(settings)
+    judge = None
+    if getattr(settings, "verify_judge_base_url", "") and getattr(
+        settings, "verify_judge_model", ""
+    ):
+        from gcite.verify.judge import Judge
+
+        judge = Judge(
+            settings.verify_judge_base_url,
+            settings.verify_judge_model,
+            getattr(settings, "verify_judge_api_key", ""),
+        )
+
+    def verify(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+        report = verify_answer(answer, chunks, model, threshold=threshold)
+        if judge is not None and report["checked"]:
+            from gcite.verify.judge import apply_judge
+
+            report = apply_judge(report, _content_of(chunks), judge)
+        return report
+
+    return verify
+
+
 __all__ = [
     "DEFAULT_THRESHOLD",
     "Claim",
     "answer_claims",
     "best_support_by_chunk",
+    "make_verifier",
     "verify_answer",
 ]

@@ -312,6 +312,68 @@ function passageHint(chunk) {
 
 var sheetDrag = null;
 
+// The citation verifier's result per cited chunk (message_end.metadata.gcite_verification,
+// issue 15): {supported, support: {text, start, end}} of the chunk's best citation.
+var supportOf = new WeakMap();
+var WEAK_TEXT = "该来源未能直接支持这句话";
+
+// Per raw id, the best-scoring citation of a verification report.
+function bestSupport(report) {
+  var best = new Map();
+  var sentences = report && Array.isArray(report.sentences) ? report.sentences : [];
+  sentences.forEach(function (sentence) {
+    (Array.isArray(sentence.citations) ? sentence.citations : []).forEach(function (cite) {
+      var id = String(cite.id);
+      var prev = best.get(id);
+      if (!prev || Number(cite.score) > Number(prev.score)) best.set(id, cite);
+    });
+  });
+  return best;
+}
+
+// The sheet text with the supporting sentence highlighted and scrolled to; a weak
+// citation gets a line saying so. Text only (never HTML).
+function showSupport(chunk, cite) {
+  var box = $("sheet-text");
+  var weak = $("sheet-weak");
+  while (box.firstChild) box.removeChild(box.firstChild);
+  var content = typeof chunk.content === "string" ? chunk.content : "";
+  weak.hidden = !(cite && cite.supported === false);
+  weak.textContent = WEAK_TEXT;
+  var span = cite && cite.supported && cite.support ? cite.support : null;
+  var start = span ? Number(span.start) : -1;
+  var end = span ? Number(span.end) : -1;
+  if (!content || !span || !(start >= 0 && end > start && end <= content.length) || content.slice(start, end) !== span.text) {
+    box.textContent = content || "（该来源没有可显示的正文片段）";
+    $("sheet-body").scrollTop = 0;
+    return;
+  }
+  box.appendChild(document.createTextNode(content.slice(0, start)));
+  var mark = el("mark", "sheet-support", content.slice(start, end));
+  box.appendChild(mark);
+  box.appendChild(document.createTextNode(content.slice(end)));
+  $("sheet-body").scrollTop = 0;
+  setTimeout(function () {
+    var body = $("sheet-body");
+    body.scrollTop = Math.max(0, mark.offsetTop - box.offsetTop - body.clientHeight / 3);
+  }, 0);
+}
+
+// After message_end: remember each cited chunk's support; superscripts and panel rows of
+// a chunk the verifier found no support in are marked weak.
+function applyVerification(root, report, metadata) {
+  bestSupport(report).forEach(function (cite, id) {
+    var chunk = metadata.get(id);
+    if (chunk) supportOf.set(chunk, cite);
+    if (cite.supported !== false) return;
+    var sel = '[data-raw-id="' + id.replace(/["\\]/g, "") + '"]';
+    Array.prototype.forEach.call(root.querySelectorAll("sup.g-cite" + sel + ", .g-cite-item" + sel), function (node) {
+      node.classList.add("is-weak");
+      node.setAttribute("title", WEAK_TEXT);
+    });
+  });
+}
+
 function openSheet(chunk, idx) {
   var type = chunkType(chunk);
   var sheet = $("sheet");
@@ -327,8 +389,7 @@ function openSheet(chunk, idx) {
   var subtitle = subtitleOf(chunk);
   $("sheet-subtitle").textContent = subtitle;
   $("sheet-subtitle").hidden = !subtitle;
-  $("sheet-text").textContent = chunk.content || "（该来源没有可显示的正文片段）";
-  $("sheet-body").scrollTop = 0;
+  showSupport(chunk, supportOf.get(chunk));
 
   var url = chunkUrl(chunk);
   var link = safeUrl(url);
@@ -629,6 +690,7 @@ function ask(query) {
   var seen = new Set();
   var gotText = false;
   var sawEnd = false;
+  var verification = null;
   var controller = typeof AbortController === "function" ? new AbortController() : null;
   state.controller = controller;
   setBusy(true);
@@ -675,6 +737,7 @@ function ask(query) {
       if (result.conversationId) remember(result.conversationId);
       if (result.panel) renderPanel(view.panel, result.panel);
     }
+    if (verification) applyVerification(view.root, verification, metadata);
     view.status.classList.remove("is-error", "is-incomplete");
     if (aborted) {
       view.status.hidden = false;
@@ -706,7 +769,11 @@ function ask(query) {
     fetch: window.fetch.bind(window),
     signal: controller ? controller.signal : undefined,
     onEvent: function (evt) {
-      if (evt && evt.event === "message_end") sawEnd = true;
+      if (evt && evt.event === "message_end") {
+        sawEnd = true;
+        var report = evt.metadata && evt.metadata.gcite_verification;
+        if (report) verification = report;
+      }
       if (evt && typeof evt.conversation_id === "string" && evt.conversation_id && !state.conversationId) {
         remember(evt.conversation_id);
       }

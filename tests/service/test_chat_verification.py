@@ -1,0 +1,100 @@
+"""Citation verification at the end of a run, against the real service on loopback:
+``message_end.metadata.gcite_verification`` after every text event, the stored message,
+Plan B, and the blocking body."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from service_streams import LiveServer, body, raw_events
+
+from support.openai_standin import OpenAIStandin, Script
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+QUESTION = "监控中心的备用钥匙放在哪里？"
+
+
+async def test_streamed_answer_ends_with_the_verification(
+    service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
+) -> None:
+    # one right citation, one wrong: the visitor rule does not say where the key is
+    llm.push(Script.text("备用钥匙存放在三号保险柜内[C:1]。钥匙柜有二十个格子[C:1]。", size=3))
+    headers = service.headers("key-guard")
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION, user="verify"), headers)
+    kinds = [e["event"] for e in events if e["event"] != "ping"]
+    end = kinds.index("message_end")
+    assert "message" in kinds and max(i for i, k in enumerate(kinds) if k == "message") < end
+    message_end = events[[e["event"] for e in events].index("message_end")]
+    report = message_end["metadata"]["gcite_verification"]
+    assert report["version"] == 1 and report["model"].startswith("lexical")
+    first, second = report["sentences"]
+    right = first["citations"][0]
+    assert right["id"] == "1" and right["supported"] is True
+    assert "三号保险柜" in right["support"]["text"]
+    wrong = second["citations"][0]
+    assert wrong["supported"] is False and wrong["score"] < right["score"]
+    assert report["weak"] == [{"sentence": 1, "id": "1"}]
+    # the support span points into the cited chunk's content
+    chunks = {
+        str(c["id"]): c
+        for e in events
+        if e["event"] == "node_finished" and (e["data"].get("outputs") or {}).get("chunk_metadata")
+        for c in e["data"]["outputs"]["chunk_metadata"]
+    }
+    span = right["support"]
+    assert chunks["1"]["content"][span["start"] : span["end"]] == span["text"]
+
+    message_id = message_end["message_id"]
+    plan_b = await client.get(
+        f"{service.base_url}/v1/messages/{message_id}/chunk-metadata",
+        params={"user": "verify"},
+        headers=headers,
+    )
+    assert plan_b.json()["gcite_verification"] == report
+
+
+async def test_plan_b_drops_the_verification_of_a_redacted_message() -> None:
+    from gcite.service.visibility import redact_chunks
+
+    item = {
+        "chunk_metadata": [{"id": "1", "source_type": "rag", "document_id": "d1"}],
+        "cited_ids": ["1"],
+        "gcite_verification": {"sentences": [{"text": "秘密"}]},
+    }
+    assert redact_chunks(item, {"d1"})["gcite_verification"] == item["gcite_verification"]
+    assert redact_chunks(item, set())["gcite_verification"] is None
+
+
+async def test_blocking_body_carries_the_verification(
+    offline_service: LiveServer, client: httpx.AsyncClient
+) -> None:
+    url = offline_service.base_url + "/v1/chat-messages"
+    response = await client.post(
+        url,
+        json=body("访客车辆停在哪里？", user="verify-b", mode="blocking"),
+        headers=offline_service.headers("key-visitor"),
+    )
+    data = response.json()
+    assert "[C:1]" in data["answer"], data["answer"]
+    report = data["metadata"]["gcite_verification"]
+    assert report["checked"] >= 1 and report["supported"] == report["checked"]
+    assert report["weak"] == []
+    cite = report["sentences"][0]["citations"][0]
+    assert "访客车位" in cite["support"]["text"]
+
+
+async def test_a_refusal_has_nothing_to_verify(
+    offline_service: LiveServer, client: httpx.AsyncClient
+) -> None:
+    url = offline_service.base_url + "/v1/chat-messages"
+    response = await client.post(
+        url,
+        json=body("大厦食堂周五的特价菜是什么？", user="verify-c", mode="blocking"),
+        headers=offline_service.headers("key-visitor"),
+    )
+    data = response.json()
+    assert data["answer"] == "根据现有资料无法确定"
+    report = data["metadata"]["gcite_verification"]
+    assert report["checked"] == 0 and report["weak"] == []
