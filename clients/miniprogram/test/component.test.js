@@ -552,3 +552,14 @@ test('Markdown answers: heading, list, emphasis and table; superscripts inside t
   assert.deepEqual(comp.data.panelRows.map(function (r) { return r.rawId; }), [turn.cited.rag, turn.cited.web]);
   h.writeArtifact('16-markdown', 'Markdown 回答：标题、列表、强调、表格，上标在其中', comp);
 });
+
+test('message_replace (output moderation) replaces the answer and its panel', { skip }, async function () {
+  reset({ seed: 47, inject: { before: 'message_end', event: { event: 'message_replace', answer: '该回答已按审核要求替换[C:1]。' } } });
+  const comp = mount();
+  await h.ask(comp, PATROL);
+  assert.equal(comp.data.status, 'done');
+  assertCleanFrames(comp);
+  assert.equal(h.rt.toText(h.nodesOf(comp)), '该回答已按审核要求替换1。');
+  assert.deepEqual(comp.data.panelRows.map(function (r) { return [r.rawId, r.idx]; }), [['1', 1]]);
+  assert.ok(comp.frames.some(function (f) { return f.sups.length >= 2; }), 'the original answer was shown first');
+});

@@ -17,6 +17,9 @@
 //   omitEvents  SSE event names removed from the stream (an older Dify that
 //               sends no node_finished, mobile seed §3.4)
 //   asTextChunk turn `message` frames into workflow `text_chunk` frames
+//   inject      {before, event}: send the SSE event `event` (an object) right
+//               before the first frame whose event is `before` (e.g. Dify's
+//               output moderation: message_replace before message_end)
 //   refuse      fail at once with "request:fail" (no network)
 //   onDelivered function called after each chunk was handed over
 //   requests    array: every request's {url, method, header, data} is pushed
@@ -45,11 +48,16 @@ function later() {
  * `omit`; with `asTextChunk`, turn `message` frames into Dify workflow
  * `text_chunk` frames ({event, data: {text}}).
  */
-function frameFilter(omit, asTextChunk) {
+function frameFilter(omit, asTextChunk, inject) {
   let pending = Buffer.alloc(0);
   const sep = Buffer.from('\n\n');
   function rewrite(text) {
     const m = /"event"\s*:\s*"([^"]+)"/.exec(text);
+    if (m && inject && m[1] === inject.before) {
+      const extra = 'data: ' + JSON.stringify(inject.event) + '\n\n';
+      inject = null;
+      return extra + rewrite(text);
+    }
     if (m && omit.indexOf(m[1]) >= 0) return '';
     if (asTextChunk && m && m[1] === 'message') {
       const data = JSON.parse(text.replace(/^data: /, ''));
@@ -157,7 +165,7 @@ function install(wx, net) {
           return;
         }
         for (const l of headerListeners) l({ statusCode: res.statusCode, header: header });
-        const filter = net.omitEvents || net.asTextChunk ? frameFilter(net.omitEvents || [], Boolean(net.asTextChunk)) : null;
+        const filter = net.omitEvents || net.asTextChunk || net.inject ? frameFilter(net.omitEvents || [], Boolean(net.asTextChunk), net.inject) : null;
         let received = 0;
         let queue = Promise.resolve();
         let ended = false;

@@ -212,6 +212,7 @@ Component({
     // Render the whole answer anew (message_replace, a late link definition).
     _wholeAnswer: function (patch, segmentsOrNodes, isTree) {
       var blocks = isTree ? view.blocksOf(segmentsOrNodes) : view.markdownBlocks(segmentsOrNodes);
+      for (var key in patch) if (key.indexOf('blocks[') === 0) delete patch[key];
       this._blockCount = blocks.length;
       patch.blocks = blocks;
       patch.tail = [];
