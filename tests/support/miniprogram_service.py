@@ -149,6 +149,9 @@ def build(root: Path) -> tuple[Any, OpenAIStandin]:
             "web_dir": str(web),
             "web_count": 3,
             "top_k": 5,
+            # The client tests script which chunks the model cites; every chunk the
+            # questions need must reach the model (relevance is tested in tests/knowledge).
+            "score_threshold": 0.0,
             "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
