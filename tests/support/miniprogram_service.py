@@ -137,6 +137,10 @@ def build(root: Path) -> tuple[Any, OpenAIStandin]:
             "web_dir": str(web),
             "web_count": 3,
             "top_k": 5,
+            # the two-document question of the scenarios asks three things at once; its
+            # handover chunk answers one of them and scores 0.48 (relevance is calibrated on
+            # single questions: docs/knowledge-base.md, "Relevance score")
+            "score_threshold": 0.3,
             "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
