@@ -87,18 +87,6 @@ class MiniScenarios(Scenarios):
             cited = {"rag": rag} if rag else {}
             answer = f"夜间巡更每 1 小时一次[C:{rag}]，必须走完全部点位，而且还要[C:{rag}]打卡。"
             script = Script(deltas=cut(answer), token_delay_s=0.002, drop_after=14)
-        elif "格式" in query:
-            rag = find_chunk(chunks, "点位")
-            web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")
-            cited = {"rag": rag, "web": web} if rag and web else {}
-            answer = (
-                "## 巡更要点\n\n"
-                f"- **夜间**每 1 小时一次[C:{rag}]\n"
-                f"- 共 24 个点位[C:{rag}]，漏打卡要*补录*\n\n"
-                "| 班次 | 频次 |\n| --- | --- |\n"
-                f"| 夜间 | 1 小时[C:{web}] |\n"
-            )
-            script = Script(deltas=cut(answer), token_delay_s=0.002)
         elif "思考" in query:
             rag = find_chunk(chunks, "点位")
             cited = {"rag": rag} if rag else {}
@@ -149,9 +137,10 @@ def build(root: Path) -> tuple[Any, OpenAIStandin]:
             "web_dir": str(web),
             "web_count": 3,
             "top_k": 5,
-            # The client tests script which chunks the model cites; every chunk the
-            # questions need must reach the model (relevance is tested in tests/knowledge).
-            "score_threshold": 0.0,
+            # the two-document question of the scenarios asks three things at once; its
+            # handover chunk answers one of them and scores 0.48 (relevance is calibrated on
+            # single questions: docs/knowledge-base.md, "Relevance score")
+            "score_threshold": 0.3,
             "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
