@@ -668,7 +668,7 @@ def test_services_starting_together_migrate_one_after_the_other(empty_url: str) 
     try:
         assert errors == [], errors
         for store in stores:
-            assert schema_revision(store.engine) == "0002"
+            assert schema_revision(store.engine) == "0003"
     finally:
         for store in stores:
             store.close()
@@ -694,7 +694,7 @@ def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
     assert failures == []
     store = ConversationStore(url)
     try:
-        assert schema_revision(store.engine) == "0002"
+        assert schema_revision(store.engine) == "0003"
     finally:
         store.close()
         engine.dispose()
