@@ -137,10 +137,10 @@ def build(root: Path) -> tuple[Any, OpenAIStandin]:
             "web_dir": str(web),
             "web_count": 3,
             "top_k": 5,
-            # the two-document question of the scenarios asks three things at once; its
-            # handover chunk answers one of them and scores 0.48 (relevance is calibrated on
-            # single questions: docs/knowledge-base.md, "Relevance score")
-            "score_threshold": 0.3,
+            # The client tests script which chunks the model cites, so every chunk their
+            # questions need must reach the model; relevance (calibrated on single questions,
+            # docs/knowledge-base.md) is tested in tests/knowledge.
+            "score_threshold": 0.0,
             "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
