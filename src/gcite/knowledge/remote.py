@@ -151,7 +151,9 @@ class RemoteStore:
     def _condition(condition: Mapping[str, Any] | Node | None) -> dict[str, Any] | None:
         if condition is None:
             return None
-        node = condition if isinstance(condition, Cond | Group | Not) else parse_condition(condition)
+        node = (
+            condition if isinstance(condition, Cond | Group | Not) else parse_condition(condition)
+        )
         return condition_json(node)
 
     def _retrieve(
