@@ -14,8 +14,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -105,3 +107,39 @@ def test_a_role_condition_in_the_callers_condition_cannot_widen(endpoint: str) -
             return  # refused outright: also closed
         titles = {i["metadata"]["doc_metadata"].get("document_title") for i in items}
         assert "电梯维保规程" not in titles
+
+
+def test_a_service_without_a_store_answers_through_the_knowledge_service(
+    endpoint: str, tmp_path: Path
+) -> None:
+    """A chat-side service with ``knowledge_url`` set and no local store: its own
+    ``/retrieval`` keys keep their (smaller) role sets, the knowledge service's key does not
+    leak through."""
+    settings = Settings(
+        data_dir=tmp_path / "no-store",
+        knowledge_url=endpoint,
+        knowledge_key=INTERNAL,
+        retrieval_prefix=PREFIX,
+        retrieval_keys=[ApiKey(key="ops", roles=("运维工程师",)), ApiKey(key="none", roles=())],
+    )
+    server, thread, sock = _serve(settings)
+    try:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}{PREFIX}/retrieval"
+        body = {
+            "knowledge_id": DATASET,
+            "query": "电梯 巡查 停车 水箱",
+            "retrieval_setting": {"top_k": 50, "score_threshold": 0.0},
+        }
+        found = {}
+        for key in ("ops", "none"):
+            r = httpx.post(url, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+            assert r.status_code == 200, r.text
+            found[key] = {rec["title"] for rec in r.json()["records"]}
+        assert "电梯维保规程" in found["ops"]
+        assert "园区消防巡查制度" not in found["ops"]
+        assert not found["none"] & {"电梯维保规程", "园区消防巡查制度"}
+        assert "停车场管理办法" in found["none"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
