@@ -143,3 +143,42 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str) -> None:
+    """Two workers (two RemoteStores); a document re-ingested through the management API
+    with tightened roles is hidden from both at their next search."""
+    origin = endpoint.removesuffix(PREFIX)
+    admin = {"Authorization": f"Bearer {INTERNAL}"}
+    base = f"{origin}/v1/datasets/{DATASET}"
+    text = "# 金库管理\n\n金库钥匙由值班主管保管，每日交接登记。"
+    created = httpx.post(
+        f"{base}/document/create-by-text",
+        json={"name": "金库管理", "text": text},
+        headers=admin,
+        timeout=60,
+    )
+    assert created.status_code == 200, created.text
+    doc_id = created.json()["document"]["id"]
+    workers = [RemoteStore(endpoint, INTERNAL), RemoteStore(endpoint, INTERNAL)]
+
+    def seen(store: RemoteStore, roles: list[str]) -> bool:
+        items = store.search("金库钥匙 交接", dataset=DATASET, roles=roles, top_k=20)
+        return any("金库" in i["content"] for i in items)
+
+    try:
+        assert all(seen(w, []) for w in workers)
+        updated = httpx.post(
+            f"{base}/documents/{doc_id}/update-by-text",
+            json={"name": "金库管理", "text": text, "doc_metadata": {"access_roles": ["安保主管"]}},
+            headers=admin,
+            timeout=60,
+        )
+        assert updated.status_code == 200, updated.text
+        assert not any(seen(w, []) for w in workers)
+        assert not any(seen(w, ["运维工程师"]) for w in workers)
+        assert all(seen(w, ["安保主管"]) for w in workers)
+    finally:
+        for w in workers:
+            w.close()
+        httpx.delete(f"{base}/documents/{doc_id}", headers=admin, timeout=60)
