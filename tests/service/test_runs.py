@@ -161,3 +161,38 @@ async def test_blocking_run_and_a_blocking_client_that_disconnects(store: Counti
     record = store.get_message(message_id)
     assert record is not None and record.status == "stopped" and record.error == ABANDONED
     assert CountingStore.finished == 2 and backend.closed == 1
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+async def test_a_stop_received_by_another_worker_reaches_the_running_one(
+    store: CountingStore, tmp_path: Path, workers: int
+) -> None:
+    """Each worker has its own registry and its own handle on the shared SQLite store (WAL);
+    the stop goes to the last worker, the run streams on the first."""
+    url = f"sqlite:///{tmp_path / 'runs.sqlite3'}"
+    others = [ConversationStore(url) for _ in range(workers - 1)]
+    try:
+        backend = Slow(0.2)
+        handle, message_id = handle_for(store, backend)
+        running = RunRegistry(store)
+        receivers = [RunRegistry(other) for other in others]
+        running.add("task", "owner", handle)
+        frames: list[bytes] = []
+        async for frame in handle.frames("问题"):
+            frames.append(frame)
+            if b'"event":"message"' in frame and len(frames) < 50:
+                await receivers[-1].stop_anywhere("task", "someone else")  # nothing
+                await receivers[-1].stop_anywhere("task", "owner")
+        record = store.get_message(message_id)
+        assert record is not None and record.status == "stopped"
+        assert record.answer and record.answer != "".join(DELTAS)
+        assert store.take_stops(["task"]) == []  # the record was taken, the stray one too
+    finally:
+        for other in others:
+            other.close()
+
+
+async def test_a_stop_for_an_unknown_task_is_harmless(store: CountingStore) -> None:
+    runs = RunRegistry(store)
+    await runs.stop_anywhere("no-such-task", "owner")
+    assert store.take_stops(["no-such-task"]) == [("no-such-task", "owner")]

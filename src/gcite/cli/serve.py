@@ -39,8 +39,20 @@ def _check_port(host: str, port: int) -> None:
 @click.option(
     "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    help="对话工作进程数（>1 时由一个知识库进程通过本机 /retrieval 提供检索）",
+)
+@click.option("--fd", type=int, default=None, hidden=True)
 def serve(
-    host: str | None, port: int | None, data_dir: Path | None, config_file: Path | None
+    host: str | None,
+    port: int | None,
+    data_dir: Path | None,
+    config_file: Path | None,
+    workers: int,
+    fd: int | None,
 ) -> None:
     """启动 Dify 兼容的对话服务（POST /v1/chat-messages，流式 SSE）。"""
     import uvicorn
@@ -50,7 +62,16 @@ def serve(
     settings = load_settings(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
     )
+    if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
+        app = create_app(settings)
+        uvicorn.run(app, fd=fd, log_level="warning")
+        return
     _check_port(settings.host, settings.port)
+    if workers > 1:
+        from gcite.cli.workers import run_workers
+
+        run_workers(settings, workers, config_file)
+        return
     from gcite.cli.startup import open_serve_store
 
     # The service opens the store on the first question, where a failure would only be

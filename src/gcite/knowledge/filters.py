@@ -106,6 +106,10 @@ class Not:
 Node = Cond | Group | Not
 
 
+DOCUMENT_ID_FIELD = "document_id"
+"""Condition name matching the stored document id (``is`` / ``in``), not a metadata field."""
+
+
 def role_condition(roles: Sequence[str]) -> dict[str, Any]:
     """The condition a user with ``roles`` must meet (seed §2.1.1 business rule).
 
@@ -435,6 +439,11 @@ def _negate(models: FilterModels, condition: Any) -> Any:
 def _compile_leaf(c: Cond, models: FilterModels, array_fields: frozenset[str]) -> Any:
     s_key, r_key, n_key = f"m_str.{c.name}", f"m_rev.{c.name}", f"m_num.{c.name}"
     op, v = c.op, c.value
+    if c.name == DOCUMENT_ID_FIELD and op in {"is", "in"} and not isinstance(v, float):
+        # The stored document id (what /retrieval records carry as metadata.document_id):
+        # lets an External Knowledge API client ask whether a document is still visible.
+        ids = [v] if op == "is" else list(v)
+        return models.match_any(DOCUMENT_ID_FIELD, ids) if ids else models.is_empty(NEVER_KEY)
     if op in {"is", "is not"}:
         base = (
             models.range(n_key, gte=v, lte=v)

@@ -59,7 +59,7 @@ def create_app(settings: Settings) -> FastAPI:
     use. Raises ``ConfigError`` / ``StoreError`` for a bad configuration.
     """
     resources = Resources(settings)
-    runs = RunRegistry()
+    runs = RunRegistry(resources.conversations)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

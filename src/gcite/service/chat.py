@@ -180,7 +180,7 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
         user = body.get("user") if isinstance(body, dict) else None
         if not isinstance(user, str) or not user:
             raise ApiError(400, "invalid_param", "user is required.")
-        runs.stop(task_id, caller.owner(user))  # a wrong user silently does nothing (Dify)
+        await runs.stop_anywhere(task_id, caller.owner(user))  # wrong user: nothing (Dify)
         return {"result": "success"}
 
     return router

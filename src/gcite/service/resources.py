@@ -78,9 +78,14 @@ class Resources:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
         with self._kb_lock:
             if self._kb is None:
-                from gcite.knowledge import open_store
+                if self.settings.knowledge_url:
+                    from gcite.knowledge.remote import RemoteStore
 
-                self._kb = open_store(self.settings)
+                    self._kb = RemoteStore(self.settings.knowledge_url, self.settings.knowledge_key)
+                else:
+                    from gcite.knowledge import open_store
+
+                    self._kb = open_store(self.settings)
             return self._kb
 
     def deps(self) -> Deps:

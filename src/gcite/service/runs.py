@@ -30,6 +30,9 @@ from gcite.service.store import ConversationStore
 
 log = logging.getLogger("gcite.service")
 
+STOP_POLL_S = 0.25
+"""How often (s) a worker with running streams reads the stop records of the shared store."""
+
 ABANDONED = "client disconnected"
 
 _RUNNING: set[asyncio.Task[None]] = set()
@@ -56,23 +59,48 @@ class Outcome:
 class RunRegistry:
     """Running streamed runs by ``task_id``, for ``POST /chat-messages/{task_id}/stop``."""
 
-    def __init__(self) -> None:
+    def __init__(self, conversations: ConversationStore | None = None) -> None:
         self._runs: dict[str, tuple[str, RunHandle]] = {}
+        self._conversations = conversations
+        self._watcher: asyncio.Task[None] | None = None
 
     def add(self, task_id: str, owner: str, handle: RunHandle) -> None:
-        """Register a running run of ``owner``."""
+        """Register a running run of ``owner``; with a shared conversation store, start the
+        watcher that takes stop records other workers wrote (one query per
+        :data:`STOP_POLL_S` for all the runs of this process)."""
         self._runs[task_id] = (owner, handle)
+        if self._conversations is not None and (self._watcher is None or self._watcher.done()):
+            self._watcher = _start(self._watch())
+
+    async def _watch(self) -> None:
+        assert self._conversations is not None
+        while self._runs:
+            await asyncio.sleep(STOP_POLL_S)
+            try:
+                found = await asyncio.to_thread(self._conversations.take_stops, list(self._runs))
+            except Exception:
+                log.warning("stop records could not be read", exc_info=True)
+                continue
+            for task_id, owner in found:
+                self.stop(task_id, owner)
+
+    async def stop_anywhere(self, task_id: str, owner: str) -> None:
+        """Stop the run here, or leave a stop record for the worker that runs it."""
+        if not self.stop(task_id, owner) and self._conversations is not None:
+            await asyncio.to_thread(self._conversations.request_stop, task_id, owner)
 
     def remove(self, task_id: str) -> None:
         """Forget a run (it ended, or its stream closed)."""
         self._runs.pop(task_id, None)
 
-    def stop(self, task_id: str, owner: str) -> None:
-        """Stop the run of ``owner`` with ``task_id``; anything else silently does nothing
-        (Dify: a wrong user or an unknown task still answers success)."""
+    def stop(self, task_id: str, owner: str) -> bool:
+        """Stop the run of ``owner`` with ``task_id`` in this process; anything else silently
+        does nothing (Dify: a wrong user or an unknown task still answers success). True when
+        the run is here (whoever owns it)."""
         entry = self._runs.get(task_id)
         if entry is not None and entry[0] == owner:
             entry[1].stop()
+        return entry is not None
 
 
 class RunHandle:

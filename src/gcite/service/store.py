@@ -130,6 +130,15 @@ class _Feedback(_Base):
     updated_at: Mapped[int] = mapped_column(BigInteger)
 
 
+class _StopRequest(_Base):
+    """A stop asked on one worker for a run that may stream on another (migration 0004)."""
+
+    __tablename__ = "gcite_stop_requests"
+    task_id: Mapped[str] = mapped_column(_Str(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(_Str(512), primary_key=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
 class _Message(_Base):
     __tablename__ = "gcite_messages"
     __table_args__ = (Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),)
@@ -465,6 +474,29 @@ class ConversationStore:
         return {message_id: rating for message_id, rating in rows}
 
     # ------------------------------------------------- Dify's conversation endpoints
+
+    def request_stop(self, task_id: str, owner: str) -> None:
+        """Record a stop for ``task_id`` of ``owner`` (the worker running it takes it)."""
+        with self._session.begin() as session:
+            if session.get(_StopRequest, (task_id, owner)) is None:
+                session.add(_StopRequest(task_id=task_id, owner=owner, created_at=int(time.time())))
+
+    def take_stops(self, task_ids: list[str]) -> list[tuple[str, str]]:
+        """The ``(task_id, owner)`` stop records among ``task_ids``, removed as they are read.
+        Records older than an hour (runs that ended elsewhere) are dropped too."""
+        if not task_ids:
+            return []
+        with self._session.begin() as session:
+            rows = session.scalars(
+                select(_StopRequest).where(_StopRequest.task_id.in_(task_ids))
+            ).all()
+            found = [(r.task_id, r.owner) for r in rows]
+            for row in rows:
+                session.delete(row)
+            session.execute(
+                delete(_StopRequest).where(_StopRequest.created_at < int(time.time()) - 3600)
+            )
+            return found
 
     def set_feedback(
         self, message_id: str, user: str, rating: str | None, content: str | None = None

@@ -1,0 +1,113 @@
+"""``gcite serve --workers N``: one knowledge process, N chat worker processes.
+
+The parent process is the knowledge process: it owns the embedded store and serves
+``POST /retrieval`` (and the management API) on a free 127.0.0.1 port, under
+:data:`INTERNAL_PREFIX`, with an internal key generated at start-up that holds every role a
+configured key may grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets).
+It binds the public port once and starts N ``gcite serve --fd`` children that share that
+socket (the kernel spreads connections); each opens the knowledge base through
+:class:`gcite.knowledge.remote.RemoteStore` (``GCITE_KNOWLEDGE_URL`` /
+``GCITE_KNOWLEDGE_KEY``), or Qdrant directly when ``qdrant_url`` is set, or the configured
+``knowledge_url``. Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL),
+shared by every worker. Ctrl-C / SIGTERM stops the children, then the knowledge process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import click
+
+from gcite.config import ApiKey, Settings
+
+INTERNAL_PREFIX = "/internal-knowledge"
+"""Where the knowledge process mounts ``/retrieval`` for the workers."""
+
+
+def every_role(settings: Settings) -> tuple[str, ...]:
+    """The union of the roles any configured app or retrieval key may grant, sorted."""
+    roles = {r for key in [*settings.app_keys, *settings.retrieval_keys] for r in key.roles}
+    return tuple(sorted(roles))
+
+
+def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
+    """Serve the store's ``/retrieval`` on a free loopback port (daemon thread).
+
+    Returns ``(knowledge_url, internal_key, server)``; ``server.should_exit = True`` stops it.
+    """
+    import uvicorn
+
+    from gcite.service import create_app
+
+    key = secrets.token_urlsafe(32)
+    internal = ApiKey(key=key, roles=every_role(settings), name="internal")
+    knowledge = dataclasses.replace(
+        settings,
+        retrieval_prefix=INTERNAL_PREFIX,
+        retrieval_keys=[*settings.retrieval_keys, internal],
+        admin_keys=[*settings.admin_keys, internal],
+    )
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(knowledge), log_level="warning"))
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise click.ClickException("知识库进程未能启动")
+        time.sleep(0.02)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}{INTERNAL_PREFIX}", key, server
+
+
+def run_workers(settings: Settings, workers: int, config_file: Path | None) -> None:
+    """Run the knowledge process and ``workers`` chat workers until interrupted."""
+    env = dict(os.environ)
+    server = None
+    if not settings.knowledge_url and not settings.qdrant_url:
+        url, key, server = start_knowledge_process(settings)
+        env["GCITE_KNOWLEDGE_URL"] = url
+        env["GCITE_KNOWLEDGE_KEY"] = key
+    public = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    public.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    public.bind((settings.host, settings.port))
+    public.listen(2048)
+    public.set_inheritable(True)
+    command = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
+    command += ["--data-dir", str(settings.data_dir), "--fd", str(public.fileno())]
+    if config_file is not None:
+        command += ["--config", str(config_file)]
+    children = [
+        subprocess.Popen(command, env=env, pass_fds=(public.fileno(),)) for _ in range(workers)
+    ]
+    click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （{workers} 个工作进程）")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set() and all(c.poll() is None for c in children):
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        public.close()
+        if server is not None:
+            server.should_exit = True  # type: ignore[attr-defined]
+
+
+__all__ = ["INTERNAL_PREFIX", "every_role", "run_workers", "start_knowledge_process"]
