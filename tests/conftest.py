@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from support.pg import postgres_url
+
+__all__ = ["postgres_url"]  # the session fixture (a throwaway PostgreSQL), defined once here
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gcite.config import ApiKey, load_settings
+from gcite.config import ApiKey, KeyTables, load_settings
 from gcite.errors import ConfigError
 
 
@@ -203,3 +203,29 @@ def test_bad_app_key_settings_are_refused(tmp_path: Path, line: str) -> None:
     config.write_text(f'[[app_keys]]\nkey = "app-1"\nroles = ["访客"]\n{line}\n', encoding="utf-8")
     with pytest.raises(ConfigError):
         load_settings(config_file=config, environ={})
+
+
+def test_key_tables_follow_the_config_file_and_keep_the_last_good_version(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text('[[app_keys]]\nkey = "k1"\nroles = ["甲"]\n', encoding="utf-8")
+    settings = load_settings(config_file=config, environ={})
+    settings.internal_key = "internal-secret"
+    tables = KeyTables(settings)
+    assert tables.refresh()  # the first request reads the file
+    assert [k.roles for k in settings.app_keys] == [("甲",)]
+    assert [k.roles for k in settings.retrieval_keys] == [("甲",)]  # the internal key
+    assert not tables.refresh()  # same bytes: nothing to do
+    config.write_text('[[app_keys]]\nkey = "k1"\nroles = ["乙", "丙"]\n', encoding="utf-8")
+    assert tables.refresh()
+    assert set(settings.app_keys[0].roles) == {"乙", "丙"}
+    assert set(settings.retrieval_keys[-1].roles) == {"乙", "丙"}
+    assert settings.admin_keys[-1].key == "internal-secret"
+    config.write_text('[[app_keys]]\nkey = "k1"\nroles = []\n', encoding="utf-8")  # invalid
+    assert not tables.refresh()
+    assert set(settings.app_keys[0].roles) == {"乙", "丙"}  # kept: a typo opens nothing
+    config.write_text('[[app_keys]]\nkey = "k1"\nroles = []\npublic_only = true\n', "utf-8")
+    assert tables.refresh()
+    assert settings.app_keys[0].roles == ()
+    assert settings.retrieval_keys[-1].roles == ()

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,8 @@ from typing import Any
 from gcite.errors import ConfigError
 
 ENV_PREFIX = "GCITE_"
+
+_log = logging.getLogger("gcite.config")
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,11 @@ class Settings:
     retrieval_keys: list[ApiKey] = field(default_factory=list)
     # Knowledge-base management API (/v1/datasets...): admin keys only, never chat keys.
     admin_keys: list[ApiKey] = field(default_factory=list)
+    # Runtime only, never read from a file, the environment or a flag: the config file the
+    # key tables came from (re-read at each request, see KeyTables) and, in the knowledge
+    # process of `gcite serve --workers N`, the internal key holding every configured role.
+    config_file: Path | None = field(default=None, repr=False, compare=False)
+    internal_key: str = field(default="", repr=False, compare=False)
 
     @property
     def db_url(self) -> str:
@@ -169,6 +178,7 @@ class Settings:
 
 
 _STRUCTURED = {"app_keys", "retrieval_keys", "admin_keys"}
+_RUNTIME = {"config_file", "internal_key"}
 _KEY_FIELDS = {
     "app_keys": {
         "key",
@@ -336,7 +346,7 @@ def load_settings(
     env = dict(os.environ if environ is None else environ)
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     defaults = Settings()
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    fields = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _RUNTIME}
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
 
@@ -390,6 +400,8 @@ def load_settings(
             result[name] = _coerce(name, raw, getattr(defaults, name), where)
     settings = dataclasses.replace(defaults, **result)
     _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
+    if path is not None:
+        settings.config_file = path
     return settings
 
 
@@ -397,4 +409,91 @@ def _all_keys(raw: Any) -> bool:
     return isinstance(raw, list) and all(isinstance(k, ApiKey) for k in raw)
 
 
-__all__ = ["ApiKey", "Settings", "load_settings"]
+def every_role(settings: Settings) -> tuple[str, ...]:
+    """The union of the roles any configured app or retrieval key may grant, sorted
+    (the internal key's roles; the internal key itself is not counted)."""
+    keys = [*settings.app_keys, *settings.retrieval_keys]
+    roles = {r for key in keys if key.key != settings.internal_key for r in key.roles}
+    return tuple(sorted(roles))
+
+
+def with_internal_key(settings: Settings) -> None:
+    """Add (or refresh) the internal key in ``settings``' retrieval and admin tables, with
+    the roles of :func:`every_role`; nothing without ``settings.internal_key``."""
+    secret = settings.internal_key
+    if not secret:
+        return
+    internal = ApiKey(key=secret, roles=every_role(settings), name="internal")
+    settings.retrieval_keys = [*(k for k in settings.retrieval_keys if k.key != secret), internal]
+    settings.admin_keys = [*(k for k in settings.admin_keys if k.key != secret), internal]
+
+
+class KeyTables:
+    """The key tables of ``settings.config_file``, re-read at each request.
+
+    :meth:`refresh` reads the file's bytes (a small file in the page cache: microseconds)
+    and, when they differ from the last ones read, parses its ``[[app_keys]]``,
+    ``[[retrieval_keys]]`` and ``[[admin_keys]]`` with the strictness of
+    :func:`load_settings` and replaces the three tables of ``settings`` in place (a table
+    the file no longer has becomes empty). So a role change in the config file is seen by
+    a process at its next request, in every process that serves requests (each chat worker
+    and the knowledge process, whose internal key is re-derived, :func:`with_internal_key`).
+    A file that cannot be read or is invalid leaves the tables in force (one warning per
+    version of the file): a typo never opens or closes anything by itself. Other settings
+    are not reloaded (they need a restart).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._seen: bytes | None = None
+        self._lock = threading.Lock()
+
+    def refresh(self) -> bool:
+        """Re-read the file; True when the tables changed."""
+        path = self.settings.config_file
+        if path is None:
+            return False
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            if self._seen != b"":
+                self._seen = b""
+                _log.warning("config file %s unreadable, keys unchanged: %s", path, exc)
+            return False
+        if data == self._seen:
+            return False
+        with self._lock:
+            if data == self._seen:
+                return False
+            self._seen = data
+            try:
+                tables = _key_tables(data, path)
+            except ConfigError as exc:
+                _log.warning("config file %s invalid, keys unchanged: %s", path, exc)
+                return False
+            for name, keys in tables.items():
+                setattr(self.settings, name, keys)
+            with_internal_key(self.settings)
+            return True
+
+
+def _key_tables(data: bytes, path: Path) -> dict[str, list[ApiKey]]:
+    """The three key tables of a config file's bytes (strict, like :func:`load_settings`)."""
+    where = f"配置文件 {path}: "
+    try:
+        values = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
+    tables = {name: _parse_keys(name, values.get(name, []), where) for name in sorted(_STRUCTURED)}
+    _check_unique(Settings(**tables), where)  # type: ignore[arg-type]
+    return tables
+
+
+__all__ = [
+    "ApiKey",
+    "KeyTables",
+    "Settings",
+    "every_role",
+    "load_settings",
+    "with_internal_key",
+]

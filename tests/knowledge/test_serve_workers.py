@@ -13,12 +13,14 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from support.serve_workers import ServeWorkers
 
 from .docs import MANIFEST, write_mixed
 
@@ -105,3 +107,50 @@ def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> Non
             proc.kill()
             proc.communicate()
     assert proc.returncode is not None
+
+
+PUBLIC_ONLY = '[[app_keys]]\nkey = "ops"\nroles = []\npublic_only = true\n'
+OPERATOR = '[[app_keys]]\nkey = "ops"\nroles = ["运维工程师"]\n'
+
+
+def test_a_role_change_in_the_config_is_seen_by_every_worker_at_its_next_request(
+    tmp_path: Path,
+) -> None:
+    """The key starts public-only, so the knowledge process's internal key holds no role at
+    all; granting 运维工程师 in the config file must show the elevator rules at the next
+    request of each worker (worker and knowledge process both re-read the key tables), and
+    taking it back must hide them again at the next request of each worker."""
+    data = _ingest(tmp_path)
+    config = data / "gcite.toml"
+    config.write_text(PUBLIC_ONLY, encoding="utf-8")
+    with ServeWorkers(data, 2, tmp_path / "serve.log") as served:
+        url = f"{served.base}/v1/chat-messages"
+        payload = {"query": "电梯维保多久一次？", "user": "u", "response_mode": "blocking"}
+
+        def ask() -> tuple[bool, int]:
+            request_id = uuid.uuid4().hex
+            r = httpx.post(
+                url,
+                json=payload,
+                headers={"Authorization": "Bearer ops", "X-Request-Id": request_id},
+                timeout=60,
+            )
+            assert r.status_code == 200, r.text
+            elevator = any("elevator" in t or "电梯" in t for t in _titles(r.json()))
+            return elevator, served.pid_of(request_id)
+
+        def every_worker_sees(expected: bool) -> None:
+            pids: set[int] = set()
+            for _ in range(40):  # new connections: the kernel spreads them over the workers
+                elevator, pid = ask()
+                assert elevator is expected, (expected, pid)
+                pids.add(pid)
+                if pids == served.worker_pids:
+                    return
+            raise AssertionError(f"only workers {pids} of {served.worker_pids} answered")
+
+        every_worker_sees(False)
+        config.write_text(OPERATOR, encoding="utf-8")
+        every_worker_sees(True)
+        config.write_text(PUBLIC_ONLY, encoding="utf-8")
+        every_worker_sees(False)

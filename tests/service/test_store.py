@@ -1,7 +1,7 @@
 """The conversation store on SQLite and on a real PostgreSQL server: the same behaviour.
 
 Every store test runs twice (``store_url`` is parametrised): on a SQLite file and on the
-throwaway PostgreSQL server of :mod:`pg` (skipped without the binaries, failed in CI). The
+throwaway PostgreSQL server of :mod:`support.pg` (skipped without the binaries, failed in CI). The
 PostgreSQL database is shared by the session, so each test works under its own owners.
 The last test runs a whole chat through ``create_app`` with ``database_url`` pointing at
 PostgreSQL.
@@ -21,7 +21,6 @@ import httpx
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from pg import postgres_url
 from service_streams import LiveServer, body, client_view, run_service
 from sqlalchemy import (
     JSON,
@@ -51,8 +50,6 @@ from gcite.service.store import (
     sqlalchemy_url,
 )
 from support.openai_standin import OpenAIStandin, Script
-
-__all__ = ["postgres_url"]  # the session fixture, imported here only (one cluster)
 
 CHUNKS: list[dict[str, Any]] = [
     {

@@ -64,6 +64,7 @@ def serve(
     )
     if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
         app = create_app(settings)
+        _access_log()
         uvicorn.run(app, fd=fd, log_level="warning")
         return
     _check_port(settings.host, settings.port)

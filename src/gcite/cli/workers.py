@@ -4,12 +4,14 @@ The parent process is the knowledge process: it owns the embedded store and serv
 ``POST /retrieval`` (and the management API) on a free 127.0.0.1 port, under
 :data:`INTERNAL_PREFIX`, with an internal key generated at start-up that holds every role a
 configured key may grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets).
-It binds the public port once and starts N ``gcite serve --fd`` children that share that
-socket (the kernel spreads connections); each opens the knowledge base through
-:class:`gcite.knowledge.remote.RemoteStore` (``GCITE_KNOWLEDGE_URL`` /
+It binds N listening sockets on the public port (SO_REUSEPORT: the kernel spreads new
+connections evenly) and starts N ``gcite serve --fd`` children, one per socket; each opens
+the knowledge base through :class:`gcite.knowledge.remote.RemoteStore` (``GCITE_KNOWLEDGE_URL`` /
 ``GCITE_KNOWLEDGE_KEY``), or Qdrant directly when ``qdrant_url`` is set, or the configured
 ``knowledge_url``. Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL),
-shared by every worker. Ctrl-C / SIGTERM stops the children, then the knowledge process.
+shared by every worker. Key roles follow the config file at each request in every process
+(:class:`gcite.config.KeyTables`), the internal key's included. Ctrl-C / SIGTERM stops the
+children, then the knowledge process.
 """
 
 from __future__ import annotations
@@ -27,16 +29,10 @@ from pathlib import Path
 
 import click
 
-from gcite.config import ApiKey, Settings
+from gcite.config import Settings, every_role, with_internal_key
 
 INTERNAL_PREFIX = "/internal-knowledge"
 """Where the knowledge process mounts ``/retrieval`` for the workers."""
-
-
-def every_role(settings: Settings) -> tuple[str, ...]:
-    """The union of the roles any configured app or retrieval key may grant, sorted."""
-    roles = {r for key in [*settings.app_keys, *settings.retrieval_keys] for r in key.roles}
-    return tuple(sorted(roles))
 
 
 def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
@@ -49,13 +45,10 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     from gcite.service import create_app
 
     key = secrets.token_urlsafe(32)
-    internal = ApiKey(key=key, roles=every_role(settings), name="internal")
-    knowledge = dataclasses.replace(
-        settings,
-        retrieval_prefix=INTERNAL_PREFIX,
-        retrieval_keys=[*settings.retrieval_keys, internal],
-        admin_keys=[*settings.admin_keys, internal],
-    )
+    knowledge = dataclasses.replace(settings, retrieval_prefix=INTERNAL_PREFIX, internal_key=key)
+    # The internal key's roles follow the config file: re-derived when the key tables are
+    # re-read (gcite.config.KeyTables, at each request of the knowledge process).
+    with_internal_key(knowledge)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(knowledge), log_level="warning"))
@@ -68,6 +61,22 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     return f"http://127.0.0.1:{sock.getsockname()[1]}{INTERNAL_PREFIX}", key, server
 
 
+def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
+    """``count`` listening sockets bound to ``host:port`` with SO_REUSEPORT (port 0: the
+    first one picks a free port, the others join it)."""
+    sockets: list[socket.socket] = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        port = sock.getsockname()[1]
+        sock.listen(2048)
+        sock.set_inheritable(True)
+        sockets.append(sock)
+    return sockets
+
+
 def run_workers(settings: Settings, workers: int, config_file: Path | None) -> None:
     """Run the knowledge process and ``workers`` chat workers until interrupted."""
     env = dict(os.environ)
@@ -76,17 +85,17 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
         url, key, server = start_knowledge_process(settings)
         env["GCITE_KNOWLEDGE_URL"] = url
         env["GCITE_KNOWLEDGE_KEY"] = key
-    public = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    public.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    public.bind((settings.host, settings.port))
-    public.listen(2048)
-    public.set_inheritable(True)
-    command = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
-    command += ["--data-dir", str(settings.data_dir), "--fd", str(public.fileno())]
+    # One listening socket per worker on the same port (SO_REUSEPORT): the kernel spreads
+    # new connections evenly over the workers (one shared socket lets the least busy
+    # process win most accepts and leaves the others idle).
+    sockets = _listeners(settings.host, settings.port, workers)
+    base = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
+    base += ["--data-dir", str(settings.data_dir)]
     if config_file is not None:
-        command += ["--config", str(config_file)]
+        base += ["--config", str(config_file)]
     children = [
-        subprocess.Popen(command, env=env, pass_fds=(public.fileno(),)) for _ in range(workers)
+        subprocess.Popen([*base, "--fd", str(s.fileno())], env=env, pass_fds=(s.fileno(),))
+        for s in sockets
     ]
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （{workers} 个工作进程）")
     stop = threading.Event()
@@ -105,7 +114,8 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
                 child.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 child.kill()
-        public.close()
+        for sock in sockets:
+            sock.close()
         if server is not None:
             server.should_exit = True  # type: ignore[attr-defined]
 

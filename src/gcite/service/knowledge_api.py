@@ -153,7 +153,6 @@ def build_knowledge_router(settings: Settings, open_store: Callable[[], Any]) ->
     service's own store; one is created when the data dir has no knowledge base yet)."""
     router = APIRouter()
     batches: OrderedDict[str, list[str]] = OrderedDict()
-    other_keys = [k.key for k in (*settings.app_keys, *settings.retrieval_keys)]
 
     def authorise(request: Request) -> None:
         token = bearer_token(request.headers.get("authorization"))
@@ -166,7 +165,8 @@ def build_knowledge_router(settings: Settings, open_store: Callable[[], Any]) ->
             admin |= hmac.compare_digest(key.key.encode(), token.encode())
         if admin:
             return
-        if any(hmac.compare_digest(k.encode(), token.encode()) for k in other_keys):
+        other_keys = (*settings.app_keys, *settings.retrieval_keys)  # as configured now
+        if any(hmac.compare_digest(k.key.encode(), token.encode()) for k in other_keys):
             raise _Refused(403, "forbidden", "This key may not manage the knowledge base.")
         raise _Refused(401, "unauthorized", "Access token is invalid")
 

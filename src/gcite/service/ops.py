@@ -11,7 +11,8 @@
   connection is closed. A client that leaves mid-body ends the request quietly.
 * **One log line per request** on the ``gcite.access`` logger (INFO, JSON): request id,
   method, route template (never ids from the path), status, the key's *name* (never the
-  secret), total time, and for chat runs the retrieval / merge / first-token times and the
+  secret), total time, the serving process id (``pid``), and for chat runs the retrieval /
+  merge / first-token times and the
   number of cited chunks (filled in by the run through :func:`current`). An aborted body
   is the same one line with ``"aborted": "body_timeout" | "client_left"`` (no traceback).
 
@@ -24,6 +25,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -32,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcite.config import ApiKey, Settings
+from gcite.config import ApiKey, KeyTables, Settings
 
 log = logging.getLogger("gcite.access")
 
@@ -73,6 +75,7 @@ class RequestRecord:
             "status": self.status,
             "key": self.key,
             "total_ms": round((time.monotonic() - self.started) * 1000, 1),
+            "pid": os.getpid(),  # which worker of `gcite serve --workers N` served it
         }
         for name, seconds in self.timings.items():
             entry[f"{name}_ms"] = round(seconds * 1000, 1)
@@ -119,12 +122,20 @@ class OpsMiddleware:
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.timeout_s = settings.body_read_timeout_s
-        self.keys = [*settings.app_keys, *settings.retrieval_keys, *settings.admin_keys]
+        self.settings = settings
+        self.key_tables = KeyTables(settings)
+
+    @property
+    def keys(self) -> list[ApiKey]:
+        """Every configured key, as the config file says now."""
+        s = self.settings
+        return [*s.app_keys, *s.retrieval_keys, *s.admin_keys]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        self.key_tables.refresh()  # a role changed in the config file counts from now on
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         incoming = headers.get("x-request-id", "")
         record = RequestRecord(

@@ -390,8 +390,7 @@ def build_retrieval_router(
     is JSON; see the module docstring for the status codes.
     """
     router = APIRouter()
-    keys = list(settings.retrieval_keys)
-    if keys or settings.allow_any_key:
+    if settings.retrieval_keys or settings.allow_any_key:
         # The first search loads the embedding model, the tokenizer and the shard:
         # seconds, which would eat Dify's 5 s. Do it now, in the background.
         threading.Thread(
@@ -406,7 +405,7 @@ def build_retrieval_router(
         try:
             api_key = authenticate(
                 request.headers.get("authorization"),
-                keys,
+                settings.retrieval_keys,  # read per request: the config file may change
                 allow_any_key=settings.allow_any_key,
             )
             body = decode_body(await _read_body(request))

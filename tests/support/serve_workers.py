@@ -1,0 +1,130 @@
+"""A real ``gcite serve --workers N`` for tests: the CLI in a subprocess on a free port.
+
+:class:`ServeWorkers` starts ``gcite serve --workers N --data-dir <dir>`` (environment
+without ``GCITE_*`` except what the test passes), writes its stderr (the workers' JSON access
+log lines, one per request, with the serving ``pid``) to a file, waits until the service
+answers and stops it (SIGTERM, then kill) at the end. :meth:`ServeWorkers.pid_of` finds the
+worker that served a request by the ``X-Request-Id`` the test sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def children(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children (``ps``)."""
+    out = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False
+    ).stdout
+    return [int(x) for x in out.split()]
+
+
+class ServeWorkers:
+    """``gcite serve --workers <workers>`` on ``data_dir`` (see the module docstring)."""
+
+    def __init__(
+        self, data_dir: Path, workers: int, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.data_dir = data_dir
+        self.workers = workers
+        self.log_path = log_path
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+        self.env.update(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> ServeWorkers:
+        gcite = Path(sys.executable).parent / "gcite"
+        self._log = self.log_path.open("wb")
+        command = [str(gcite), "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        self.proc = subprocess.Popen(
+            [*command, "--workers", str(self.workers)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        deadline = time.monotonic() + 180
+        while True:  # every worker answers (each has its own listening socket)
+            try:
+                if (
+                    httpx.get(f"{self.base}/health", timeout=5).status_code == 200
+                    and len(children(self.proc.pid)) == self.workers
+                ):
+                    break
+            except httpx.TransportError:
+                pass
+            assert self.proc.poll() is None, self.log_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, "gcite serve --workers did not start"
+            time.sleep(0.3)
+        self.worker_pids = set(children(self.proc.pid))
+        self._warm()
+        return self
+
+    def _warm(self) -> None:
+        """One /health per worker (each answers through its own socket once imported)."""
+        deadline = time.monotonic() + 120
+        seen: set[int] = set()
+        while seen != self.worker_pids and time.monotonic() < deadline:
+            request_id = uuid.uuid4().hex
+            try:
+                httpx.get(f"{self.base}/health", headers={"X-Request-Id": request_id}, timeout=10)
+            except httpx.TransportError:
+                time.sleep(0.2)
+                continue
+            seen.add(self.pid_of(request_id))
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Every JSON access log line written so far."""
+        lines = []
+        for raw in self.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            start = raw.find("{")
+            if start < 0:
+                continue
+            try:
+                entry = json.loads(raw[start:])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and "request_id" in entry:
+                lines.append(entry)
+        return lines
+
+    def pid_of(self, request_id: str, timeout: float = 30.0) -> int:
+        """The pid of the worker that served ``request_id`` (its access log line)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for entry in self.log_lines():
+                if entry["request_id"] == request_id:
+                    return int(entry["pid"])
+            assert time.monotonic() < deadline, f"no access log line for {request_id}"
+            time.sleep(0.05)
+
+
+__all__ = ["ServeWorkers", "children", "free_port"]
