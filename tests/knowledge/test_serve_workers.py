@@ -7,6 +7,7 @@ answers from the knowledge process's ``/retrieval`` and keeps the caller's roles
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -17,9 +18,11 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from support.openai_standin import OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
 
 from .docs import MANIFEST, write_mixed
@@ -154,3 +157,94 @@ def test_a_role_change_in_the_config_is_seen_by_every_worker_at_its_next_request
         every_worker_sees(True)
         config.write_text(PUBLIC_ONLY, encoding="utf-8")
         every_worker_sees(False)
+
+
+LONG_ANSWER = "一二三四五六七八九十" * 40  # 400 one-character deltas, 50 ms apart: 20 s
+
+
+async def _stream_and_stop(
+    served: ServeWorkers, client: httpx.AsyncClient, user: str
+) -> tuple[str, str, dict[str, object]]:
+    """Open one stream, stop it through a new connection once its first text arrived.
+
+    Returns ``(stream request id, stop request id, result)``: the access log lines of the
+    two requests name the workers that served them; ``result`` is how the stream ended."""
+    stream_id, stop_id = uuid.uuid4().hex, uuid.uuid4().hex
+    headers = {"Authorization": "Bearer ops"}
+    payload = {"query": "电梯维保多久一次？", "user": user, "response_mode": "streaming"}
+    answer, status, last = "", "", ""
+    async with client.stream(
+        "POST",
+        f"{served.base}/v1/chat-messages",
+        json=payload,
+        headers={**headers, "X-Request-Id": stream_id},
+        timeout=60,
+    ) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            last = str(event["event"])
+            if last == "message":
+                if not answer:  # a new connection each time: any worker may get the stop
+                    async with httpx.AsyncClient() as other:
+                        reply = await other.post(
+                            f"{served.base}/v1/chat-messages/{event['task_id']}/stop",
+                            json={"user": user},
+                            headers={**headers, "X-Request-Id": stop_id},
+                            timeout=30,
+                        )
+                    assert reply.json() == {"result": "success"}
+                answer += str(event["answer"])
+            elif last == "workflow_finished":
+                status = str(event["data"]["status"])
+    result = {"answer_chars": len(answer), "status": status, "last": last}
+    return stream_id, stop_id, result
+
+
+@pytest.mark.parametrize(
+    ("database", "workers"),
+    [("sqlite", 2), ("sqlite", 3), ("postgresql", 2), ("postgresql", 3)],
+)
+async def test_stop_works_from_every_worker(
+    tmp_path: Path, request: pytest.FixtureRequest, database: str, workers: int
+) -> None:
+    """Streams run on real workers against the OpenAI stand-in; each is stopped through a
+    new connection, which the kernel hands to any worker. Every stop ends its stream
+    early with ``stopped`` (Dify's terminal order), and every worker has received a stop
+    for a stream that another worker ran (so the stop record in the shared database
+    reached it)."""
+    data = _ingest(tmp_path)
+    env = {
+        "GCITE_LLM_BASE_URL": "",
+        "GCITE_LLM_MODEL": "standin",
+        "GCITE_LLM_API_KEY": "sk-test",
+    }
+    if database == "postgresql":
+        env["GCITE_DATABASE_URL"] = str(request.getfixturevalue("postgres_url"))
+    with OpenAIStandin(Script.text(LONG_ANSWER, size=1, token_delay_s=0.05)) as llm:
+        env["GCITE_LLM_BASE_URL"] = llm.base_url
+        with ServeWorkers(data, workers, tmp_path / "serve.log", env) as served:
+            stops_elsewhere: dict[int, int] = {}  # stop pid -> stream pid
+            limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
+            async with httpx.AsyncClient(limits=limits) as client:
+                for round_ in range(8):
+                    runs = await asyncio.gather(
+                        *(
+                            _stream_and_stop(served, client, f"{database}-{round_}-{i}")
+                            for i in range(2 * workers)
+                        )
+                    )
+                    for stream_id, stop_id, result in runs:
+                        stream_pid, stop_pid = served.pid_of(stream_id), served.pid_of(stop_id)
+                        assert result["status"] == "stopped", result
+                        assert result["last"] == "message_end", result
+                        assert 0 < int(str(result["answer_chars"])) < len(LONG_ANSWER), result
+                        assert {stream_pid, stop_pid} <= served.worker_pids
+                        if stop_pid != stream_pid:
+                            stops_elsewhere[stop_pid] = stream_pid
+                    if set(stops_elsewhere) == served.worker_pids:
+                        break
+            assert set(stops_elsewhere) == served.worker_pids, stops_elsewhere
+            assert llm.completed == 0  # no answer ran to its end

@@ -14,8 +14,9 @@ PostgreSQL refuses to run as root: as root the binaries run as the ``postgres`` 
 Without the binaries the tests skip with a message, except when ``CI=true``: there a
 missing server is a failure, so CI cannot pass without testing PostgreSQL.
 
-Import the fixture into exactly one module (a second import would start a second
-cluster).
+The fixture is imported into ``tests/conftest.py`` only (one cluster per session, shared
+by every test directory); do not import it anywhere else (a second import would start a
+second cluster).
 """
 
 from __future__ import annotations
