@@ -22,6 +22,7 @@ const MARKDOWN = '用列表和表格格式总结夜间巡更要点';
 // the scripted answer cites the fault levels (supported) and an unrelated chunk (weak)
 const VERIFY = '空调不制冷多久能来人？';
 
+const RUN_STARTED = Date.now();
 const why = unavailable();
 const inCi = /^(1|true|yes)$/i.test(process.env.CI || '');
 if (why && inCi) throw new Error('the mini program tests need the gcite service: ' + why);
@@ -640,6 +641,7 @@ test('verified citations (issue 15): the sheet highlights the supporting sentenc
   const turn = service.lastTurn(VERIFY);
   assert.ok(turn.cited.right && turn.cited.wrong, 'the scripted answer cites the fault levels and an unrelated chunk: ' + JSON.stringify(turn));
   assert.equal(done.status, 'done');
+  assert.deepEqual(done.weak, [turn.cited.wrong]);
   assertCleanFrames(comp, [1, 2]);
   // The weak citation's superscript is dotted (class is-weak, inline style for rich-text);
   // the supported one is not. The marking comes with message_end, not before.
@@ -705,4 +707,25 @@ test('without a verification report (an older service or Dify) nothing is marked
     assert.equal(domOf(comp, '.sheet-text').textContent, comp.data.sheet.content);
     await h.tap(comp, '.mask');
   }
+});
+
+test('every state the README describes has its HTML rendering, written by this run', { skip }, function () {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('## 各状态说明'), readme.indexOf('## 与设计文档的对应'));
+  const codes = new Set();
+  for (const m of table.matchAll(/`(\d\d)(?:-[a-z-]+)?`/g)) codes.add(m[1]);
+  assert.ok(codes.size >= 19, 'states named in the README: ' + Array.from(codes));
+  const files = fs.readdirSync(h.ARTIFACTS);
+  for (const code of codes) {
+    const file = files.find(function (f) { return f.startsWith(code + '-') && f.endsWith('.html'); });
+    assert.ok(file, 'no rendering for state ' + code);
+    const stat = fs.statSync(path.join(h.ARTIFACTS, file));
+    assert.ok(stat.mtimeMs >= RUN_STARTED - 1000, file + ' was not written by this run');
+    const html = fs.readFileSync(path.join(h.ARTIFACTS, file), 'utf8');
+    assert.match(html, /<wx-view class="g-cite-answer--answer"/, file + ' holds the rendered component');
+  }
+  // and every named full file name matches the file written
+  for (const m of table.matchAll(/`(\d\d-[a-z-]+)`/g)) assert.ok(files.indexOf(m[1] + '.html') >= 0, m[1]);
 });

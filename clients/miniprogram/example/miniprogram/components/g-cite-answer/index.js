@@ -13,7 +13,8 @@
  * web-view-domains, timeout (ms).
  * Methods (selectComponent): ask(query?), stop(), retry().
  * Events: start {query}; finish {status, conversationId, messageId, error,
- * citations, sources}.
+ * citations, sources, weak} (weak: raw ids the citation verifier found no
+ * support for; superseded: true when a new question replaced the answer).
  *
  * status: idle | waiting | generating | done | empty | stopped | error | incomplete
  */
@@ -169,6 +170,7 @@ Component({
         error: { code: 'aborted', status: 0, message: '已被新的问题取代' },
         citations: this._citations ? this._citations.slice() : [],
         sources: this.data.panelRows.length,
+        weak: [],
       });
       return seq;
     },
@@ -347,6 +349,7 @@ Component({
         error: error,
         citations: result && result.citations ? result.citations : this._citations,
         sources: this.data.panelRows.length,
+        weak: weak,
       });
     },
 
