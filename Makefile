@@ -19,7 +19,7 @@ SDK := .venv-sdk
 SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
 SDK_JS := tests/sdk/js/node_modules/.installed
 
-.PHONY: demo test setup browser services sdk lint miniprogram bench clean
+.PHONY: demo test test-miniprogram setup browser services sdk lint miniprogram bench clean
 
 # What the demo needs (the runtime dependencies) ...
 $(RUNTIME): pyproject.toml requirements.lock
@@ -74,6 +74,11 @@ miniprogram:
 $(MP_STAMP): $(MP_TEST)/package.json $(MP_TEST)/package-lock.json
 	cd $(MP_TEST) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(MP_STAMP)
+
+# Just the mini program: the copy step, its pinned test packages, and the simulator tests
+# against the real service on loopback (renderings in test-artifacts/miniprogram/).
+test-miniprogram: setup miniprogram $(MP_STAMP)
+	node --test clients/miniprogram/test/*.test.js
 
 demo: $(RUNTIME)
 	$(BIN)/gcite demo --port $(PORT)

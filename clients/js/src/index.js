@@ -35,3 +35,14 @@ export {
   subtitleOf,
   titleOf,
 } from './render.js';
+export {
+  WEAK_SUPPORT_TEXT,
+  bestSupport,
+  chunkSupport,
+  hasWeakCitation,
+  markWeakCitations,
+  supportParts,
+  supportSpan,
+  verificationOf,
+  weakIds,
+} from './verification.js';

@@ -710,6 +710,8 @@ export function appendTree(nodes, parent, doc) {
 var RICH_STYLE = {
   'g-cite': 'color:#2563eb;font-size:0.75em;font-weight:600;vertical-align:super;padding:0 1px;line-height:0',
   'g-cite-sep': 'color:#2563eb;font-size:0.75em;vertical-align:super;line-height:0',
+  // a citation the verifier found weak support for (verification.js markWeakCitations)
+  'is-weak': 'text-decoration:underline dotted;text-underline-offset:2px;opacity:0.75',
   'g-cite-nb': 'white-space:nowrap',
   'md-code': 'font-family:monospace;background:#f2f3f5;padding:0 3px;border-radius:3px',
   'md-pre': 'background:#f6f8fa;padding:8px;border-radius:6px;overflow-x:auto;white-space:pre',

@@ -279,3 +279,33 @@ test('panelRows: idMap order, icons by source_type, display_subtitle as is', fun
     ['9', 3, 'file', '来源 9', ''],
   ]);
 });
+
+test('sheetModel with the verifier\'s report: the supporting sentence as its own part, weak citations flagged', function () {
+  const content = '一级故障：物业须在 5 分钟内到场。\n二级故障：物业须在 30 分钟内到场。';
+  const sentence = '二级故障：物业须在 30 分钟内到场。';
+  const at = content.indexOf(sentence);
+  const report = {
+    sentences: [
+      { citations: [{ id: '3', score: 0.8, supported: true, support: { text: sentence, start: at, end: at + sentence.length } }] },
+      { citations: [{ id: '4', score: 0.1, supported: false, support: { text: 'x', start: 0, end: 1 } }] },
+    ],
+  };
+  const row = function (raw, text) { return { idx: 1, rawId: raw, chunk: { source_type: 'rag', document_title: 'T', content: text } }; };
+  let s = view.sheetModel(row('3', content), { report: report });
+  assert.deepEqual(s.parts, [{ text: content.slice(0, at), support: false }, { text: sentence, support: true }]);
+  assert.deepEqual([s.supportId, s.support, s.weak, s.weakText], [view.SUPPORT_ID, sentence, false, '']);
+  s = view.sheetModel(row('4', '会议室内禁止明火。'), { report: report });
+  assert.deepEqual([s.parts, s.supportId, s.weak, s.weakText], [[{ text: '会议室内禁止明火。', support: false }], '', true, '该来源未能直接支持这句话']);
+  // no report, or a chunk the report does not name: the plain text, nothing flagged
+  for (const opts of [{}, { report: report }]) {
+    s = view.sheetModel(row('5', content), opts);
+    assert.deepEqual([s.parts, s.supportId, s.weak], [[{ text: content, support: false }], '', false]);
+  }
+  // a chunk without text keeps its placeholder, never highlighted
+  s = view.sheetModel(row('3', ''), { report: report });
+  assert.deepEqual([s.content, s.supportId], ['（该来源没有可显示的正文片段）', '']);
+  // the panel numbers of weak citations are marked
+  const rows = view.panelRows([{ idx: 1, rawId: '3', chunk: null }, { idx: 2, rawId: '4', chunk: null }], ['4']);
+  assert.deepEqual(rows.map(function (r) { return r.weak; }), [false, true]);
+  assert.deepEqual(view.panelRows([{ idx: 1, rawId: '3', chunk: null }]).map(function (r) { return r.weak; }), [false]);
+});

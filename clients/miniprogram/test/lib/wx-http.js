@@ -20,7 +20,11 @@
 //   inject      {before, event}: send the SSE event `event` (an object) right
 //               before the first frame whose event is `before` (e.g. Dify's
 //               output moderation: message_replace before message_end)
+//   stripVerification  remove metadata.gcite_verification from message_end (a
+//               service without the citation verifier); counts them in net.stripped
 //   refuse      fail at once with "request:fail" (no network)
+//   chunksAfterAbort  keep handing over the chunks already received after
+//               abort() (a runtime may still deliver queued chunks)
 //   onDelivered function called after each chunk was handed over
 //   requests    array: every request's {url, method, header, data} is pushed
 'use strict';
@@ -48,7 +52,7 @@ function later() {
  * `omit`; with `asTextChunk`, turn `message` frames into Dify workflow
  * `text_chunk` frames ({event, data: {text}}).
  */
-function frameFilter(omit, asTextChunk, inject) {
+function frameFilter(omit, asTextChunk, inject, net) {
   let pending = Buffer.alloc(0);
   const sep = Buffer.from('\n\n');
   function rewrite(text) {
@@ -59,6 +63,14 @@ function frameFilter(omit, asTextChunk, inject) {
       return extra + rewrite(text);
     }
     if (m && omit.indexOf(m[1]) >= 0) return '';
+    if (net && net.stripVerification && m && m[1] === 'message_end') {
+      const data = JSON.parse(text.replace(/^data: /, ''));
+      if (data.metadata && data.metadata.gcite_verification) {
+        delete data.metadata.gcite_verification;
+        net.stripped = (net.stripped || 0) + 1;
+      }
+      return 'data: ' + JSON.stringify(data) + '\n\n';
+    }
     if (asTextChunk && m && m[1] === 'message') {
       const data = JSON.parse(text.replace(/^data: /, ''));
       return 'data: ' + JSON.stringify({ event: 'text_chunk', task_id: data.task_id, conversation_id: data.conversation_id, message_id: data.message_id, data: { text: data.answer, from_variable_selector: ['llm', 'text'] } }) + '\n\n';
@@ -106,7 +118,9 @@ function install(wx, net) {
     let req = null;
     const random = prng(net.seed || 1);
     const maxChunk = net.maxChunk || 7;
-    net.requests.push({ url: options.url, method: options.method, header: options.header, data: options.data, enableChunked: options.enableChunked, responseType: options.responseType });
+    const entry = { url: options.url, method: options.method, header: options.header, data: options.data, enableChunked: options.enableChunked, responseType: options.responseType, aborted: false, lateChunks: 0 };
+    net.requests.push(entry);
+    const lateDelivery = Boolean(net.chunksAfterAbort);
 
     function fail(msg) {
       if (finished) return;
@@ -118,10 +132,11 @@ function install(wx, net) {
     async function deliver(bytes) {
       let i = 0;
       while (i < bytes.length) {
-        if (aborted || finished) return;
+        if ((aborted && !lateDelivery) || (finished && !aborted)) return;
         const size = 1 + Math.floor(random() * maxChunk);
         const part = bytes.subarray(i, i + size);
         i += size;
+        if (aborted) entry.lateChunks++;
         for (const l of chunkListeners) l({ data: toArrayBuffer(Buffer.from(part)) });
         if (net.onDelivered) net.onDelivered();
         await later();
@@ -165,7 +180,7 @@ function install(wx, net) {
           return;
         }
         for (const l of headerListeners) l({ statusCode: res.statusCode, header: header });
-        const filter = net.omitEvents || net.asTextChunk || net.inject ? frameFilter(net.omitEvents || [], Boolean(net.asTextChunk), net.inject) : null;
+        const filter = net.omitEvents || net.asTextChunk || net.inject || net.stripVerification ? frameFilter(net.omitEvents || [], Boolean(net.asTextChunk), net.inject, net) : null;
         let received = 0;
         let queue = Promise.resolve();
         let ended = false;
@@ -214,7 +229,8 @@ function install(wx, net) {
       abort: function () {
         if (aborted || finished) return;
         aborted = true;
-        if (req) req.destroy();
+        entry.aborted = true;
+        if (req && !lateDelivery) req.destroy();
         fail('abort');
       },
       onChunkReceived: function (fn) { chunkListeners.push(fn); },

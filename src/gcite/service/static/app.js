@@ -17,6 +17,11 @@ import {
   createMarkdownIt,
   renderMarkdownTree,
   splitReasoning,
+  WEAK_SUPPORT_TEXT,
+  chunkSupport,
+  supportParts,
+  verificationOf,
+  weakIds,
 } from "/static/client/index.js";
 
 // markdown-it (static/vendor/markdown-it.min.js, loaded by index.html before this module).
@@ -312,64 +317,53 @@ function passageHint(chunk) {
 
 var sheetDrag = null;
 
-// The citation verifier's result per cited chunk (message_end.metadata.gcite_verification,
-// issue 15): {supported, support: {text, start, end}} of the chunk's best citation.
-var supportOf = new WeakMap();
-var WEAK_TEXT = "该来源未能直接支持这句话";
-
-// Per raw id, the best-scoring citation of a verification report.
-function bestSupport(report) {
-  var best = new Map();
-  var sentences = report && Array.isArray(report.sentences) ? report.sentences : [];
-  sentences.forEach(function (sentence) {
-    (Array.isArray(sentence.citations) ? sentence.citations : []).forEach(function (cite) {
-      var id = String(cite.id);
-      var prev = best.get(id);
-      if (!prev || Number(cite.score) > Number(prev.score)) best.set(id, cite);
-    });
-  });
-  return best;
-}
+// The citation verifier's report of each answer (message_end.metadata.gcite_verification,
+// issue 15), per cited chunk object; read through the client's verification.js, which the
+// mini program uses too.
+var reportOf = new WeakMap();
 
 // The sheet text with the supporting sentence highlighted and scrolled to; a weak
 // citation gets a line saying so. Text only (never HTML).
-function showSupport(chunk, cite) {
+function showSupport(chunk) {
   var box = $("sheet-text");
   var weak = $("sheet-weak");
   while (box.firstChild) box.removeChild(box.firstChild);
   var content = typeof chunk.content === "string" ? chunk.content : "";
-  weak.hidden = !(cite && cite.supported === false);
-  weak.textContent = WEAK_TEXT;
-  var span = cite && cite.supported && cite.support ? cite.support : null;
-  var start = span ? Number(span.start) : -1;
-  var end = span ? Number(span.end) : -1;
-  if (!content || !span || !(start >= 0 && end > start && end <= content.length) || content.slice(start, end) !== span.text) {
-    box.textContent = content || "（该来源没有可显示的正文片段）";
-    $("sheet-body").scrollTop = 0;
+  var support = chunkSupport(reportOf.get(chunk) || null, chunk.id, content);
+  weak.hidden = !support.weak;
+  weak.textContent = WEAK_SUPPORT_TEXT;
+  $("sheet-body").scrollTop = 0;
+  if (!content) {
+    box.textContent = "（该来源没有可显示的正文片段）";
     return;
   }
-  box.appendChild(document.createTextNode(content.slice(0, start)));
-  var mark = el("mark", "sheet-support", content.slice(start, end));
-  box.appendChild(mark);
-  box.appendChild(document.createTextNode(content.slice(end)));
-  $("sheet-body").scrollTop = 0;
+  var mark = null;
+  supportParts(content, support.span).forEach(function (part) {
+    if (!part.support) {
+      box.appendChild(document.createTextNode(part.text));
+      return;
+    }
+    mark = el("mark", "sheet-support", part.text);
+    box.appendChild(mark);
+  });
+  if (!mark) return;
   setTimeout(function () {
     var body = $("sheet-body");
     body.scrollTop = Math.max(0, mark.offsetTop - box.offsetTop - body.clientHeight / 3);
   }, 0);
 }
 
-// After message_end: remember each cited chunk's support; superscripts and panel rows of
-// a chunk the verifier found no support in are marked weak.
+// After message_end: remember the report for each cited chunk; superscripts and panel rows
+// of a chunk the verifier found no support in are marked weak.
 function applyVerification(root, report, metadata) {
-  bestSupport(report).forEach(function (cite, id) {
-    var chunk = metadata.get(id);
-    if (chunk) supportOf.set(chunk, cite);
-    if (cite.supported !== false) return;
+  metadata.forEach(function (chunk) {
+    if (chunk && typeof chunk === "object") reportOf.set(chunk, report);
+  });
+  weakIds(report).forEach(function (id) {
     var sel = '[data-raw-id="' + id.replace(/["\\]/g, "") + '"]';
     Array.prototype.forEach.call(root.querySelectorAll("sup.g-cite" + sel + ", .g-cite-item" + sel), function (node) {
       node.classList.add("is-weak");
-      node.setAttribute("title", WEAK_TEXT);
+      node.setAttribute("title", WEAK_SUPPORT_TEXT);
     });
   });
 }
@@ -389,7 +383,7 @@ function openSheet(chunk, idx) {
   var subtitle = subtitleOf(chunk);
   $("sheet-subtitle").textContent = subtitle;
   $("sheet-subtitle").hidden = !subtitle;
-  showSupport(chunk, supportOf.get(chunk));
+  showSupport(chunk);
 
   var url = chunkUrl(chunk);
   var link = safeUrl(url);
@@ -771,7 +765,7 @@ function ask(query) {
     onEvent: function (evt) {
       if (evt && evt.event === "message_end") {
         sawEnd = true;
-        var report = evt.metadata && evt.metadata.gcite_verification;
+        var report = verificationOf(evt.metadata);
         if (report) verification = report;
       }
       if (evt && typeof evt.conversation_id === "string" && evt.conversation_id && !state.conversationId) {

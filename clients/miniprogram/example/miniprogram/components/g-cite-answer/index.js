@@ -13,7 +13,8 @@
  * web-view-domains, timeout (ms).
  * Methods (selectComponent): ask(query?), stop(), retry().
  * Events: start {query}; finish {status, conversationId, messageId, error,
- * citations, sources}.
+ * citations, sources, weak} (weak: raw ids the citation verifier found no
+ * support for; superseded: true when a new question replaced the answer).
  *
  * status: idle | waiting | generating | done | empty | stopped | error | incomplete
  */
@@ -53,6 +54,7 @@ Component({
     sheet: null,
     sheetOpen: false,
     sheetOffset: 0,
+    sheetScrollTo: '', // id of the supporting sentence in the sheet (scroll-into-view)
   },
 
   lifetimes: {
@@ -68,13 +70,19 @@ Component({
   },
 
   methods: {
-    /** Ask `query` (default: the query property); a running answer is stopped first. */
+    /**
+     * Ask `query` (default: the query property). A running answer is superseded:
+     * its callbacks are cut off first (nothing it still delivers reaches the new
+     * answer), its request is aborted, and it finishes as "stopped"
+     * ({superseded: true}) before the new answer starts. When a `finish`
+     * listener asks again meanwhile, that later question wins.
+     */
     ask: function (query) {
       var q = String(query === undefined || query === null ? this.data.query : query).trim();
       if (q === '') return;
-      this.stop();
+      var seq = this._supersede();
+      if (seq !== this._seq) return; // a finish listener asked another question
       this._query = q;
-      var seq = ++this._seq;
       var self = this;
       this._segments = [];
       this._metadata = new Map(); // chunkMetadataMap, new for every answer (seed §3.3)
@@ -86,6 +94,8 @@ Component({
       this._panel = [];
       this._md = view.markdownStream();
       this._blockCount = 0;
+      this._trees = []; // the renderer's tree of each block (to mark weak citations at the end)
+      this._report = null; // the citation verifier's report (message_end.metadata.gcite_verification)
       this._replaced = null;
       this.setData({
         blocks: [],
@@ -102,6 +112,7 @@ Component({
         sheet: null,
         sheetOpen: false,
         sheetOffset: 0,
+        sheetScrollTo: '',
       });
       this.triggerEvent('start', { query: q });
       var base = String(this.data.serviceUrl || '').replace(/\/+$/, '');
@@ -139,6 +150,29 @@ Component({
       } catch (e) {
         this._finish({ error: { code: 'network_error', status: 0, message: String(e && e.message ? e.message : e) } }, seq);
       }
+    },
+
+    // Cut the running answer off (if any) and return the sequence number of the next one.
+    _supersede: function () {
+      var task = this._task;
+      var running = Boolean(task) && !this._finished;
+      var seq = ++this._seq; // from here on the old stream's callbacks are ignored
+      this._task = null;
+      if (!running) return seq;
+      this._finished = true;
+      task.abort(); // its onDone runs _finish with the old number: ignored
+      var result = task.stream && typeof task.stream.end === 'function' ? task.stream.end() : null;
+      this.triggerEvent('finish', {
+        status: 'stopped',
+        superseded: true,
+        conversationId: result && result.conversationId ? result.conversationId : '',
+        messageId: result && result.messageId ? result.messageId : '',
+        error: { code: 'aborted', status: 0, message: '已被新的问题取代' },
+        citations: this._citations ? this._citations.slice() : [],
+        sources: this.data.panelRows.length,
+        weak: [],
+      });
+      return seq;
     },
 
     /** Stop the running answer: what arrived stays, marked as stopped. */
@@ -206,16 +240,29 @@ Component({
     // Append committed top-level blocks (each sent once, by path).
     _appendBlocks: function (patch, nodes) {
       var blocks = view.blocksOf(nodes, this._blockCount);
+      for (var j = 0; j < nodes.length; j++) this._trees.push(nodes[j]);
       for (var k = 0; k < blocks.length; k++) patch['blocks[' + this._blockCount++ + ']'] = blocks[k];
     },
 
     // Render the whole answer anew (message_replace, a late link definition).
     _wholeAnswer: function (patch, segmentsOrNodes, isTree) {
-      var blocks = isTree ? view.blocksOf(segmentsOrNodes) : view.markdownBlocks(segmentsOrNodes);
+      var tree = isTree ? segmentsOrNodes : view.markdownTree(segmentsOrNodes);
+      var blocks = view.blocksOf(tree);
+      this._trees = tree.slice();
       for (var key in patch) if (key.indexOf('blocks[') === 0) delete patch[key];
       this._blockCount = blocks.length;
       patch.blocks = blocks;
       patch.tail = [];
+    },
+
+    // Re-render the blocks holding a superscript of a weak citation, marked (is-weak).
+    _markWeak: function (patch, weak) {
+      for (var k = 0; k < this._trees.length; k++) {
+        if (!client.hasWeakCitation([this._trees[k]], weak)) continue;
+        var block = view.blocksOf(client.markWeakCitations([this._trees[k]], weak), k)[0];
+        if (Array.isArray(patch.blocks)) patch.blocks[k] = block;
+        else patch['blocks[' + k + ']'] = block;
+      }
     },
 
     // Record the citations of new segments in display order; true when a new one came.
@@ -265,6 +312,14 @@ Component({
         this._panel = result.panel;
         patch.panelRows = view.panelRows(result.panel);
       }
+      // The citation verifier's report (issue 15): weak citations get a dotted superscript
+      // and panel number; the sheet shows the supporting sentence (onRowTap).
+      this._report = client.verificationOf(result && result.metadata);
+      var weak = client.weakIds(this._report);
+      if (weak.length > 0) {
+        this._markWeak(patch, weak);
+        patch.panelRows = view.panelRows(this._panel, weak);
+      }
       var status;
       if (error && error.code === 'aborted') {
         status = 'stopped';
@@ -294,6 +349,7 @@ Component({
         error: error,
         citations: result && result.citations ? result.citations : this._citations,
         sources: this.data.panelRows.length,
+        weak: weak,
       });
     },
 
@@ -311,13 +367,22 @@ Component({
       var row = null;
       for (var k = 0; k < this._panel.length; k++) if (String(this._panel[k].rawId) === raw) row = this._panel[k];
       if (row === null) return;
-      var sheet = view.sheetModel(row, { webViewDomains: this.data.webViewDomains, webViewPage: this.data.webViewPage });
-      this.setData({ sheet: sheet, sheetOpen: true, sheetOffset: 0 });
+      var sheet = view.sheetModel(row, {
+        webViewDomains: this.data.webViewDomains,
+        webViewPage: this.data.webViewPage,
+        report: this._report,
+      });
+      var self = this;
+      // Scroll to the supporting sentence once the sheet is rendered (scroll-into-view).
+      this.setData({ sheet: sheet, sheetOpen: true, sheetOffset: 0, sheetScrollTo: '' }, function () {
+        var open = self.data.sheetOpen && self.data.sheet;
+        if (sheet.supportId && open && self.data.sheet.rawId === sheet.rawId) self.setData({ sheetScrollTo: sheet.supportId });
+      });
     },
 
     // ------------------------------------------------------------ sheet (§5.3)
     closeSheet: function () {
-      this.setData({ sheetOpen: false, sheetOffset: 0 });
+      this.setData({ sheetOpen: false, sheetOffset: 0, sheetScrollTo: '' });
     },
 
     onSheetTouchStart: function (evt) {

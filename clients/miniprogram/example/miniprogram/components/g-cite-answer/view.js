@@ -52,9 +52,21 @@ function blocksOf(nodes, start) {
  * @returns {Array<{key: number, nodes: Array<object>}>}
  */
 function markdownBlocks(segments) {
-  if (md === null) md = client.createMarkdownIt(markdownit);
-  return blocksOf(client.renderMarkdownTree(segments, { md: md }));
+  return blocksOf(markdownTree(segments));
 }
+
+/**
+ * The whole answer (segments) as the renderer's node tree.
+ * @param {Array<object>} segments
+ * @returns {Array<object>}
+ */
+function markdownTree(segments) {
+  if (md === null) md = client.createMarkdownIt(markdownit);
+  return client.renderMarkdownTree(segments, { md: md });
+}
+
+/** Element id of the supporting sentence in the sheet (its scroll-view scrolls to it). */
+var SUPPORT_ID = 'g-cite-support';
 
 /** Header colours of the sheet by source type, mobile seed §5.3. */
 var SHEET_COLORS = {
@@ -105,9 +117,11 @@ function rawUrl(chunk) {
 /**
  * Panel rows for the WXML (seed §5.1/§5.2), in the panel's order (the idMap's).
  * @param {Array<{idx: number, rawId: string, chunk: (object|null)}>} panel buildPanel()
- * @returns {Array<{idx: number, rawId: string, type: string, icon: string, title: string, subtitle: string}>}
+ * @param {Array<string>} [weak] raw ids of weakly supported citations (verification.js weakIds)
+ * @returns {Array<{idx: number, rawId: string, type: string, icon: string, title: string, subtitle: string, weak: boolean}>}
  */
-function panelRows(panel) {
+function panelRows(panel, weak) {
+  var weakSet = new Set((weak || []).map(String));
   var rows = [];
   var list = Array.isArray(panel) ? panel : [];
   for (var k = 0; k < list.length; k++) {
@@ -121,6 +135,7 @@ function panelRows(panel) {
       icon: type === 'web' ? 'globe' : 'file',
       title: client.titleOf(row),
       subtitle: client.subtitleOf(row.chunk),
+      weak: weakSet.has(String(row.rawId)),
     });
   }
   return rows;
@@ -176,8 +191,15 @@ function officeType(url) {
  * - "none": disabled — no link (knowledge base), or a link that is not an
  *   http(s) URL (hostile or broken data; web sources included).
  *
+ * The chunk text comes as `parts` ([{text, support}]): with the verifier's
+ * report (`options.report`, message_end.metadata.gcite_verification) the
+ * supporting sentence is its own part, highlighted, with the id `supportId`
+ * the sheet scrolls to; a weakly supported citation gets `weak` and the line
+ * `weakText` ("该来源未能直接支持这句话"). Shared with the H5 page through the
+ * client's verification.js.
+ *
  * @param {{idx: number, rawId: string, chunk: (object|null)}} row a panel row
- * @param {{webViewDomains?: Array<string>, webViewPage?: string}} [options]
+ * @param {{webViewDomains?: Array<string>, webViewPage?: string, report?: (object|null)}} [options]
  * @returns {object} the sheet's data
  */
 function sheetModel(row, options) {
@@ -201,6 +223,9 @@ function sheetModel(row, options) {
   }
   var colors = SHEET_COLORS[type];
   var content = chunk !== null && typeof chunk.content === 'string' ? chunk.content : '';
+  var shown = content.trim() !== '' ? content : '（该来源没有可显示的正文片段）';
+  var support = client.chunkSupport(opts.report || null, row ? row.rawId : '', content);
+  var span = shown === content ? support.span : null;
   return {
     rawId: String(row ? row.rawId : ''),
     idx: row ? row.idx : 0,
@@ -210,7 +235,12 @@ function sheetModel(row, options) {
     headStyle: 'background:' + colors.background + ';color:' + colors.color + ';',
     title: client.titleOf(row || { rawId: '', chunk: null }),
     subtitle: client.subtitleOf(chunk),
-    content: content.trim() !== '' ? content : '（该来源没有可显示的正文片段）',
+    content: shown,
+    parts: client.supportParts(shown, span),
+    supportId: span ? SUPPORT_ID : '',
+    support: span ? span.text : '',
+    weak: support.weak,
+    weakText: support.weak ? client.WEAK_SUPPORT_TEXT : '',
     url: url,
     action: action,
     buttonText: action === 'copy' ? '复制链接' : '完整原文',
@@ -243,6 +273,8 @@ module.exports = {
   markdownStream: markdownStream,
   blocksOf: blocksOf,
   markdownBlocks: markdownBlocks,
+  markdownTree: markdownTree,
+  SUPPORT_ID: SUPPORT_ID,
   SHEET_COLORS: SHEET_COLORS,
   RICH_TEXT_TAGS: RICH_TEXT_TAGS,
   RICH_TEXT_ATTRS: RICH_TEXT_ATTRS,
