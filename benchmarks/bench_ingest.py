@@ -10,7 +10,8 @@ started in this process), so the figures show gcite's own costs (reading, chunki
 tokenising, Qdrant Edge writes) and how they grow with the file; ``--embedder use`` puts
 the bundled model in, whose speed then sets both figures.
 
-Each size runs in two fresh subprocesses, so peak RSS (``getrusage``) is per run:
+Each size runs in two fresh subprocesses; in each, after the model load and a warm-up, the
+peak RSS is reset (``/proc/self/clear_refs``) so ``VmHWM`` is the run's own peak:
 
 * ``ingest``: ``ingest_paths`` of one generated ``.txt`` file of that size into a fresh
   embedded store (scan + streamed chunking + embedding + BM25 + Qdrant Edge writes);
@@ -20,8 +21,16 @@ Each size runs in two fresh subprocesses, so peak RSS (``getrusage``) is per run
 
 The file is real law text (``../shared/corpus/laws``, paragraphs cycled with a running
 number so no two paragraphs are equal) when the corpus is present, else generated Chinese
-sentences. Prints a Markdown table: seconds, MB/s, chars/s, chunks, peak RSS, and the
-ingest/embed time ratio.
+sentences. Prints a Markdown table: wall seconds, CPU seconds of the measuring process
+(the stand-in embedder runs in the parent, so ``standin`` rows show gcite's own CPU; on a
+shared machine CPU µs per character is the linearity figure, wall time swings with the
+load), MB/s, chars/s, chunks, RSS before the run,
+its peak, and the ingest/embed time ratio. For ``ingest`` the peak is split in two: with
+the shard still open after the run and freed memory handed back (``malloc_trim``), RSS
+minus the level before is what **the store keeps** for the new points (Qdrant Edge's
+in-memory vectors, sparse index, id tracker and written WAL/segment pages), and the peak
+minus that is **the pipeline's working memory** (text, chunks, vectors and points in
+flight), which should not grow with the file.
 """
 
 from __future__ import annotations
@@ -67,8 +76,35 @@ def make_file(path: Path, size_mb: float) -> int:
     return chars
 
 
-def _rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _status_mib(key: str) -> float:
+    """A ``/proc/self/status`` memory figure (``VmRSS``, ``VmHWM``) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux: peak only
+
+
+def _release() -> None:
+    """Hand freed memory back to the system, so RSS shows what is still held."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process so far: unlike wall time, barely
+    affected by other jobs on a shared machine."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _reset_peak() -> None:
+    """Peak RSS := current RSS (Linux ``clear_refs``), so the peak is this run's own."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
 
 
 def _settings(embedder: str, **extra: Any) -> Any:
@@ -94,20 +130,34 @@ def worker(kind: str, path: Path, embedder: str) -> dict[str, Any]:
     from gcite.knowledge.sparse import tokenize
 
     tokenize("预热")
-    rss_loaded = _rss_mib()
-    started = time.perf_counter()
+    retained = None
     chunks = 0
     if kind == "ingest":
-        from gcite.knowledge import ingest_paths
+        from gcite.knowledge import ingest_paths, open_store
 
         with tempfile.TemporaryDirectory() as tmp:
-            report = ingest_paths(
-                [path], settings=_settings(embedder, data_dir=Path(tmp) / "data"), dataset="bench"
-            )
+            warm = Path(tmp) / "warm.txt"
+            make_file(warm, 0.05)  # first-write costs of the shard, the HTTP client, caches
+            warm_settings = _settings(embedder, data_dir=Path(tmp) / "w")
+            ingest_paths([warm], settings=warm_settings, dataset="w")
+            settings = _settings(embedder, data_dir=Path(tmp) / "data")
+            with open_store(settings, create=True):  # the shard stays open after the ingest
+                _release()
+                _reset_peak()
+                rss_loaded = _status_mib("VmRSS")
+                started, cpu = time.perf_counter(), _cpu_s()
+                report = ingest_paths([path], settings=settings, dataset="bench")
+                elapsed, cpu = time.perf_counter() - started, _cpu_s() - cpu
+                peak = _status_mib("VmHWM")
+                _release()
+                retained = _status_mib("VmRSS")
             chunks = report.chunks
             assert not report.failed, report.failed
-            elapsed = time.perf_counter() - started
     else:
+        _release()
+        _reset_peak()
+        rss_loaded = _status_mib("VmRSS")
+        started, cpu = time.perf_counter(), _cpu_s()
         from gcite.knowledge.chunking import iter_chunks
         from gcite.knowledge.convert import iter_text_lines, scan_text
         from gcite.knowledge.ingest import EMBED_BATCH, _batches
@@ -118,13 +168,16 @@ def worker(kind: str, path: Path, embedder: str) -> dict[str, Any]:
         for batch in _batches(iter_chunks(lines), EMBED_BATCH):
             model.embed_documents([f"{title}\n{c.text}" for c in batch])
             chunks += len(batch)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, _cpu_s() - cpu
+        peak = _status_mib("VmHWM")
     return {
         "kind": kind,
         "seconds": elapsed,
+        "cpu_seconds": cpu,
         "chunks": chunks,
         "rss_loaded_mib": rss_loaded,
-        "rss_peak_mib": _rss_mib(),
+        "rss_peak_mib": peak,
+        "rss_retained_mib": retained,
     }
 
 
@@ -159,11 +212,14 @@ def main() -> None:
         f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}; "
         f"load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
     )
+    print(f"embedder: {args.embedder}\n")
     print(
-        "| file | chars | run | seconds | MB/s | chars/s | chunks | peak RSS MiB "
-        "| RSS after model load MiB | ingest / embed time |"
+        "| file | chars | run | seconds | CPU s | MB/s | chars/s | CPU µs/char | chunks "
+        "| RSS before MiB "
+        "| peak RSS MiB | store keeps MiB (KiB/chunk) | pipeline working MiB "
+        "| ingest / embed time |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         if args.embedder == "standin":
@@ -171,7 +227,6 @@ def main() -> None:
             from embed_standin import EmbeddingStandin
 
             os.environ["BENCH_EMBED_URL"] = stack.enter_context(EmbeddingStandin()).base_url
-        print(f"embedder: {args.embedder}\n")
         for size in (float(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"large-{size:g}mb.txt"
             chars = make_file(path, size)
@@ -181,11 +236,20 @@ def main() -> None:
             for kind in ("embed", "ingest"):
                 r = runs[kind]
                 label = "embed the chunks (baseline)" if kind == "embed" else "gcite ingest"
+                store = working = ""
+                if r["rss_retained_mib"] is not None:
+                    kept = r["rss_retained_mib"] - r["rss_loaded_mib"]
+                    store = f"{kept:.1f} ({kept * 1024 / max(r['chunks'], 1):.1f})"
+                    working = f"{r['rss_peak_mib'] - r['rss_retained_mib']:.1f}"
+                else:
+                    working = f"{r['rss_peak_mib'] - r['rss_loaded_mib']:.1f}"
                 print(
                     f"| {mb:.1f} MB | {chars} | {label} | {r['seconds']:.1f} "
-                    f"| {mb / r['seconds']:.3f} | {chars / r['seconds']:.0f} | {r['chunks']} "
-                    f"| {r['rss_peak_mib']:.0f} | {r['rss_loaded_mib']:.0f} "
-                    f"| {ratio:.2f} |",
+                    f"| {r['cpu_seconds']:.1f} | {mb / r['seconds']:.3f} "
+                    f"| {chars / r['seconds']:.0f} | {r['cpu_seconds'] * 1e6 / chars:.1f} "
+                    f"| {r['chunks']} "
+                    f"| {r['rss_loaded_mib']:.0f} | {r['rss_peak_mib']:.0f} | {store} "
+                    f"| {working} | {ratio:.2f} |",
                     flush=True,
                 )
             path.unlink()

@@ -106,6 +106,12 @@ class EdgeIndex:
 
     An existing shard is loaded; otherwise ``create=True`` lets :meth:`ensure` create it and
     ``create=False`` raises :class:`StoreError` (the knowledge base is damaged).
+
+    New shards keep their payloads on disk (``Memory.Cold``; search reads the few payloads
+    it returns through the page cache), vectors and the sparse index in memory (Qdrant
+    Edge's defaults). ``Memory.Cached`` kept a RAM copy of the payload storage: a
+    33 MiB file-backed block from the first write on, growing with the stored text (issue 14
+    item 4). A shard created before keeps its placement until it is rebuilt.
     """
 
     def __init__(self, path: Path, *, create: bool) -> None:
@@ -129,7 +135,9 @@ class EdgeIndex:
             config = q.EdgeConfig(
                 vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
                 sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
-                payload_memory=q.Memory.Cached,
+                # payloads on disk, read through the page cache (not a RAM copy of every
+                # chunk's text): ingest memory then does not grow with the payload
+                payload_memory=q.Memory.Cold,
             )
             self.shard = q.EdgeShard.create(str(self.path), config)
             for key in INDEXED_KEYWORDS:
