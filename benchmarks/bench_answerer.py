@@ -36,6 +36,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 from lawset import CORPUS, gold_of, law_chunks, open_law_store, questions
 
 HANDBOOK_QA = Path(__file__).resolve().parent / "data" / "handbook-qa.jsonl"
+OFFTOPIC = Path(__file__).resolve().parent / "data" / "offtopic.dev.jsonl"
+
+
+def _offtopic() -> list[str]:
+    """The questions of the off-topic development set (issue 14)."""
+    lines = OFFTOPIC.read_text("utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines if line.strip()]
 
 
 async def _ask(deps: Any, query: str, roles: list[str], history: list[dict[str, Any]]) -> Any:
@@ -74,6 +81,8 @@ def handbook(verbose: bool) -> dict[str, Any]:
     backend = make_backend(settings)
     backend.warm_up()
 
+    off: list[dict[str, Any]] = []
+
     async def run_all() -> list[dict[str, Any]]:
         web = make_web_source(settings)
         deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=web)
@@ -100,6 +109,10 @@ def handbook(verbose: bool) -> dict[str, Any]:
                         "ms": (time.perf_counter() - t0) * 1000,
                     }
                 )
+            for question in _offtopic():
+                summary = await _ask(deps, question, [], [])
+                answer = strip_markers(summary.answer).strip()
+                off.append({"question": question, "answer": answer, "ok": answer == NO_ANSWER})
         finally:
             if web is not None:
                 await web.aclose()
@@ -111,6 +124,9 @@ def handbook(verbose: bool) -> dict[str, Any]:
         for r in results:
             mark = "OK " if r["ok"] else "BAD"
             print(f"{mark} {r['id']} {r['question']} -> {r['answer'][:160]}", file=sys.stderr)
+        for r in off:
+            if not r["ok"]:
+                print(f"OFF {r['question']} -> {r['answer'][:160]}", file=sys.stderr)
     answerable = [r for r in results if r["answerable"]]
     unanswerable = [r for r in results if not r["answerable"]]
     return {
@@ -122,6 +138,8 @@ def handbook(verbose: bool) -> dict[str, Any]:
         "refused": sum(r["ok"] for r in unanswerable),
         "failures": [r for r in results if not r["ok"]],
         "median_ms": sorted(r["ms"] for r in results)[len(results) // 2],
+        "offtopic": len(off),
+        "offtopic_refused": sum(r["ok"] for r in off),
     }
 
 
@@ -164,8 +182,17 @@ def laws(verbose: bool) -> dict[str, Any]:
             mark = "REF" if answer == NO_ANSWER else ("HIT" if any(holds) else "MISS")
             line = f"{mark} {row['id']} {row['kind']} {row['question'][:30]}"
             print(f"{line} -> {holds} {answer[:120]}", file=sys.stderr)
+    off_refused = 0
+    for question in _offtopic():
+        summary = asyncio.run(_ask(deps, question, roles, []))
+        answer = strip_markers(summary.answer).strip()
+        off_refused += answer == NO_ANSWER
+        if verbose and answer != NO_ANSWER:
+            print(f"OFF {question} -> {answer[:120]}", file=sys.stderr)
     store.close()
     return {
+        "offtopic": len(_offtopic()),
+        "offtopic_refused": off_refused,
         "answerable": answerable,
         "gold_cited": hit / max(1, answerable),
         "precision": cited_gold / max(1, cited_total),
@@ -195,7 +222,8 @@ def main() -> None:
             f"Handbook set: {h['correct']}/{h['total']} correct ({h['correct'] / h['total']:.0%}); "
             f"answerable {h['answerable_ok']}/{h['answerable']}, "
             f"unanswerable refused {h['refused']}/{h['unanswerable']}; "
-            f"median {h['median_ms']:.0f} ms per question (retrieval + answer)."
+            f"median {h['median_ms']:.0f} ms per question (retrieval + answer); "
+            f"off-topic refused {h['offtopic_refused']}/{h['offtopic']}."
         )
         for r in h["failures"]:
             print(f"- {r['id']} {r['question']} -> {r['answer'][:100]}")
@@ -209,7 +237,8 @@ def main() -> None:
             f"Law dev questions: gold-article chunk cited for {w['hit_n']}/{w['answerable']} "
             f"answerable ({w['gold_cited']:.2f}); citation precision {w['precision']:.2f} "
             f"({w['cited']} cited chunks); unanswerable refused {w['refused_n']}/"
-            f"{w['unanswerable']} ({w['refused']:.2f})."
+            f"{w['unanswerable']} ({w['refused']:.2f}); "
+            f"off-topic refused {w['offtopic_refused']}/{w['offtopic']}."
         )
 
 

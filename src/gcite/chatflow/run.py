@@ -46,10 +46,28 @@ from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.config import Settings
 from gcite.errors import LLMError
+from gcite.generate.backends import WEAK_KEY
 from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 
 log = logging.getLogger("gcite.chatflow")
+
+
+def weak_margin(backend: Any) -> float:
+    """How far below ``score_threshold`` ``backend`` wants to see knowledge-base chunks
+    (its ``weak_margin`` attribute, 0.0 without one): the offline answerer answers from
+    such chunks only on strong evidence; a language model never sees them."""
+    margin = getattr(backend, "weak_margin", 0.0)
+    return float(margin) if isinstance(margin, int | float) and margin > 0 else 0.0
+
+
+def mark_weak(chunk: dict[str, Any], threshold: float) -> dict[str, Any]:
+    """``chunk``, or a copy with :data:`WEAK_KEY` set when it is a knowledge-base chunk
+    scored below ``threshold``."""
+    score = chunk.get("score")
+    if chunk.get("source_type") == "rag" and isinstance(score, int | float) and score < threshold:
+        return {**chunk, WEAK_KEY: True}
+    return chunk
 
 
 def new_id() -> str:
@@ -193,6 +211,11 @@ class ChatRun:
             turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
         )
         query = await search_query(turn.query, history, deps.backend, settings)
+        threshold = settings.score_threshold
+        # a backend that weighs evidence itself (the offline answerer) also sees the
+        # knowledge-base chunks a little below the threshold, marked as such
+        margin = weak_margin(deps.backend) if threshold > 0 else 0.0
+        kr_threshold = max(0.0, threshold - margin)
         kr_node = web_node = None
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
         if deps.get_store is not None:
@@ -209,7 +232,7 @@ class ChatRun:
                     roles=turn.roles,
                     dataset=settings.dataset or None,
                     top_k=settings.top_k,
-                    score_threshold=settings.score_threshold,
+                    score_threshold=kr_threshold,
                 )
                 tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
             if deps.web_source is not None:
@@ -257,10 +280,13 @@ class ChatRun:
         self._llm = self._start(LLM, {"query": turn.query})
         self._llm_started = time.monotonic()
         yield self._llm
+        backend_chunks = self.chunk_metadata
+        if margin > 0:
+            backend_chunks = [mark_weak(c, threshold) for c in self.chunk_metadata]
         async for delta in nodes.generate(
             deps.backend,
             messages,
-            chunks=self.chunk_metadata,
+            chunks=backend_chunks,
             query=query,
             usage=self.usage,
         ):

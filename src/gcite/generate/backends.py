@@ -51,6 +51,12 @@ class Reasoning:
     text: str
 
 
+#: Key set to True on a chunk the chatflow gives a backend with a ``weak_margin``
+#: attribute when the chunk is a knowledge-base chunk scored below the retrieval's
+#: ``score_threshold`` (the backend asked to see chunks down to ``threshold - margin``).
+WEAK_KEY = "below_threshold"
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """What the chatflow's LLM node needs from a language model.
@@ -131,6 +137,7 @@ def make_backend(settings: Settings) -> LLMBackend:
 
 
 __all__ = [
+    "WEAK_KEY",
     "BackendLifecycle",
     "LLMBackend",
     "Reasoning",

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gcite.generate.backends import BackendLifecycle, Usage, estimate_tokens
+from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences, terms
@@ -52,6 +52,7 @@ _CUES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     (
         re.compile(
             r"多久|多长时间|几天|几小时|几个钟|几分钟|什么时候|啥时候|何时|几点|时限|期限|多频繁"
+            r"|多少(?:天|日|小时|分钟|个工作日|个月|年)"
         ),
         re.compile(
             r"\d+\s*(?:分钟|小时|天|日|个工作日|周|月|年)|\d{1,2}[:：]\d{2}"
@@ -94,9 +95,41 @@ _PLACE_RE = re.compile(
     r"北京|上海|天津|重庆|河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南|湖北|湖南"
     r"|广东|海南|四川|贵州|云南|陕西|甘肃|青海|内蒙古|广西|西藏|宁夏|新疆|深圳|广州|杭州|南京|武汉|成都"
 )
+#: A document the question names ("国务院《物业管理条例》"): when a retrieved chunk comes
+#: from it, chunks of other documents do not answer.
+_NAMED_RE = re.compile(r"《([^》]{2,40})》")
+_TITLE_NOISE_RE = re.compile(r"^中华人民共和国|[（(][^）)]*[）)]\s*$")
+
+
+def _core_title(title: str) -> str:
+    """A title without "中华人民共和国" and a trailing "（2024年修正）" / "(2021-04-29)"."""
+    return _TITLE_NOISE_RE.sub("", title.strip()).strip()
+
+
+def names_document(asked: str, title: str) -> bool:
+    """Whether ``title`` is a document that ``asked`` names in 《》."""
+    core = _core_title(title)
+    return bool(core) and any(_core_title(n) == core for n in _NAMED_RE.findall(asked))
+
+
+#: A chunk the retrieval ranked first gets this much (a tie-break more than a vote: the
+#: retrieval's order is already in the chunk set, and a near-tie is often the wrong one).
+FIRST_RANK_BONUS = 0.02
 #: Seed §5.2 rule 4: building procedures, rules and equipment are answered from the
 #: knowledge base first - its chunks get this much over a web chunk.
 KB_PREFERENCE = 0.05
+#: How far below the retrieval's relevance threshold the answerer sees knowledge-base
+#: chunks ("weak" chunks: answered from only on strong evidence, see ``pick_sentences``).
+WEAK_MARGIN = 0.2
+#: A weak chunk's sentence needs this embedding evidence (rescaled cosine to the
+#: question) and this many of the question's words (see :func:`strong_evidence`).
+WEAK_SEMANTIC = 0.35
+WEAK_MIN_WORDS = 2
+#: A follow-up's sentence gets this share of how much of the new question's own words it
+#: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
+FOLLOW_UP_BONUS = 0.2
+#: A question naming a place prefers that place's regulation to a national one.
+LOCAL_PREFERENCE = 0.05
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
 #: Other sentences are added when their score is at least this share of the best one's
@@ -120,6 +153,15 @@ def answer_cues(query: str) -> list[re.Pattern[str]]:
     return [answer for question, answer in _CUES if question.search(query)]
 
 
+#: "多久之内" / "几天内": a question asking for a deadline, and a deadline ("五个工作日内",
+#: "24 小时内"). When some sentence states a deadline, only such a sentence can lead.
+_DEADLINE_Q_RE = re.compile(
+    r"(?:多久|多长时间|几天|几个小时|几小时|几分钟|多少(?:天|日|小时|分钟|个工作日|个月|年))"
+    r"\s*(?:之内|以内|内)"
+)
+_DEADLINE_RE = re.compile(
+    r"(?:\d+|[一二两三四五六七八九十百]+)\s*(?:个)?(?:分钟|小时|天|日|工作日|周|月|年)\s*(?:之内|以内|内)"
+)
 _COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])\s*([\u4e00-\u9fff])?")
 
 
@@ -143,7 +185,7 @@ def query_terms(query: str, previous: str = "") -> dict[str, float]:
 
     ``previous``: the previous question of a follow-up; its words join at half weight.
     """
-    weights = dict(terms(query))
+    weights = dict(terms(_new_part(query, previous) if previous else query))
     if previous:
         for word, weight in terms(previous).items():
             weights.setdefault(word, 0.5 * weight)
@@ -164,6 +206,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "白天": ("日间",),
     "白班": ("日间",),
     "钟头": ("小时",),
+    "一把手": ("主要负责人",),
+    "留": ("保存", "保留"),
     "没": ("未",),
     "没有": ("未",),
     "客人": ("访客",),
@@ -250,6 +294,8 @@ class _Unit:
     semantic: float = 0.0
     score: float = 0.0
     relevance: float = 0.0
+    weak: bool = False
+    fresh: float = 0.0
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -315,9 +361,79 @@ def _units(
                     title_cover,
                     title,
                     str(chunk.get("source_type") or ""),
+                    weak=bool(chunk.get(WEAK_KEY)),
                 )
             )
     return out
+
+
+def scored_units(
+    query: str,
+    chunks: Sequence[dict[str, Any]],
+    *,
+    previous: str = "",
+    support: SupportModel | None = None,
+) -> tuple[dict[str, float], str, str, list[_Unit]]:
+    """The question's weights, the follow-up's previous question ("" when none), the
+    question as asked (with that previous question) and every candidate sentence with its
+    lexical, semantic and relevance evidence (see :func:`pick_sentences`)."""
+    follow = previous if previous and is_follow_up(query) else ""
+    weights = query_terms(query, follow)
+    if not weights:
+        return weights, follow, query, []
+    asked = query + " " + follow if follow else query
+    units = _units(weights, chunks, answer_cues(asked))
+    if not units:
+        return weights, follow, query, []
+    semantic = support is not None and support.embedder is not None
+    if semantic:
+        assert support is not None
+        units.sort(key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
+        units = units[:MAX_EMBEDDED]
+        probe = (follow + " " + query).strip()
+        vectors = support.embed([probe, *[u.quote for u in units]])
+        for unit, vector in zip(units, vectors[1:], strict=True):
+            cosine = float(vectors[0] @ vector)
+            unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
+            unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
+    else:
+        for unit in units:
+            unit.relevance = unit.lexical
+    if follow:  # a follow-up: how much of what the new question itself asks
+        own = dict(terms(_new_part(query, follow)))
+        for unit in units:
+            unit.fresh = _weighted_cover(own, unit.quote, unit.sentence.context)
+    return weights, follow, asked, units
+
+
+_FOLLOW_UP_LEAD_RE = re.compile(r"^(?:那么|那要是|那如果|那|还有|另外|再问)")
+
+
+def _new_part(query: str, previous: str) -> str:
+    """What a follow-up asks itself: ``query`` without the previous question the
+    retrieval query carries in front, and without its leading "那" / "还有"."""
+    text = query.strip()
+    if previous and previous.strip() in text:
+        text = text.replace(previous.strip(), " ", 1).strip()
+    return _FOLLOW_UP_LEAD_RE.sub("", text)
+
+
+def _words_found(weights: dict[str, float], text: str) -> int:
+    """How many of the question's words (or their :data:`SYNONYMS`) ``text`` holds."""
+    low = text.lower()
+    return sum(1 for word in weights if _found(word, low) >= 1.0)
+
+
+def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> bool:
+    """Whether a sentence of a chunk scored below the retrieval's threshold may answer:
+    at least ``WEAK_MIN_WORDS`` of the question's words in the sentence itself, and its
+    meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``; without an
+    embedder, lexical evidence ``LEXICAL_ALONE``)."""
+    if _words_found(weights, unit.quote) < WEAK_MIN_WORDS:
+        return False
+    if semantic:
+        return unit.semantic >= WEAK_SEMANTIC
+    return unit.lexical >= LEXICAL_ALONE
 
 
 def pick_sentences(
@@ -334,45 +450,37 @@ def pick_sentences(
     Every body sentence of every chunk (headings are context) gets ``lexical`` - the
     share of the question's IDF weight it holds (context words count half, misspelt
     words a quarter) - and, with an embedder in ``support``, ``semantic`` - the
-    rescaled embedding similarity to the question; ``relevance`` is their mean
-    (lexical alone without an embedder). A chunk scores its best sentence's relevance
-    plus ``0.15`` of its own coverage of the question, ``0.1`` of its title's, and
-    ``0.05`` for the retrieval's first rank. The question is answered from the best
-    chunk only when its best sentence reaches ``min_relevance``, the chunk covers at
-    least ``MIN_CHUNK_COVER`` of the question, the sentence's semantic evidence reaches
-    ``MIN_SEMANTIC`` (with an embedder), and - for a question asking for a number, a
-    phone number, a price or a clock time - some sentence has one. Picked: the best
-    sentence, the chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it (score =
-    relevance with ``CUE_BONUS`` for the kind of answer asked for), and the best
-    sentence of a second chunk scoring ``OTHER_CHUNK_SHARE`` of the first chunk; at
-    most ``max_sentences``, duplicates dropped. Empty: answer "根据现有资料无法确定".
+    rescaled embedding similarity to the question; ``relevance`` is the larger of
+    ``lexical`` and their mean (lexical alone without an embedder). A sentence's score
+    is its relevance plus ``CUE_BONUS`` when it holds the kind of answer asked for (a
+    count, a time, a place, a phone number; steps weigh half for a "how do I"
+    question), and for a follow-up ``FOLLOW_UP_BONUS`` of how much of the new
+    question's own words it holds. A chunk scores its best sentence's score plus
+    ``0.15`` of its own coverage of the question, ``0.1`` of its title's,
+    ``FIRST_RANK_BONUS`` for the retrieval's first rank, ``KB_PREFERENCE`` for the
+    knowledge base and ``LOCAL_PREFERENCE`` for the regulation of a place the question
+    names. The question is answered from the best chunk only when its best sentence
+    reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER`` of the
+    question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
+    embedder), and - for a question asking for a number, a phone number, a price, a
+    clock time, a count of something or a deadline - the sentence has one. Another
+    place's regulation never answers, nor - when the question names a document in 《》
+    that was retrieved - another document. A chunk the retrieval scored below its
+    threshold (``below_threshold``, see ``WEAK_MARGIN``) answers only when no other
+    chunk can and its sentence has :func:`strong_evidence`. Picked: the best sentence,
+    the chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it, and the best sentence of
+    a second chunk above the threshold scoring ``OTHER_CHUNK_SHARE`` of the first
+    chunk; at most ``max_sentences``, duplicates dropped. Empty: answer
+    "根据现有资料无法确定".
     """
-    follow = previous if previous and is_follow_up(query) else ""
-    weights = query_terms(query, follow)
-    if not weights:
-        return []
-    asked = query + " " + follow if follow else query
-    cues = answer_cues(asked)
-    strict = strict_cues(asked)
-    units = _units(weights, chunks, cues)
+    weights, _, asked, units = scored_units(query, chunks, previous=previous, support=support)
     if not units:
         return []
+    strict = strict_cues(asked)
     semantic = support is not None and support.embedder is not None
-    if semantic:
-        assert support is not None
-        units.sort(key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
-        units = units[:MAX_EMBEDDED]
-        probe = (follow + " " + query).strip()
-        vectors = support.embed([probe, *[u.quote for u in units]])
-        for unit, vector in zip(units, vectors[1:], strict=True):
-            cosine = float(vectors[0] @ vector)
-            unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
-            unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
-    else:
-        for unit in units:
-            unit.relevance = unit.lexical
     how_to = bool(_HOW_TO_RE.search(asked))
     counted = _counted(asked)
+    deadline = bool(_DEADLINE_Q_RE.search(asked))
     for unit in units:
         if how_to:  # a "how do I" question is answered by steps
             unit.score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
@@ -380,18 +488,28 @@ def pick_sentences(
             unit.score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
         if counted is not None and counted.search(unit.quote):
             unit.score += CUE_BONUS
-    # "几个点": when some sentence counts that thing, only such a sentence can lead
+        unit.score += FOLLOW_UP_BONUS * unit.fresh
+    # "几个点": when some sentence counts that thing, only such a sentence can lead;
+    # "多久之内": when some sentence states a deadline, only such a sentence can lead
     counts = counted is not None and any(counted.search(u.quote) for u in units)
+    deadlines = deadline and any(
+        _DEADLINE_RE.search(u.quote) for u in units if u.relevance >= min_relevance
+    )
     # a short question must be covered more: its few words are all it says
     min_cover = MIN_CHUNK_COVER + (SHORT_EXTRA_COVER if len(weights) <= 5 else 0.0)
     places = set(_PLACE_RE.findall(asked))
+    named = any(names_document(asked, u.title) for u in units)
     by_chunk: dict[str, list[_Unit]] = {}
     for unit in units:
         if places and (set(_PLACE_RE.findall(unit.title)) - places):
             continue  # another city's or province's regulation does not answer
+        if named and not names_document(asked, unit.title):
+            continue  # the question names its document
         by_chunk.setdefault(unit.chunk_id, []).append(unit)
-    # each chunk that may answer: its lead candidates and its score
+    # each chunk that may answer: its lead candidates and its score; chunks below the
+    # retrieval's threshold ("weak") only on strong evidence, and only when no other can
     ranked: list[tuple[float, str, _Unit]] = []
+    ranked_weak: list[tuple[float, str, _Unit]] = []
     for chunk_id, members in by_chunk.items():
         leads = [
             u
@@ -399,6 +517,8 @@ def pick_sentences(
             if u.relevance >= min_relevance
             and (not strict or any(p.search(u.quote) for p in strict))
             and (not counts or counted is None or counted.search(u.quote))
+            and (not deadlines or _DEADLINE_RE.search(u.quote))
+            and (not u.weak or strong_evidence(u, weights, semantic))
         ]
         if not leads or leads[0].chunk_cover < min_cover:
             continue
@@ -410,14 +530,16 @@ def pick_sentences(
             best.score
             + 0.15 * best.chunk_cover
             + 0.1 * best.title_cover
-            + (0.05 if best.rank == 0 else 0.0)
+            + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
             + (KB_PREFERENCE if best.source == "rag" else 0.0)
+            + (LOCAL_PREFERENCE if places & set(_PLACE_RE.findall(best.title)) else 0.0)
         )
-        ranked.append((score, chunk_id, best))
+        (ranked_weak if best.weak else ranked).append((score, chunk_id, best))
     ranked.sort(key=lambda c: (-c[0], c[2].rank))
+    ranked_weak.sort(key=lambda c: (-c[0], c[2].rank))
     chosen: list[_Unit] = []
-    if ranked:
-        top_score, chunk_id, best = ranked[0]
+    if ranked or ranked_weak:
+        top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
         chosen.append(best)
         same_share = HOW_TO_SHARE if how_to else SAME_CHUNK_SHARE
         for unit in sorted(by_chunk[chunk_id], key=lambda u: (-u.score, u.position)):
@@ -474,6 +596,9 @@ class ExtractiveBackend(BackendLifecycle):
     """
 
     name = "extractive"
+    #: The chatflow gives this backend the knowledge-base chunks down to this much below
+    #: the retrieval's ``score_threshold`` (marked ``below_threshold``); see ``WEAK_MARGIN``.
+    weak_margin = WEAK_MARGIN
 
     def __init__(
         self,
