@@ -124,3 +124,26 @@ def test_data_frame_never_raises_on_lone_surrogates() -> None:
     assert data_frame(plain) == b'data: {"answer":"\xe7\xad\x94[C:1]"}\n\n'
     done = wire([AnswerDelta("孤\udc00"), RunEnded(dataclasses.replace(summary(), answer="x"))])
     assert all(data_frame(o) for o in done)
+
+
+def test_frames_from_the_run_template_are_the_bytes_of_the_objects() -> None:
+    """The delta fast path of ``frames`` writes exactly ``data_frame`` of ``objects``,
+    for both wire events, with reasoning, quotes, control characters and a lone surrogate."""
+    for stream_event in ("message", "text_chunk"):
+        events = llm_events(
+            ReasoningDelta('想"一"下\n'),
+            AnswerDelta(" "),
+            AnswerDelta("答案\\\x01\ud83d"),
+            ReasoningDelta("off the wire"),
+            AnswerDelta("[C:1]。"),
+        )
+        fast, slow = DifyStream(env(stream_event)), DifyStream(env(stream_event))
+        deltas = 0
+        for event in events:
+            got = fast.frames(event)
+            expected = b"".join(data_frame(o) for o in slow.objects(event))
+            if isinstance(event, AnswerDelta | ReasoningDelta):  # node ids are random
+                assert got == expected
+                assert b"gcite-text" not in got
+                deltas += bool(got)
+        assert deltas == 4

@@ -330,6 +330,7 @@ class DifyStream:
         self._index = 0
         # the answer text on the wire: at its start, inside <think>, in the answer
         self._think: str = "start"
+        self._frame_parts: tuple[bytes, bytes] | None = None
 
     def start(self, query: str) -> dict[str, Any]:
         """``workflow_started``; ``inputs`` echo the request inputs plus ``sys.*``."""
@@ -350,25 +351,51 @@ class DifyStream:
         return out
 
     def frames(self, event: Event) -> bytes:
-        """The SSE bytes of one chatflow event (possibly empty, possibly several frames)."""
+        """The SSE bytes of one chatflow event (possibly empty, possibly several frames).
+
+        Answer and reasoning deltas (nearly every frame of a stream) are written from the
+        run's frame template (:meth:`_text_frame`): only the text is JSON-encoded per frame,
+        the bytes are the same as :func:`data_frame` of :meth:`objects`."""
+        if isinstance(event, AnswerDelta | ReasoningDelta):
+            text = self._delta_text(event)
+            return b"" if text is None else self._text_frame(text)
         return b"".join(data_frame(obj) for obj in self.objects(event))
 
-    def objects(self, event: Event) -> list[dict[str, Any]]:
-        """The Dify JSON objects of one chatflow event, in wire order."""
-        env = self.env
+    def _delta_text(self, event: AnswerDelta | ReasoningDelta) -> str | None:
+        """The wire text of a delta (``<think>`` bookkeeping), or None when it stays off."""
         if isinstance(event, AnswerDelta):
             text = event.text
             if self._think == "open":
                 text, self._think = THINK_CLOSE + text, "answer"
             elif self._think == "start" and text.strip(" \t\r\n"):
                 self._think = "answer"  # leading white space may still precede <think>
-            return [self._text(text)]
-        if isinstance(event, ReasoningDelta):
-            if self._think == "answer":
-                return []  # after answer text it cannot go at the start: off the wire
-            text = event.text if self._think == "open" else THINK_OPEN + event.text
-            self._think = "open"
-            return [self._text(text)]
+            return text
+        if self._think == "answer":
+            return None  # after answer text it cannot go at the start: off the wire
+        text = event.text if self._think == "open" else THINK_OPEN + event.text
+        self._think = "open"
+        return text
+
+    def _text_frame(self, text: str) -> bytes:
+        """``data_frame(self._text(text))``, from a template made once per run."""
+        if self._frame_parts is None:
+            marker = "\x00gcite-text\x00"
+            encoded = json.dumps(marker, ensure_ascii=False).encode("utf-8")
+            prefix, _, suffix = data_frame(self._text(marker)).partition(encoded)
+            self._frame_parts = (prefix, suffix)
+        body = json.dumps(text, ensure_ascii=False)
+        try:
+            data = body.encode("utf-8")
+        except UnicodeEncodeError:
+            data = fix_surrogates(body).encode("utf-8")
+        return self._frame_parts[0] + data + self._frame_parts[1]
+
+    def objects(self, event: Event) -> list[dict[str, Any]]:
+        """The Dify JSON objects of one chatflow event, in wire order."""
+        env = self.env
+        if isinstance(event, AnswerDelta | ReasoningDelta):
+            text = self._delta_text(event)
+            return [] if text is None else [self._text(text)]
         closes_llm = isinstance(event, NodeFinished) and event.node == "llm"
         if self._think == "open" and (closes_llm or isinstance(event, (RunEnded, RunFailed))):
             self._think = "answer"  # the model only reasoned: close the block first

@@ -39,6 +39,14 @@ from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate
 from gcite.generate.limits import capped_lines
 from gcite.stream.surrogates import SurrogateJoiner
 
+HTTP_POOL: dict[str, Any] = {
+    "max_connections": None,
+    "max_keepalive_connections": 2048,
+    "keepalive_expiry": 30.0,
+}
+"""The model endpoint's connection pool (httpx ``Limits``): no cap on concurrent streams,
+every idle connection kept for reuse."""
+
 
 class OpenAIBackend(BackendLifecycle):
     """Streams ``/chat/completions`` deltas (``choices[0].delta.content``) as text and the
@@ -67,11 +75,18 @@ class OpenAIBackend(BackendLifecycle):
         self.temperature = temperature
         self.max_line_bytes = max_line_bytes  # one SSE line, bytes (issue 16 item 7)
         self.name = f"openai:{model}"
+        # One long-lived client per endpoint for the backend's life (built once per
+        # process, never per request), on one HTTP connection pool whose idle connections
+        # are all kept: the SDK's default keeps 100, so beyond 100 concurrent streams each
+        # new stream paid a TCP connect.
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
             timeout=timeout_s,
             max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(
+                timeout=timeout_s, limits=httpx2.Limits(**HTTP_POOL)
+            ),
         )
 
     @classmethod

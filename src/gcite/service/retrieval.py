@@ -47,6 +47,7 @@ import hmac
 import logging
 import math
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -369,6 +370,24 @@ def build_records(
     return records[:top_k]
 
 
+SEARCH_THREADS = 8
+"""Searches running at once in one process (a bounded pool: more threads only add GIL
+contention; concurrent query embeddings are micro-batched, gcite.knowledge.embed)."""
+
+_limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
+
+
+def _search_limiter() -> anyio.CapacityLimiter:
+    """The search thread limit of the running event loop (one per loop)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    limiter = _limiters.get(loop)
+    if limiter is None:
+        limiter = _limiters[loop] = anyio.CapacityLimiter(SEARCH_THREADS)
+    return limiter
+
+
 def build_retrieval_router(
     settings: Settings, get_store: Callable[[], KnowledgeStore]
 ) -> APIRouter:
@@ -525,7 +544,9 @@ async def _search(
 
     try:
         with anyio.fail_after(timeout_s):
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(
+                work, abandon_on_cancel=True, limiter=_search_limiter()
+            )
     except TimeoutError as exc:
         raise RetrievalAPIError(504, ERR_TIMEOUT, f"检索超时（超过 {timeout_s:g} 秒）") from exc
     except FilterError as exc:

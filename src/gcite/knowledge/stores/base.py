@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.sparse import Sparse
 
@@ -55,13 +58,14 @@ class Candidate:
     """One point of a single-retriever query, with its stored vectors (for the relevance score).
 
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
-    ``dense``: the stored dense vector (or ``None``); ``tokens``: the token ids of the stored
+    ``dense``: the stored dense vector (or ``None``; a float32 array from the stores, which
+    is the cheap form: no Python float per dimension); ``tokens``: the token ids of the stored
     BM25 vector; ``payload``: the full payload.
     """
 
     id: str
     score: float
-    dense: list[float] | None
+    dense: Sequence[float] | npt.NDArray[np.float32] | None
     tokens: frozenset[int]
     payload: dict[str, Any]
 

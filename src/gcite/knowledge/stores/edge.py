@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gcite.errors import StoreError
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.stores.base import (
@@ -248,11 +250,11 @@ def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candida
     vectors = vectors or {}
     dense = vectors.get(DENSE)
     sparse = vectors.get(SPARSE)
-    tokens = frozenset(int(i) for i in getattr(sparse, "indices", None) or [])
+    tokens = frozenset(getattr(sparse, "indices", None) or ())
     return Candidate(
         str(point_id),
         float(score),
-        [float(x) for x in dense] if dense is not None else None,
+        np.asarray(dense, dtype=np.float32) if dense is not None else None,
         tokens,
         dict(payload or {}),
     )

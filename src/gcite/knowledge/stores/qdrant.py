@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gcite.errors import StoreError
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.stores.base import (
@@ -205,7 +207,7 @@ class QdrantIndex:
                 Candidate(
                     str(p.id),
                     float(p.score),
-                    [float(x) for x in dense] if isinstance(dense, list) else None,
+                    np.asarray(dense, dtype=np.float32) if isinstance(dense, list) else None,
                     frozenset(int(i) for i in getattr(sparse, "indices", None) or []),
                     dict(p.payload or {}),
                 )
