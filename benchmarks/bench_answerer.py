@@ -12,6 +12,8 @@
    chunk holding a gold (or alternative gold) article, citation precision (cited chunks
    holding one / all cited chunks), and share of unanswerable questions refused. The
    caller holds every role of ``laws.meta.json`` (every document is visible).
+3. **Off-topic** (``benchmarks/data/offtopic.dev.jsonl``, issue 14): after each set, its
+   40 questions on the same data; share answered exactly "根据现有资料无法确定".
 
 Every question runs through the real chatflow (:class:`gcite.chatflow.run.ChatRun`):
 hybrid retrieval, the merge node, the backend. Run:

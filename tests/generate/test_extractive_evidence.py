@@ -1,0 +1,162 @@
+"""The offline answerer's evidence rules on real handbook and regulation sentences, with
+the bundled embedder: chunks below the retrieval's threshold answer only on strong
+evidence and only when nothing above it does; deadline questions; follow-ups weighed by
+their own words; a document the question names; colloquial words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gcite.generate.backends import WEAK_KEY
+from gcite.generate.extractive import (
+    WEAK_MARGIN,
+    ExtractiveBackend,
+    names_document,
+    pick_sentences,
+)
+from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.embed import UseEmbedder
+from gcite.verify import SupportModel
+
+DELIVERY = (
+    "访客接待与登记管理办法 > 三、快递与外卖\n"
+    "快递和外卖人员不进入办公楼层，统一在 1 层东门的快递柜和外卖架取放。"
+)
+FAULTS = (
+    "故障报修与异常上报流程 > 二、故障分级与响应时限\n"
+    "- 一级（紧急）：漏水淹水、电梯困人、停电、燃气异味、火警。"
+    "物业须在 5 分钟内到场，同时通知值班经理。\n"
+    "- 二级（重要）：空调不制冷、门禁失灵、卫生间堵塞。物业须在 30 分钟内到场。\n"
+    "- 三级（一般）：灯具损坏、家具松动、墙面污损。物业须在 24 小时内处理完毕。"
+)
+CCTV = (
+    "监控中心值守与应急联络 > 一、监控中心值守\n"
+    "监控中心位于 B1 层安保办公区内，实行 24 小时双人值守，每 12 小时交接一次。"
+    "值守人员须实时查看 1 层大堂、各出入口、地下车库和电梯轿厢画面，录像至少保存 90 天。"
+)
+CCTV_RULES = (
+    "监控中心值守与应急联络 > 四、保密要求\n"
+    "监控画面和录像不得用手机翻拍，租户调取录像须凭书面申请，经物业经理批准后在监控中心现场查看。"
+)
+LABOUR = (
+    "生产经营单位与从业人员订立的劳动合同，应当载明有关保障从业人员劳动安全、防止职业危害的事项，"
+    "以及依法为从业人员办理工伤保险的事项。"
+)
+
+
+@pytest.fixture(scope="module")
+def backend() -> ExtractiveBackend:
+    answerer = ExtractiveBackend(support=SupportModel(UseEmbedder()))
+    answerer.warm_up()
+    return answerer
+
+
+def chunk(cid: str, content: str, title: str, score: float, weak: bool = False) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": cid,
+        "content": content,
+        "document_title": title,
+        "source_type": "rag",
+        "score": score,
+    }
+    if weak:
+        item[WEAK_KEY] = True
+    return item
+
+
+def test_the_backend_asks_for_chunks_below_the_threshold() -> None:
+    assert ExtractiveBackend().weak_margin == WEAK_MARGIN == 0.2
+
+
+def test_a_chunk_below_the_threshold_answers_on_strong_evidence(
+    backend: ExtractiveBackend,
+) -> None:
+    weak = [chunk("1", DELIVERY, "访客接待与登记管理办法", 0.36, weak=True)]
+    answer = backend.answer("外卖小哥能送上楼吗", weak)
+    assert "快递和外卖人员不进入办公楼层" in answer and "[C:1]" in answer
+    # one shared word ("快递柜") is not strong evidence: the question is not answered
+    assert backend.answer("快递柜的取件码忘了怎么办？", weak) == NO_ANSWER
+
+
+def test_one_shared_word_is_not_enough_below_the_threshold(backend: ExtractiveBackend) -> None:
+    weak = [chunk("1", LABOUR, "中华人民共和国安全生产法", 0.42, weak=True)]
+    assert backend.answer("员工在上下班路上骑车摔伤了，能算工伤吗？", weak) == NO_ANSWER
+    # the same sentence above the threshold is answered from (the rule is for weak chunks)
+    strong = [chunk("1", LABOUR, "中华人民共和国安全生产法", 0.62)]
+    assert "[C:1]" in backend.answer("劳动合同要写明工伤保险吗？", strong)
+
+
+def test_a_chunk_above_the_threshold_comes_first(backend: ExtractiveBackend) -> None:
+    chunks = [
+        chunk("1", FAULTS, "故障报修与异常上报流程", 0.79),
+        chunk("2", DELIVERY, "访客接待与登记管理办法", 0.45, weak=True),
+    ]
+    picks = pick_sentences("电梯关人了物业几分钟能到", chunks, support=backend.support)
+    assert picks and {p.chunk_id for p in picks} == {"1"}
+    assert any("5 分钟" in p.sentence for p in picks)
+
+
+def test_a_deadline_question_gets_the_deadline(backend: ExtractiveBackend) -> None:
+    chunks = [
+        chunk(
+            "1",
+            "消防安全重点单位应当每年进行至少两次消防演练。",
+            "上海市消防条例",
+            0.99,
+        ),
+        chunk(
+            "2",
+            "（五）自行或者委托符合国家规定条件的消防技术服务机构定期开展消防安全评估，"
+            "并自评估完成之日起五个工作日内将评估报告报所在地消防救援机构备案。",
+            "上海市消防条例",
+            0.98,
+        ),
+    ]
+    answer = backend.answer("上海的消防重点单位做完消防安全评估，报告多久之内要交？", chunks)
+    assert "五个工作日内" in answer and "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_follow_up_is_about_its_own_words(backend: ExtractiveBackend) -> None:
+    chunks = [chunk("1", FAULTS, "故障报修与异常上报流程", 0.79)]
+    previous = "空调不制冷多久能来人"
+    # the chatflow's retrieval query carries the previous question in front
+    answer = backend.answer(f"{previous} 那灯坏了呢？", chunks, previous)
+    assert "三级（一般）：灯具损坏、家具松动、墙面污损。物业须在 24 小时内处理完毕[C:1]" in answer
+
+
+def test_a_colloquial_word_finds_the_written_one(backend: ExtractiveBackend) -> None:
+    chunks = [
+        chunk("1", CCTV_RULES, "监控中心值守与应急联络", 0.99),
+        chunk("2", CCTV, "监控中心值守与应急联络", 0.98),
+    ]
+    answer = backend.answer("监控录像要留多久", chunks)
+    assert "90 天" in answer and "[C:2]" in answer
+
+
+def test_a_named_document_answers_alone(backend: ExtractiveBackend) -> None:
+    assert names_document("国务院《物业管理条例》的条文", "物业管理条例")
+    assert names_document("《个人信息保护法》", "中华人民共和国个人信息保护法")
+    assert not names_document("《物业管理条例》", "北京市物业管理条例（2024年修正）")
+    chunks = [
+        chunk(
+            "1",
+            "业主委员会委员应当符合国务院《物业管理条例》规定的条件，"
+            "且本人、配偶及其直系亲属未在本物业管理区域服务的物业服务企业任职。",
+            "上海市住宅物业管理规定",
+            1.0,
+        ),
+        chunk(
+            "2",
+            "业主委员会委员应当由热心公益事业、责任心强、具有一定组织能力的业主担任。",
+            "物业管理条例",
+            0.99,
+        ),
+    ]
+    picks = pick_sentences(
+        "按照国务院《物业管理条例》，业主委员会委员要符合什么条件？",
+        chunks,
+        support=backend.support,
+    )
+    assert picks and {p.chunk_id for p in picks} == {"2"}
