@@ -103,8 +103,8 @@ def score_candidates(
     query = np.asarray(query_dense, dtype=np.float32)
     hits: list[Hit] = []
     for cand in merged.values():
-        cosine = None
-        if cand.dense is not None and len(cand.dense) == len(query):
+        cosine = cand.cosine
+        if cosine is None and cand.dense is not None and len(cand.dense) == len(query):
             cosine = float(np.dot(query, np.asarray(cand.dense, dtype=np.float32)))
         score = relevance(cosine, lexical_coverage(weights, cand.tokens), calibration)
         hits.append(Hit(score, cand.payload))

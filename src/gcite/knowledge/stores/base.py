@@ -60,7 +60,9 @@ class Candidate:
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
     ``dense``: the stored dense vector (or ``None``; a float32 array from the stores, which
     is the cheap form: no Python float per dimension); ``tokens``: the token ids of the stored
-    BM25 vector; ``payload``: the full payload.
+    BM25 vector; ``payload``: the full payload; ``cosine``: the query's cosine with the stored
+    dense vector when the store already computed it (a hit of the dense retriever, whose
+    score is that cosine: its dense vector is then not fetched at all).
     """
 
     id: str
@@ -68,6 +70,7 @@ class Candidate:
     dense: Sequence[float] | npt.NDArray[np.float32] | None
     tokens: frozenset[int]
     payload: dict[str, Any]
+    cosine: float | None = None
 
 
 @dataclass(frozen=True)

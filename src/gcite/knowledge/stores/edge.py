@@ -202,15 +202,20 @@ class EdgeIndex:
             vector: Any = stage.dense
             if stage.sparse is not None:
                 vector = q.SparseVector(stage.sparse.indices, stage.sparse.values)
+            # The dense retriever's score is the cosine (Distance.Cosine): only the BM25
+            # vector of its hits is needed; the BM25 retriever's hits need both vectors.
+            dense_stage = stage.sparse is None
             request = q.QueryRequest(
                 limit=limit,
                 query=q.Query.Nearest(vector, using=stage.using),
                 filter=flt,
                 with_payload=True,
-                with_vector=True,
+                with_vector=[SPARSE] if dense_stage else True,
             )
             points = shard.query(request)
-            return [_candidate(p.id, p.score, p.vector, p.payload) for p in points]
+            return [
+                _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
+            ]
 
     def count(self) -> int:
         if self.shard is None:
@@ -238,7 +243,9 @@ class EdgeIndex:
                 shard.close()
 
 
-def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candidate:
+def _candidate(
+    point_id: Any, score: Any, vectors: Any, payload: Any, *, cosine: bool = False
+) -> Candidate:
     vectors = vectors or {}
     dense = vectors.get(DENSE)
     sparse = vectors.get(SPARSE)
@@ -249,6 +256,7 @@ def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candida
         np.asarray(dense, dtype=np.float32) if dense is not None else None,
         tokens,
         dict(payload or {}),
+        float(score) if cosine else None,
     )
 
 
