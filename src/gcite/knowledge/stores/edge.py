@@ -195,7 +195,9 @@ class EdgeIndex:
         n = len(query.stages)
         return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in points]
 
-    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+    def nearest(
+        self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
+    ) -> list[Candidate]:
         q = self.q
         shard = self._shard()
         with edge_errors(self.path, "query"):
@@ -209,13 +211,21 @@ class EdgeIndex:
                 limit=limit,
                 query=q.Query.Nearest(vector, using=stage.using),
                 filter=flt,
-                with_payload=True,
+                with_payload=with_payload,
                 with_vector=[SPARSE] if dense_stage else True,
             )
             points = shard.query(request)
             return [
                 _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
             ]
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        shard = self._shard()
+        with edge_errors(self.path, "query"):
+            records = shard.retrieve(list(ids), with_payload=True, with_vector=False)
+            return {str(r.id): dict(r.payload or {}) for r in records}
 
     def count(self) -> int:
         if self.shard is None:
