@@ -229,3 +229,12 @@ def test_key_tables_follow_the_config_file_and_keep_the_last_good_version(
     assert tables.refresh()
     assert settings.app_keys[0].roles == ()
     assert settings.retrieval_keys[-1].roles == ()
+
+
+def test_key_tables_given_by_the_caller_are_not_replaced_by_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text('[[app_keys]]\nkey = "k1"\nroles = ["甲"]\n', encoding="utf-8")
+    own = [ApiKey("mine", ("乙",))]
+    settings = load_settings({"app_keys": own}, config_file=config, environ={})
+    assert not KeyTables(settings).refresh()
+    assert settings.app_keys == own

@@ -400,8 +400,9 @@ def load_settings(
             result[name] = _coerce(name, raw, getattr(defaults, name), where)
     settings = dataclasses.replace(defaults, **result)
     _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
-    if path is not None:
-        settings.config_file = path
+    if path is not None and not _STRUCTURED & set(overrides):
+        settings.config_file = path  # key tables re-read from it (KeyTables); not when a
+        # caller passed its own tables, which a re-read would replace
     return settings
 
 

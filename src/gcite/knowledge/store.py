@@ -103,11 +103,11 @@ def score_candidates(
     query = np.asarray(query_dense, dtype=np.float32)
     hits: list[Hit] = []
     for cand in merged.values():
-        cosine = None
-        if cand.dense is not None and len(cand.dense) == len(query):
+        cosine = cand.cosine
+        if cosine is None and cand.dense is not None and len(cand.dense) == len(query):
             cosine = float(np.dot(query, np.asarray(cand.dense, dtype=np.float32)))
         score = relevance(cosine, lexical_coverage(weights, cand.tokens), calibration)
-        hits.append(Hit(score, cand.payload))
+        hits.append(Hit(score, cand.payload, cand.id))
     hits.sort(key=lambda h: -h.score)
     return hits
 
@@ -291,18 +291,36 @@ class HybridStore:
         if sparse is not None and sparse.indices:
             stages.append(Stage(SPARSE, sparse=sparse))
         depth = max(limit * 4, PREFETCH)
+        index = self._handle.index
+        # Candidates come without payloads (building 2 x depth payloads as Python objects
+        # was most of the query's time, with the GIL held): only the hits kept get theirs.
         with self._handle.lock:
-            found = [self._handle.index.nearest(stage, flt, depth) for stage in stages]
+            found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
         calibration = calibration_for(self._handle.catalog.embedder)
         scored = score_candidates(
             found, self._query_dense(text, dense), query_weights(text), calibration
         )
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
-            scored.sort(key=lambda h: order.get(str(h.payload.get("segment_id")), 0))
+            scored.sort(key=lambda h: order.get(h.id, 0))
         elif self.settings.rerank_url and scored:
-            scored = self._rerank(text, scored[: max(limit, RERANK_CANDIDATES)], limit)
-        return [h for h in scored if h.score >= threshold][:limit]
+            candidates = scored[: max(limit, RERANK_CANDIDATES)]
+            self._fill_payloads(candidates)
+            scored = self._rerank(text, candidates, limit)
+        kept = [h for h in scored if h.score >= threshold][:limit]
+        self._fill_payloads(kept)
+        return kept
+
+    def _fill_payloads(self, hits: list[Hit]) -> None:
+        """Read the payloads of ``hits`` that have none yet (in place)."""
+        missing = [h.id for h in hits if h.id and not h.payload]
+        if not missing:
+            return
+        with self._handle.lock:
+            payloads = self._handle.index.payloads(missing)
+        for h in hits:
+            if h.id in payloads and not h.payload:
+                h.payload.update(payloads[h.id])
 
     def _rerank(self, text: str, hits: list[Hit], limit: int) -> list[Hit]:
         """Reorder ``hits`` by the configured rerank API; its ``relevance_score`` (0-1) is

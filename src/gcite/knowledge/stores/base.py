@@ -47,10 +47,12 @@ class PointData:
 
 @dataclass
 class Hit:
-    """One raw search hit: fused RRF score scaled to 0-1 (see :func:`rrf_scale`), payload."""
+    """One raw search hit: fused RRF score scaled to 0-1 (see :func:`rrf_scale`), payload;
+    ``id``: the point id when known (a hit scored from candidates)."""
 
     score: float
     payload: dict[str, Any]
+    id: str = ""
 
 
 @dataclass
@@ -60,7 +62,9 @@ class Candidate:
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
     ``dense``: the stored dense vector (or ``None``; a float32 array from the stores, which
     is the cheap form: no Python float per dimension); ``tokens``: the token ids of the stored
-    BM25 vector; ``payload``: the full payload.
+    BM25 vector; ``payload``: the full payload; ``cosine``: the query's cosine with the stored
+    dense vector when the store already computed it (a hit of the dense retriever, whose
+    score is that cosine: its dense vector is then not fetched at all).
     """
 
     id: str
@@ -68,6 +72,7 @@ class Candidate:
     dense: Sequence[float] | npt.NDArray[np.float32] | None
     tokens: frozenset[int]
     payload: dict[str, Any]
+    cosine: float | None = None
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,15 @@ class VectorIndex(Protocol):
     def upsert(self, points: Sequence[PointData]) -> None: ...
     def delete_document(self, document_id: str) -> None: ...
     def query(self, query: HybridQuery) -> list[Hit]: ...
-    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
-        """One retriever alone: the ``limit`` best points under ``flt``, with vectors."""
+    def nearest(
+        self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
+    ) -> list[Candidate]:
+        """One retriever alone: the ``limit`` best points under ``flt``, with vectors
+        (and their payloads, unless ``with_payload`` is false: then ``{}``)."""
+        ...
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of the points ``ids`` (point id -> payload; missing ids left out)."""
         ...
 
     def count(self) -> int: ...

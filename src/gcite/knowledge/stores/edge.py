@@ -203,22 +203,37 @@ class EdgeIndex:
         n = len(query.stages)
         return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in points]
 
-    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+    def nearest(
+        self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
+    ) -> list[Candidate]:
         q = self.q
         shard = self._shard()
         with edge_errors(self.path, "query"):
             vector: Any = stage.dense
             if stage.sparse is not None:
                 vector = q.SparseVector(stage.sparse.indices, stage.sparse.values)
+            # The dense retriever's score is the cosine (Distance.Cosine): only the BM25
+            # vector of its hits is needed; the BM25 retriever's hits need both vectors.
+            dense_stage = stage.sparse is None
             request = q.QueryRequest(
                 limit=limit,
                 query=q.Query.Nearest(vector, using=stage.using),
                 filter=flt,
-                with_payload=True,
-                with_vector=True,
+                with_payload=with_payload,
+                with_vector=[SPARSE] if dense_stage else True,
             )
             points = shard.query(request)
-            return [_candidate(p.id, p.score, p.vector, p.payload) for p in points]
+            return [
+                _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
+            ]
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        shard = self._shard()
+        with edge_errors(self.path, "query"):
+            records = shard.retrieve(list(ids), with_payload=True, with_vector=False)
+            return {str(r.id): dict(r.payload or {}) for r in records}
 
     def count(self) -> int:
         if self.shard is None:
@@ -246,7 +261,9 @@ class EdgeIndex:
                 shard.close()
 
 
-def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candidate:
+def _candidate(
+    point_id: Any, score: Any, vectors: Any, payload: Any, *, cosine: bool = False
+) -> Candidate:
     vectors = vectors or {}
     dense = vectors.get(DENSE)
     sparse = vectors.get(SPARSE)
@@ -257,6 +274,7 @@ def _candidate(point_id: Any, score: Any, vectors: Any, payload: Any) -> Candida
         np.asarray(dense, dtype=np.float32) if dense is not None else None,
         tokens,
         dict(payload or {}),
+        float(score) if cosine else None,
     )
 
 

@@ -181,7 +181,9 @@ class QdrantIndex:
         n = len(query.stages)
         return [Hit(rrf_scale(p.score, n), dict(p.payload or {})) for p in response.points]
 
-    def nearest(self, stage: Stage, flt: Any, limit: int) -> list[Candidate]:
+    def nearest(
+        self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
+    ) -> list[Candidate]:
         if not self._ready:
             raise StoreError("知识库为空: 尚未导入任何文档")
         m = self.m
@@ -195,7 +197,7 @@ class QdrantIndex:
                 using=stage.using,
                 query_filter=flt,
                 limit=limit,
-                with_payload=True,
+                with_payload=with_payload,
                 with_vectors=True,
             )
         out = []
@@ -219,6 +221,15 @@ class QdrantIndex:
             return 0
         with client_errors(self._failure):
             return int(self.client.count(COLLECTION, exact=True).count)
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids or not self._ready:
+            return {}
+        with client_errors(self._failure):
+            records = self.client.retrieve(
+                COLLECTION, ids=list(ids), with_payload=True, with_vectors=False
+            )
+            return {str(r.id): dict(r.payload or {}) for r in records}
 
     def count_matching(self, flt: Any) -> int:
         if not self._ready:
