@@ -227,8 +227,8 @@ def cli() -> None:
 
 # Commands that serve requests: one BLAS thread per process keeps query latency
 # predictable (multi-threaded BLAS stalls single searches on small machines; see
-# docs/dify-external-knowledge.md). Set before numpy is imported; the user's own
-# values win.
+# docs/dify-external-knowledge.md). Set before numpy is imported; the environment
+# variables keep the user's own values, the bundled models run on one thread (embed.py).
 _SERVING_COMMANDS = frozenset({"serve", "demo"})
 _BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> Any:
     if args and args[0] in _SERVING_COMMANDS:
         for name in _BLAS_THREAD_VARS:
             os.environ.setdefault(name, "1")
+        from gcite.knowledge.embed import server_blas_threads
+
+        server_blas_threads(1)  # also the bundled models' own per-call thread count
     return cli.main(args=argv, prog_name="gcite", standalone_mode=True)
 
 

@@ -62,9 +62,6 @@ def serve(
     settings = load_settings(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
     )
-    from gcite.knowledge.embed import server_blas_threads
-
-    server_blas_threads(1)  # query embeddings: one BLAS thread per process (embed.py)
     if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
         app = create_app(settings)
         _access_log()
