@@ -54,7 +54,6 @@ def article_recall(row: dict[str, Any], payloads: list[dict[str, Any]], k: int) 
 
 def features(store: Any, question: str) -> list[tuple[float, float, dict[str, Any]]]:
     """(cosine, coverage, payload) of every candidate of both retrievers for ``question``."""
-    import numpy as np
 
     from gcite.knowledge.relevance import lexical_coverage
     from gcite.knowledge.sparse import query_vector, query_weights
@@ -71,10 +70,11 @@ def features(store: Any, question: str) -> list[tuple[float, float, dict[str, An
         for cand in store._handle.index.nearest(stage, None, PREFETCH):
             merged.setdefault(cand.id, cand)
     weights = query_weights(question)
-    q = np.asarray(dense, dtype=np.float32)
+    missing = [c.id for c in merged.values() if c.cosine is None]
+    cosines = store._handle.index.cosines(dense, missing)
     return [
         (
-            float(np.dot(q, np.asarray(c.dense, dtype=np.float32))),
+            c.cosine if c.cosine is not None else cosines[c.id],
             lexical_coverage(weights, c.tokens),
             c.payload,
         )

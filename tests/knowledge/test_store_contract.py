@@ -141,3 +141,35 @@ def test_edge_error_mapper() -> None:
     assert "数据损坏" in str(map_edge_error(Exception("bad segment"), path, "open"))
     assert "查询失败" in str(map_edge_error(Exception("bad vector"), path, "query"))
     assert "写入失败" in str(map_edge_error(Exception("disk full"), path, "write"))
+
+
+@pytest.mark.parametrize("which", ["edge", "client"])
+def test_index_cosines_match_the_dense_retriever(
+    which: str, edge_settings: Settings, client_settings: Settings
+) -> None:
+    """The BM25 retriever's candidates come without dense vectors; the store computes their
+    cosines (``VectorIndex.cosines``), equal to the dense retriever's score of the point."""
+    from gcite.knowledge.sparse import query_vector
+    from gcite.knowledge.stores.base import DENSE, SPARSE, Stage
+
+    settings = edge_settings if which == "edge" else client_settings
+    with open_store(settings) as store:
+        index = store._handle.index
+        question = "电梯困人怎么处理"
+        dense = [float(x) for x in store.embedder().embed_query(question)]
+        everything = index.nearest(Stage(DENSE, dense=dense), None, 1000, with_payload=False)
+        assert len(everything) > 5
+        truth = {c.id: c.cosine for c in everything}
+        assert all(isinstance(v, float) for v in truth.values())
+        lexical = index.nearest(
+            Stage(SPARSE, sparse=query_vector(question)), None, 10, with_payload=False
+        )
+        assert lexical and all(c.cosine is None and c.dense is None for c in lexical)
+        assert all(c.tokens for c in lexical)  # BM25 token ids for the lexical coverage
+        ids = [c.id for c in lexical]
+        unknown = "00000000-0000-0000-0000-000000000000"
+        got = index.cosines(dense, [*ids, unknown])
+        assert set(got) == set(ids)
+        for point_id in ids:
+            assert got[point_id] == pytest.approx(truth[point_id], abs=1e-5)
+        assert index.cosines(dense, []) == {}

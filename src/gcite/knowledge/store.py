@@ -36,7 +36,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,34 @@ NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 def stable_id(*parts: str) -> str:
     """A deterministic UUID (string) for ids: dataset, document, segment."""
     return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
+
+
+def with_cosines(
+    found: Sequence[Sequence[Candidate]],
+    cosines: Callable[[list[str]], Mapping[str, float]],
+) -> list[list[Candidate]]:
+    """``found`` with every candidate's ``cosine`` set: a dense retriever's hits carry it;
+    for the others it comes from another hit of the same point or, once for all the rest,
+    from ``cosines(ids)`` (the store computes them: no vector leaves it). A point the
+    store does not score keeps ``cosine`` None (scored on its words alone)."""
+    known: dict[str, float] = {}
+    for candidates in found:
+        for cand in candidates:
+            if cand.cosine is not None:
+                known.setdefault(cand.id, cand.cosine)
+    missing = sorted(
+        {c.id for candidates in found for c in candidates if c.cosine is None} - known.keys()
+    )
+    if missing:
+        known.update(cosines(missing))
+    return [
+        [c if c.cosine is not None else _with_cosine(c, known.get(c.id)) for c in candidates]
+        for candidates in found
+    ]
+
+
+def _with_cosine(cand: Candidate, cosine: float | None) -> Candidate:
+    return cand if cosine is None else dataclasses.replace(cand, cosine=cosine)
 
 
 def score_candidates(
@@ -294,12 +322,12 @@ class HybridStore:
         index = self._handle.index
         # Candidates come without payloads (building 2 x depth payloads as Python objects
         # was most of the query's time, with the GIL held): only the hits kept get theirs.
+        query_dense = self._query_dense(text, dense)
         with self._handle.lock:
             found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
+            found = with_cosines(found, lambda ids: index.cosines(query_dense, ids))
         calibration = calibration_for(self._handle.catalog.embedder)
-        scored = score_candidates(
-            found, self._query_dense(text, dense), query_weights(text), calibration
-        )
+        scored = score_candidates(found, query_dense, query_weights(text), calibration)
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
             scored.sort(key=lambda h: order.get(h.id, 0))

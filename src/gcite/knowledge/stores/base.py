@@ -142,8 +142,16 @@ class VectorIndex(Protocol):
     def nearest(
         self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
     ) -> list[Candidate]:
-        """One retriever alone: the ``limit`` best points under ``flt``, with vectors
-        (and their payloads, unless ``with_payload`` is false: then ``{}``)."""
+        """One retriever alone: the ``limit`` best points under ``flt``, with the token ids
+        of their BM25 vectors (and their payloads, unless ``with_payload`` is false: then
+        ``{}``). A dense stage's candidates carry their ``cosine`` (the score); a BM25
+        stage's carry neither ``cosine`` nor ``dense`` (see :meth:`cosines`)."""
+        ...
+
+    def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
+        """The cosine of the query embedding ``dense`` with the stored dense vector of each
+        point in ``ids`` (point id -> cosine; unknown ids left out), computed by the store:
+        no vector is sent back."""
         ...
 
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

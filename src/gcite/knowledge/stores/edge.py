@@ -212,20 +212,36 @@ class EdgeIndex:
             vector: Any = stage.dense
             if stage.sparse is not None:
                 vector = q.SparseVector(stage.sparse.indices, stage.sparse.values)
-            # The dense retriever's score is the cosine (Distance.Cosine): only the BM25
-            # vector of its hits is needed; the BM25 retriever's hits need both vectors.
+            # The dense retriever's score is the cosine (Distance.Cosine); for the BM25
+            # retriever's hits the store computes it (cosines): only BM25 vectors come back
+            # (a dense vector as Python floats cost more than the query itself).
             dense_stage = stage.sparse is None
             request = q.QueryRequest(
                 limit=limit,
                 query=q.Query.Nearest(vector, using=stage.using),
                 filter=flt,
                 with_payload=with_payload,
-                with_vector=[SPARSE] if dense_stage else True,
+                with_vector=[SPARSE],
             )
             points = shard.query(request)
             return [
                 _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
             ]
+
+    def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
+        if not ids:
+            return {}
+        q = self.q
+        shard = self._shard()
+        with edge_errors(self.path, "query"):
+            request = q.QueryRequest(
+                limit=len(ids),
+                query=q.Query.Nearest(dense, using=DENSE),
+                filter=q.Filter(must=[q.HasIdCondition(set(ids))]),
+                with_payload=False,
+                with_vector=False,
+            )
+            return {str(p.id): float(p.score) for p in shard.query(request)}
 
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:

@@ -198,8 +198,9 @@ class QdrantIndex:
                 query_filter=flt,
                 limit=limit,
                 with_payload=with_payload,
-                with_vectors=True,
+                with_vectors=[SPARSE],
             )
+        dense_stage = stage.sparse is None
         out = []
         for p in response.points:
             vectors: dict[str, Any] = dict(p.vector) if isinstance(p.vector, dict) else {}
@@ -212,9 +213,26 @@ class QdrantIndex:
                     np.asarray(dense, dtype=np.float32) if isinstance(dense, list) else None,
                     frozenset(int(i) for i in getattr(sparse, "indices", None) or []),
                     dict(p.payload or {}),
+                    float(p.score) if dense_stage else None,
                 )
             )
         return out
+
+    def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
+        if not ids or not self._ready:
+            return {}
+        m = self.m
+        with client_errors(self._failure):
+            response = self.client.query_points(
+                COLLECTION,
+                query=dense,
+                using=DENSE,
+                query_filter=m.Filter(must=[m.HasIdCondition(has_id=list(ids))]),
+                limit=len(ids),
+                with_payload=False,
+                with_vectors=False,
+            )
+        return {str(p.id): float(p.score) for p in response.points}
 
     def count(self) -> int:
         if not self._ready:
