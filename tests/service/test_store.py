@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +47,7 @@ from gcite.service.store import (
     _Base,
     _Conversation,
     _Feedback,
+    _StopRequest,
     schema_revision,
     sqlalchemy_url,
 )
@@ -355,6 +357,30 @@ def test_concurrent_turns_get_distinct_positions(store: ConversationStore, owner
         walked += [m.id for m in page]
     assert len(walked) == workers + 1 and len(set(walked)) == workers + 1
     assert walked[-1] == first.id
+
+
+def test_stop_records_are_taken_once_and_stale_ones_dropped(
+    store: ConversationStore, owner: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]  # the PostgreSQL database is shared: task ids of this test
+    asked, other, stale, stale_asked = (f"{name}-{tag}" for name in ("a", "o", "s", "sa"))
+    store.request_stop(asked, owner)
+    store.request_stop(asked, owner)  # asked twice: one record
+    store.request_stop(asked, owner + "-2")
+    for task_id in (other, stale, stale_asked):
+        store.request_stop(task_id, owner)
+    with store.engine.begin() as connection:
+        connection.execute(
+            update(_StopRequest)
+            .where(_StopRequest.task_id.in_([stale, stale_asked]))
+            .values(created_at=int(time.time()) - 3601)
+        )
+    taken = store.take_stops([asked, stale_asked, "no-such-task"])
+    assert sorted(taken) == [(asked, owner), (asked, owner + "-2"), (stale_asked, owner)]
+    assert store.take_stops([asked, stale_asked]) == []  # taken once
+    # a record of another run stays until asked for; one older than an hour is dropped
+    assert store.take_stops([other, stale]) == [(other, owner)]
+    assert store.take_stops([]) == []
 
 
 # ------------------------------------------------------- end to end on PostgreSQL

@@ -37,17 +37,20 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     TypeDecorator,
+    bindparam,
     create_engine,
     delete,
     event,
+    insert,
     inspect,
     select,
     text,
     update,
 )
-from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.engine import Dialect, Engine, Row, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -160,6 +163,58 @@ class _Message(_Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
 
 
+def _table(model: type[_Base]) -> Table:
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+_CONVERSATIONS = _table(_Conversation)
+_MESSAGES = _table(_Message)
+_STOPS = _table(_StopRequest)
+
+# The statements of the per-stream calls, built once: Core statements on a connection, with
+# bound parameters (an UPDATE without values() sets the columns named in the parameters).
+# The ORM unit of work (Session.get, then a flush) cost about 5 ms CPU per message.
+_NEXT_SEQ = (
+    update(_CONVERSATIONS)
+    .where(
+        _CONVERSATIONS.c.id == bindparam("b_id", type_=_CONVERSATIONS.c.id.type),
+        _CONVERSATIONS.c.user == bindparam("b_user", type_=_CONVERSATIONS.c.user.type),
+    )
+    .values(seq=_CONVERSATIONS.c.seq + 1, updated_at=bindparam("b_now", type_=BigInteger()))
+    .returning(_CONVERSATIONS.c.seq)
+)
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_INSERT_MESSAGE = insert(_MESSAGES)
+_UPDATE_MESSAGE = update(_MESSAGES).where(
+    _MESSAGES.c.id == bindparam("b_id", type_=_MESSAGES.c.id.type)
+)
+_HISTORY = (
+    select(_MESSAGES)
+    .where(
+        _MESSAGES.c.conversation_id
+        == bindparam("b_conversation", type_=_MESSAGES.c.conversation_id.type),
+        _MESSAGES.c.status != "running",
+    )
+    .order_by(_MESSAGES.c.seq.desc())
+    .limit(bindparam("b_limit", type_=Integer()))
+)
+_FIND_STOP = select(_STOPS.c.task_id).where(
+    _STOPS.c.task_id == bindparam("b_task", type_=_STOPS.c.task_id.type),
+    _STOPS.c.owner == bindparam("b_owner", type_=_STOPS.c.owner.type),
+)
+_INSERT_STOP = insert(_STOPS)
+_TAKE_STOPS = (
+    delete(_STOPS)
+    .where(
+        _STOPS.c.task_id.in_(bindparam("b_tasks", expanding=True, type_=_STOPS.c.task_id.type))
+        | (_STOPS.c.created_at < bindparam("b_before", type_=BigInteger()))
+    )
+    .returning(_STOPS.c.task_id, _STOPS.c.owner)
+)
+
+
 @dataclass
 class MessageRecord:
     """One stored message (a question and its answer).
@@ -198,7 +253,7 @@ class ConversationRecord:
     updated_at: int = 0
 
 
-def _msg(row: _Message, feedback: str | None = None) -> MessageRecord:
+def _msg(row: _Message | Row[Any], feedback: str | None = None) -> MessageRecord:
     return MessageRecord(
         feedback=feedback,
         id=row.id,
@@ -244,8 +299,11 @@ class ConversationStore:
                 Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(
                     parents=True, exist_ok=True
                 )
-            self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
-            if url.startswith("sqlite"):
+            sqlite = url.startswith("sqlite")
+            # a liveness check (SELECT 1) per checkout guards against dropped server
+            # connections; a SQLite file has no server to lose
+            self.engine: Engine = create_engine(url, pool_pre_ping=not sqlite)
+            if sqlite:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             migrate(self.engine)
         except (SQLAlchemyError, OSError, ValueError, ImportError, CommandError) as exc:
@@ -272,60 +330,73 @@ class ConversationStore:
         Raises ``KeyError`` when ``conversation_id`` is given but does not exist for ``user``.
         """
         now = int(time.time())
-        with self._session.begin() as session:
+        record = MessageRecord(
+            id=str(uuid.uuid4()),
+            conversation_id=conversation_id or str(uuid.uuid4()),
+            user=user,
+            query=query,
+            inputs=dict(inputs),
+            answer="",
+            status="running",
+            failed=False,
+            error=None,
+            chunk_metadata=[],
+            retriever_resources=[],
+            cited_ids=[],
+            metadata={},
+            created_at=now,
+        )
+        with self.engine.begin() as connection:
             if conversation_id:
                 # one atomic UPDATE ... RETURNING: concurrent turns of a conversation each get
                 # their own seq on PostgreSQL and on SQLite (no read-then-write race)
-                seq = session.execute(
-                    update(_Conversation)
-                    .where(_Conversation.id == conversation_id, _Conversation.user == user)
-                    .values(seq=_Conversation.seq + 1, updated_at=now)
-                    .returning(_Conversation.seq)
-                    .execution_options(synchronize_session=False)
+                seq = connection.execute(
+                    _NEXT_SEQ, {"b_id": conversation_id, "b_user": user, "b_now": now}
                 ).scalar_one_or_none()
                 if seq is None:
                     raise KeyError(conversation_id)
             else:
-                conversation_id = str(uuid.uuid4())
                 seq = 1
-                session.add(
-                    _Conversation(
-                        id=conversation_id,
-                        user=user,
-                        name=" ".join(query.split())[:CONVERSATION_NAME_CHARS],
-                        inputs=inputs,
-                        created_at=now,
-                        updated_at=now,
-                        seq=seq,
-                    )
+                connection.execute(
+                    _INSERT_CONVERSATION,
+                    {
+                        "id": record.conversation_id,
+                        "user": user,
+                        "name": " ".join(query.split())[:CONVERSATION_NAME_CHARS],
+                        "inputs": inputs,
+                        "created_at": now,
+                        "updated_at": now,
+                        "seq": seq,
+                    },
                 )
-            row = _Message(
-                id=str(uuid.uuid4()),
-                conversation_id=conversation_id,
-                user=user,
-                seq=seq,
-                query=query,
-                inputs=inputs,
-                answer="",
-                status="running",
-                failed=False,
-                error=None,
-                chunk_metadata=[],
-                retriever_resources=[],
-                cited_ids=[],
-                message_metadata={},
-                created_at=now,
+            connection.execute(
+                _INSERT_MESSAGE,
+                {
+                    "id": record.id,
+                    "conversation_id": record.conversation_id,
+                    "user": user,
+                    "seq": seq,
+                    "query": query,
+                    "inputs": inputs,
+                    "answer": "",
+                    "status": "running",
+                    "failed": False,
+                    "error": None,
+                    "chunk_metadata": [],
+                    "retriever_resources": [],
+                    "cited_ids": [],
+                    "message_metadata": {},
+                    "created_at": now,
+                },
             )
-            session.add(row)
-            session.flush()
-            return _msg(row)
+        return record
 
     def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
         """Store the merge node's ``chunk_metadata`` as soon as it is known (Plan B)."""
-        with self._session.begin() as session:
-            row = session.get(_Message, message_id)
-            if row is not None:
-                row.chunk_metadata = chunk_metadata
+        with self.engine.begin() as connection:
+            connection.execute(
+                _UPDATE_MESSAGE, {"b_id": message_id, "chunk_metadata": chunk_metadata}
+            )
 
     def finish_message(
         self,
@@ -339,17 +410,20 @@ class ConversationStore:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``."""
-        with self._session.begin() as session:
-            row = session.get(_Message, message_id)
-            if row is None:
-                return
-            row.answer = answer
-            row.status = status
-            row.failed = status == "failed"
-            row.error = error
-            row.retriever_resources = retriever_resources or []
-            row.cited_ids = cited_ids or []
-            row.message_metadata = metadata or {}
+        with self.engine.begin() as connection:
+            connection.execute(
+                _UPDATE_MESSAGE,
+                {
+                    "b_id": message_id,
+                    "answer": answer,
+                    "status": status,
+                    "failed": status == "failed",
+                    "error": error,
+                    "retriever_resources": retriever_resources or [],
+                    "cited_ids": cited_ids or [],
+                    "message_metadata": metadata or {},
+                },
+            )
 
     # ------------------------------------------------------------------- reads
     def get_conversation(self, conversation_id: str, user: str) -> ConversationRecord | None:
@@ -375,15 +449,11 @@ class ConversationStore:
 
     def history(self, conversation_id: str, *, limit: int = 20) -> list[MessageRecord]:
         """The last ``limit`` finished messages of a conversation, oldest first."""
-        with self._session() as session:
-            rows = session.scalars(
-                select(_Message)
-                .where(_Message.conversation_id == conversation_id)
-                .where(_Message.status != "running")
-                .order_by(_Message.seq.desc())
-                .limit(limit)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                _HISTORY, {"b_conversation": conversation_id, "b_limit": limit}
             ).all()
-            return [_msg(r) for r in reversed(rows)]
+        return [_msg(r) for r in reversed(rows)]
 
     def list_messages(
         self, conversation_id: str, *, first_id: str | None = None, limit: int = 20
@@ -477,26 +547,26 @@ class ConversationStore:
 
     def request_stop(self, task_id: str, owner: str) -> None:
         """Record a stop for ``task_id`` of ``owner`` (the worker running it takes it)."""
-        with self._session.begin() as session:
-            if session.get(_StopRequest, (task_id, owner)) is None:
-                session.add(_StopRequest(task_id=task_id, owner=owner, created_at=int(time.time())))
+        with self.engine.begin() as connection:
+            key = {"b_task": task_id, "b_owner": owner}
+            if connection.execute(_FIND_STOP, key).first() is None:
+                connection.execute(
+                    _INSERT_STOP,
+                    {"task_id": task_id, "owner": owner, "created_at": int(time.time())},
+                )
 
     def take_stops(self, task_ids: list[str]) -> list[tuple[str, str]]:
         """The ``(task_id, owner)`` stop records among ``task_ids``, removed as they are read.
         Records older than an hour (runs that ended elsewhere) are dropped too."""
         if not task_ids:
             return []
-        with self._session.begin() as session:
-            rows = session.scalars(
-                select(_StopRequest).where(_StopRequest.task_id.in_(task_ids))
+        wanted = {_no_nul(task_id) for task_id in task_ids}
+        # one DELETE ... RETURNING takes the wanted records and drops the stale ones
+        with self.engine.begin() as connection:
+            rows = connection.execute(
+                _TAKE_STOPS, {"b_tasks": task_ids, "b_before": int(time.time()) - 3600}
             ).all()
-            found = [(r.task_id, r.owner) for r in rows]
-            for row in rows:
-                session.delete(row)
-            session.execute(
-                delete(_StopRequest).where(_StopRequest.created_at < int(time.time()) - 3600)
-            )
-            return found
+        return [(task_id, owner) for task_id, owner in rows if task_id in wanted]
 
     def set_feedback(
         self, message_id: str, user: str, rating: str | None, content: str | None = None
