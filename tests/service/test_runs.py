@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -196,3 +197,51 @@ async def test_a_stop_for_an_unknown_task_is_harmless(store: CountingStore) -> N
     runs = RunRegistry(store)
     await runs.stop_anywhere("no-such-task", "owner")
     assert store.take_stops(["no-such-task"]) == [("no-such-task", "owner")]
+
+
+class SlowChunks(CountingStore):
+    """The real store whose Plan B chunk write takes 0.5 s (another writer holds the
+    database); records when the write ended."""
+
+    written_at: float | None = None
+
+    def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
+        time.sleep(0.5)
+        super().set_chunks(message_id, chunk_metadata)
+        type(self).written_at = time.monotonic()
+
+
+class Timed(Slow):
+    """:class:`Slow`, recording when the model call started."""
+
+    started_at: float | None = None
+
+    async def stream(self, messages: Sequence[dict[str, str]], **kw: Any) -> AsyncIterator[str]:
+        self.started_at = time.monotonic()
+        async for delta in super().stream(messages, **kw):
+            yield delta
+
+
+async def test_the_chunk_write_does_not_hold_up_the_model_but_precedes_the_merge_event(
+    tmp_path: Path,
+) -> None:
+    store = SlowChunks(f"sqlite:///{tmp_path / 'slow.sqlite3'}")
+    try:
+        backend = Timed(0.01)
+        handle, message_id = handle_for(store, backend)
+        sent: list[tuple[float, bytes]] = []
+        async for frame in handle.frames("问题"):
+            sent.append((time.monotonic(), frame))
+        written = SlowChunks.written_at
+        assert written is not None and backend.started_at is not None
+        assert backend.started_at < written - 0.3  # the model call did not wait
+        merge = next(
+            at for at, f in sent if b'"event":"node_finished"' in f and b'"node_type":"code"' in f
+        )
+        assert merge >= written  # Plan B: stored before the event is sent
+        first_text = next(at for at, f in sent if b'"event":"message"' in f)
+        assert first_text >= merge  # and nothing after it overtakes it
+        record = store.get_message(message_id)
+        assert record is not None and record.status == "normal"
+    finally:
+        store.close()

@@ -9,7 +9,6 @@ and serialised by :mod:`gcite.dify.wire`.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,7 +146,7 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
-        handle, env = await asyncio.to_thread(prepare, resources, body, caller)
+        handle, env = await resources.conversations.call(prepare, resources, body, caller)
         if body.response_mode == "blocking":
             outcome = await handle.result(lambda: wait_for_disconnect(request.receive))
             if outcome.abandoned:

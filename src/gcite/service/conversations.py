@@ -126,11 +126,11 @@ def build_conversations_router(
         user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
         limit = _limit(request.query_params.get("limit"))
         first_id = request.query_params.get("first_id") or None
-        conv = await asyncio.to_thread(store.get_conversation, conversation_id, user)
+        conv = await store.call(store.get_conversation, conversation_id, user)
         if conv is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         try:
-            rows, has_more = await asyncio.to_thread(
+            rows, has_more = await store.call(
                 store.list_messages, conversation_id, first_id=first_id, limit=limit
             )
         except KeyError as exc:
@@ -150,7 +150,7 @@ def build_conversations_router(
         except ValueError as exc:
             raise ApiError(400, "invalid_param", str(exc)) from exc
         try:
-            rows, has_more = await asyncio.to_thread(
+            rows, has_more = await store.call(
                 partial(
                     store.list_conversations,
                     user,
@@ -180,7 +180,7 @@ def build_conversations_router(
     async def message_chunks(message_id: str, request: Request) -> dict[str, Any]:
         caller: Caller = caller_of(request)
         user = caller.owner(_required(request, "user"))
-        record = await asyncio.to_thread(store.get_message, message_id, user)
+        record = await store.call(store.get_message, message_id, user)
         if record is None:
             raise ApiError(404, "not_found", "Message Not Exists.")
         seen = await visible_now([record], caller.roles)
@@ -190,10 +190,10 @@ def build_conversations_router(
     async def conversation_chunks(conversation_id: str, request: Request) -> dict[str, Any]:
         caller: Caller = caller_of(request)
         user = caller.owner(_required(request, "user"))
-        conv = await asyncio.to_thread(store.get_conversation, conversation_id, user)
+        conv = await store.call(store.get_conversation, conversation_id, user)
         if conv is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
-        rows = await asyncio.to_thread(store.conversation_messages, conversation_id)
+        rows = await store.call(store.conversation_messages, conversation_id)
         seen = await visible_now(rows, caller.roles)
         data = [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
         return {"conversation_id": conversation_id, "data": data}

@@ -21,7 +21,6 @@ to Dify's ``DEFAULT-USER``. Conversations and messages of another key or user ar
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from typing import Any
@@ -138,7 +137,7 @@ def build_dify_app_router(
         content = body.get("content")
         if content is not None and not isinstance(content, str):
             raise ApiError(400, "invalid_param", "content must be a string.")
-        stored = await asyncio.to_thread(store.set_feedback, message_id, owner, rating, content)
+        stored = await store.call(store.set_feedback, message_id, owner, rating, content)
         if not stored:
             raise ApiError(404, "not_found", "Message Not Exists.")
         return {"result": "success"}
@@ -147,7 +146,7 @@ def build_dify_app_router(
     async def suggested(message_id: str, request: Request) -> dict[str, Any]:
         caller = caller_of(request)
         owner = caller.owner(_user(request.query_params.get("user"), required=True))
-        if await asyncio.to_thread(store.get_message, message_id, owner) is None:
+        if await store.call(store.get_message, message_id, owner) is None:
             raise ApiError(404, "not_found", "Message Not Exists.")
         raise _off(SUGGESTED_OFF)
 
@@ -163,9 +162,7 @@ def build_dify_app_router(
         if not auto and (not isinstance(name, str) or not name.strip()):
             raise ApiError(400, "invalid_param", "name is required.")
         new_name = None if auto else str(name).strip()[:255]
-        renamed = await asyncio.to_thread(
-            store.rename_conversation, conversation_id, owner, new_name
-        )
+        renamed = await store.call(store.rename_conversation, conversation_id, owner, new_name)
         if renamed is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         return conversation_json(renamed, storable(renamed.inputs, {}))
@@ -176,7 +173,7 @@ def build_dify_app_router(
         body = _json_object(await read_body(request))
         user = body.get("user") or request.query_params.get("user")
         owner = caller.owner(_user(user, required=False))
-        if not await asyncio.to_thread(store.delete_conversation, conversation_id, owner):
+        if not await store.call(store.delete_conversation, conversation_id, owner):
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         return Response(status_code=204)
 
@@ -184,7 +181,7 @@ def build_dify_app_router(
     async def variables(conversation_id: str, request: Request) -> dict[str, Any]:
         caller = caller_of(request)
         owner = caller.owner(_user(request.query_params.get("user"), required=False))
-        if await asyncio.to_thread(store.get_conversation, conversation_id, owner) is None:
+        if await store.call(store.get_conversation, conversation_id, owner) is None:
             raise ApiError(404, "not_found", "Conversation Not Exists.")
         return variables_body()
 

@@ -77,7 +77,9 @@ class RunRegistry:
         while self._runs:
             await asyncio.sleep(STOP_POLL_S)
             try:
-                found = await asyncio.to_thread(self._conversations.take_stops, list(self._runs))
+                found = await self._conversations.call(
+                    self._conversations.take_stops, list(self._runs)
+                )
             except Exception:
                 log.warning("stop records could not be read", exc_info=True)
                 continue
@@ -87,7 +89,7 @@ class RunRegistry:
     async def stop_anywhere(self, task_id: str, owner: str) -> None:
         """Stop the run here, or leave a stop record for the worker that runs it."""
         if not self.stop(task_id, owner) and self._conversations is not None:
-            await asyncio.to_thread(self._conversations.request_stop, task_id, owner)
+            await self._conversations.call(self._conversations.request_stop, task_id, owner)
 
     def remove(self, task_id: str) -> None:
         """Forget a run (it ended, or its stream closed)."""
@@ -123,7 +125,8 @@ class RunHandle:
         self.conversations = conversations
         self.message_id = message_id
         self.ping_interval = max(0.01, ping_interval)
-        self._queue: asyncio.Queue[bytes | None] | None = None
+        self._queue: asyncio.Queue[bytes | asyncio.Task[None] | None] | None = None
+        self._chunks_stored: asyncio.Task[None] | None = None
         self._producer: asyncio.Task[None] | None = None
         self._stopping = False
         self._persisted = False
@@ -152,11 +155,21 @@ class RunHandle:
 
         return message_metadata(summary)
 
+    async def _store_chunks(self) -> None:
+        try:
+            await self.conversations.call(
+                self.conversations.set_chunks, self.message_id, self.run.chunk_metadata
+            )
+        except Exception:
+            log.exception("could not store the chunks of message %s", self.message_id)
+
     async def _persist(self, summary: RunSummary, *, abandoned: bool = False) -> None:
         """Store the outcome, once. An abandoned run that had not ended is ``stopped``."""
         if self._persisted:
             return
         self._persisted = True
+        if self._chunks_stored is not None:  # the outcome is written after the chunks
+            await asyncio.shield(self._chunks_stored)
         error: str | None
         if abandoned and summary.status not in ("succeeded", "failed"):
             status, error = "stopped", ABANDONED
@@ -164,19 +177,19 @@ class RunHandle:
             status = {"succeeded": "normal", "failed": "failed"}.get(summary.status, "stopped")
             error = summary.error
         try:
-            await asyncio.to_thread(self._store, summary, status, error)
+            await self.conversations.call(self._store, summary, status, error)
         except Exception:
             log.exception("could not store message %s", self.message_id)
 
     async def _handle(self, event: Event) -> None:
         """Store at the points where the state is final (before the event is sent)."""
         if isinstance(event, NodeFinished) and event.node == "merge":
-            try:
-                await asyncio.to_thread(
-                    self.conversations.set_chunks, self.message_id, self.run.chunk_metadata
-                )
-            except Exception:
-                log.exception("could not store the chunks of message %s", self.message_id)
+            # Plan B: the chunks are stored before this event is sent, but the run does not
+            # wait for the write: the model call starts meanwhile, and the stream sends this
+            # event (and everything after it) once the write is done (frames()).
+            self._chunks_stored = _start(self._store_chunks())
+            if self._queue is not None:
+                self._queue.put_nowait(self._chunks_stored)
         elif isinstance(event, RunEnded | RunFailed):
             if isinstance(event, RunFailed):
                 self._failure = event
@@ -229,7 +242,7 @@ class RunHandle:
     # ------------------------------------------------------------------ streaming
     async def frames(self, query: str) -> AsyncIterator[bytes]:
         """The SSE bytes of the run: ``workflow_started``, every event, pings."""
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        queue: asyncio.Queue[bytes | asyncio.Task[None] | None] = asyncio.Queue()
         self._queue = queue
         self._producer = producer = _start(self._produce())
         pinger = asyncio.create_task(self._ping())
@@ -240,6 +253,9 @@ class RunHandle:
                 item = await queue.get()
                 if item is None:
                     break
+                if isinstance(item, asyncio.Task):  # a write the next frames come after
+                    await asyncio.shield(item)
+                    continue
                 self._last_sent = time.monotonic()
                 yield item
         finally:
