@@ -20,6 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,6 +52,22 @@ from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 
 log = logging.getLogger("gcite.chatflow")
+
+
+#: Verifications running at once in one process. Verification is CPU work (sentence
+#: embeddings) after the answer's last delta; one thread, first come first served, leaves
+#: the GIL to the event loop and the searches that bring other streams their first text
+#: (bench_scale, 200 streams: more threads only made every stream slower). Under load a
+#: ``message_end`` waits its turn; the text never does.
+VERIFY_THREADS = 1
+_verify_pool: ThreadPoolExecutor | None = None
+
+
+def _verify_threads() -> ThreadPoolExecutor:
+    global _verify_pool
+    if _verify_pool is None:
+        _verify_pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="gcite-verify")
+    return _verify_pool
 
 
 def weak_margin(backend: Any) -> float:
@@ -303,8 +320,9 @@ class ChatRun:
             yield AnswerDelta(delta)
         if deps.verifier is not None:  # after the last delta: the text is never delayed
             try:
-                self.verification = await asyncio.to_thread(
-                    deps.verifier, self.answer, self.chunk_metadata
+                loop = asyncio.get_running_loop()
+                self.verification = await loop.run_in_executor(
+                    _verify_threads(), deps.verifier, self.answer, self.chunk_metadata
                 )
             except Exception:
                 log.exception("citation verification failed")
