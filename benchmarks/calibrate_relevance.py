@@ -74,7 +74,7 @@ def features(store: Any, question: str) -> list[tuple[float, float, dict[str, An
     cosines = store._handle.index.cosines(dense, missing)
     return [
         (
-            c.cosine if c.cosine is not None else cosines[c.id],
+            c.cosine if c.cosine is not None else cosines.get(c.id, 0.0),
             lexical_coverage(weights, c.tokens),
             c.payload,
         )

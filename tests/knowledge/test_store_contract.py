@@ -173,3 +173,19 @@ def test_index_cosines_match_the_dense_retriever(
         for point_id in ids:
             assert got[point_id] == pytest.approx(truth[point_id], abs=1e-5)
         assert index.cosines(dense, []) == {}
+
+
+def test_a_failed_cosine_query_leaves_the_search_working(
+    edge_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The BM25 candidates' cosines are a second query; when it fails the search still
+    answers (those candidates scored on their words alone) and the failure is logged."""
+    with open_store(edge_settings) as store:
+        question = "电梯困人怎么处理"
+        assert store.search(question, roles=None)
+
+        def broken(dense: list[float], ids: Any) -> dict[str, float]:
+            raise StoreError("知识库查询失败: test")
+
+        monkeypatch.setattr(store._handle.index, "cosines", broken)
+        assert store.search(question, roles=None)

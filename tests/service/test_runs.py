@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -70,9 +71,11 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
     opened.close()
 
 
-def handle_for(store: ConversationStore, backend: Slow) -> tuple[RunHandle, str]:
+def handle_for(
+    store: ConversationStore, backend: Slow, verifier: Any = None
+) -> tuple[RunHandle, str]:
     record = store.start_message(user="owner", query="问题", inputs={})
-    deps = Deps(settings=Settings(), backend=backend, get_store=None)
+    deps = Deps(settings=Settings(), backend=backend, get_store=None, verifier=verifier)
     env = Envelope("task", record.id, record.conversation_id, record.created_at, user="u")
     handle = RunHandle(
         ChatRun(Turn("问题"), deps),
@@ -245,3 +248,67 @@ async def test_the_chunk_write_does_not_hold_up_the_model_but_precedes_the_merge
         assert record is not None and record.status == "normal"
     finally:
         store.close()
+
+
+def _between(events: list[str], first: str, last: str) -> list[str]:
+    return events[events.index(first) + 1 : events.index(last)]
+
+
+async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> None:
+    store = SlowChunks(f"sqlite:///{tmp_path / 'ping.sqlite3'}")
+    try:
+        handle, _ = handle_for(store, Slow(0.001))
+        frames = [f async for f in handle.frames("问题")]
+        kinds = []
+        for frame in b"".join(frames).split(b"\n\n"):
+            if frame.startswith(b"data: "):
+                data = json.loads(frame[6:])
+                kinds.append(f"{data['event']}:{(data.get('data') or {}).get('node_type')}")
+            elif frame:
+                kinds.append("ping")
+        # 0.5 s write, 0.02 s ping interval: pings before the merge event, not after it
+        assert "ping" in _between(kinds, "node_started:code", "node_finished:code")
+    finally:
+        store.close()
+
+
+async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: Path) -> None:
+    """Blocking mode: the run has ended and its outcome waits for the slow chunk write when
+    the client disconnects; the outcome is stored all the same (not left ``running``)."""
+    store = SlowChunks(f"sqlite:///{tmp_path / 'gone.sqlite3'}")
+    try:
+        handle, message_id = handle_for(store, Slow(0.001))
+        outcome = await handle.result(lambda: asyncio.sleep(0.2))
+        assert outcome.abandoned
+        for _ in range(50):  # the save finishes on its own, after the 0.5 s chunk write
+            record = store.get_message(message_id)
+            if record is not None and record.status != "running":
+                break
+            await asyncio.sleep(0.05)
+        assert record is not None and record.status == "normal"
+        assert record.answer == "".join(DELTAS) and CountingStore.finished == 1
+    finally:
+        store.close()
+
+
+async def test_a_stuck_verification_does_not_hold_back_the_end(
+    store: CountingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gcite.chatflow.run as run_module
+
+    monkeypatch.setattr(run_module, "VERIFY_TIMEOUT_S", 0.2)
+    release = threading.Event()
+
+    def stuck(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+        release.wait(5)
+        return {"checked": 1}
+
+    handle, message_id = handle_for(store, Slow(0.001), verifier=stuck)
+    try:
+        events = events_of([f async for f in handle.frames("问题")])
+    finally:
+        release.set()
+    assert events[-2:] == ["workflow_finished", "message_end"]
+    assert handle.run.verification is None
+    record = store.get_message(message_id)
+    assert record is not None and record.status == "normal"

@@ -60,6 +60,10 @@ log = logging.getLogger("gcite.chatflow")
 #: (bench_scale, 200 streams: more threads only made every stream slower). Under load a
 #: ``message_end`` waits its turn; the text never does.
 VERIFY_THREADS = 1
+#: Seconds a run waits for its verification (queueing included) before it ends without
+#: one (``verification`` None, as when no verifier is configured): a stuck verifier never
+#: holds back ``message_end``.
+VERIFY_TIMEOUT_S = 30.0
 _verify_pool: ThreadPoolExecutor | None = None
 
 
@@ -321,9 +325,14 @@ class ChatRun:
         if deps.verifier is not None:  # after the last delta: the text is never delayed
             try:
                 loop = asyncio.get_running_loop()
-                self.verification = await loop.run_in_executor(
-                    _verify_threads(), deps.verifier, self.answer, self.chunk_metadata
+                self.verification = await asyncio.wait_for(
+                    loop.run_in_executor(
+                        _verify_threads(), deps.verifier, self.answer, self.chunk_metadata
+                    ),
+                    VERIFY_TIMEOUT_S,
                 )
+            except TimeoutError:
+                log.warning("citation verification took over %s s: left out", VERIFY_TIMEOUT_S)
             except Exception:
                 log.exception("citation verification failed")
         for event in self._ended("succeeded"):

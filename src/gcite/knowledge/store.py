@@ -325,7 +325,7 @@ class HybridStore:
         query_dense = self._query_dense(text, dense)
         with self._handle.lock:
             found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
-            found = with_cosines(found, lambda ids: index.cosines(query_dense, ids))
+            found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
         calibration = calibration_for(self._handle.catalog.embedder)
         scored = score_candidates(found, query_dense, query_weights(text), calibration)
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
@@ -338,6 +338,15 @@ class HybridStore:
         kept = [h for h in scored if h.score >= threshold][:limit]
         self._fill_payloads(kept)
         return kept
+
+    def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
+        """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates
+        are then scored on their words alone."""
+        try:
+            return self._handle.index.cosines(dense, ids)
+        except StoreError as exc:
+            log.warning("cosines of %d candidates not computed: %s", len(ids), exc)
+            return {}
 
     def _fill_payloads(self, hits: list[Hit]) -> None:
         """Read the payloads of ``hits`` that have none yet (in place)."""

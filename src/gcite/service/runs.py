@@ -2,7 +2,10 @@
 
 :class:`RunHandle` owns one :class:`~gcite.chatflow.ChatRun` (in the spirit of haystack's
 pipeline stream handle): a producer task runs the chatflow; the Plan B chunks are stored
-when the merge node finishes; the outcome is stored EXACTLY ONCE, when the run ends
+when the merge node finishes (in a task of their own: the run goes on to the model call,
+while the stream sends the merge node's event, and every frame after it, only once they
+are stored - the frame queue holds that task, and :meth:`RunHandle.frames` waits for it,
+pinging meanwhile); the outcome is stored EXACTLY ONCE, when the run ends
 (before its last frames are sent) - succeeded, failed, stopped by ``/stop``, or abandoned
 by its client (stored as ``stopped`` with ``error: "client disconnected"``, its partial
 answer and the chunks that answer cites). Streaming (:meth:`RunHandle.frames`) adds
@@ -168,14 +171,19 @@ class RunHandle:
         if self._persisted:
             return
         self._persisted = True
-        if self._chunks_stored is not None:  # the outcome is written after the chunks
-            await asyncio.shield(self._chunks_stored)
         error: str | None
         if abandoned and summary.status not in ("succeeded", "failed"):
             status, error = "stopped", ABANDONED
         else:
             status = {"succeeded": "normal", "failed": "failed"}.get(summary.status, "stopped")
             error = summary.error
+        # its own task: a producer cancelled while the save waits (the client went away,
+        # a stop) cannot drop it; the outcome is written after the chunks
+        await asyncio.shield(_start(self._save(summary, status, error)))
+
+    async def _save(self, summary: RunSummary, status: str, error: str | None) -> None:
+        if self._chunks_stored is not None:
+            await self._chunks_stored
         try:
             await self.conversations.call(self._store, summary, status, error)
         except Exception:
@@ -254,7 +262,11 @@ class RunHandle:
                 if item is None:
                     break
                 if isinstance(item, asyncio.Task):  # a write the next frames come after
-                    await asyncio.shield(item)
+                    while not item.done():  # (pings meanwhile: they carry nothing)
+                        await asyncio.wait({item}, timeout=self.ping_interval)
+                        if not item.done():
+                            self._last_sent = time.monotonic()
+                            yield PING_FRAME
                     continue
                 self._last_sent = time.monotonic()
                 yield item

@@ -7,7 +7,8 @@ chunk metadata fetchable by message or conversation id), the cited ids and a
 ``status`` (``normal`` | ``failed`` | ``stopped``) with the error text of a failed
 generation.
 
-The store is synchronous; the service calls it from a worker thread. The ORM classes
+The store is synchronous; the service calls it on the store's own threads
+(:meth:`ConversationStore.call`). The ORM classes
 declare the schema (the migrations build exactly it); every query is a Core statement on
 a connection (cheaper than ORM sessions: the writes of a chat stream are on its hot
 path). Times are int seconds since the epoch. Raises :class:`gcite.errors.StoreError`
@@ -334,7 +335,7 @@ class ConversationStore:
             safe = _safe_url(url)
             detail = str(exc).replace(url, safe)
             raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
-        # SQLite takes one writer at a time: the threads of this process queue on a lock
+        # SQLite takes one writer at a time: the threads using this store queue on a lock
         # rather than poll the file lock (busy_timeout retries sleep up to 100 ms each).
         # Measured with 8 and 40 threads writing: p99 per message about 2x lower, CPU per
         # message 20-30 % lower than with every pooled connection polling the file lock.
@@ -355,7 +356,7 @@ class ConversationStore:
 
     def close(self) -> None:
         """Release the connection pool and the store's threads."""
-        self._threads.shutdown(wait=False)
+        self._threads.shutdown(wait=True)  # the writes already queued are made
         self.engine.dispose()
 
     @contextmanager

@@ -57,14 +57,14 @@ class Hit:
 
 @dataclass
 class Candidate:
-    """One point of a single-retriever query, with its stored vectors (for the relevance score).
+    """One point of a single-retriever query, with what the relevance score needs.
 
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
-    ``dense``: the stored dense vector (or ``None``; a float32 array from the stores, which
-    is the cheap form: no Python float per dimension); ``tokens``: the token ids of the stored
-    BM25 vector; ``payload``: the full payload; ``cosine``: the query's cosine with the stored
-    dense vector when the store already computed it (a hit of the dense retriever, whose
-    score is that cosine: its dense vector is then not fetched at all).
+    ``dense``: a stored dense vector when a caller has one (the stores leave it ``None``:
+    they compute cosines themselves, :meth:`VectorIndex.cosines`); ``tokens``: the token ids
+    of the stored BM25 vector; ``payload``: the full payload; ``cosine``: the query's cosine
+    with the stored dense vector (set for a hit of the dense retriever, whose score is that
+    cosine, and by :func:`gcite.knowledge.store.with_cosines` for the others).
     """
 
     id: str

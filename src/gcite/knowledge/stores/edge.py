@@ -238,6 +238,7 @@ class EdgeIndex:
                 limit=len(ids),
                 query=q.Query.Nearest(dense, using=DENSE),
                 filter=q.Filter(must=[q.HasIdCondition(set(ids))]),
+                params=q.SearchParams(exact=True),  # every id scored, whatever the planner
                 with_payload=False,
                 with_vector=False,
             )

@@ -228,6 +228,7 @@ class QdrantIndex:
                 query=dense,
                 using=DENSE,
                 query_filter=m.Filter(must=[m.HasIdCondition(has_id=list(ids))]),
+                search_params=m.SearchParams(exact=True),
                 limit=len(ids),
                 with_payload=False,
                 with_vectors=False,
