@@ -275,6 +275,7 @@ async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> N
 async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: Path) -> None:
     """Blocking mode: the run has ended and its outcome waits for the slow chunk write when
     the client disconnects; the outcome is stored all the same (not left ``running``)."""
+    SlowChunks.finished = 0
     store = SlowChunks(f"sqlite:///{tmp_path / 'gone.sqlite3'}")
     try:
         handle, message_id = handle_for(store, Slow(0.001))
@@ -286,7 +287,7 @@ async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: 
                 break
             await asyncio.sleep(0.05)
         assert record is not None and record.status == "normal"
-        assert record.answer == "".join(DELTAS) and CountingStore.finished == 1
+        assert record.answer == "".join(DELTAS) and SlowChunks.finished == 1
     finally:
         store.close()
 

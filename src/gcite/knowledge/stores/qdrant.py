@@ -228,7 +228,9 @@ class QdrantIndex:
                 query=dense,
                 using=DENSE,
                 query_filter=m.Filter(must=[m.HasIdCondition(has_id=list(ids))]),
-                search_params=m.SearchParams(exact=True),
+                # a server scores every id whatever its planner picks (local mode always
+                # searches exactly, and warns about the parameter)
+                search_params=m.SearchParams(exact=True) if self._server else None,
                 limit=len(ids),
                 with_payload=False,
                 with_vectors=False,
