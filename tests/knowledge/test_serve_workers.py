@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -102,6 +103,14 @@ def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> Non
         assert response.status_code == 200, response.text
         assert any("elevator" in t or "电梯" in t for t in seen_ops), seen_ops
         assert not any("elevator" in t or "电梯" in t for t in seen_pub), seen_pub
+        # a worker that dies takes the service down with a failure status and a reason
+        victim, other = _children(proc.pid)
+        os.kill(victim, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode not in (0, None)
+        assert f"工作进程 {victim} 意外退出" in err.decode()
+        with pytest.raises(ProcessLookupError):  # the other worker was stopped (and reaped)
+            os.kill(other, 0)
     finally:
         proc.terminate()
         try:
@@ -248,3 +257,32 @@ async def test_stop_works_from_every_worker(
                         break
             assert set(stops_elsewhere) == served.worker_pids, stops_elsewhere
             assert llm.completed == 0  # no answer ran to its end
+
+
+def test_each_worker_searches_the_offline_web_pages(tmp_path: Path) -> None:
+    """``web_provider = "offline"`` (the demo's web source) keeps its index in an embedded
+    Qdrant Edge shard, which one process opens at a time: each worker builds its own
+    (``web-offline-worker-<n>``), and every worker's web branch answers."""
+    data = _ingest(tmp_path)
+    web_dir = Path(__file__).resolve().parents[2] / "src" / "gcite" / "sample_data" / "web"
+    env = {"GCITE_WEB_PROVIDER": "offline", "GCITE_WEB_DIR": str(web_dir)}
+    with ServeWorkers(data, 2, tmp_path / "serve.log", env=env) as served:
+        url = f"{served.base}/v1/chat-messages"
+        payload = {"query": "灭火器怎么用？", "user": "u", "response_mode": "streaming"}
+        by_pid: dict[int, list[str]] = {}
+        for _ in range(16):  # new connections: the kernel spreads them over both workers
+            request_id = uuid.uuid4().hex
+            headers = {"Authorization": "Bearer ops", "X-Request-Id": request_id}
+            with httpx.stream("POST", url, json=payload, headers=headers, timeout=120) as r:
+                assert r.status_code == 200
+                tools = [
+                    json.loads(line[6:])["data"]["status"]
+                    for line in r.iter_lines()
+                    if line.startswith('data: {"event":"node_finished"')
+                    and '"node_type":"tool"' in line
+                ]
+            by_pid.setdefault(served.pid_of(request_id), []).extend(tools)
+        assert set(by_pid) == served.worker_pids  # both workers answered
+        assert all(statuses == ["succeeded"] * len(statuses) for statuses in by_pid.values())
+        assert all(statuses for statuses in by_pid.values())
+    assert (data / "web-offline-worker-1").is_dir() and (data / "web-offline-worker-2").is_dir()

@@ -22,6 +22,7 @@ from gcite.dify.wire import DifyStream, Envelope
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.service.runs import ABANDONED, RunHandle, RunRegistry
 from gcite.service.store import ConversationStore
+from support.web_standin import bocha_payload, sample_items
 
 DELTAS = ["第一句。", "第二句。", "第三句。", "第四句。"]
 
@@ -72,10 +73,12 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
 
 
 def handle_for(
-    store: ConversationStore, backend: Slow, verifier: Any = None
+    store: ConversationStore, backend: Slow, verifier: Any = None, web: Any = None
 ) -> tuple[RunHandle, str]:
     record = store.start_message(user="owner", query="问题", inputs={})
-    deps = Deps(settings=Settings(), backend=backend, get_store=None, verifier=verifier)
+    deps = Deps(
+        settings=Settings(), backend=backend, get_store=None, verifier=verifier, web_source=web
+    )
     env = Envelope("task", record.id, record.conversation_id, record.created_at, user="u")
     handle = RunHandle(
         ChatRun(Turn("问题"), deps),
@@ -313,3 +316,39 @@ async def test_a_stuck_verification_does_not_hold_back_the_end(
     assert handle.run.verification is None
     record = store.get_message(message_id)
     assert record is not None and record.status == "normal"
+
+
+class FailingChunks(CountingStore):
+    """The real store whose early Plan B write fails (the database was locked too long)."""
+
+    def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
+        raise RuntimeError("database is locked")
+
+
+class Web:
+    """A web source stand-in: Bocha's payload for any query."""
+
+    name = "bocha"
+
+    async def search(self, query: str, *, count: int) -> Any:
+        return bocha_payload(query, sample_items(query, count))
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_final_save_stores_the_chunks_when_the_early_write_failed(
+    tmp_path: Path,
+) -> None:
+    store = FailingChunks(f"sqlite:///{tmp_path / 'fail.sqlite3'}")
+    try:
+        handle, message_id = handle_for(store, Slow(0.001), web=Web())
+        frames = [f async for f in handle.frames("问题")]
+        assert events_of(frames)[-1] == "message_end"
+        chunks = handle.run.chunk_metadata
+        assert chunks  # the web branch gave the merge node chunks
+        record = store.get_message(message_id)
+        assert record is not None and record.status == "normal"
+        assert record.chunk_metadata == chunks
+    finally:
+        store.close()

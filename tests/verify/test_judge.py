@@ -75,3 +75,27 @@ def test_without_a_judge_no_call_is_made(standin: OpenAIStandin) -> None:
     standin.reset()
     report = make_verifier(Settings(embed_backend="openai"))(ANSWER, CHUNKS)
     assert report["judge"] is None and standin.requests == []
+
+
+def test_a_slow_judge_stops_at_its_budget_and_the_rest_keeps_the_offline_verdict(
+    standin: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gcite.verify.verifier as verifier
+
+    monkeypatch.setattr(verifier, "JUDGE_BUDGET_S", 0.3)
+    standin.reset()
+    standin.push(Script.text("否", first_token_delay_s=0.6), Script.text("否"))
+    verify = make_verifier(
+        Settings(
+            embed_backend="openai",
+            verify_judge_base_url=standin.base_url,
+            verify_judge_model="judge-m",
+        )
+    )
+    report = verify(ANSWER, CHUNKS)
+    cites = [c for s in report["sentences"] for c in s["citations"]]
+    # the first call ended past the budget: the second citation was never put to the judge
+    assert len(standin.requests) == 1
+    assert [c["judge"] for c in cites] == ["no", "error"]
+    assert cites[1]["supported"] is True  # the offline verdict stays
+    assert report["judge_errors"] == 1

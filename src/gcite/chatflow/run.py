@@ -54,12 +54,11 @@ from gcite.generate.prompt import build_messages
 log = logging.getLogger("gcite.chatflow")
 
 
-#: Verifications running at once in one process. Verification is CPU work (sentence
-#: embeddings) after the answer's last delta; one thread, first come first served, leaves
-#: the GIL to the event loop and the searches that bring other streams their first text
-#: (bench_scale, 200 streams: more threads only made every stream slower). Under load a
-#: ``message_end`` waits its turn; the text never does.
-VERIFY_THREADS = 1
+#: Verifications running at once in one process, on their own threads (never in the
+#: default executor the searches use). Their offline part (sentence embeddings, CPU) runs
+#: one at a time (``gcite.verify.verifier.OFFLINE_LOCK``); a configured judge's network
+#: calls run concurrently. Under load a ``message_end`` waits its turn; the text never does.
+VERIFY_THREADS = 4
 #: Seconds a run waits for its verification (queueing included) before it ends without
 #: one (``verification`` None, as when no verifier is configured): a stuck verifier never
 #: holds back ``message_end``.

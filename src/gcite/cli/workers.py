@@ -35,6 +35,12 @@ INTERNAL_PREFIX = "/internal-knowledge"
 """Where the knowledge process mounts ``/retrieval`` for the workers."""
 
 
+WORKER_ENV = "GCITE_WORKER_ID"
+"""Set to 1..N in each chat worker's environment: what a worker keeps on disk for itself
+(the offline web index, an embedded Qdrant Edge shard that one process opens) goes to a
+folder of its own."""
+
+
 def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     """Serve the store's ``/retrieval`` on a free loopback port (daemon thread).
 
@@ -94,14 +100,20 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
     if config_file is not None:
         base += ["--config", str(config_file)]
     children = [
-        subprocess.Popen([*base, "--fd", str(s.fileno())], env=env, pass_fds=(s.fileno(),))
-        for s in sockets
+        subprocess.Popen(
+            [*base, "--fd", str(s.fileno())],
+            env={**env, WORKER_ENV: str(number)},
+            pass_fds=(s.fileno(),),
+        )
+        for number, s in enumerate(sockets, start=1)
     ]
     click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （{workers} 个工作进程）")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    died: subprocess.Popen[bytes] | None = None
     try:
-        while not stop.is_set() and all(c.poll() is None for c in children):
+        while not stop.is_set() and died is None:
+            died = next((c for c in children if c.poll() is not None), None)
             stop.wait(0.5)
     except KeyboardInterrupt:
         pass
@@ -118,6 +130,18 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
             sock.close()
         if server is not None:
             server.should_exit = True  # type: ignore[attr-defined]
+    if died is not None and not stop.is_set():
+        # a worker that dies takes the service down with a failure status, so that a
+        # supervisor (systemd Restart=on-failure, Kubernetes) restarts the whole set
+        raise click.ClickException(
+            f"工作进程 {died.pid} 意外退出（退出码 {died.returncode}），对话服务已停止"
+        )
 
 
-__all__ = ["INTERNAL_PREFIX", "every_role", "run_workers", "start_knowledge_process"]
+__all__ = [
+    "INTERNAL_PREFIX",
+    "WORKER_ENV",
+    "every_role",
+    "run_workers",
+    "start_knowledge_process",
+]

@@ -149,6 +149,7 @@ class RunHandle:
             retriever_resources=metadata["retriever_resources"],
             cited_ids=summary.cited_ids,
             metadata=metadata,
+            chunk_metadata=summary.chunk_metadata,
         )
 
     @staticmethod

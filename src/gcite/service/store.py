@@ -457,22 +457,25 @@ class ConversationStore:
         retriever_resources: list[dict[str, Any]] | None = None,
         cited_ids: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        chunk_metadata: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``."""
+        """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``;
+        ``chunk_metadata`` (when given) is stored again, so the outcome is complete even
+        when the early Plan B write (:meth:`set_chunks`) failed."""
+        values: dict[str, Any] = {
+            "b_id": message_id,
+            "answer": answer,
+            "status": status,
+            "failed": status == "failed",
+            "error": error,
+            "retriever_resources": retriever_resources or [],
+            "cited_ids": cited_ids or [],
+            "message_metadata": metadata or {},
+        }
+        if chunk_metadata is not None:
+            values["chunk_metadata"] = chunk_metadata
         with self._writing() as connection:
-            connection.execute(
-                _UPDATE_MESSAGE,
-                {
-                    "b_id": message_id,
-                    "answer": answer,
-                    "status": status,
-                    "failed": status == "failed",
-                    "error": error,
-                    "retriever_resources": retriever_resources or [],
-                    "cited_ids": cited_ids or [],
-                    "message_metadata": metadata or {},
-                },
-            )
+            connection.execute(_UPDATE_MESSAGE, values)
 
     # ------------------------------------------------------------------- reads
     def get_conversation(self, conversation_id: str, user: str) -> ConversationRecord | None:

@@ -12,6 +12,7 @@ counted in the report's ``judge_errors``; the judge never fails a run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,18 +73,27 @@ class Judge:
 
 
 def apply_judge(
-    report: dict[str, Any], contents: Mapping[str, str], judge: Judge
+    report: dict[str, Any],
+    contents: Mapping[str, str],
+    judge: Judge,
+    *,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
     """``report`` with the judge's verdicts: per citation ``judge`` (``"yes"``, ``"no"``
     or ``"error"``), ``supported`` from the verdict, ``weak``/``supported`` recounted,
-    ``judge`` = the model name and ``judge_errors`` = failed calls."""
+    ``judge`` = the model name and ``judge_errors`` = failed calls. ``deadline``
+    (``time.monotonic()``): citations not reached by then are not put to the judge and
+    keep the offline verdict (``judge: "error"``, counted in ``judge_errors``)."""
     errors = 0
     weak: list[dict[str, Any]] = []
     supported = 0
     for sentence in report.get("sentences") or []:
         for cite in sentence.get("citations") or []:
             passage = contents.get(str(cite.get("id")))
-            if passage is not None:
+            if passage is not None and deadline is not None and time.monotonic() > deadline:
+                errors += 1
+                cite["judge"] = "error"
+            elif passage is not None:
                 try:
                     verdict = judge.supports(str(sentence.get("text")), passage)
                 except (httpx.HTTPError, ValueError):

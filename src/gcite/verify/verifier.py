@@ -21,6 +21,8 @@ A cited id unknown to ``chunks`` is reported with ``score`` 0, ``supported`` fal
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,6 +192,15 @@ def best_support_by_chunk(report: Mapping[str, Any]) -> dict[str, dict[str, Any]
     return best
 
 
+#: The offline verification (sentence embeddings, CPU) runs one answer at a time in a
+#: process: concurrent ones only take the GIL from the event loop and the searches that
+#: bring other streams their first text (bench_scale, 200 streams).
+OFFLINE_LOCK = threading.Lock()
+#: Seconds the judge may take for one answer; citations it has not reached by then keep
+#: the offline verdict (counted in ``judge_errors``).
+JUDGE_BUDGET_S = 20.0
+
+
 def make_verifier(
     settings: Any, *, threshold: float = DEFAULT_THRESHOLD
 ) -> Callable[[str, list[dict[str, Any]]], dict[str, Any]]:
@@ -213,11 +224,13 @@ def make_verifier(
         )
 
     def verify(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
-        report = verify_answer(answer, chunks, model, threshold=threshold)
-        if judge is not None and report["checked"]:
+        with OFFLINE_LOCK:  # CPU work: one at a time in a process
+            report = verify_answer(answer, chunks, model, threshold=threshold)
+        if judge is not None and report["checked"]:  # network calls: concurrently
             from gcite.verify.judge import apply_judge
 
-            report = apply_judge(report, _content_of(chunks), judge)
+            deadline = time.monotonic() + JUDGE_BUDGET_S
+            report = apply_judge(report, _content_of(chunks), judge, deadline=deadline)
         return report
 
     return verify

@@ -54,6 +54,7 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -247,6 +248,14 @@ def _page_of(item: Mapping[str, Any], folder: Path) -> SavedPage:
     )
 
 
+def web_index_folder() -> str:
+    """``web-offline``; in a chat worker of ``gcite serve --workers N``
+    (``GCITE_WORKER_ID`` set), ``web-offline-worker-<id>``: the index is an embedded Qdrant
+    Edge shard, which one process opens at a time, so each worker builds its own."""
+    worker = os.environ.get("GCITE_WORKER_ID", "").strip()
+    return f"web-offline-worker-{worker}" if worker.isdigit() else "web-offline"
+
+
 class HybridPageIndex:
     """The folder in the knowledge base (hybrid search); one best passage per page.
 
@@ -260,7 +269,7 @@ class HybridPageIndex:
     def __init__(self, folder: Path, settings: Settings) -> None:
         from gcite.knowledge import ingest_paths, open_store
 
-        web_dir = Path(settings.data_dir).expanduser() / "web-offline"
+        web_dir = Path(settings.data_dir).expanduser() / web_index_folder()
         self.settings = dataclasses.replace(
             settings, data_dir=web_dir, qdrant_url="", qdrant_api_key=""
         )
