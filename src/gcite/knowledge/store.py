@@ -109,15 +109,14 @@ def _with_cosine(cand: Candidate, cosine: float | None) -> Candidate:
 
 def score_candidates(
     found: Sequence[Sequence[Candidate]],
-    query_dense: Sequence[float],
     weights: Mapping[int, float],
     calibration: Calibration,
 ) -> list[Hit]:
     """Merge the candidates of the retrievers and score each by relevance, best first.
 
-    ``found``: one candidate list per retriever (duplicates merged by point id);
-    ``query_dense``: the L2-normalised query embedding (cosine = dot product with the
-    stored, normalised chunk vector); ``weights``: :func:`~gcite.knowledge.sparse.query_weights`.
+    ``found``: one candidate list per retriever (duplicates merged by point id), their
+    ``cosine`` set (:func:`with_cosines`);
+    ``weights``: :func:`~gcite.knowledge.sparse.query_weights`.
     Ties keep retriever order. Scores are 0-1 (:func:`~gcite.knowledge.relevance.relevance`).
     """
     merged: dict[str, Candidate] = {}
@@ -126,15 +125,9 @@ def score_candidates(
             merged.setdefault(cand.id, cand)
     if not merged:
         return []
-    import numpy as np
-
-    query = np.asarray(query_dense, dtype=np.float32)
     hits: list[Hit] = []
     for cand in merged.values():
-        cosine = cand.cosine
-        if cosine is None and cand.dense is not None and len(cand.dense) == len(query):
-            cosine = float(np.dot(query, np.asarray(cand.dense, dtype=np.float32)))
-        score = relevance(cosine, lexical_coverage(weights, cand.tokens), calibration)
+        score = relevance(cand.cosine, lexical_coverage(weights, cand.tokens), calibration)
         hits.append(Hit(score, cand.payload, cand.id))
     hits.sort(key=lambda h: -h.score)
     return hits
@@ -327,7 +320,7 @@ class HybridStore:
             found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
             found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
         calibration = calibration_for(self._handle.catalog.embedder)
-        scored = score_candidates(found, query_dense, query_weights(text), calibration)
+        scored = score_candidates(found, query_weights(text), calibration)
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
             scored.sort(key=lambda h: order.get(h.id, 0))

@@ -22,9 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.sparse import Sparse
 
@@ -60,16 +57,14 @@ class Candidate:
     """One point of a single-retriever query, with what the relevance score needs.
 
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
-    ``dense``: a stored dense vector when a caller has one (the stores leave it ``None``:
-    they compute cosines themselves, :meth:`VectorIndex.cosines`); ``tokens``: the token ids
-    of the stored BM25 vector; ``payload``: the full payload; ``cosine``: the query's cosine
-    with the stored dense vector (set for a hit of the dense retriever, whose score is that
-    cosine, and by :func:`gcite.knowledge.store.with_cosines` for the others).
+    ``tokens``: the token ids of the stored BM25 vector; ``payload``: the full payload;
+    ``cosine``: the query's cosine with the stored dense vector (set for a hit of the dense
+    retriever, whose score is that cosine, and by :func:`gcite.knowledge.store.with_cosines`
+    for the others; ``None``: scored on its words alone).
     """
 
     id: str
     score: float
-    dense: Sequence[float] | npt.NDArray[np.float32] | None
     tokens: frozenset[int]
     payload: dict[str, Any]
     cosine: float | None = None

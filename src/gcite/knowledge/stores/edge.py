@@ -15,8 +15,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gcite.errors import StoreError
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.stores.base import (
@@ -281,14 +279,11 @@ class EdgeIndex:
 def _candidate(
     point_id: Any, score: Any, vectors: Any, payload: Any, *, cosine: bool = False
 ) -> Candidate:
-    vectors = vectors or {}
-    dense = vectors.get(DENSE)
-    sparse = vectors.get(SPARSE)
+    sparse = (vectors or {}).get(SPARSE)
     tokens = frozenset(getattr(sparse, "indices", None) or ())
     return Candidate(
         str(point_id),
         float(score),
-        np.asarray(dense, dtype=np.float32) if dense is not None else None,
         tokens,
         dict(payload or {}),
         float(score) if cosine else None,

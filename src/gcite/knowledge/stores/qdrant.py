@@ -13,8 +13,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gcite.errors import StoreError
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.stores.base import (
@@ -204,13 +202,11 @@ class QdrantIndex:
         out = []
         for p in response.points:
             vectors: dict[str, Any] = dict(p.vector) if isinstance(p.vector, dict) else {}
-            dense = vectors.get(DENSE)
             sparse = vectors.get(SPARSE)
             out.append(
                 Candidate(
                     str(p.id),
                     float(p.score),
-                    np.asarray(dense, dtype=np.float32) if isinstance(dense, list) else None,
                     frozenset(int(i) for i in getattr(sparse, "indices", None) or []),
                     dict(p.payload or {}),
                     float(p.score) if dense_stage else None,
