@@ -37,7 +37,7 @@ from gcite.generate.extractive import ExtractiveBackend
 from gcite.knowledge import ingest_paths, open_store
 from gcite.stream.parser import strip_markers
 from knowledge.docs import MANIFEST, write_mixed
-from support.web_standin import bocha_payload, sample_items
+from support.web_standin import PayloadWeb as Web
 
 QUERY = "电梯维保记录由谁签字？"
 
@@ -53,25 +53,6 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     )
     with open_store(settings) as store:
         yield store
-
-
-class Web:
-    """A web source stand-in: Bocha's payload for any query (or a failure)."""
-
-    name = "bocha"
-
-    def __init__(self, *, fail: Exception | None = None, delay: float = 0.0) -> None:
-        self.fail = fail
-        self.delay = delay
-
-    async def search(self, query: str, *, count: int) -> Any:
-        await asyncio.sleep(self.delay)
-        if self.fail is not None:
-            raise self.fail
-        return bocha_payload(query, sample_items(query, count))
-
-    async def aclose(self) -> None:
-        return None
 
 
 class Watched(BackendLifecycle):

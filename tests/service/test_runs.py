@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from gcite.dify.wire import DifyStream, Envelope
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.service.runs import ABANDONED, RunHandle, RunRegistry
 from gcite.service.store import ConversationStore
-from support.web_standin import bocha_payload, sample_items
+from support.web_standin import PayloadWeb
 
 DELTAS = ["第一句。", "第二句。", "第三句。", "第四句。"]
 
@@ -205,6 +206,16 @@ async def test_a_stop_for_an_unknown_task_is_harmless(store: CountingStore) -> N
     assert store.take_stops(["no-such-task"]) == [("no-such-task", "owner")]
 
 
+@contextmanager
+def opened(kind: type[CountingStore], tmp_path: Path) -> Iterator[Any]:
+    """A ``kind`` store on a fresh SQLite file, closed at the end."""
+    store = kind(f"sqlite:///{tmp_path / 'runs-kind.sqlite3'}")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 class SlowChunks(CountingStore):
     """The real store whose Plan B chunk write takes 0.5 s (another writer holds the
     database); records when the write ended."""
@@ -231,8 +242,7 @@ class Timed(Slow):
 async def test_the_chunk_write_does_not_hold_up_the_model_but_precedes_the_merge_event(
     tmp_path: Path,
 ) -> None:
-    store = SlowChunks(f"sqlite:///{tmp_path / 'slow.sqlite3'}")
-    try:
+    with opened(SlowChunks, tmp_path) as store:
         backend = Timed(0.01)
         handle, message_id = handle_for(store, backend)
         sent: list[tuple[float, bytes]] = []
@@ -249,8 +259,6 @@ async def test_the_chunk_write_does_not_hold_up_the_model_but_precedes_the_merge
         assert first_text >= merge  # and nothing after it overtakes it
         record = store.get_message(message_id)
         assert record is not None and record.status == "normal"
-    finally:
-        store.close()
 
 
 def _between(events: list[str], first: str, last: str) -> list[str]:
@@ -258,8 +266,7 @@ def _between(events: list[str], first: str, last: str) -> list[str]:
 
 
 async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> None:
-    store = SlowChunks(f"sqlite:///{tmp_path / 'ping.sqlite3'}")
-    try:
+    with opened(SlowChunks, tmp_path) as store:
         handle, _ = handle_for(store, Slow(0.001))
         frames = [f async for f in handle.frames("问题")]
         kinds = []
@@ -271,16 +278,13 @@ async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> N
                 kinds.append("ping")
         # 0.5 s write, 0.02 s ping interval: pings before the merge event, not after it
         assert "ping" in _between(kinds, "node_started:code", "node_finished:code")
-    finally:
-        store.close()
 
 
 async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: Path) -> None:
     """Blocking mode: the run has ended and its outcome waits for the slow chunk write when
     the client disconnects; the outcome is stored all the same (not left ``running``)."""
     SlowChunks.finished = 0
-    store = SlowChunks(f"sqlite:///{tmp_path / 'gone.sqlite3'}")
-    try:
+    with opened(SlowChunks, tmp_path) as store:
         handle, message_id = handle_for(store, Slow(0.001))
         outcome = await handle.result(lambda: asyncio.sleep(0.2))
         assert outcome.abandoned
@@ -291,8 +295,6 @@ async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: 
             await asyncio.sleep(0.05)
         assert record is not None and record.status == "normal"
         assert record.answer == "".join(DELTAS) and SlowChunks.finished == 1
-    finally:
-        store.close()
 
 
 async def test_a_stuck_verification_does_not_hold_back_the_end(
@@ -325,24 +327,11 @@ class FailingChunks(CountingStore):
         raise RuntimeError("database is locked")
 
 
-class Web:
-    """A web source stand-in: Bocha's payload for any query."""
-
-    name = "bocha"
-
-    async def search(self, query: str, *, count: int) -> Any:
-        return bocha_payload(query, sample_items(query, count))
-
-    async def aclose(self) -> None:
-        return None
-
-
 async def test_the_final_save_stores_the_chunks_when_the_early_write_failed(
     tmp_path: Path,
 ) -> None:
-    store = FailingChunks(f"sqlite:///{tmp_path / 'fail.sqlite3'}")
-    try:
-        handle, message_id = handle_for(store, Slow(0.001), web=Web())
+    with opened(FailingChunks, tmp_path) as store:
+        handle, message_id = handle_for(store, Slow(0.001), web=PayloadWeb())
         frames = [f async for f in handle.frames("问题")]
         assert events_of(frames)[-1] == "message_end"
         chunks = handle.run.chunk_metadata
@@ -350,5 +339,3 @@ async def test_the_final_save_stores_the_chunks_when_the_early_write_failed(
         record = store.get_message(message_id)
         assert record is not None and record.status == "normal"
         assert record.chunk_metadata == chunks
-    finally:
-        store.close()

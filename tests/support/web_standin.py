@@ -46,6 +46,7 @@ Payload builders
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -415,10 +416,31 @@ def web_standin(
         thread.join(timeout=5)
 
 
+class PayloadWeb:
+    """An in-process web source (the chatflow's ``WebSource`` seam, no HTTP): Bocha's
+    payload for any query, after ``delay`` seconds, or ``fail`` raised instead."""
+
+    name = "bocha"
+
+    def __init__(self, *, fail: Exception | None = None, delay: float = 0.0) -> None:
+        self.fail = fail
+        self.delay = delay
+
+    async def search(self, query: str, *, count: int) -> Any:
+        await asyncio.sleep(self.delay)
+        if self.fail is not None:
+            raise self.fail
+        return bocha_payload(query, sample_items(query, count))
+
+    async def aclose(self) -> None:
+        return None
+
+
 __all__ = [
     "BAIDU_PATH",
     "BOCHA_PATH",
     "TAVILY_PATH",
+    "PayloadWeb",
     "Reply",
     "Request",
     "WebStandin",
