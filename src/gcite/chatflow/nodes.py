@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
+from gcite.generate.coalesce import coalesced
 from gcite.generate.fallback import FellBack
 from gcite.merge import MergeResult, merge_chunks
 
@@ -121,7 +122,8 @@ async def generate(
     The backend's stream is always closed, also when the consumer stops early or is
     cancelled (that closes the model call). Raises ``LLMError``.
     """
-    stream = backend.stream(messages, chunks=chunks, query=query, usage=usage)
+    # many answers at once in this process: fewer, longer deltas (generate/coalesce.py)
+    stream = coalesced(backend.stream(messages, chunks=chunks, query=query, usage=usage))
     try:
         async for delta in stream:
             if isinstance(delta, Reasoning):
