@@ -175,6 +175,57 @@ def test_index_cosines_match_the_dense_retriever(
         assert index.cosines(dense, []) == {}
 
 
+@pytest.mark.parametrize("which", ["edge", "client"])
+def test_candidates_carry_the_stored_bm25_tokens_and_score_by_relevance(
+    which: str, edge_settings: Settings, client_settings: Settings
+) -> None:
+    """The candidates of a search (no payloads) hold the token ids of the point's stored BM25
+    vector, the same as with payloads, and ``score_candidates`` scores each one by
+    ``relevance(cosine, lexical_coverage(query weights, tokens))``."""
+    from gcite.knowledge.relevance import calibration_for, lexical_coverage, relevance
+    from gcite.knowledge.sparse import document_vector, query_terms
+    from gcite.knowledge.store import score_candidates, with_cosines
+    from gcite.knowledge.stores.base import DENSE, SPARSE, Stage
+
+    settings = edge_settings if which == "edge" else client_settings
+    with open_store(settings) as store:
+        index = store._handle.index
+        question = "电梯困人怎么处理，物业要多久到场"
+        dense = [float(x) for x in store.embedder().embed_query(question)]
+        sparse, weights = query_terms(question)
+        stages = [Stage(DENSE, dense=dense), Stage(SPARSE, sparse=sparse)]
+        bare = [index.nearest(stage, None, 10, with_payload=False) for stage in stages]
+        full = [index.nearest(stage, None, 10, with_payload=True) for stage in stages]
+        assert bare[0] and bare[1]
+        # what ingestion indexes: the document title, a newline, the chunk text
+        texts = {
+            c.id: f"{c.payload['doc_metadata']['document_title']}\n{c.payload['content']}"
+            for found in full
+            for c in found
+        }
+        for found_bare, found_full in zip(bare, full, strict=True):
+            assert [c.id for c in found_bare] == [c.id for c in found_full]
+            for b, f in zip(found_bare, found_full, strict=True):
+                assert b.payload == {} and f.payload
+                assert set(b.tokens) == set(f.tokens)
+                assert set(b.tokens) == set(document_vector(texts[b.id]).indices)
+        found = with_cosines(bare, lambda ids: index.cosines(dense, ids))
+        calibration = calibration_for(store.catalog.embedder)
+        hits = score_candidates(found, weights, calibration)
+        first: dict[str, Any] = {}
+        for candidates in found:
+            for c in candidates:
+                first.setdefault(c.id, c)
+        scores = {h.id: h.score for h in hits}
+        assert len(hits) == len(first)
+        assert [h.id for h in hits] == sorted(first, key=lambda i: -scores[i])  # ties: merged
+        for hit in hits:
+            c = first[hit.id]
+            expected = relevance(c.cosine, lexical_coverage(weights, set(c.tokens)), calibration)
+            assert hit.score == expected
+        assert any(0 < lexical_coverage(weights, set(c.tokens)) < 1 for c in first.values())
+
+
 def test_a_failed_cosine_query_leaves_the_search_working(
     edge_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

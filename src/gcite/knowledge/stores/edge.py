@@ -222,9 +222,21 @@ class EdgeIndex:
                 with_vector=[SPARSE],
             )
             points = shard.query(request)
-            return [
-                _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
-            ]
+            if with_payload:
+                return [
+                    _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage)
+                    for p in points
+                ]
+            # the hot path of every search: one Candidate per point, nothing converted twice
+            out: list[Candidate] = []
+            for p in points:
+                score = float(p.score)
+                sparse = (p.vector or _NO_VECTORS).get(SPARSE)
+                tokens = sparse.indices if sparse is not None else None
+                out.append(
+                    Candidate(str(p.id), score, tokens or (), {}, score if dense_stage else None)
+                )
+            return out
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
         if not ids:
@@ -276,11 +288,14 @@ class EdgeIndex:
                 shard.close()
 
 
+_NO_VECTORS: dict[str, Any] = {}
+
+
 def _candidate(
     point_id: Any, score: Any, vectors: Any, payload: Any, *, cosine: bool = False
 ) -> Candidate:
     sparse = (vectors or {}).get(SPARSE)
-    tokens = frozenset(getattr(sparse, "indices", None) or ())
+    tokens = getattr(sparse, "indices", None) or ()
     return Candidate(
         str(point_id),
         float(score),
