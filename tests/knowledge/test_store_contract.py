@@ -7,6 +7,7 @@ no server binary is installable from the reachable registries.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,38 @@ def test_a_failed_cosine_query_leaves_the_search_working(
 
         monkeypatch.setattr(store._handle.index, "cosines", broken)
         assert store.search(question, roles=None)
+
+
+def test_edge_shards_search_with_one_pool_thread(edge_settings: Settings, tmp_path: Path) -> None:
+    """A shard gcite creates has a one-thread search pool (stores.edge.SEARCH_THREADS); a
+    shard stored without the setting gets it when loaded, its other settings kept and its
+    results unchanged; a configuration with settings gcite does not rebuild is left as it
+    is."""
+    import qdrant_edge
+
+    from gcite.knowledge.stores.edge import CONFIG_FILE, SEARCH_THREADS, search_config
+
+    shard = Path(edge_settings.data_dir) / "qdrant"
+    created = json.loads((shard / CONFIG_FILE).read_text(encoding="utf-8"))
+    assert created["max_search_threads"] == SEARCH_THREADS == 1
+    assert search_config(qdrant_edge, shard) is None  # nothing to change: loaded as stored
+
+    question = "电梯困人怎么处理"
+    with open_store(edge_settings) as store:
+        expected = store.search(question, top_k=10)
+    # the same data, as a shard stored before the setting existed
+    data = tmp_path / "data"
+    shutil.copytree(edge_settings.data_dir, data)
+    older = {k: v for k, v in created.items() if k != "max_search_threads"}
+    (data / "qdrant" / CONFIG_FILE).write_text(json.dumps(older), encoding="utf-8")
+    config = search_config(qdrant_edge, data / "qdrant")
+    assert config is not None and config.max_search_threads == 1
+    with open_store(Settings(data_dir=data, embed_backend="use")) as store:
+        assert store.search(question, top_k=10) == expected
+    assert json.loads((data / "qdrant" / CONFIG_FILE).read_text(encoding="utf-8")) == created
+
+    unknown = {**older, "hnsw_config": {"m": 8}}
+    (data / "qdrant" / CONFIG_FILE).write_text(json.dumps(unknown), encoding="utf-8")
+    assert search_config(qdrant_edge, data / "qdrant") is None
+    (data / "qdrant" / CONFIG_FILE).write_text("{not json", encoding="utf-8")
+    assert search_config(qdrant_edge, data / "qdrant") is None
