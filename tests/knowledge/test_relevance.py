@@ -26,7 +26,7 @@ from gcite.knowledge.relevance import (
     lexical_coverage,
     relevance,
 )
-from gcite.knowledge.sparse import query_weights, token_id, tokenize
+from gcite.knowledge.sparse import query_terms, query_vector, query_weights, token_id, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 OFFTOPIC = REPO / "benchmarks" / "data" / "offtopic.dev.jsonl"
@@ -67,6 +67,19 @@ def test_lexical_coverage_weighs_query_terms_by_idf() -> None:
     assert lexical_coverage(weights, chunk) > 0.5 > lexical_coverage(weights, filler)
     assert lexical_coverage({}, chunk) == 0.0
     assert lexical_coverage(weights, set()) == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["消防设施需要多久检测一次", "设备EQ-000123坏了，按GB50016-2014处理", "的了吗", "", "a a b"],
+)
+def test_query_terms_are_the_query_vector_and_weights(text: str) -> None:
+    """One tokenisation gives what query_vector and query_weights give separately."""
+    sparse, weights = query_terms(text)
+    assert sparse == query_vector(text)
+    assert weights == query_weights(text)
+    assert list(weights) == list(query_weights(text))  # same order: the same float sums
+    assert sorted(weights) == sparse.indices
 
 
 def test_codes_are_tokens_of_their_own() -> None:

@@ -7,6 +7,7 @@ no server binary is installable from the reachable registries.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,57 @@ def test_index_cosines_match_the_dense_retriever(
         assert index.cosines(dense, []) == {}
 
 
+@pytest.mark.parametrize("which", ["edge", "client"])
+def test_candidates_carry_the_stored_bm25_tokens_and_score_by_relevance(
+    which: str, edge_settings: Settings, client_settings: Settings
+) -> None:
+    """The candidates of a search (no payloads) hold the token ids of the point's stored BM25
+    vector, the same as with payloads, and ``score_candidates`` scores each one by
+    ``relevance(cosine, lexical_coverage(query weights, tokens))``."""
+    from gcite.knowledge.relevance import calibration_for, lexical_coverage, relevance
+    from gcite.knowledge.sparse import document_vector, query_terms
+    from gcite.knowledge.store import score_candidates, with_cosines
+    from gcite.knowledge.stores.base import DENSE, SPARSE, Stage
+
+    settings = edge_settings if which == "edge" else client_settings
+    with open_store(settings) as store:
+        index = store._handle.index
+        question = "电梯困人怎么处理，物业要多久到场"
+        dense = [float(x) for x in store.embedder().embed_query(question)]
+        sparse, weights = query_terms(question)
+        stages = [Stage(DENSE, dense=dense), Stage(SPARSE, sparse=sparse)]
+        bare = [index.nearest(stage, None, 10, with_payload=False) for stage in stages]
+        full = [index.nearest(stage, None, 10, with_payload=True) for stage in stages]
+        assert bare[0] and bare[1]
+        # what ingestion indexes: the document title, a newline, the chunk text
+        texts = {
+            c.id: f"{c.payload['doc_metadata']['document_title']}\n{c.payload['content']}"
+            for found in full
+            for c in found
+        }
+        for found_bare, found_full in zip(bare, full, strict=True):
+            assert [c.id for c in found_bare] == [c.id for c in found_full]
+            for b, f in zip(found_bare, found_full, strict=True):
+                assert b.payload == {} and f.payload
+                assert set(b.tokens) == set(f.tokens)
+                assert set(b.tokens) == set(document_vector(texts[b.id]).indices)
+        found = with_cosines(bare, lambda ids: index.cosines(dense, ids))
+        calibration = calibration_for(store.catalog.embedder)
+        hits = score_candidates(found, weights, calibration)
+        first: dict[str, Any] = {}
+        for candidates in found:
+            for c in candidates:
+                first.setdefault(c.id, c)
+        scores = {h.id: h.score for h in hits}
+        assert len(hits) == len(first)
+        assert [h.id for h in hits] == sorted(first, key=lambda i: -scores[i])  # ties: merged
+        for hit in hits:
+            c = first[hit.id]
+            expected = relevance(c.cosine, lexical_coverage(weights, set(c.tokens)), calibration)
+            assert hit.score == expected
+        assert any(0 < lexical_coverage(weights, set(c.tokens)) < 1 for c in first.values())
+
+
 def test_a_failed_cosine_query_leaves_the_search_working(
     edge_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,3 +241,38 @@ def test_a_failed_cosine_query_leaves_the_search_working(
 
         monkeypatch.setattr(store._handle.index, "cosines", broken)
         assert store.search(question, roles=None)
+
+
+def test_edge_shards_search_with_one_pool_thread(edge_settings: Settings, tmp_path: Path) -> None:
+    """A shard gcite creates has a one-thread search pool (stores.edge.SEARCH_THREADS); a
+    shard stored without the setting gets it when loaded, its other settings kept and its
+    results unchanged; a configuration with settings gcite does not rebuild is left as it
+    is."""
+    import qdrant_edge
+
+    from gcite.knowledge.stores.edge import CONFIG_FILE, SEARCH_THREADS, search_config
+
+    shard = Path(edge_settings.data_dir) / "qdrant"
+    created = json.loads((shard / CONFIG_FILE).read_text(encoding="utf-8"))
+    assert created["max_search_threads"] == SEARCH_THREADS == 1
+    assert search_config(qdrant_edge, shard) is None  # nothing to change: loaded as stored
+
+    question = "电梯困人怎么处理"
+    with open_store(edge_settings) as store:
+        expected = store.search(question, top_k=10)
+    # the same data, as a shard stored before the setting existed
+    data = tmp_path / "data"
+    shutil.copytree(edge_settings.data_dir, data)
+    older = {k: v for k, v in created.items() if k != "max_search_threads"}
+    (data / "qdrant" / CONFIG_FILE).write_text(json.dumps(older), encoding="utf-8")
+    config = search_config(qdrant_edge, data / "qdrant")
+    assert config is not None and config.max_search_threads == 1
+    with open_store(Settings(data_dir=data, embed_backend="use")) as store:
+        assert store.search(question, top_k=10) == expected
+    assert json.loads((data / "qdrant" / CONFIG_FILE).read_text(encoding="utf-8")) == created
+
+    unknown = {**older, "hnsw_config": {"m": 8}}
+    (data / "qdrant" / CONFIG_FILE).write_text(json.dumps(unknown), encoding="utf-8")
+    assert search_config(qdrant_edge, data / "qdrant") is None
+    (data / "qdrant" / CONFIG_FILE).write_text("{not json", encoding="utf-8")
+    assert search_config(qdrant_edge, data / "qdrant") is None

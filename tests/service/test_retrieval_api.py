@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import socket
 import threading
 import time
@@ -386,7 +387,43 @@ def test_json_body_without_content_type_is_accepted(client: httpx.Client, datase
 
 
 def test_get_is_not_allowed(client: httpx.Client) -> None:
-    assert client.get("/retrieval", headers=dify_headers("kb-ops")).status_code == 405
+    response = client.get("/retrieval", headers=dify_headers("kb-ops"))
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["error_code"] == 3004
+
+
+def test_every_retrieval_request_gets_one_access_line_with_the_route_template(
+    client: httpx.Client, dataset: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """POST /retrieval (taken straight to its endpoint) and the other methods (routed) are
+    logged alike: the router's route template (``/retrieval``, as before the fast path),
+    the status, the request id echoed."""
+    caplog.set_level(logging.INFO, logger="gcite.access")
+    ok = client.post(
+        "/retrieval",
+        content=dify_body("消防安全责任", dataset, top_k=2),
+        headers={**dify_headers("kb-ops"), "X-Request-Id": "kb-fast-1"},
+    )
+    bad = client.post("/retrieval", content=b"[1]", headers=dify_headers("kb-ops"))
+    wrong = client.put("/retrieval", headers={**dify_headers("kb-ops"), "X-Request-Id": "kb-put"})
+    assert (ok.status_code, bad.status_code, wrong.status_code) == (200, 400, 405)
+    assert ok.headers["x-request-id"] == "kb-fast-1" and ok.headers["content-type"] == (
+        "application/json"
+    )
+    assert int(ok.headers["content-length"]) == len(ok.content)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gcite.access"]
+        if len(lines) >= 3:
+            break
+        time.sleep(0.05)
+    assert [(x["route"], x["status"], x["method"]) for x in lines[-3:]] == [
+        ("/retrieval", 200, "POST"),
+        ("/retrieval", 400, "POST"),
+        ("/retrieval", 405, "PUT"),
+    ]
+    assert lines[-3]["request_id"] == "kb-fast-1" and lines[-1]["request_id"] == "kb-put"
 
 
 # --- response shape, top_k and threshold ----------------------------------------------

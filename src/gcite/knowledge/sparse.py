@@ -112,13 +112,18 @@ def query_weights(text: str) -> dict[int, float]:
     gets the table's median. Single characters weigh half: they are mostly
     parts of longer words already counted.
     """
+    return _weights(tokenize(text))
+
+
+def _weights(tokens: list[str]) -> dict[int, float]:
     table, default = _idf_table()
     weights: dict[int, float] = {}
-    for token in dict.fromkeys(tokenize(text)):
+    for token in dict.fromkeys(tokens):
         weight = table.get(token, default)
         if len(token) == 1:
             weight /= 2
-        weights[token_id(token)] = max(weights.get(token_id(token), 0.0), weight)
+        idx = token_id(token)
+        weights[idx] = max(weights.get(idx, 0.0), weight)
     return weights
 
 
@@ -148,8 +153,18 @@ def document_vector(text: str, *, k1: float = K1, b: float = B, avg_len: float =
 
 def query_vector(text: str) -> Sparse:
     """Weight 1.0 per distinct query token (the store multiplies by IDF)."""
-    indices = sorted(_collect(Counter(tokenize(text))))
+    return _vector(tokenize(text))
+
+
+def _vector(tokens: list[str]) -> Sparse:
+    indices = sorted(_collect(Counter(tokens)))
     return Sparse(indices, [1.0] * len(indices))
+
+
+def query_terms(text: str) -> tuple[Sparse, dict[int, float]]:
+    """``(query_vector(text), query_weights(text))`` from one tokenisation of ``text``."""
+    tokens = tokenize(text)
+    return _vector(tokens), _weights(tokens)
 
 
 __all__ = [
@@ -158,6 +173,7 @@ __all__ = [
     "B",
     "Sparse",
     "document_vector",
+    "query_terms",
     "query_vector",
     "query_weights",
     "token_id",

@@ -41,14 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.filters import Node, build_filter
-from gcite.knowledge.relevance import Calibration, calibration_for, lexical_coverage, relevance
+from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
-from gcite.knowledge.sparse import Sparse, query_vector, query_weights
+from gcite.knowledge.sparse import Sparse, query_terms
 from gcite.knowledge.stores.base import (
     COLLECTION,
     DENSE,
@@ -104,7 +106,9 @@ def with_cosines(
 
 
 def _with_cosine(cand: Candidate, cosine: float | None) -> Candidate:
-    return cand if cosine is None else dataclasses.replace(cand, cosine=cosine)
+    if cosine is None:
+        return cand
+    return Candidate(cand.id, cand.score, cand.tokens, cand.payload, cosine)
 
 
 def score_candidates(
@@ -125,12 +129,29 @@ def score_candidates(
             merged.setdefault(cand.id, cand)
     if not merged:
         return []
+    # relevance.lexical_coverage, with what does not depend on the candidate computed
+    # once: the same sums, in the same order (the same floats)
+    terms = [(t, w) for t, w in weights.items() if w > 0]
+    total = sum(w for _, w in terms)
+    query_tokens = {t for t, _ in terms}
     hits: list[Hit] = []
     for cand in merged.values():
-        score = relevance(cand.cosine, lexical_coverage(weights, cand.tokens), calibration)
-        hits.append(Hit(score, cand.payload, cand.id))
+        lexical = 0.0
+        if total > 0:
+            present = query_tokens.intersection(cand.tokens)
+            lexical = min(1.0, sum(w for t, w in terms if t in present) / total)
+        hits.append(Hit(relevance(cand.cosine, lexical, calibration), cand.payload, cand.id))
     hits.sort(key=lambda h: -h.score)
     return hits
+
+
+def _floats(vector: Any) -> list[float]:
+    """An embedding as a list of Python floats (``tolist`` of a NumPy row: the same values
+    as ``float()`` of each element, without a Python call per element)."""
+    if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.dtype.kind == "f":
+        values: list[float] = vector.tolist()
+        return values
+    return [float(x) for x in vector]
 
 
 # --------------------------------------------------------------------------- catalog
@@ -302,8 +323,9 @@ class HybridStore:
         threshold = min(max(float(score_threshold), 0.0), 1.0)
         dense = None
         if mode != "sparse":
-            dense = [float(x) for x in self.embedder().embed_query(text)]
-        sparse = query_vector(text) if mode != "dense" else None
+            dense = _floats(self.embedder().embed_query(text))
+        terms, weights = query_terms(text)  # one tokenisation for both
+        sparse = terms if mode != "dense" else None
         if mode == "rrf":
             return self._rrf(dense, sparse, flt, limit, threshold)
         stages = []
@@ -320,7 +342,7 @@ class HybridStore:
             found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
             found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
         calibration = calibration_for(self._handle.catalog.embedder)
-        scored = score_candidates(found, query_weights(text), calibration)
+        scored = score_candidates(found, weights, calibration)
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
             scored.sort(key=lambda h: order.get(h.id, 0))
@@ -370,7 +392,7 @@ class HybridStore:
         return [Hit(min(max(score, 0.0), 1.0), hits[index].payload) for index, score in order]
 
     def _query_dense(self, text: str, dense: list[float] | None) -> list[float]:
-        return dense if dense is not None else [float(x) for x in self.embedder().embed_query(text)]
+        return dense if dense is not None else _floats(self.embedder().embed_query(text))
 
     def _rrf(
         self,

@@ -15,7 +15,9 @@ the full description with an example stream is ``docs/api.md``):
   (:mod:`gcite.service.knowledge_api`);
 - ``GET /health`` (liveness) and ``GET /ready`` (store opens, model reachable);
 - around everything, :class:`gcite.service.ops.OpsMiddleware`: request id, body-read
-  deadline, one JSON access log line per request.
+  deadline, one JSON access log line per request; inside it
+  :class:`gcite.service.retrieval.RetrievalFastPath` takes ``POST /retrieval`` straight to
+  its endpoint.
 
 Errors are Dify's ``{"code", "message", "status"}`` objects (400 ``invalid_param``,
 401 ``unauthorized``, 404 ``not_found``, 413 ``request_too_large``, 500
@@ -45,7 +47,7 @@ from gcite.service.knowledge_api import build_knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
 from gcite.service.resources import Resources
-from gcite.service.retrieval import build_retrieval_router
+from gcite.service.retrieval import RetrievalFastPath, build_retrieval_router
 from gcite.service.runs import RunRegistry
 
 log = logging.getLogger("gcite.service")
@@ -118,11 +120,12 @@ def create_app(settings: Settings) -> FastAPI:
         build_conversations_router(resources.conversations, caller_of, resources.visible_documents)
     )
     app.include_router(build_dify_app_router(resources.conversations, caller_of))
-    app.include_router(
-        build_retrieval_router(settings, resources.get_store), prefix=settings.retrieval_prefix
-    )
+    retrieval = build_retrieval_router(settings, resources.get_store)
+    app.include_router(retrieval, prefix=settings.retrieval_prefix)
     app.include_router(build_knowledge_router(settings, lambda: open_store(settings, create=True)))
     mount_pages(app, settings)
+    # innermost first: POST /retrieval straight to its endpoint, inside the ops layer
+    app.add_middleware(RetrievalFastPath, router=retrieval, prefix=settings.retrieval_prefix)
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
 

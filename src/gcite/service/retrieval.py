@@ -55,7 +55,9 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
@@ -480,6 +482,44 @@ def build_retrieval_router(
     return router
 
 
+class RetrievalFastPath:
+    """ASGI middleware: ``POST {prefix}/retrieval`` goes straight to the endpoint of
+    :func:`build_retrieval_router`, past the framework's routing and request handling
+    (route matching over every route of the app, dependency solving: about a quarter of
+    the event loop's time per request on the knowledge process, docs/benchmarks.md
+    "Knowledge process per request"). Same endpoint, same responses; every other request
+    (another method or path, a ``root_path``) takes the normal way. Installed inside
+    :class:`~gcite.service.ops.OpsMiddleware`, which logs the request with the route
+    (``scope["route"]``, the router's own: template ``/retrieval``) set here as routing
+    does.
+    """
+
+    def __init__(self, app: ASGIApp, router: APIRouter, prefix: str = "") -> None:
+        self.app = app
+        route = next(
+            r
+            for r in router.routes
+            if isinstance(r, APIRoute) and r.path == "/retrieval" and "POST" in (r.methods or ())
+        )
+        self.endpoint = route.endpoint
+        self.route = route
+        self.path = f"{prefix}/retrieval"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or scope.get("path") != self.path
+            or scope.get("root_path")
+        ):
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = self.route
+        scope.setdefault("path_params", {})
+        response = await self.endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+
 def warm_up(get_store: Callable[[], KnowledgeStore]) -> bool:
     """Open the store and run one tiny search so the first real request is fast.
 
@@ -564,6 +604,7 @@ __all__ = [
     "MAX_TOP_K",
     "RETRIEVAL_TIMEOUT_S",
     "RetrievalAPIError",
+    "RetrievalFastPath",
     "RetrievalRequest",
     "authenticate",
     "build_records",

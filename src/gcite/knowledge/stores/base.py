@@ -18,7 +18,7 @@ fusion. Source: issue 4 items 2-5 (hybrid search), Qdrant "hybrid queries" docs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,7 +57,8 @@ class Candidate:
     """One point of a single-retriever query, with what the relevance score needs.
 
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
-    ``tokens``: the token ids of the stored BM25 vector; ``payload``: the full payload;
+    ``tokens``: the token ids of the stored BM25 vector (any collection: a list as the
+    binding returns it, a set; only tested for membership); ``payload``: the full payload;
     ``cosine``: the query's cosine with the stored dense vector (set for a hit of the dense
     retriever, whose score is that cosine, and by :func:`gcite.knowledge.store.with_cosines`
     for the others; ``None``: scored on its words alone).
@@ -65,7 +66,7 @@ class Candidate:
 
     id: str
     score: float
-    tokens: frozenset[int]
+    tokens: Collection[int]
     payload: dict[str, Any]
     cosine: float | None = None
 

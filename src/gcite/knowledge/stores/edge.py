@@ -11,6 +11,7 @@ Source: issue 4 items 2-5; Qdrant Edge docs.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,17 @@ from gcite.knowledge.stores.base import (
     Stage,
     rrf_scale,
 )
+
+SEARCH_THREADS = 1
+"""Threads of a shard's search pool (``max_search_threads``). The binding holds the GIL
+while a query runs, so concurrent searches of one process run one at a time whatever the
+pool; the pool only parallelises the segments of one query, and a gcite shard of a few
+thousand chunks is one or two segments. Measured on the law corpus (484 chunks, one
+segment, 2 cores): the CPU-derived default spent 630-700 us of CPU per query (pool
+wake-ups) for 330-410 us of wall time; one thread 235-290 us of both, with the same
+results (docs/benchmarks.md, "Knowledge process per request")."""
+
+CONFIG_FILE = "edge_config.json"
 
 
 def map_edge_error(exc: Exception, path: Path, action: str) -> StoreError:
@@ -122,8 +134,13 @@ class EdgeIndex:
         self.path = path
         self.shard: Any = None
         if path.is_dir() and any(path.iterdir()):
-            with edge_errors(path, "open"):
-                self.shard = q.EdgeShard.load(str(path))
+            config = search_config(q, path)
+            if config is not None:
+                with contextlib.suppress(Exception):  # e.g. read-only: load it as stored
+                    self.shard = q.EdgeShard.load(str(path), config)
+            if self.shard is None:
+                with edge_errors(path, "open"):
+                    self.shard = q.EdgeShard.load(str(path))
         elif not create:
             raise StoreError(f"知识库数据损坏: 缺少向量库目录 {path}，请重新运行 gcite ingest")
 
@@ -138,6 +155,7 @@ class EdgeIndex:
                 # payloads on disk, read through the page cache (not a RAM copy of every
                 # chunk's text): ingest memory then does not grow with the payload
                 payload_memory=q.Memory.Cold,
+                max_search_threads=SEARCH_THREADS,
             )
             self.shard = q.EdgeShard.create(str(self.path), config)
             for key in INDEXED_KEYWORDS:
@@ -222,9 +240,21 @@ class EdgeIndex:
                 with_vector=[SPARSE],
             )
             points = shard.query(request)
-            return [
-                _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage) for p in points
-            ]
+            if with_payload:
+                return [
+                    _candidate(p.id, p.score, p.vector, p.payload, cosine=dense_stage)
+                    for p in points
+                ]
+            # the hot path of every search: one Candidate per point, nothing converted twice
+            out: list[Candidate] = []
+            for p in points:
+                score = float(p.score)
+                sparse = (p.vector or _NO_VECTORS).get(SPARSE)
+                tokens = sparse.indices if sparse is not None else None
+                out.append(
+                    Candidate(str(p.id), score, tokens or (), {}, score if dense_stage else None)
+                )
+            return out
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
         if not ids:
@@ -276,11 +306,61 @@ class EdgeIndex:
                 shard.close()
 
 
+_NO_VECTORS: dict[str, Any] = {}
+
+_KNOWN_CONFIG = frozenset({"payload_memory", "vectors", "sparse_vectors", "max_search_threads"})
+_MEMORY = {"cold": "Cold", "cached": "Cached"}
+
+
+def search_config(q: Any, path: Path) -> Any:
+    """The ``EdgeConfig`` to load the shard in ``path`` with: its stored configuration with
+    ``max_search_threads`` = :data:`SEARCH_THREADS` (the binding checks it against the
+    shard and stores it), or ``None`` (load as stored) when the shard has it already or
+    its configuration holds anything this function does not rebuild exactly (a shard
+    gcite did not create: left as it is)."""
+    try:
+        stored = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(stored, dict) or not set(stored) <= _KNOWN_CONFIG:
+        return None
+    if stored.get("max_search_threads") == SEARCH_THREADS:
+        return None
+    try:
+        vectors = {
+            name: q.EdgeVectorParams(
+                size=int(params["size"]), distance=getattr(q.Distance, params["distance"])
+            )
+            for name, params in stored.get("vectors", {}).items()
+            if set(params) == {"size", "distance"}
+        }
+        sparse = {
+            name: q.EdgeSparseVectorParams(modifier=getattr(q.Modifier, params["modifier"].title()))
+            for name, params in stored.get("sparse_vectors", {}).items()
+            if set(params) == {"modifier"}
+        }
+        memory = stored.get("payload_memory")
+        if (
+            len(vectors) != len(stored.get("vectors", {}))
+            or len(sparse) != len(stored.get("sparse_vectors", {}))
+            or (memory is not None and memory not in _MEMORY)
+        ):
+            return None
+        return q.EdgeConfig(
+            vectors=vectors,
+            sparse_vectors=sparse,
+            payload_memory=getattr(q.Memory, _MEMORY[memory]) if memory else None,
+            max_search_threads=SEARCH_THREADS,
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _candidate(
     point_id: Any, score: Any, vectors: Any, payload: Any, *, cosine: bool = False
 ) -> Candidate:
     sparse = (vectors or {}).get(SPARSE)
-    tokens = frozenset(getattr(sparse, "indices", None) or ())
+    tokens = getattr(sparse, "indices", None) or ()
     return Candidate(
         str(point_id),
         float(score),
