@@ -119,3 +119,57 @@ def test_chunk_settings_are_validated() -> None:
     assert chunk_text("   \n\n", chunk_size=10, chunk_overlap=0) == []
     giant = "无标点" * 1000
     assert all(len(c.text) <= 50 for c in chunk_text(giant, chunk_size=50, chunk_overlap=5))
+
+
+def test_query_batcher_returns_every_caller_its_own_row_while_queries_keep_coming() -> None:
+    """Concurrent query embeddings are batched, each caller gets the row of its own text,
+    and none waits on the others' stream: a leader embeds one batch and passes the lead on
+    (a leader that kept embedding while queries kept arriving held its caller for as long
+    as the stream lasted)."""
+    import threading
+    import time
+
+    from gcite.knowledge.embed import _QueryBatcher
+
+    batches: list[int] = []
+
+    def embed(texts: list[str]) -> list[str]:
+        batches.append(len(texts))
+        time.sleep(0.002)  # a forward pass
+        return [t.upper() for t in texts]
+
+    batcher = _QueryBatcher(embed)
+    stop = time.monotonic() + 1.5
+    slowest: list[float] = []
+    wrong: list[str] = []
+
+    def caller(n: int) -> None:
+        worst = 0.0
+        i = 0
+        while time.monotonic() < stop:
+            text = f"q{n}-{i}"
+            start = time.monotonic()
+            row = batcher(text)
+            worst = max(worst, time.monotonic() - start)
+            if row != text.upper():
+                wrong.append(text)
+            i += 1
+        slowest.append(worst)
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not wrong
+    assert len(slowest) == 8 and max(slowest) < 0.5, slowest
+    assert max(batches) > 1  # queries were batched
+    assert batcher("alone") == "ALONE"
+
+    def failing(texts: list[str]) -> list[str]:
+        raise RuntimeError("model failed")
+
+    broken = _QueryBatcher(failing)
+    with pytest.raises(RuntimeError, match="model failed"):
+        broken("x")
+    assert batcher("again") == "AGAIN"

@@ -54,9 +54,13 @@ def server_blas_threads(threads: int = 1) -> None:
 class _QueryBatcher:
     """Micro-batching of concurrent single-query embeddings ("group commit").
 
-    The first caller becomes the leader: it embeds every query waiting (up to ``limit``)
-    in one batch, hands each caller its row and repeats while queries are waiting; the
-    other callers just wait for their row. A lone query is embedded at once.
+    A caller that finds no leader becomes the leader: it embeds every query waiting (up to
+    ``limit``, its own among them) in one batch and hands each caller its row; then it hands
+    the lead to the first query still waiting, if any, and returns with its own row. The
+    other callers wait for their row (or for the lead). A lone query is embedded at once.
+    One batch per leader: a leader that kept embedding while queries kept arriving would
+    not return its own row until they stopped (under a steady stream of searches, seconds:
+    past the retrieval timeout).
     """
 
     def __init__(self, embed: Any, limit: int = 64) -> None:
@@ -70,44 +74,55 @@ class _QueryBatcher:
         slot = _Slot(text)
         with self._lock:
             self._pending.append(slot)
-            lead = not self._leading
-            self._leading = True
-        if lead:
-            self._lead()
-        slot.done.wait()
+            if not self._leading:  # no leader: nothing else is waiting either
+                self._leading = True
+                slot.lead = True
+        while True:
+            if slot.lead:
+                slot.lead = False
+                self._batch()
+            slot.done.wait()
+            if slot.finished:
+                break
+            slot.done.clear()  # woken to lead the next batch
         if slot.error is not None:
             raise slot.error
         return slot.row
 
-    def _lead(self) -> None:
-        while True:
-            with self._lock:
-                batch, self._pending = (
-                    self._pending[: self._limit],
-                    self._pending[self._limit :],
-                )
-                if not batch:
-                    self._leading = False
-                    return
-            try:
-                rows = self._embed([s.text for s in batch])
-            except BaseException as exc:  # every waiting caller gets the error
-                for s in batch:
-                    s.error = exc
-                    s.done.set()
-                continue
+    def _batch(self) -> None:
+        """Embed the waiting queries (the leader's first among them), then pass the lead on."""
+        with self._lock:
+            batch, self._pending = self._pending[: self._limit], self._pending[self._limit :]
+        try:
+            rows = self._embed([s.text for s in batch])
+        except BaseException as exc:  # every caller of the batch gets the error
+            for s in batch:
+                s.error = exc
+                s.finished = True
+                s.done.set()
+        else:
             for s, row in zip(batch, rows, strict=True):
                 s.row = row
+                s.finished = True
                 s.done.set()
+        with self._lock:
+            if self._pending:
+                successor = self._pending[0]
+                successor.lead = True
+                successor.done.set()
+            else:
+                self._leading = False
 
 
 class _Slot:
-    __slots__ = ("done", "error", "row", "text")
+    __slots__ = ("done", "error", "finished", "lead", "row", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.row: Any = None
         self.error: BaseException | None = None
+        self.finished = False
+        self.lead = False
         self.done = threading.Event()
 
 
