@@ -1,0 +1,106 @@
+"""Many answers streaming at once in one process (generate/coalesce.py joins deltas past
+8 streams): the text is the model's, stops and client disconnects still close the model
+call, and nothing is left counted as streaming. Real uvicorn server, OpenAI stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from service_streams import LiveServer, body, iter_events
+
+from gcite.generate import coalesce
+from support.openai_standin import OpenAIStandin, Script
+from support.web_standin import WebStandin
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+STREAMS = 24
+# split [C:N] markers and a surrogate pair split over two deltas (sent as JSON escapes)
+FULL = [
+    "钥匙",
+    "在三号",
+    "保险柜[",
+    "C",
+    ":1",
+    "]，",
+    "\ud83d",
+    "\ude00",
+    "须两人",
+    "在场[C:",
+    "1]。",
+]
+LONG = "一二三四五六七八九十" * 10  # 3 s at 30 ms a delta
+FULL_SHOWN = "钥匙在三号保险柜[C:1]，😀须两人在场[C:1]。"  # markers stay in the raw stream
+
+
+def _kind(request: dict[str, Any]) -> str:
+    return str(request["messages"][-1]["content"]).rsplit("#", 1)[-1]
+
+
+def _respond(request: dict[str, Any]) -> Script:
+    kind = _kind(request)
+    if kind == "full":
+        return Script(deltas=FULL, token_delay_s=0.02, ascii_json=True)
+    return Script.text(LONG, size=1, token_delay_s=0.03)
+
+
+async def test_many_streams_text_stop_and_disconnect(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    llm.responder = _respond
+    url = service.base_url + "/v1/chat-messages"
+    kinds = ["full", "leave", "stop"]
+
+    async def one(i: int) -> tuple[str, str, str]:
+        kind = kinds[i % len(kinds)]
+        query = f"监控中心的备用钥匙放在哪里？#{kind}"
+        answer = ""
+        status = ""
+        async for event in iter_events(client, url, body(query, user=f"u{i}"), service.headers()):
+            if event["event"] == "message":
+                answer += event["answer"]
+                if kind == "leave":
+                    return kind, answer, "left"
+                if kind == "stop" and len(answer) >= 3 and not status:
+                    status = "stopping"
+                    reply = await client.post(
+                        f"{url}/{event['task_id']}/stop",
+                        json={"user": f"u{i}"},
+                        headers=service.headers(),
+                    )
+                    assert reply.status_code == 200
+            if event["event"] == "workflow_finished":
+                status = event["data"]["status"]
+        return kind, answer, status
+
+    peak = 0
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, coalesce.active_streams())
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    results = await asyncio.gather(*(one(i) for i in range(STREAMS)))
+    sampler.cancel()
+    assert peak > coalesce.QUIET_STREAMS  # deltas were joined
+    for kind, answer, status in results:
+        if kind == "full":
+            assert (answer, status) == (FULL_SHOWN, "succeeded")
+        elif kind == "stop":
+            assert status == "stopped" and 0 < len(answer) < len(LONG)
+    full = sum(1 for k, _, _ in results if k == "full")
+    assert await asyncio.to_thread(llm.wait_for_disconnect, 1, 10)
+    # the stand-in notes a hang-up it sees while waiting, not one a write runs into:
+    # every model call left or stopped is closed when none of them ran to its end
+    await asyncio.sleep(len(LONG) * 0.03 + 1)
+    assert llm.completed == full
+    for _ in range(200):
+        if coalesce.active_streams() == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert coalesce.active_streams() == 0
