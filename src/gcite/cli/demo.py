@@ -254,6 +254,7 @@ def demo(
     import uvicorn
 
     from gcite.service import create_app
+    from gcite.service.http import BoundedHttpToolsProtocol
 
     app = create_app(settings)
     url = f"http://{settings.host}:{port}/"
@@ -261,7 +262,13 @@ def demo(
     click.echo("用手机尺寸的浏览器窗口打开上面的地址；按 Ctrl+C 停止。", err=True)
     sys.stdout.flush()
     try:
-        uvicorn.run(app, host=settings.host, port=port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=port,
+            log_level="warning",
+            http=BoundedHttpToolsProtocol,
+        )
     finally:
         for store in stores:
             store.close()

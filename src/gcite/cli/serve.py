@@ -58,6 +58,7 @@ def serve(
     import uvicorn
 
     from gcite.service import create_app
+    from gcite.service.http import BoundedHttpToolsProtocol
 
     settings = load_settings(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
@@ -65,7 +66,7 @@ def serve(
     if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
         app = create_app(settings)
         _access_log()
-        uvicorn.run(app, fd=fd, log_level="warning")
+        uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
         return
     _check_port(settings.host, settings.port)
     if workers > 1:
@@ -87,7 +88,13 @@ def serve(
     if not settings.app_keys and not settings.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            http=BoundedHttpToolsProtocol,
+        )
     finally:
         if store is not None:
             store.close()

@@ -49,6 +49,7 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     import uvicorn
 
     from gcite.service import create_app
+    from gcite.service.http import BoundedHttpToolsProtocol
 
     key = secrets.token_urlsafe(32)
     knowledge = dataclasses.replace(settings, retrieval_prefix=INTERNAL_PREFIX, internal_key=key)
@@ -57,7 +58,9 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     with_internal_key(knowledge)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(knowledge), log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(knowledge), log_level="warning", http=BoundedHttpToolsProtocol)
+    )
     threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
     deadline = time.monotonic() + 60
     while not server.started:
