@@ -286,3 +286,25 @@ def test_each_worker_searches_the_offline_web_pages(tmp_path: Path) -> None:
         assert all(statuses == ["succeeded"] * len(statuses) for statuses in by_pid.values())
         assert all(statuses for statuses in by_pid.values())
     assert (data / "web-offline-worker-1").is_dir() and (data / "web-offline-worker-2").is_dir()
+
+
+def test_the_public_sockets_listen_only_once_a_worker_serves_them() -> None:
+    """The parent binds the workers' sockets without listening: until a worker's server
+    listens on its socket, a client is refused at once instead of waiting in the queue of a
+    worker still loading its models (found with two workers: a request sat unanswered while
+    the other worker already answered ``/health``)."""
+    from gcite.cli.workers import _listeners
+
+    sockets = _listeners("127.0.0.1", 0, 2)
+    try:
+        port = sockets[0].getsockname()[1]
+        assert sockets[1].getsockname()[1] == port
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        sockets[0].listen(8)  # what a worker's server does when it starts serving
+        for _ in range(4):  # every connection now goes to the one listening socket
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                pass
+    finally:
+        for sock in sockets:
+            sock.close()

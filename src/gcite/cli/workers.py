@@ -4,8 +4,9 @@ The parent process is the knowledge process: it owns the embedded store and serv
 ``POST /retrieval`` (and the management API) on a free 127.0.0.1 port, under
 :data:`INTERNAL_PREFIX`, with an internal key generated at start-up that holds every role a
 configured key may grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets).
-It binds N listening sockets on the public port (SO_REUSEPORT: the kernel spreads new
-connections evenly) and starts N ``gcite serve --fd`` children, one per socket; each opens
+It binds N sockets on the public port (SO_REUSEPORT: the kernel spreads new connections
+evenly among those that listen; each worker's server listens once the worker is ready) and
+starts N ``gcite serve --fd`` children, one per socket; each opens
 the knowledge base through :class:`gcite.knowledge.remote.RemoteStore` (``GCITE_KNOWLEDGE_URL`` /
 ``GCITE_KNOWLEDGE_KEY``), or Qdrant directly when ``qdrant_url`` is set, or the configured
 ``knowledge_url``. Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL),
@@ -71,8 +72,11 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
 
 
 def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
-    """``count`` listening sockets bound to ``host:port`` with SO_REUSEPORT (port 0: the
-    first one picks a free port, the others join it)."""
+    """``count`` sockets bound to ``host:port`` with SO_REUSEPORT (port 0: the first one
+    picks a free port, the others join it), not yet listening: each worker's server starts
+    listening on its own once the worker is ready, so the kernel never hands a connection
+    to a worker still loading its models (it would wait in that worker's queue while
+    another worker already answers)."""
     sockets: list[socket.socket] = []
     for _ in range(count):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -80,7 +84,6 @@ def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         port = sock.getsockname()[1]
-        sock.listen(2048)
         sock.set_inheritable(True)
         sockets.append(sock)
     return sockets
