@@ -25,12 +25,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
-    port = _free_port()
-    env = dict(os.environ)
-    for name in list(env):
-        if name.startswith("GCITE_"):
-            del env[name]
+def _start_serve(port: int, data_dir: Path, output: int | None) -> subprocess.Popen[bytes]:
+    """The real ``gcite serve`` offline (no ``GCITE_*`` from the caller, any key, the
+    bundled web pages), stdout and stderr to ``output`` (``subprocess.PIPE`` or
+    ``subprocess.DEVNULL``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     env.update(
         {
             "GCITE_ALLOW_ANY_KEY": "true",
@@ -39,12 +38,17 @@ def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
         }
     )
     gcite = Path(sys.executable).parent / "gcite"
-    proc = subprocess.Popen(
-        [str(gcite), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+    return subprocess.Popen(
+        [str(gcite), "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=output,
+        stderr=output,
     )
+
+
+def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _start_serve(port, tmp_path / "data", subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}/v1/chat-messages"
         payload = {"query": "干粉灭火器怎么用？", "user": "u", "response_mode": "blocking"}
@@ -104,16 +108,7 @@ def test_serve_refuses_an_oversized_request_head(tmp_path: Path) -> None:
     """uvicorn parses with httptools, which takes a head of any size (h11, before, refused
     one past 16 KiB): gcite serve refuses it as h11 did, bodies and keep-alive unaffected."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
-    env.update({"GCITE_ALLOW_ANY_KEY": "true", "GCITE_WEB_PROVIDER": "offline"})
-    env["GCITE_WEB_DIR"] = str(SAMPLE_WEB)
-    gcite = Path(sys.executable).parent / "gcite"
-    proc = subprocess.Popen(
-        [str(gcite), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _start_serve(port, tmp_path / "data", subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while True:
