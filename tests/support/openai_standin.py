@@ -371,8 +371,12 @@ class OpenAIStandin:
             return b"data: " + text.encode() + b"\n\n"
 
         async def send(frame: bytes) -> bool:
-            writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
-            await writer.drain()
+            try:
+                writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+                await writer.drain()
+            except ConnectionError:  # the client left while this frame was on its way
+                self._note_disconnect()
+                raise
             return True
 
         async def pause(seconds: float | None) -> bool:
