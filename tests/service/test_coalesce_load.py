@@ -1,6 +1,7 @@
 """Many answers streaming at once in one process (generate/coalesce.py joins deltas past
-8 streams): the text is the model's, stops and client disconnects still close the model
-call, and nothing is left counted as streaming. Real uvicorn server, OpenAI stand-in."""
+8 streams; generate/priority.py lets preparing runs go first): the text is the model's,
+stops and client disconnects still close the model call, and nothing is left counted as
+streaming or preparing. Real uvicorn server, OpenAI stand-in."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 from service_streams import LiveServer, body, iter_events
 
-from gcite.generate import coalesce
+from gcite.generate import coalesce, priority
 from support.openai_standin import OpenAIStandin, Script
 from support.web_standin import WebStandin
 
@@ -104,3 +105,41 @@ async def test_many_streams_text_stop_and_disconnect(
             break
         await asyncio.sleep(0.05)
     assert coalesce.active_streams() == 0
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+
+
+async def test_requests_that_end_before_their_model_call_leave_nothing_counted(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    """A burst where a third leave right after the stream opens (mostly while their run
+    prepares), a third name an unknown conversation (404 before the run) and a third
+    answer: every request gets its answer or error, and no run stays counted as
+    preparing nor holds a slot (generate/priority.py)."""
+    llm.responder = lambda _request: Script.text("钥匙在三号保险柜[C:1]。", size=2)
+    url = service.base_url + "/v1/chat-messages"
+
+    async def one(i: int) -> str:
+        kind = ("leave", "unknown", "answer")[i % 3]
+        payload = body("监控中心的备用钥匙放在哪里？", user=f"p{i}")
+        if kind == "unknown":
+            payload["conversation_id"] = "00000000-0000-4000-8000-000000000000"
+            reply = await client.post(url, json=payload, headers=service.headers())
+            return f"{kind}:{reply.status_code}"
+        answer = ""
+        async for event in iter_events(client, url, payload, service.headers()):
+            if kind == "leave":
+                return f"{kind}:{event['event']}"
+            if event["event"] == "message":
+                answer += event["answer"]
+        return f"{kind}:{answer}"
+
+    results = await asyncio.gather(*(one(i) for i in range(3 * STREAMS)))
+    assert results.count("unknown:404") == STREAMS
+    assert results.count("leave:workflow_started") == STREAMS
+    assert results.count("answer:钥匙在三号保险柜[C:1]。") == STREAMS
+    for _ in range(200):
+        if priority.preparing_runs() == 0 and coalesce.active_streams() == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert priority.preparing_runs() == 0
+    assert priority.busy_slots() == 0 and priority.waiting_steps() == 0

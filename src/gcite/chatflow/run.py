@@ -16,10 +16,11 @@ Source: platform design §2.2, §3, §5, §6.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,6 +48,7 @@ from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.config import Settings
 from gcite.errors import LLMError
+from gcite.generate import priority
 from gcite.generate.backends import WEAK_KEY
 from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
@@ -132,8 +134,9 @@ class Deps:
 class ChatRun:
     """One run of the chatflow for one :class:`Turn` (see the module docstring)."""
 
-    def __init__(self, turn: Turn, deps: Deps) -> None:
+    def __init__(self, turn: Turn, deps: Deps, *, arrival: int | None = None) -> None:
         self.turn = turn
+        self.arrival = arrival  # the request's arrival number (generate/priority.py)
         self.deps = deps
         self.status: Literal["running", "succeeded", "failed", "stopped"] = "running"
         self.error: str | None = None
@@ -149,6 +152,7 @@ class ChatRun:
         self.steps = 0
         self._llm: NodeStarted | None = None
         self._llm_started = 0.0
+        self._preparing: priority.Preparing | None = None
 
     @property
     def answer(self) -> str:
@@ -214,6 +218,9 @@ class ChatRun:
     # ---------------------------------------------------------------------- run
     async def events(self) -> AsyncIterator[Event]:
         """The run's events, from the first node to :class:`RunEnded` / :class:`RunFailed`."""
+        # until its model is called the run goes before answers already streaming in a
+        # busy process (generate/priority.py)
+        self._preparing = preparing = priority.Preparing(self.arrival)
         try:
             async for event in self._run():
                 yield event
@@ -224,6 +231,8 @@ class ChatRun:
             log.exception("chatflow run failed")
             for event in self._failed(f"Run failed: {type(exc).__name__}: {exc}", "internal"):
                 yield event
+        finally:
+            preparing.done()
 
     async def _run(self) -> AsyncIterator[Event]:
         turn, deps, settings = self.turn, self.deps, self.deps.settings
@@ -231,6 +240,9 @@ class ChatRun:
             turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
         )
         query = await search_query(turn.query, history, deps.backend, settings)
+        preparing = self._preparing
+        if preparing is not None:  # CPU steps before the model call, in arrival order
+            await preparing.admit()
         threshold = settings.score_threshold
         # a backend that weighs evidence itself (the offline answerer) also sees the
         # knowledge-base chunks a little below the threshold, marked as such
@@ -238,6 +250,7 @@ class ChatRun:
         kr_threshold = max(0.0, threshold - margin)
         kr_node = web_node = None
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
+        works: list[Coroutine[Any, Any, Any]] = []
         if deps.get_store is not None:
             kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
@@ -254,14 +267,23 @@ class ChatRun:
                     top_k=settings.top_k,
                     score_threshold=kr_threshold,
                 )
+                works.append(kr_work)
                 tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
             if deps.web_source is not None:
                 web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
+                works.append(web_work)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
+            if preparing is not None:  # no slot held while the sources answer
+                preparing.release()
             branches = list(await asyncio.gather(*tasks))
+            if preparing is not None:
+                await preparing.admit()
         finally:
             for task in tasks:
                 task.cancel()
+            for work in works:  # a branch cancelled before it started never ran its work
+                if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+                    work.close()
         rag_items: list[Any] = []
         web_payload: Any = []
         if kr_node is not None:
@@ -299,6 +321,8 @@ class ChatRun:
         )
         self._llm = self._start(LLM, {"query": turn.query})
         self._llm_started = time.monotonic()
+        if preparing is not None:
+            preparing.done()
         yield self._llm
         backend_chunks = self.chunk_metadata
         if margin > 0:

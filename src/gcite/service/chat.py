@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from gcite.chatflow import ChatRun, PastTurn, Turn, earlier_turns, new_id
 from gcite.dify.wire import MEDIA_TYPE, DifyStream, Envelope, blocking_body, error_of
+from gcite.generate import priority
 from gcite.service.auth import Caller
 from gcite.service.errors import ApiError, error_response
 from gcite.service.jsonbody import BodyError, load_json, read_limited
@@ -97,10 +98,11 @@ def parse_chat_body(raw: bytes) -> ChatRequestBody:
 
 
 def prepare(
-    resources: Resources, body: ChatRequestBody, caller: Caller
+    resources: Resources, body: ChatRequestBody, caller: Caller, *, arrival: int | None = None
 ) -> tuple[RunHandle, Envelope]:
     """Create the message row and the run with its history (404: unknown conversation).
-    Synchronous (database); call it from a worker thread."""
+    Synchronous (database); call it from a worker thread. ``arrival``: the request's
+    number in :mod:`gcite.generate.priority`."""
     conversations = resources.conversations
     try:
         record = conversations.start_message(
@@ -129,7 +131,7 @@ def prepare(
         inputs=body.inputs,
     )
     handle = RunHandle(
-        ChatRun(turn, resources.deps()),
+        ChatRun(turn, resources.deps(), arrival=arrival),
         DifyStream(env),
         conversations=conversations,
         message_id=record.id,
@@ -146,7 +148,11 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
-        handle, env = await resources.conversations.call(prepare, resources, body, caller)
+        number = priority.arrival()  # first text first, in arrival order (issue 19)
+        async with priority.step(number):
+            handle, env = await resources.conversations.call(
+                prepare, resources, body, caller, arrival=number
+            )
         if body.response_mode == "blocking":
             outcome = await handle.result(lambda: wait_for_disconnect(request.receive))
             if outcome.abandoned:

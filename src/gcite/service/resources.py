@@ -106,6 +106,12 @@ class Resources:
         importlib.import_module("gcite.merge")
         importlib.import_module("gcite.knowledge.store")
         self.backend.warm_up()
+        warm_verifier = getattr(self.verifier, "warm_up", None)
+        if warm_verifier is not None:
+            try:
+                warm_verifier()
+            except Exception:  # the first answer will load it, or report its failure
+                log.warning("warming up the citation verifier failed", exc_info=True)
 
     async def aclose(self) -> None:
         """Release the web source, the backend, the knowledge store and the database."""

@@ -207,7 +207,8 @@ def make_verifier(
     """The run-end verifier for ``settings``: ``(answer, chunk_metadata) -> report``, on
     :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
     with the model judge of :mod:`gcite.verify.judge` when ``verify_judge_base_url`` and
-    ``verify_judge_model`` are set."""
+    ``verify_judge_model`` are set. Its ``warm_up()`` attribute runs the offline part
+    once on a sample (no judge call), so the first answer does not pay the loading."""
     from gcite.verify.support import support_model
 
     model = support_model(settings)
@@ -233,7 +234,20 @@ def make_verifier(
             report = apply_judge(report, _content_of(chunks), judge, deadline=deadline)
         return report
 
+    def warm_up() -> None:
+        # the first verification builds the IDF table, the term cache and the support
+        # model (~1.5 s of CPU); a server does it at start-up, not under load
+        with OFFLINE_LOCK:
+            verify_answer(_WARM_UP[0], list(_WARM_UP[1]), model, threshold=threshold)
+
+    verify.warm_up = warm_up  # type: ignore[attr-defined]
     return verify
+
+
+_WARM_UP: tuple[str, tuple[dict[str, Any], ...]] = (
+    "消防设施的维修费用由业主共同承担[C:1]。",
+    ({"id": "1", "source_type": "rag", "content": "公用消防设施的维修费用由业主共同承担。"},),
+)
 
 
 __all__ = [

@@ -1,0 +1,46 @@
+"""Start-up warm-up (service/resources.py): what the first answer of a fresh process would
+load - the OpenAI SDK's chat-completions resources and the citation verifier's tables
+and model - is loaded by ``Resources.warm_up`` (a fresh worker's first request had cost
+~1.5 s of CPU on the event loop under load). Fresh interpreter, real modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import json, sys
+from gcite.config import Settings
+from gcite.service.resources import Resources
+from gcite.verify import text
+settings = Settings(
+    data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
+    llm_base_url="http://127.0.0.1:9/v1", llm_model="m", embed_backend=sys.argv[2],
+)
+resources = Resources(settings)
+before = {
+    "sdk": "openai.resources.chat.completions" in sys.modules,
+    "idf": text._idf_table.cache_info().currsize,
+}
+resources.warm_up()
+after = {
+    "sdk": "openai.resources.chat.completions" in sys.modules,
+    "idf": text._idf_table.cache_info().currsize,
+}
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+def test_warm_up_loads_the_sdk_resources_and_the_verifier(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), "use"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["before"] == {"sdk": False, "idf": 0}
+    assert seen["after"] == {"sdk": True, "idf": 1}
