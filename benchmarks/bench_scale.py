@@ -46,6 +46,7 @@ from bench_service import (
     REPO,
     SERVICE_TEXT,
     STANDIN_TEXT,
+    cpu_seconds,
     free_port,
     machine,
     pct,
@@ -120,8 +121,11 @@ async def read_stream(
 class Target:
     """Where streams go: the service (``/v1/chat-messages``) or the stand-in directly."""
 
-    def __init__(self, name: str, port: int, direct: bool) -> None:
+    def __init__(
+        self, name: str, port: int, direct: bool, service: int | None = None, standin: int = 0
+    ) -> None:
         self.name, self.port, self.direct = name, port, direct
+        self.service, self.standin = service, standin  # pids, for CPU per stream
         self.queries = itertools.cycle([str(r["question"]) for r in questions()])
         self.users = itertools.count()
 
@@ -164,8 +168,19 @@ async def burst(target: Target, n: int) -> dict[str, Any]:
     return summary(list(streams))
 
 
+def tree_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) of ``pid`` and its children (the workers); 0 for None."""
+    if pid is None:
+        return 0.0
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return cpu_seconds(pid) + sum(tree_cpu(int(k)) for k in found.stdout.split())
+
+
 async def at_rate(target: Target, rate: float, window: float) -> dict[str, Any]:
-    """Open ``rate`` new streams per second for ``window`` seconds (open loop)."""
+    """Open ``rate`` new streams per second for ``window`` seconds (open loop). Also
+    measures the CPU per stream of the service (every process), the stand-in and this
+    client, in ms: everything shares the machine's cores."""
+    cpu0 = (tree_cpu(target.service), cpu_seconds(target.standin), time.process_time())
     tasks: list[asyncio.Task[Stream]] = []
     start = time.perf_counter()
     for i in range(max(1, int(rate * window))):
@@ -175,6 +190,12 @@ async def at_rate(target: Target, rate: float, window: float) -> dict[str, Any]:
         tasks.append(asyncio.create_task(target.one()))
     result = summary(list(await asyncio.gather(*tasks)))
     result["rate"] = rate
+    cpu1 = (tree_cpu(target.service), cpu_seconds(target.standin), time.process_time())
+    streams = max(1, result["streams"])
+    result["cpu_ms_per_stream"] = {
+        name: round(1000 * (b - a) / streams, 1)
+        for name, a, b in zip(("service", "standin", "client"), cpu0, cpu1, strict=True)
+    }
     return result
 
 
@@ -209,7 +230,12 @@ async def best_rate(target: Target, window: float, steps: int) -> dict[str, Any]
         else:
             bad = mid
         await asyncio.sleep(1.5)
-    return {"sustained_rate": good, "tried": tried}
+    best = [r for r in tried if r["rate"] == good]
+    return {
+        "sustained_rate": good,
+        "cpu_ms_per_stream": best[-1]["cpu_ms_per_stream"] if best else None,
+        "tried": tried,
+    }
 
 
 def law_data_dir() -> Path:
@@ -274,9 +300,10 @@ def main() -> None:
     procs: list[subprocess.Popen[bytes]] = []
     try:
         llm_port = free_port()
-        procs.append(start_standin(llm_port, delay=TOKEN_DELAY, first=0.0, tokens=args.tokens))
+        standin = start_standin(llm_port, delay=TOKEN_DELAY, first=0.0, tokens=args.tokens)
+        procs.append(standin)
         wait_port(llm_port)
-        direct = Target("direct", llm_port, direct=True)
+        direct = Target("direct", llm_port, direct=True, standin=standin.pid)
         report["results"]["direct"] = asyncio.run(measure(direct, levels, window, steps))
         source = law_data_dir()
         for workers in [int(w) for w in args.workers.split(",")]:
@@ -287,7 +314,9 @@ def main() -> None:
                 proc = start_gcite(port, llm_port, data, workers)
                 try:
                     wait_port(port, timeout=300)
-                    target = Target(f"{workers} worker(s)", port, direct=False)
+                    target = Target(
+                        f"{workers} worker(s)", port, False, service=proc.pid, standin=standin.pid
+                    )
                     result = asyncio.run(measure(target, levels, window, steps))
                 finally:
                     proc.terminate()
@@ -305,6 +334,15 @@ def main() -> None:
     rates = {k: v["rate"]["sustained_rate"] for k, v in report["results"].items()}
     if rates.get("workers_1") and rates.get("workers_2"):
         print(f"2 workers / 1 worker rate: {rates['workers_2'] / rates['workers_1']:.2f}x")
+        # what the machine allows at all: every core busy with the 2-worker layout's CPU
+        # per stream (service + stand-in + client, measured at its sustained rate)
+        cpu = report["results"]["workers_2"]["rate"]["cpu_ms_per_stream"]
+        if cpu and sum(cpu.values()) > 0:
+            ceiling = (os.cpu_count() or 1) * 1000 / sum(cpu.values())
+            print(
+                f"2 workers, all cores busy: at most {ceiling:.0f} streams/s = "
+                f"{ceiling / rates['workers_1']:.2f}x the 1-worker rate (CPU ms/stream {cpu})"
+            )
     at_200 = {k: v["bursts"].get("200", {}) for k, v in report["results"].items()}
     print(
         "200 streams, first text p50 ms / dropped:",

@@ -21,6 +21,7 @@ from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
 from gcite.config import Settings
 from gcite.generate.backends import make_backend
 from gcite.generate.prompt import load_template
+from gcite.service.heap import freeze_startup_objects
 from gcite.service.store import ConversationStore
 from gcite.verify import make_verifier
 from gcite.web import make_web_source
@@ -101,7 +102,8 @@ class Resources:
 
     def warm_up(self) -> None:
         """Load what the first request would otherwise load while others stream (imports,
-        the backend's model or dictionary), so it does not stall the event loop later."""
+        the backend's model or dictionary, the verifier), so it does not stall the event
+        loop later; then freeze the objects alive (:mod:`gcite.service.heap`)."""
         importlib.import_module("gcite.stream.parser")
         importlib.import_module("gcite.merge")
         importlib.import_module("gcite.knowledge.store")
@@ -112,6 +114,7 @@ class Resources:
                 warm_verifier()
             except Exception:  # the first answer will load it, or report its failure
                 log.warning("warming up the citation verifier failed", exc_info=True)
+        freeze_startup_objects()
 
     async def aclose(self) -> None:
         """Release the web source, the backend, the knowledge store and the database."""

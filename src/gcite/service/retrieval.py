@@ -63,6 +63,7 @@ from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
+from gcite.service.heap import freeze_startup_objects
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
 
@@ -523,7 +524,8 @@ class RetrievalFastPath:
 def warm_up(get_store: Callable[[], KnowledgeStore]) -> bool:
     """Open the store and run one tiny search so the first real request is fast.
 
-    Best effort: returns ``False`` and logs a warning (visible on the stderr of
+    Then freezes the objects alive (:mod:`gcite.service.heap`). Best effort: returns
+    ``False`` and logs a warning (visible on the stderr of
     ``gcite serve``) when the store cannot be opened or searched, e.g. before
     ``gcite ingest``; requests then answer 503 / 5001 with the reason.
     """
@@ -532,6 +534,7 @@ def warm_up(get_store: Callable[[], KnowledgeStore]) -> bool:
     except Exception as exc:  # any failure here is reported, never raised
         logger.warning("External Knowledge API: 知识库预热失败: %s", exc)
         return False
+    freeze_startup_objects()  # the index and models: out of the collector's way
     return True
 
 
