@@ -19,7 +19,10 @@ store) and ``gcite serve --workers 2`` (a knowledge process and two chat workers
    e.g. past ``kb_timeout_s``: answered, but without the knowledge base);
 2. the highest sustained rate of new streams per second at which the first text still
    arrives at p50 <= 100 ms: streams are opened at a fixed rate (open loop) for
-   ``--window`` seconds; the rate doubles from 4/s until the bar fails, then bisects.
+   ``--window`` seconds; the rate doubles from 4/s until the bar fails, then bisects. Each
+   rate step also records the CPU per stream (ms, user + system) of the service's
+   processes, the stand-in and this client; the last line printed is what all cores allow
+   the 2-worker layout at the CPU per stream measured at its sustained rate.
 
 The clients are minimal asyncio socket readers (:func:`bench_service.raw_stamps`, the same
 for the service and the stand-in), in this process. Everything shares the machine's cores
