@@ -43,10 +43,16 @@ async def test_streams_deltas_and_reads_usage(standin: OpenAIStandin) -> None:
     backend = _backend(standin)
     assert await _run(backend, usage) == ["答案", "[C", ":1", "]。"]
     assert (usage.prompt_tokens, usage.completion_tokens, usage.estimated) == (40, 3, False)
-    request = standin.requests[-1]
-    assert request["model"] == "m1" and request["stream"] is True
-    assert request["messages"] == MESSAGES
-    assert standin.request_headers[-1]["authorization"] == "Bearer sk-1"
+    # the body as the chat-completions API defines it, sent as built (no SDK transform)
+    assert standin.requests[-1] == {
+        "model": "m1",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    headers = standin.request_headers[-1]
+    assert headers["authorization"] == "Bearer sk-1"
+    assert headers["content-type"] == "application/json"
     await backend.aclose()
 
 
