@@ -197,3 +197,27 @@ async def test_the_first_text_is_never_held(
         run.done()
         await backend.aclose()
     assert all("".join(d for _, d in s) == ANSWER for s in stamps)
+
+
+async def test_a_run_waiting_for_a_source_is_not_counted_as_preparing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
+    monkeypatch.setattr(coalesce, "_active", coalesce.QUIET_STREAMS + 1)
+    run = priority.Preparing()
+    await run.admit()
+    held = asyncio.create_task(priority.hold(loop.time()))
+    await asyncio.sleep(0.05)
+    assert not held.done()
+    run.release()  # waits for the knowledge base / web search: needs no CPU
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+    await asyncio.wait_for(held, 1.0)  # the held answer reads on
+    start = loop.time()
+    await priority.hold(start)
+    assert loop.time() - start < 0.05
+    await run.admit()  # its next CPU step: counted again
+    assert priority.preparing_runs() == 1 and priority.busy_slots() == 1
+    run.done()
+    await run.admit()  # a run that ended is never counted again nor takes a slot
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0

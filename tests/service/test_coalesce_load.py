@@ -14,7 +14,7 @@ from service_streams import LiveServer, body, iter_events
 
 from gcite.generate import coalesce, priority
 from support.openai_standin import OpenAIStandin, Script
-from support.web_standin import WebStandin
+from support.web_standin import Reply, WebStandin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -143,3 +143,49 @@ async def test_requests_that_end_before_their_model_call_leave_nothing_counted(
         await asyncio.sleep(0.05)
     assert priority.preparing_runs() == 0
     assert priority.busy_slots() == 0 and priority.waiting_steps() == 0
+
+
+async def test_a_run_waiting_for_a_slow_web_source_does_not_hold_back_streaming_answers(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    """While one run waits for a web search that takes longer than ``web_timeout_s``, it
+    needs no CPU: the answers already streaming in the busy process read on as before,
+    not once per ``MAX_HOLD_S`` (generate/priority.py)."""
+    llm.responder = lambda _request: Script.text(LONG, size=1, token_delay_s=0.03)
+    web.default = lambda request: Reply.hang(3.0) if "#slow" in str(request.body) else Reply.auto()
+    url = service.base_url + "/v1/chat-messages"
+    streams = coalesce.QUIET_STREAMS + 4
+    stamps: list[list[float]] = [[] for _ in range(streams)]
+    started = asyncio.Event()
+
+    async def one(i: int) -> None:
+        payload = body("监控中心的备用钥匙放在哪里？", user=f"w{i}")
+        async for event in iter_events(client, url, payload, service.headers()):
+            if event["event"] == "message":
+                stamps[i].append(asyncio.get_running_loop().time())
+                if all(stamps):
+                    started.set()
+
+    tasks = [asyncio.create_task(one(i)) for i in range(streams)]
+    await asyncio.wait_for(started.wait(), 20)
+    slow = asyncio.create_task(
+        client.post(
+            url, json=body("备用钥匙#slow", user="slow", mode="blocking"), headers=service.headers()
+        )
+    )
+    loop = asyncio.get_running_loop()
+    for _ in range(400):  # the slow run is waiting for its web search
+        if any("#slow" in str(r.body) for r in list(web.requests)):
+            break
+        await asyncio.sleep(0.01)
+    waiting_from = loop.time()
+    await asyncio.sleep(0.7)  # web_timeout_s is 1.0: the run still waits
+    waiting_to = loop.time()
+    assert not slow.done()
+    await asyncio.gather(*tasks)
+    reply = await slow
+    assert reply.status_code == 200
+    counts = sorted(sum(1 for t in s if waiting_from + 0.1 <= t < waiting_to) for s in stamps)
+    # 0.6 s of 30 ms tokens, flushed every 24 ms: about 20 deltas each; held, about 2-3
+    assert counts[len(counts) // 2] >= 8, counts
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0

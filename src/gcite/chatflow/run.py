@@ -239,8 +239,10 @@ class ChatRun:
         history, cited_before = await visible_context(
             turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
         )
-        query = await search_query(turn.query, history, deps.backend, settings)
         preparing = self._preparing
+        if preparing is not None:  # a follow-up's condense call waits for the model
+            preparing.release()
+        query = await search_query(turn.query, history, deps.backend, settings)
         if preparing is not None:  # CPU steps before the model call, in arrival order
             await preparing.admit()
         threshold = settings.score_threshold
@@ -273,7 +275,7 @@ class ChatRun:
                 web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
                 works.append(web_work)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
-            if preparing is not None:  # no slot held while the sources answer
+            if preparing is not None:  # neither slot nor count while the sources answer
                 preparing.release()
             branches = list(await asyncio.gather(*tasks))
             if preparing is not None:

@@ -14,11 +14,13 @@ the same reason. Two rules:
   request waiting. The waits between the steps (the knowledge base, web search, a
   follow-up's condense call) hold no slot, so a slow source never holds back others.
 * **Preparing before streaming.** A run counts as preparing from its start until its LLM
-  node calls the model (:class:`Preparing`). :func:`paced` wraps the byte stream of a model
-  call: after the answer's first text, each socket read first awaits :func:`hold`, which,
-  while runs prepare and more than :data:`~gcite.generate.coalesce.QUIET_STREAMS` answers
-  stream, waits until no run prepares, at most :data:`MAX_HOLD_S` after the stream's last
-  read. What arrived meanwhile waits in the socket and is read at once afterwards: nothing
+  node calls the model (:class:`Preparing`), but not while it waits for a source (it
+  needs no CPU then: holding answers for it would only slow them down). :func:`paced`
+  wraps the byte stream of a model call: after the answer's first text, each socket
+  read first awaits :func:`hold`, which, while runs prepare and more than
+  :data:`~gcite.generate.coalesce.QUIET_STREAMS` answers stream, waits until no run
+  prepares, at most :data:`MAX_HOLD_S` after the stream's last read. What arrived
+  meanwhile waits in the socket and is read at once afterwards: nothing
   is dropped or reordered, and the first text of an answer is never held.
 
 With a few answers in flight nothing is held, and slots are only waited for when more
@@ -110,45 +112,56 @@ async def step(number: int) -> AsyncIterator[None]:
 
 
 class Preparing:
-    """Counts one run as preparing from its creation until :meth:`done` (idempotent), and
-    holds its slot between :meth:`admit` and :meth:`release`.
+    """Counts one run as preparing from its creation until :meth:`done` (idempotent), but
+    not between :meth:`release` and the next :meth:`admit`, and holds its slot between
+    :meth:`admit` and :meth:`release`.
 
     ``number``: the request's :func:`arrival` number (a new one when None).
     """
 
-    __slots__ = ("_open", "_slot", "number")
+    __slots__ = ("_counted", "_open", "_slot", "number")
 
     def __init__(self, number: int | None = None) -> None:
         global _preparing
         _preparing += 1
+        self._counted = True
         self._open = True
         self._slot = False
         self.number = arrival() if number is None else number
 
     async def admit(self) -> None:
-        """Take a slot (in arrival order) for the run's next CPU step; no-op when held."""
+        """Count the run again and take a slot (in arrival order) for its next CPU step;
+        no-op when held or after :meth:`done`."""
+        global _preparing
+        if not self._open:
+            return
+        if not self._counted:
+            self._counted = True
+            _preparing += 1
         if not self._slot:
             await _take(self.number)
             self._slot = True
 
     def release(self) -> None:
-        """Free the run's slot (before a wait for a source); no-op when not held."""
+        """Free the run's slot and stop counting it until :meth:`admit`: it waits for a
+        source (the knowledge base, web search, a condense call)."""
+        global _preparing, _clear
         if self._slot:
             self._slot = False
             _give()
-
-    def done(self) -> None:
-        """Stop counting the run and free its slot: its model is called, or it ended."""
-        global _preparing, _clear
-        self.release()
-        if not self._open:
+        if not self._counted:
             return
-        self._open = False
+        self._counted = False
         _preparing -= 1
         if _preparing == 0 and _clear is not None:
             clear, _clear = _clear, None
             if not clear.done() and not clear.get_loop().is_closed():
                 clear.get_loop().call_soon_threadsafe(_resolve, clear)
+
+    def done(self) -> None:
+        """Stop counting the run and free its slot: its model is called, or it ended."""
+        self._open = False
+        self.release()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
