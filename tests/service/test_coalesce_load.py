@@ -6,6 +6,7 @@ streaming or preparing. Real uvicorn server, OpenAI stand-in."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import httpx
@@ -189,3 +190,107 @@ async def test_a_run_waiting_for_a_slow_web_source_does_not_hold_back_streaming_
     # 0.6 s of 30 ms tokens, flushed every 24 ms: about 20 deltas each; held, about 2-3
     assert counts[len(counts) // 2] >= 8, counts
     assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+
+
+async def test_stops_disconnects_and_model_errors_in_every_phase_leave_nothing_counted(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    """In a busy process: streams stopped while their run waits for a slow web search or
+    while their answer streams, blocking requests whose client leaves while the run
+    prepares or streams, follow-ups (condense call), model calls answered 500 or cut
+    mid-stream. Every request ends, and no run stays counted, holds or waits for a slot."""
+
+    def respond(request: dict[str, Any]) -> Script:
+        kind = _kind(request)
+        if kind == "err":
+            return Script(status=500, error={"message": "boom", "type": "server_error"})
+        if kind == "cut":
+            return Script.text(LONG, size=1, token_delay_s=0.01, drop_after=5)
+        return Script.text(LONG, size=1, token_delay_s=0.01)
+
+    llm.responder = respond
+    web.default = lambda request: Reply.hang(2.0) if "#web" in str(request.body) else Reply.auto()
+    url = service.base_url + "/v1/chat-messages"
+    kinds = ["ok", "web-stop", "text-stop", "web-leave", "text-leave", "err", "cut", "followup"]
+
+    async def stream(i: int, query: str, stop_at: str | None, **extra: Any) -> str:
+        answer, status = "", ""
+        payload = body(query, user=f"x{i}", **extra)
+        async for event in iter_events(client, url, payload, service.headers()):
+            name = event["event"]
+            if name == "message":
+                answer += event["answer"]
+            if stop_at == name or (stop_at == "message" and name == "message"):
+                stop_at = None
+                reply = await client.post(
+                    f"{url}/{event['task_id']}/stop",
+                    json={"user": f"x{i}"},
+                    headers=service.headers(),
+                )
+                assert reply.status_code == 200
+            if name == "workflow_finished":
+                status = event["data"]["status"]
+            if name == "error":
+                status = "error"
+        return status
+
+    async def one(i: int) -> str:
+        kind = kinds[i % len(kinds)]
+        if kind == "ok":
+            return await stream(i, "备用钥匙在哪里？#ok", None)
+        if kind == "web-stop":
+            return await stream(i, "备用钥匙在哪里？#web", "workflow_started")
+        if kind == "text-stop":
+            return await stream(i, "备用钥匙在哪里？#ok", "message")
+        if kind in ("web-leave", "text-leave"):
+            query = "备用钥匙在哪里？#web" if kind == "web-leave" else "备用钥匙在哪里？#ok"
+            with contextlib.suppress(httpx.TimeoutException):
+                await client.post(
+                    url,
+                    json=body(query, user=f"x{i}", mode="blocking"),
+                    headers=service.headers(),
+                    timeout=0.3,
+                )
+            return "left"
+        if kind in ("err", "cut"):
+            return await stream(i, f"备用钥匙在哪里？#{kind}", None)
+        first = await client.post(
+            url,
+            json=body("备用钥匙在哪里？#ok", user=f"x{i}", mode="blocking"),
+            headers=service.headers(),
+        )
+        assert first.status_code == 200
+        conversation = first.json()["conversation_id"]
+        return await stream(i, "那它呢？#ok", None, conversation_id=conversation)
+
+    peak = 0
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, coalesce.active_streams())
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    results = await asyncio.gather(*(one(i) for i in range(3 * len(kinds))))
+    sampler.cancel()
+    assert peak > coalesce.QUIET_STREAMS  # a busy process: answers were held
+    for i, result in enumerate(results):
+        kind = kinds[i % len(kinds)]
+        expected = {
+            "ok": "succeeded",
+            "followup": "succeeded",
+            "web-stop": "stopped",
+            "text-stop": "stopped",
+            "web-leave": "left",
+            "text-leave": "left",
+            "err": "error",  # the model's 500 or its cut stream: an error event
+            "cut": "error",
+        }[kind]
+        assert result == expected, (kind, result)
+    for _ in range(200):
+        if priority.preparing_runs() == 0 and coalesce.active_streams() == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert priority.preparing_runs() == 0 and coalesce.active_streams() == 0
+    assert priority.busy_slots() == 0 and priority.waiting_steps() == 0
