@@ -210,7 +210,11 @@ async def test_a_run_waiting_for_a_source_is_not_counted_as_preparing(
     held = asyncio.create_task(priority.hold(loop.time()))
     await asyncio.sleep(0.05)
     assert not held.done()
-    run.release()  # waits for the knowledge base / web search: needs no CPU
+    run.release()  # waits for its sources: no slot, still counted (the KB search's CPU)
+    assert priority.preparing_runs() == 1 and priority.busy_slots() == 0
+    await asyncio.sleep(0.05)
+    assert not held.done()
+    run.away()  # waits for web search only: needs no CPU
     assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
     await asyncio.wait_for(held, 1.0)  # the held answer reads on
     start = loop.time()
@@ -221,3 +225,5 @@ async def test_a_run_waiting_for_a_source_is_not_counted_as_preparing(
     run.done()
     await run.admit()  # a run that ended is never counted again nor takes a slot
     assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+    run.away()
+    assert priority.preparing_runs() == 0

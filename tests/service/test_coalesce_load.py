@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from typing import Any
 
 import httpx
@@ -294,3 +295,69 @@ async def test_stops_disconnects_and_model_errors_in_every_phase_leave_nothing_c
         await asyncio.sleep(0.05)
     assert priority.preparing_runs() == 0 and coalesce.active_streams() == 0
     assert priority.busy_slots() == 0 and priority.waiting_steps() == 0
+
+
+async def test_streaming_answers_are_not_starved_by_a_continuous_stream_of_new_requests(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    """A new request every 30 ms for 2 s keeps runs preparing nearly all the time: each
+    answer already streaming is still read at least every ``MAX_HOLD_S`` (plus a flush
+    interval and the loop's own delays), and its text arrives whole, split markers and
+    surrogate pairs included."""
+
+    def respond(request: dict[str, Any]) -> Script:
+        if _kind(request) == "full":
+            return Script(deltas=FULL * 12, token_delay_s=0.02, ascii_json=True)
+        return Script.text("钥匙在三号保险柜[C:1]。", size=2)
+
+    llm.responder = respond
+    url = service.base_url + "/v1/chat-messages"
+    loop = asyncio.get_running_loop()
+    streams = coalesce.QUIET_STREAMS + 4
+    stamps: list[list[float]] = [[] for _ in range(streams)]
+    answers = [""] * streams
+    started = asyncio.Event()
+
+    async def long(i: int) -> None:
+        payload = body("监控中心的备用钥匙放在哪里？#full", user=f"s{i}")
+        async for event in iter_events(client, url, payload, service.headers()):
+            if event["event"] == "message":
+                stamps[i].append(loop.time())
+                answers[i] += event["answer"]
+                if all(stamps):
+                    started.set()
+
+    async def short(i: int) -> str:
+        reply = await client.post(
+            url,
+            json=body("备用钥匙在哪里？#short", user=f"n{i}", mode="blocking"),
+            headers=service.headers(),
+        )
+        return str(reply.json().get("answer"))
+
+    tasks = [asyncio.create_task(long(i)) for i in range(streams)]
+    await asyncio.wait_for(started.wait(), 20)
+    burst_from = loop.time()
+    newcomers = []
+    samples: list[bool] = []
+
+    async def sample() -> None:
+        while True:
+            samples.append(priority.preparing_runs() > 0)
+            await asyncio.sleep(0.002)
+
+    sampler = asyncio.create_task(sample())
+    for n in range(66):
+        newcomers.append(asyncio.create_task(short(n)))
+        await asyncio.sleep(0.03)
+    burst_to = loop.time()
+    sampler.cancel()
+    shorts = await asyncio.gather(*newcomers)
+    await asyncio.gather(*tasks)
+    assert all(s == "钥匙在三号保险柜[C:1]。" for s in shorts)
+    assert all(a == FULL_SHOWN * 12 for a in answers)
+    assert sum(samples) > len(samples) // 4  # runs were preparing much of the time
+    gaps = sorted(
+        b - a for s in stamps for a, b in itertools.pairwise(s) if burst_from <= a < burst_to
+    )
+    assert gaps[-1] < 0.6, gaps[-5:]

@@ -14,8 +14,9 @@ the same reason. Two rules:
   request waiting. The waits between the steps (the knowledge base, web search, a
   follow-up's condense call) hold no slot, so a slow source never holds back others.
 * **Preparing before streaming.** A run counts as preparing from its start until its LLM
-  node calls the model (:class:`Preparing`), but not while it waits for a source (it
-  needs no CPU then: holding answers for it would only slow them down). :func:`paced`
+  node calls the model (:class:`Preparing`), the knowledge-base search included (CPU in
+  a thread), but not while it waits for web search or a condense call only (it needs no
+  CPU then: holding answers for it would only slow them down). :func:`paced`
   wraps the byte stream of a model call: after the answer's first text, each socket
   read first awaits :func:`hold`, which, while runs prepare and more than
   :data:`~gcite.generate.coalesce.QUIET_STREAMS` answers stream, waits until no run
@@ -113,7 +114,7 @@ async def step(number: int) -> AsyncIterator[None]:
 
 class Preparing:
     """Counts one run as preparing from its creation until :meth:`done` (idempotent), but
-    not between :meth:`release` and the next :meth:`admit`, and holds its slot between
+    not between :meth:`away` and the next :meth:`admit`, and holds its slot between
     :meth:`admit` and :meth:`release`.
 
     ``number``: the request's :func:`arrival` number (a new one when None).
@@ -130,8 +131,8 @@ class Preparing:
         self.number = arrival() if number is None else number
 
     async def admit(self) -> None:
-        """Count the run again and take a slot (in arrival order) for its next CPU step;
-        no-op when held or after :meth:`done`."""
+        """Count the run again (after :meth:`away`) and take a slot (in arrival order) for
+        its next CPU step; no-op when held or after :meth:`done`."""
         global _preparing
         if not self._open:
             return
@@ -143,12 +144,17 @@ class Preparing:
             self._slot = True
 
     def release(self) -> None:
-        """Free the run's slot and stop counting it until :meth:`admit`: it waits for a
-        source (the knowledge base, web search, a condense call)."""
-        global _preparing, _clear
+        """Free the run's slot (before a wait for a source); no-op when not held."""
         if self._slot:
             self._slot = False
             _give()
+
+    def away(self) -> None:
+        """Free the slot and stop counting the run until :meth:`admit`: it waits for a
+        network source (web search, a condense call) and needs no CPU meanwhile, so
+        answers streaming are not held for it."""
+        global _preparing, _clear
+        self.release()
         if not self._counted:
             return
         self._counted = False
@@ -161,7 +167,7 @@ class Preparing:
     def done(self) -> None:
         """Stop counting the run and free its slot: its model is called, or it ended."""
         self._open = False
-        self.release()
+        self.away()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
