@@ -227,3 +227,35 @@ async def test_a_run_waiting_for_a_source_is_not_counted_as_preparing(
     assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
     run.away()
     assert priority.preparing_runs() == 0
+
+
+async def test_a_preparing_runs_own_model_call_is_never_held(
+    standin: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follow-up's condense call is part of its run's preparation (its first text waits
+    for it): in a busy process with other runs preparing, its reads are not held."""
+    monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
+    monkeypatch.setattr(coalesce, "_active", coalesce.QUIET_STREAMS + 1)
+    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    backend = make_backend(settings)
+    standin.push(Script.text(ANSWER, size=4, token_delay_s=0.01))
+    other = priority.Preparing()  # another request preparing the whole time
+
+    async def condense() -> str:
+        run = priority.Preparing()  # the follow-up's run, before its retrieval
+        try:
+            run.away()  # its condense call waits for the model
+            parts = [d async for d in backend.stream(MESSAGES) if isinstance(d, str)]
+            return "".join(parts)
+        finally:
+            run.done()
+
+    try:
+        start = time.monotonic()
+        text = await asyncio.wait_for(asyncio.create_task(condense()), 10)
+        took = time.monotonic() - start
+    finally:
+        other.done()
+        await backend.aclose()
+    assert text == ANSWER
+    assert took < 2.0, took  # held, each later read would wait 5 s

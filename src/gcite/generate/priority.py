@@ -36,6 +36,7 @@ import heapq
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 from gcite.generate.coalesce import QUIET_STREAMS, active_streams
@@ -53,6 +54,9 @@ _busy_slots = 0
 _waiting: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (arrival, tie, turn)
 _ties = itertools.count()
 _clear: asyncio.Future[None] | None = None  # done when no run prepares
+# true in the task of a run still preparing: its own model calls (a follow-up's condense
+# call) are part of its preparation, never held
+_in_preparation: ContextVar[bool] = ContextVar("gcite_in_preparation", default=False)
 
 
 def arrival() -> int:
@@ -129,6 +133,7 @@ class Preparing:
         self._open = True
         self._slot = False
         self.number = arrival() if number is None else number
+        _in_preparation.set(True)
 
     async def admit(self) -> None:
         """Count the run again (after :meth:`away`) and take a slot (in arrival order) for
@@ -167,6 +172,7 @@ class Preparing:
     def done(self) -> None:
         """Stop counting the run and free its slot: its model is called, or it ended."""
         self._open = False
+        _in_preparation.set(False)
         self.away()
 
 
@@ -198,7 +204,10 @@ async def hold(since: float) -> None:
 
 async def paced(chunks: AsyncIterator[T], answering: list[bool]) -> AsyncIterator[T]:
     """``chunks``, each read after :func:`hold` once ``answering[0]`` is true (the stream
-    has yielded text). Closing this generator closes ``chunks``."""
+    has yielded text), unless opened by a run still preparing (a condense call): then
+    never held. Closing this generator closes ``chunks``."""
+    if _in_preparation.get():
+        answering = [False]  # never marked: the preparation's own call is not held
     loop = asyncio.get_running_loop()
     source = chunks.__aiter__()
     last = loop.time()
