@@ -197,3 +197,65 @@ async def test_the_first_text_is_never_held(
         run.done()
         await backend.aclose()
     assert all("".join(d for _, d in s) == ANSWER for s in stamps)
+
+
+async def test_a_run_waiting_for_a_source_is_not_counted_as_preparing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
+    monkeypatch.setattr(coalesce, "_active", coalesce.QUIET_STREAMS + 1)
+    run = priority.Preparing()
+    await run.admit()
+    held = asyncio.create_task(priority.hold(loop.time()))
+    await asyncio.sleep(0.05)
+    assert not held.done()
+    run.release()  # waits for its sources: no slot, still counted (the KB search's CPU)
+    assert priority.preparing_runs() == 1 and priority.busy_slots() == 0
+    await asyncio.sleep(0.05)
+    assert not held.done()
+    run.away()  # waits for web search only: needs no CPU
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+    await asyncio.wait_for(held, 1.0)  # the held answer reads on
+    start = loop.time()
+    await priority.hold(start)
+    assert loop.time() - start < 0.05
+    await run.admit()  # its next CPU step: counted again
+    assert priority.preparing_runs() == 1 and priority.busy_slots() == 1
+    run.done()
+    await run.admit()  # a run that ended is never counted again nor takes a slot
+    assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
+    run.away()
+    assert priority.preparing_runs() == 0
+
+
+async def test_a_preparing_runs_own_model_call_is_never_held(
+    standin: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follow-up's condense call is part of its run's preparation (its first text waits
+    for it): in a busy process with other runs preparing, its reads are not held."""
+    monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
+    monkeypatch.setattr(coalesce, "_active", coalesce.QUIET_STREAMS + 1)
+    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    backend = make_backend(settings)
+    standin.push(Script.text(ANSWER, size=4, token_delay_s=0.01))
+    other = priority.Preparing()  # another request preparing the whole time
+
+    async def condense() -> str:
+        run = priority.Preparing()  # the follow-up's run, before its retrieval
+        try:
+            run.away()  # its condense call waits for the model
+            parts = [d async for d in backend.stream(MESSAGES) if isinstance(d, str)]
+            return "".join(parts)
+        finally:
+            run.done()
+
+    try:
+        start = time.monotonic()
+        text = await asyncio.wait_for(asyncio.create_task(condense()), 10)
+        took = time.monotonic() - start
+    finally:
+        other.done()
+        await backend.aclose()
+    assert text == ANSWER
+    assert took < 2.0, took  # held, each later read would wait 5 s

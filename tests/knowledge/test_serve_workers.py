@@ -308,3 +308,62 @@ def test_the_public_sockets_listen_only_once_a_worker_serves_them() -> None:
     finally:
         for sock in sockets:
             sock.close()
+
+
+# split [C:N] markers and a surrogate pair split over two deltas (sent as JSON escapes)
+SPLIT = [
+    "钥匙",
+    "在三号",
+    "保险柜[",
+    "C",
+    ":1",
+    "]，",
+    "\ud83d",
+    "\ude00",
+    "须两人",
+    "在场[C:",
+    "1]。",
+]
+SPLIT_SHOWN = "钥匙在三号保险柜[C:1]，😀须两人在场[C:1]。"
+
+
+async def _whole_stream(served: ServeWorkers, client: httpx.AsyncClient, i: int) -> str:
+    answer, status = "", ""
+    payload = {"query": "巡检记录保存多久？", "inputs": {}, "response_mode": "streaming"}
+    payload["user"] = f"burst-{i}"
+    async with client.stream(
+        "POST",
+        f"{served.base}/v1/chat-messages",
+        json=payload,
+        headers={"Authorization": "Bearer ops"},
+        timeout=120,
+    ) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            if event["event"] == "message":
+                answer += str(event["answer"])
+            elif event["event"] == "workflow_finished":
+                status = str(event["data"]["status"])
+    return f"{status}:{answer}"
+
+
+async def test_a_burst_of_100_streams_on_two_workers_loses_no_stream_and_no_text(
+    tmp_path: Path,
+) -> None:
+    """100 streams at once on ``gcite serve --workers 2`` (busy workers: answers are joined
+    and held while runs prepare, generate/coalesce.py and priority.py): every stream ends
+    ``succeeded`` with the model's text byte for byte, split markers and surrogates too."""
+    data = _ingest(tmp_path)
+    env = {"GCITE_LLM_BASE_URL": "", "GCITE_LLM_MODEL": "standin", "GCITE_LLM_API_KEY": "k"}
+    with OpenAIStandin(Script(deltas=SPLIT * 5, token_delay_s=0.02, ascii_json=True)) as llm:
+        env["GCITE_LLM_BASE_URL"] = llm.base_url
+        with ServeWorkers(data, 2, tmp_path / "serve.log", env) as served:
+            limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
+            async with httpx.AsyncClient(limits=limits) as client:
+                results = await asyncio.gather(
+                    *(_whole_stream(served, client, i) for i in range(100))
+                )
+    assert results == [f"succeeded:{SPLIT_SHOWN * 5}"] * 100

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.openai_standin import OpenAIStandin
+
 SCRIPT = """
 import gc, json, sys
 from gcite.config import Settings
@@ -46,3 +48,34 @@ def test_warm_up_loads_the_verifier_and_freezes_what_is_loaded(tmp_path: Path) -
     assert seen["before"] == {"idf": 0, "frozen": False}
     # and what is loaded is moved out of the garbage collector's way (service/heap.py)
     assert seen["after"] == {"idf": 1, "frozen": True}
+
+
+JUDGE_SCRIPT = """
+import sys
+from gcite.config import Settings
+from gcite.service.resources import Resources
+settings = Settings(
+    data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
+    llm_base_url=sys.argv[2], llm_model="m", embed_backend="use",
+    verify_judge_base_url=sys.argv[2], verify_judge_model="judge",
+)
+resources = Resources(settings)
+resources.warm_up()
+print("warmed")
+"""
+
+
+def test_warm_up_never_calls_the_model_nor_the_verifier_judge(tmp_path: Path) -> None:
+    """The verifier's warm-up runs its offline part only: no request reaches the judge
+    (nor the answer model) at start-up. Judge and model: the OpenAI stand-in."""
+    with OpenAIStandin() as judge:
+        out = subprocess.run(
+            [sys.executable, "-c", JUDGE_SCRIPT, str(tmp_path), judge.base_url],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        assert out.stdout.strip().splitlines()[-1] == "warmed"
+        assert "warming up the citation verifier failed" not in out.stderr
+        assert judge.requests == []

@@ -239,8 +239,10 @@ class ChatRun:
         history, cited_before = await visible_context(
             turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
         )
-        query = await search_query(turn.query, history, deps.backend, settings)
         preparing = self._preparing
+        if preparing is not None:  # a follow-up's condense call waits for the model
+            preparing.away()
+        query = await search_query(turn.query, history, deps.backend, settings)
         if preparing is not None:  # CPU steps before the model call, in arrival order
             await preparing.admit()
         threshold = settings.score_threshold
@@ -251,6 +253,7 @@ class ChatRun:
         kr_node = web_node = None
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
         works: list[Coroutine[Any, Any, Any]] = []
+        kr_task: asyncio.Task[nodes.Branch[Any]] | None = None
         if deps.get_store is not None:
             kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
@@ -268,13 +271,19 @@ class ChatRun:
                     score_threshold=kr_threshold,
                 )
                 works.append(kr_work)
-                tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s)))
+                kr_task = asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s))
+                tasks.append(kr_task)
             if deps.web_source is not None:
                 web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
                 works.append(web_work)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
-            if preparing is not None:  # no slot held while the sources answer
-                preparing.release()
+            if preparing is not None:  # no slot held while the sources answer; counted
+                preparing.release()  # while the knowledge base searches (CPU), not after
+                if kr_task is None:
+                    preparing.away()
+                else:
+                    away = preparing.away
+                    kr_task.add_done_callback(lambda _task: away())
             branches = list(await asyncio.gather(*tasks))
             if preparing is not None:
                 await preparing.admit()

@@ -14,11 +14,14 @@ the same reason. Two rules:
   request waiting. The waits between the steps (the knowledge base, web search, a
   follow-up's condense call) hold no slot, so a slow source never holds back others.
 * **Preparing before streaming.** A run counts as preparing from its start until its LLM
-  node calls the model (:class:`Preparing`). :func:`paced` wraps the byte stream of a model
-  call: after the answer's first text, each socket read first awaits :func:`hold`, which,
-  while runs prepare and more than :data:`~gcite.generate.coalesce.QUIET_STREAMS` answers
-  stream, waits until no run prepares, at most :data:`MAX_HOLD_S` after the stream's last
-  read. What arrived meanwhile waits in the socket and is read at once afterwards: nothing
+  node calls the model (:class:`Preparing`), the knowledge-base search included (CPU in
+  a thread), but not while it waits for web search or a condense call only (it needs no
+  CPU then: holding answers for it would only slow them down). :func:`paced`
+  wraps the byte stream of a model call: after the answer's first text, each socket
+  read first awaits :func:`hold`, which, while runs prepare and more than
+  :data:`~gcite.generate.coalesce.QUIET_STREAMS` answers stream, waits until no run
+  prepares, at most :data:`MAX_HOLD_S` after the stream's last read. What arrived
+  meanwhile waits in the socket and is read at once afterwards: nothing
   is dropped or reordered, and the first text of an answer is never held.
 
 With a few answers in flight nothing is held, and slots are only waited for when more
@@ -33,6 +36,7 @@ import heapq
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 from gcite.generate.coalesce import QUIET_STREAMS, active_streams
@@ -50,6 +54,9 @@ _busy_slots = 0
 _waiting: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (arrival, tie, turn)
 _ties = itertools.count()
 _clear: asyncio.Future[None] | None = None  # done when no run prepares
+# true in the task of a run still preparing: its own model calls (a follow-up's condense
+# call) are part of its preparation, never held
+_in_preparation: ContextVar[bool] = ContextVar("gcite_in_preparation", default=False)
 
 
 def arrival() -> int:
@@ -110,23 +117,33 @@ async def step(number: int) -> AsyncIterator[None]:
 
 
 class Preparing:
-    """Counts one run as preparing from its creation until :meth:`done` (idempotent), and
-    holds its slot between :meth:`admit` and :meth:`release`.
+    """Counts one run as preparing from its creation until :meth:`done` (idempotent), but
+    not between :meth:`away` and the next :meth:`admit`, and holds its slot between
+    :meth:`admit` and :meth:`release`.
 
     ``number``: the request's :func:`arrival` number (a new one when None).
     """
 
-    __slots__ = ("_open", "_slot", "number")
+    __slots__ = ("_counted", "_open", "_slot", "number")
 
     def __init__(self, number: int | None = None) -> None:
         global _preparing
         _preparing += 1
+        self._counted = True
         self._open = True
         self._slot = False
         self.number = arrival() if number is None else number
+        _in_preparation.set(True)
 
     async def admit(self) -> None:
-        """Take a slot (in arrival order) for the run's next CPU step; no-op when held."""
+        """Count the run again (after :meth:`away`) and take a slot (in arrival order) for
+        its next CPU step; no-op when held or after :meth:`done`."""
+        global _preparing
+        if not self._open:
+            return
+        if not self._counted:
+            self._counted = True
+            _preparing += 1
         if not self._slot:
             await _take(self.number)
             self._slot = True
@@ -137,18 +154,26 @@ class Preparing:
             self._slot = False
             _give()
 
-    def done(self) -> None:
-        """Stop counting the run and free its slot: its model is called, or it ended."""
+    def away(self) -> None:
+        """Free the slot and stop counting the run until :meth:`admit`: it waits for a
+        network source (web search, a condense call) and needs no CPU meanwhile, so
+        answers streaming are not held for it."""
         global _preparing, _clear
         self.release()
-        if not self._open:
+        if not self._counted:
             return
-        self._open = False
+        self._counted = False
         _preparing -= 1
         if _preparing == 0 and _clear is not None:
             clear, _clear = _clear, None
             if not clear.done() and not clear.get_loop().is_closed():
                 clear.get_loop().call_soon_threadsafe(_resolve, clear)
+
+    def done(self) -> None:
+        """Stop counting the run and free its slot: its model is called, or it ended."""
+        self._open = False
+        _in_preparation.set(False)
+        self.away()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -179,7 +204,10 @@ async def hold(since: float) -> None:
 
 async def paced(chunks: AsyncIterator[T], answering: list[bool]) -> AsyncIterator[T]:
     """``chunks``, each read after :func:`hold` once ``answering[0]`` is true (the stream
-    has yielded text). Closing this generator closes ``chunks``."""
+    has yielded text), unless opened by a run still preparing (a condense call): then
+    never held. Closing this generator closes ``chunks``."""
+    if _in_preparation.get():
+        answering = [False]  # never marked: the preparation's own call is not held
     loop = asyncio.get_running_loop()
     source = chunks.__aiter__()
     last = loop.time()
