@@ -27,6 +27,7 @@ from typing import Any
 
 from gcite.chatflow.seams import LLMBackend, Usage
 from gcite.config import Settings
+from gcite.generate.backends import aclose_stream
 
 log = logging.getLogger("gcite.chatflow")
 
@@ -155,9 +156,7 @@ async def condense_question(
                 if isinstance(delta, str):  # Reasoning pieces are not the rewrite
                     parts.append(delta)
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await aclose_stream(stream)
         return "".join(parts).strip().strip("\"'“”「」")
 
     try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
+from gcite.generate.backends import aclose_stream
 from gcite.generate.coalesce import coalesced
 from gcite.generate.fallback import FellBack
 from gcite.merge import MergeResult, merge_chunks
@@ -132,9 +133,7 @@ async def generate(
             elif (isinstance(delta, str) and delta) or isinstance(delta, FellBack):
                 yield delta
     finally:
-        aclose = getattr(stream, "aclose", None)  # async generators have it; iterators may not
-        if aclose is not None:
-            await aclose()
+        await aclose_stream(stream)
 
 
 __all__ = [

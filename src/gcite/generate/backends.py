@@ -107,6 +107,14 @@ def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
     return sum(len(m.get("content") or "") for m in messages) // 2
 
 
+async def aclose_stream(stream: object) -> None:
+    """Close ``stream`` when it can be closed (async generators have ``aclose``; a plain
+    async iterator may not): a backend's stream closed this way closes its model call."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 def make_backend(settings: Settings) -> LLMBackend:
     """The backend the settings ask for.
 
@@ -142,6 +150,7 @@ __all__ = [
     "LLMBackend",
     "Reasoning",
     "Usage",
+    "aclose_stream",
     "estimate_tokens",
     "make_backend",
 ]

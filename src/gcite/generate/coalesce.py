@@ -24,7 +24,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
-from gcite.generate.backends import Reasoning
+from gcite.generate.backends import Reasoning, aclose_stream
 
 #: Answers streaming in one process up to which every delta goes on at once.
 QUIET_STREAMS = 8
@@ -118,9 +118,7 @@ async def coalesced(source: AsyncIterator[T]) -> AsyncIterator[T]:
         if not reader.done():
             reader.cancel()
             await asyncio.wait([reader])  # a cancellation of this task still propagates
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_stream(source)
 
 
 __all__ = [

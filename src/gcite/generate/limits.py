@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gcite.errors import LLMError
+from gcite.generate.backends import aclose_stream
 
 if TYPE_CHECKING:
     from gcite.config import Settings
@@ -124,9 +125,7 @@ class LimitedBackend:
                     raise LLMError(f"模型回答超过长度上限 {limits.max_chars} 字，已中止")
                 yield delta
         finally:
-            aclose = getattr(inner, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await aclose_stream(inner)
 
 
 def limited(backend: LLMBackend, settings: Settings) -> LimitedBackend:

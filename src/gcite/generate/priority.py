@@ -39,6 +39,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
+from gcite.generate.backends import aclose_stream
 from gcite.generate.coalesce import QUIET_STREAMS, active_streams
 
 #: The longest a streaming answer's next read waits for preparing runs, seconds.
@@ -222,9 +223,7 @@ async def paced(chunks: AsyncIterator[T], answering: list[bool]) -> AsyncIterato
                 return
             yield chunk
     finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_stream(source)
 
 
 __all__ = [
