@@ -16,14 +16,16 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
-from support.openai_standin import OpenAIStandin, Script
+from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
 
 from .docs import MANIFEST, write_mixed
@@ -171,6 +173,13 @@ def test_a_role_change_in_the_config_is_seen_by_every_worker_at_its_next_request
 LONG_ANSWER = "一二三四五六七八九十" * 40  # 400 one-character deltas, 50 ms apart: 20 s
 
 
+async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON events of an SSE response (``data:`` lines; pings and blanks skipped)."""
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            yield json.loads(line[6:])
+
+
 async def _stream_and_stop(
     served: ServeWorkers, client: httpx.AsyncClient, user: str
 ) -> tuple[str, str, dict[str, object]]:
@@ -190,10 +199,7 @@ async def _stream_and_stop(
         timeout=60,
     ) as response:
         assert response.status_code == 200
-        async for line in response.aiter_lines():
-            if not line.startswith("data: "):
-                continue
-            event = json.loads(line[6:])
+        async for event in _events(response):
             last = str(event["event"])
             if last == "message":
                 if not answer:  # a new connection each time: any worker may get the stop
@@ -310,23 +316,6 @@ def test_the_public_sockets_listen_only_once_a_worker_serves_them() -> None:
             sock.close()
 
 
-# split [C:N] markers and a surrogate pair split over two deltas (sent as JSON escapes)
-SPLIT = [
-    "钥匙",
-    "在三号",
-    "保险柜[",
-    "C",
-    ":1",
-    "]，",
-    "\ud83d",
-    "\ude00",
-    "须两人",
-    "在场[C:",
-    "1]。",
-]
-SPLIT_SHOWN = "钥匙在三号保险柜[C:1]，😀须两人在场[C:1]。"
-
-
 async def _whole_stream(served: ServeWorkers, client: httpx.AsyncClient, i: int) -> str:
     answer, status = "", ""
     payload = {"query": "巡检记录保存多久？", "inputs": {}, "response_mode": "streaming"}
@@ -339,10 +328,7 @@ async def _whole_stream(served: ServeWorkers, client: httpx.AsyncClient, i: int)
         timeout=120,
     ) as response:
         assert response.status_code == 200
-        async for line in response.aiter_lines():
-            if not line.startswith("data: "):
-                continue
-            event = json.loads(line[6:])
+        async for event in _events(response):
             if event["event"] == "message":
                 answer += str(event["answer"])
             elif event["event"] == "workflow_finished":
@@ -358,7 +344,7 @@ async def test_a_burst_of_100_streams_on_two_workers_loses_no_stream_and_no_text
     ``succeeded`` with the model's text byte for byte, split markers and surrogates too."""
     data = _ingest(tmp_path)
     env = {"GCITE_LLM_BASE_URL": "", "GCITE_LLM_MODEL": "standin", "GCITE_LLM_API_KEY": "k"}
-    with OpenAIStandin(Script(deltas=SPLIT * 5, token_delay_s=0.02, ascii_json=True)) as llm:
+    with OpenAIStandin(Script(deltas=SPLIT_DELTAS * 5, token_delay_s=0.02, ascii_json=True)) as llm:
         env["GCITE_LLM_BASE_URL"] = llm.base_url
         with ServeWorkers(data, 2, tmp_path / "serve.log", env) as served:
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)

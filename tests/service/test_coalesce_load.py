@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -15,28 +16,38 @@ import pytest
 from service_streams import LiveServer, body, iter_events
 
 from gcite.generate import coalesce, priority
-from support.openai_standin import OpenAIStandin, Script
+from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.web_standin import Reply, WebStandin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 STREAMS = 24
-# split [C:N] markers and a surrogate pair split over two deltas (sent as JSON escapes)
-FULL = [
-    "钥匙",
-    "在三号",
-    "保险柜[",
-    "C",
-    ":1",
-    "]，",
-    "\ud83d",
-    "\ude00",
-    "须两人",
-    "在场[C:",
-    "1]。",
-]
 LONG = "一二三四五六七八九十" * 10  # 3 s at 30 ms a delta
-FULL_SHOWN = "钥匙在三号保险柜[C:1]，😀须两人在场[C:1]。"  # markers stay in the raw stream
+
+
+@contextlib.asynccontextmanager
+async def peak_streams() -> AsyncIterator[list[int]]:
+    """Sample ``coalesce.active_streams()`` every 10 ms inside the block; ``[peak]``."""
+    peak = [0]
+
+    async def sample() -> None:
+        while True:
+            peak[0] = max(peak[0], coalesce.active_streams())
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        yield peak
+    finally:
+        sampler.cancel()
+
+
+async def settled() -> None:
+    """Wait (at most 10 s) until no answer streams and no run prepares in this process."""
+    for _ in range(200):
+        if priority.preparing_runs() == 0 and coalesce.active_streams() == 0:
+            return
+        await asyncio.sleep(0.05)
 
 
 def _kind(request: dict[str, Any]) -> str:
@@ -46,7 +57,7 @@ def _kind(request: dict[str, Any]) -> str:
 def _respond(request: dict[str, Any]) -> Script:
     kind = _kind(request)
     if kind == "full":
-        return Script(deltas=FULL, token_delay_s=0.02, ascii_json=True)
+        return Script(deltas=SPLIT_DELTAS, token_delay_s=0.02, ascii_json=True)
     return Script.text(LONG, size=1, token_delay_s=0.03)
 
 
@@ -79,21 +90,12 @@ async def test_many_streams_text_stop_and_disconnect(
                 status = event["data"]["status"]
         return kind, answer, status
 
-    peak = 0
-
-    async def sample() -> None:
-        nonlocal peak
-        while True:
-            peak = max(peak, coalesce.active_streams())
-            await asyncio.sleep(0.01)
-
-    sampler = asyncio.create_task(sample())
-    results = await asyncio.gather(*(one(i) for i in range(STREAMS)))
-    sampler.cancel()
-    assert peak > coalesce.QUIET_STREAMS  # deltas were joined
+    async with peak_streams() as peak:
+        results = await asyncio.gather(*(one(i) for i in range(STREAMS)))
+    assert peak[0] > coalesce.QUIET_STREAMS  # deltas were joined
     for kind, answer, status in results:
         if kind == "full":
-            assert (answer, status) == (FULL_SHOWN, "succeeded")
+            assert (answer, status) == (SPLIT_SHOWN, "succeeded")
         elif kind == "stop":
             assert status == "stopped" and 0 < len(answer) < len(LONG)
     full = sum(1 for k, _, _ in results if k == "full")
@@ -102,10 +104,7 @@ async def test_many_streams_text_stop_and_disconnect(
     # every model call left or stopped is closed when none of them ran to its end
     await asyncio.sleep(len(LONG) * 0.03 + 1)
     assert llm.completed == full
-    for _ in range(200):
-        if coalesce.active_streams() == 0:
-            break
-        await asyncio.sleep(0.05)
+    await settled()
     assert coalesce.active_streams() == 0
     assert priority.preparing_runs() == 0 and priority.busy_slots() == 0
 
@@ -139,10 +138,7 @@ async def test_requests_that_end_before_their_model_call_leave_nothing_counted(
     assert results.count("unknown:404") == STREAMS
     assert results.count("leave:workflow_started") == STREAMS
     assert results.count("answer:钥匙在三号保险柜[C:1]。") == STREAMS
-    for _ in range(200):
-        if priority.preparing_runs() == 0 and coalesce.active_streams() == 0:
-            break
-        await asyncio.sleep(0.05)
+    await settled()
     assert priority.preparing_runs() == 0
     assert priority.busy_slots() == 0 and priority.waiting_steps() == 0
 
@@ -264,18 +260,9 @@ async def test_stops_disconnects_and_model_errors_in_every_phase_leave_nothing_c
         conversation = first.json()["conversation_id"]
         return await stream(i, "那它呢？#ok", None, conversation_id=conversation)
 
-    peak = 0
-
-    async def sample() -> None:
-        nonlocal peak
-        while True:
-            peak = max(peak, coalesce.active_streams())
-            await asyncio.sleep(0.01)
-
-    sampler = asyncio.create_task(sample())
-    results = await asyncio.gather(*(one(i) for i in range(3 * len(kinds))))
-    sampler.cancel()
-    assert peak > coalesce.QUIET_STREAMS  # a busy process: answers were held
+    async with peak_streams() as peak:
+        results = await asyncio.gather(*(one(i) for i in range(3 * len(kinds))))
+    assert peak[0] > coalesce.QUIET_STREAMS  # a busy process: answers were held
     for i, result in enumerate(results):
         kind = kinds[i % len(kinds)]
         expected = {
@@ -289,10 +276,7 @@ async def test_stops_disconnects_and_model_errors_in_every_phase_leave_nothing_c
             "cut": "error",
         }[kind]
         assert result == expected, (kind, result)
-    for _ in range(200):
-        if priority.preparing_runs() == 0 and coalesce.active_streams() == 0:
-            break
-        await asyncio.sleep(0.05)
+    await settled()
     assert priority.preparing_runs() == 0 and coalesce.active_streams() == 0
     assert priority.busy_slots() == 0 and priority.waiting_steps() == 0
 
@@ -307,7 +291,7 @@ async def test_streaming_answers_are_not_starved_by_a_continuous_stream_of_new_r
 
     def respond(request: dict[str, Any]) -> Script:
         if _kind(request) == "full":
-            return Script(deltas=FULL * 12, token_delay_s=0.02, ascii_json=True)
+            return Script(deltas=SPLIT_DELTAS * 12, token_delay_s=0.02, ascii_json=True)
         return Script.text("钥匙在三号保险柜[C:1]。", size=2)
 
     llm.responder = respond
@@ -355,7 +339,7 @@ async def test_streaming_answers_are_not_starved_by_a_continuous_stream_of_new_r
     shorts = await asyncio.gather(*newcomers)
     await asyncio.gather(*tasks)
     assert all(s == "钥匙在三号保险柜[C:1]。" for s in shorts)
-    assert all(a == FULL_SHOWN * 12 for a in answers)
+    assert all(a == SPLIT_SHOWN * 12 for a in answers)
     assert sum(samples) > len(samples) // 4  # runs were preparing much of the time
     gaps = sorted(
         b - a for s in stamps for a, b in itertools.pairwise(s) if burst_from <= a < burst_to

@@ -47,7 +47,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OpenAIStandin", "Script", "split_text"]
+__all__ = ["SPLIT_DELTAS", "SPLIT_SHOWN", "OpenAIStandin", "Script", "split_text"]
+
+#: Deltas that cut ``[C:N]`` markers and a surrogate pair (U+1F600 as two lone JSON
+#: escapes with ``Script(ascii_json=True)``) across chunks, as real providers do.
+SPLIT_DELTAS = [
+    "钥匙",
+    "在三号",
+    "保险柜[",
+    "C",
+    ":1",
+    "]，",
+    "\ud83d",
+    "\ude00",
+    "须两人",
+    "在场[C:",
+    "1]。",
+]
+#: The text of :data:`SPLIT_DELTAS` once joined (markers stay in the raw stream).
+SPLIT_SHOWN = "钥匙在三号保险柜[C:1]，😀须两人在场[C:1]。"
 
 
 def split_text(text: str, size: int = 4) -> list[str]:
