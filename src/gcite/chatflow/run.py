@@ -152,7 +152,6 @@ class ChatRun:
         self.steps = 0
         self._llm: NodeStarted | None = None
         self._llm_started = 0.0
-        self._preparing: priority.Preparing | None = None
 
     @property
     def answer(self) -> str:
@@ -220,9 +219,9 @@ class ChatRun:
         """The run's events, from the first node to :class:`RunEnded` / :class:`RunFailed`."""
         # until its model is called the run goes before answers already streaming in a
         # busy process (generate/priority.py)
-        self._preparing = preparing = priority.Preparing(self.arrival)
+        preparing = priority.Preparing(self.arrival)
         try:
-            async for event in self._run():
+            async for event in self._run(preparing):
                 yield event
         except LLMError as exc:
             for event in self._failed(f"Run failed: {exc}", "llm"):
@@ -234,17 +233,14 @@ class ChatRun:
         finally:
             preparing.done()
 
-    async def _run(self) -> AsyncIterator[Event]:
+    async def _run(self, preparing: priority.Preparing) -> AsyncIterator[Event]:
         turn, deps, settings = self.turn, self.deps, self.deps.settings
         history, cited_before = await visible_context(
             turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
         )
-        preparing = self._preparing
-        if preparing is not None:  # a follow-up's condense call waits for the model
-            preparing.away()
+        preparing.away()  # a follow-up's condense call waits for the model
         query = await search_query(turn.query, history, deps.backend, settings)
-        if preparing is not None:  # CPU steps before the model call, in arrival order
-            await preparing.admit()
+        await preparing.admit()  # CPU steps before the model call, in arrival order
         threshold = settings.score_threshold
         # a backend that weighs evidence itself (the offline answerer) also sees the
         # knowledge-base chunks a little below the threshold, marked as such
@@ -277,16 +273,15 @@ class ChatRun:
                 web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
                 works.append(web_work)
                 tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
-            if preparing is not None:  # no slot held while the sources answer; counted
-                preparing.release()  # while the knowledge base searches (CPU), not after
-                if kr_task is None:
-                    preparing.away()
-                else:
-                    away = preparing.away
-                    kr_task.add_done_callback(lambda _task: away())
+            # no slot held while the sources answer; counted while the knowledge base
+            # searches (CPU), not after
+            preparing.release()
+            if kr_task is None:
+                preparing.away()
+            else:
+                kr_task.add_done_callback(lambda _task: preparing.away())
             branches = list(await asyncio.gather(*tasks))
-            if preparing is not None:
-                await preparing.admit()
+            await preparing.admit()
         finally:
             for task in tasks:
                 task.cancel()
@@ -330,8 +325,7 @@ class ChatRun:
         )
         self._llm = self._start(LLM, {"query": turn.query})
         self._llm_started = time.monotonic()
-        if preparing is not None:
-            preparing.done()
+        preparing.done()
         yield self._llm
         backend_chunks = self.chunk_metadata
         if margin > 0:
