@@ -67,7 +67,7 @@ def handbook(verbose: bool) -> dict[str, Any]:
 
     from gcite.chatflow.run import Deps
     from gcite.cli.demo import demo_settings, prepare_demo
-    from gcite.generate.backends import make_backend
+    from gcite.generate.factory import make_backend
     from gcite.generate.prompt import NO_ANSWER
     from gcite.knowledge import open_store
     from gcite.stream import strip_markers
@@ -148,7 +148,7 @@ def handbook(verbose: bool) -> dict[str, Any]:
 def laws(verbose: bool) -> dict[str, Any]:
     """Run the law dev questions; returns the three shares."""
     from gcite.chatflow.run import Deps
-    from gcite.generate.backends import make_backend
+    from gcite.generate.factory import make_backend
     from gcite.generate.prompt import NO_ANSWER
     from gcite.stream import strip_markers
 

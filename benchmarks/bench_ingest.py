@@ -111,13 +111,13 @@ def _settings(embedder: str, **extra: Any) -> Any:
     from gcite.config import Settings
 
     if embedder == "standin":
-        return Settings(
+        return Settings.from_keys(
             embed_backend="openai",
             embed_base_url=os.environ["BENCH_EMBED_URL"],
             embed_model="standin",
             **extra,
         )
-    return Settings(embed_backend=embedder, **extra)
+    return Settings.from_keys(embed_backend=embedder, **extra)
 
 
 def worker(kind: str, path: Path, embedder: str) -> dict[str, Any]:

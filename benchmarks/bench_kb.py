@@ -57,7 +57,7 @@ def worker_corpus(embedder: str) -> dict[str, Any]:
     rows = [json.loads(line) for line in (CORPUS / "laws-qa.dev.jsonl").open(encoding="utf-8")]
     chars = sum(len(p.read_text(encoding="utf-8")) for p in (CORPUS / "laws").glob("*.md"))
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp) / "data", embed_backend=embedder)
+        settings = Settings.from_keys(data_dir=Path(tmp) / "data", embed_backend=embedder)
         started = time.perf_counter()
         report = ingest_paths(
             [CORPUS / "laws"],

@@ -122,7 +122,7 @@ def start_service(standin: OpenAIStandin, data_dir: Path) -> tuple[str, Any]:
         environ={},
     )
     ingest_paths(sorted((SAMPLE_DIR / "handbook").glob("*.md")), settings=settings,
-                 dataset=settings.dataset)  # fmt: skip
+                 dataset=settings.knowledge.dataset)  # fmt: skip
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(

@@ -72,7 +72,9 @@ def main() -> None:
                 return original(*a, **kw)
 
             qdrant_edge.EdgeConfig = config  # type: ignore[misc]
-            settings = Settings(data_dir=Path(tmp) / placement, embed_backend=args.embedder)
+            settings = Settings.from_keys(
+                data_dir=Path(tmp) / placement, embed_backend=args.embedder
+            )
             before = _rss_mib()
             report = ingest_paths(
                 [CORPUS / "laws"],

@@ -160,7 +160,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
 
         def build(name: str, paths: list[Path], manifest: Path | None = None) -> Any:
-            settings = Settings(data_dir=Path(tmp) / name, embed_backend=args.embedder)
+            settings = Settings.from_keys(data_dir=Path(tmp) / name, embed_backend=args.embedder)
             ingest_paths(paths, settings=settings, dataset=name, manifest=manifest)
             return open_store(settings)
 

@@ -51,14 +51,14 @@ def data_dir() -> Path:
     """The ingested corpus, one directory per embedding backend (the default's)."""
     from gcite.config import Settings
 
-    default = Path.home() / ".cache" / "gcite" / f"bench-laws-{Settings().embed_backend}"
+    default = Path.home() / ".cache" / "gcite" / f"bench-laws-{Settings().embed.backend}"
     return Path(os.environ.get("GCITE_BENCH_DATA", default)).expanduser()
 
 
 def settings_for(path: Path) -> Any:
     from gcite.config import ApiKey, Settings
 
-    return Settings(
+    return Settings.from_keys(
         data_dir=path,
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=KEY, roles=KEY_ROLES)],
@@ -320,7 +320,7 @@ def main() -> None:
 
     print(f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {machine(load_before)}.")
     print(
-        f"Corpus: {dataset} (16 laws), embedder {Settings().embed_backend}, top_k 5, "
+        f"Corpus: {dataset} (16 laws), embedder {Settings().embed.backend}, top_k 5, "
         f"{n} requests per run, key roles {KEY_ROLES}."
     )
     for name, results in variants.items():

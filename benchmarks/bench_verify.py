@@ -144,7 +144,7 @@ def main() -> None:
             from gcite.config import Settings
             from gcite.knowledge.embed import make_embedder
 
-            embedder = make_embedder(Settings(embed_backend=config))
+            embedder = make_embedder(Settings.from_keys(embed_backend=config))
         model = SupportModel(embedder)
         t0 = time.perf_counter()
         supports = model.support_many([(p["claim"], p["content"]) for p in pairs])

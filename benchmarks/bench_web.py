@@ -115,7 +115,7 @@ async def hybrid_vs_bm25(queries: list[str]) -> tuple[float, float, float]:
 
     folder = REPO / "src" / "gcite" / "sample_data" / "web"
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), web_timeout_s=600)
+        settings = Settings.from_keys(data_dir=Path(tmp), web_timeout_s=600)
         hybrid = OfflineWebSource(folder, settings=settings, index="hybrid")
         start = time.perf_counter()
         await hybrid.search("消防", count=3)  # ingest + load the model

@@ -121,7 +121,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data_dir or Path(tmp) / "data"
-        settings = Settings(data_dir=data, embed_backend=args.embedder)
+        settings = Settings.from_keys(data_dir=data, embed_backend=args.embedder)
         ingest_paths(
             [CORPUS / "laws"],
             settings=settings,

@@ -58,7 +58,9 @@ def law_chunks() -> list[LawChunk]:
     for path in sorted((CORPUS / "laws").glob("*.md")):
         converted = convert_file(path)
         for chunk in chunk_text(
-            converted.text, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
+            converted.text,
+            chunk_size=settings.knowledge.chunk_size,
+            chunk_overlap=settings.knowledge.chunk_overlap,
         ):
             out.append(LawChunk(path.name, chunk.position, chunk.text, tuple(chunk.articles)))
     return out
@@ -69,9 +71,9 @@ def open_law_store() -> Any:
     from gcite.config import Settings
     from gcite.knowledge import ingest_paths, open_store
 
-    default = Path.home() / ".cache" / "gcite" / f"bench-laws-{Settings().embed_backend}"
+    default = Path.home() / ".cache" / "gcite" / f"bench-laws-{Settings().embed.backend}"
     data_dir = Path(os.environ.get("GCITE_BENCH_DATA", default))
-    settings = Settings(data_dir=data_dir, dataset=DATASET)
+    settings = Settings.from_keys(data_dir=data_dir, dataset=DATASET)
     ingest_paths(
         [CORPUS / "laws"],
         settings=settings,

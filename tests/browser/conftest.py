@@ -104,7 +104,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         },
         environ={},
     )
-    ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.dataset)
+    ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.knowledge.dataset)
     app = create_app(settings)
     # A second app on the same data, created without page.json: no identities published,
     # so the page asks for an API key.

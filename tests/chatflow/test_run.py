@@ -47,7 +47,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     base = tmp_path_factory.mktemp("chatflow")
     write_mixed(base / "docs")
     (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
-    settings = Settings(data_dir=base / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=base / "data", embed_backend="use")
     ingest_paths(
         [base / "docs"], settings=settings, dataset="园区制度库", manifest=base / "manifest.json"
     )
@@ -90,7 +90,7 @@ class Watched(BackendLifecycle):
 
 def deps(store: Any, backend: Any, web: Any = None, **settings: Any) -> Deps:
     return Deps(
-        settings=Settings(**settings),
+        settings=Settings.from_keys(**settings),
         backend=backend,
         get_store=None if store is None else (lambda: store),
         web_source=web,
@@ -152,9 +152,9 @@ async def test_node_order_outputs_and_summary(kb: Any) -> None:
 
 
 async def test_a_failing_branch_degrades_the_answer(kb: Any, tmp_path: Path) -> None:
-    missing = Settings(data_dir=tmp_path / "no-such-kb")
+    missing = Settings.from_keys(data_dir=tmp_path / "no-such-kb")
     broken = Deps(
-        settings=Settings(web_timeout_s=0.05),
+        settings=Settings.from_keys(web_timeout_s=0.05),
         backend=Watched(),
         get_store=lambda: open_store(missing),
         web_source=Web(delay=1.0),

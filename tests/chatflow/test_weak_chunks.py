@@ -4,7 +4,6 @@ store; skipped without ../shared/corpus)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -51,7 +50,7 @@ def all_roles(law_store: Any) -> tuple[str, ...]:
 
 async def ask(law_store: Any, backend: Seeing) -> str:
     # a generous retrieval timeout: this test is about what the answerer is given
-    settings = dataclasses.replace(law_store.settings, kb_timeout_s=120.0)
+    settings = law_store.settings.with_keys(kb_timeout_s=120.0)
     deps = Deps(settings=settings, backend=backend, get_store=lambda: law_store.store)
     run = ChatRun(Turn(QUESTION, all_roles(law_store)), deps)
     async for _ in run.events():
@@ -70,7 +69,7 @@ def test_margin_and_marking_rules() -> None:
 
 
 async def test_weak_chunks_reach_the_answerer_marked_and_it_refuses(law_store: Any) -> None:
-    threshold = law_store.settings.score_threshold
+    threshold = law_store.settings.knowledge.score_threshold
     backend = Seeing(margin=None)
     answer = await ask(law_store, backend)
     weak = [c for c in backend.seen if c.get(WEAK_KEY)]
@@ -82,7 +81,7 @@ async def test_weak_chunks_reach_the_answerer_marked_and_it_refuses(law_store: A
 
 
 async def test_a_backend_without_a_margin_sees_only_the_threshold(law_store: Any) -> None:
-    threshold = law_store.settings.score_threshold
+    threshold = law_store.settings.knowledge.score_threshold
     backend = Seeing(margin=0.0)
     assert await ask(law_store, backend) == NO_ANSWER
     assert all(c["score"] >= threshold and WEAK_KEY not in c for c in backend.seen)

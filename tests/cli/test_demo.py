@@ -9,7 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli.conftest import run_gcite
-from gcite.cli.demo import SAMPLE_DIR, default_data_dir, demo, demo_settings, prepare_demo
+from gcite.cli.demo import SAMPLE_DIR, demo, demo_settings, prepare_demo
+from gcite.config import demo_data_dir
 from gcite.service.pages import load_page_config
 
 
@@ -66,12 +67,12 @@ def test_demo_once_answers_in_terminal(demo_dir: Path) -> None:
 
 def test_settings_are_offline_whatever_the_environment(tmp_path: Path, monkeypatch: object) -> None:
     settings = demo_settings(tmp_path, port=8123)
-    assert settings.llm_base_url == "" and settings.web_provider == "offline"
-    assert Path(settings.web_dir) == SAMPLE_DIR / "web"
-    assert settings.allow_any_key and settings.port == 8123
+    assert settings.llm.base_url == "" and settings.web.provider == "offline"
+    assert Path(settings.web.offline.dir) == SAMPLE_DIR / "web"
+    assert settings.service.allow_any_key and settings.service.port == 8123
     assert {k.key: k.roles for k in settings.app_keys}["demo-security"] == ("安保主管",)
-    assert default_data_dir({"GCITE_DATA_DIR": "/x/y"}) == Path("/x/y")
-    assert default_data_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/gcite/demo")
+    assert demo_data_dir({"GCITE_DATA_DIR": "/x/y"}) == Path("/x/y")
+    assert demo_data_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/gcite/demo")
 
 
 def test_demo_errors_are_one_line(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ _HOLD = """
 import sys
 from gcite.config import Settings
 from gcite.knowledge import open_store
-store = open_store(Settings(data_dir=sys.argv[1]))
+store = open_store(Settings.from_keys(data_dir=sys.argv[1]))
 print("ready", flush=True)
 sys.stdin.read()
 store.close()

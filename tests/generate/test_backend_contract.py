@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from gcite.config import Settings
-from gcite.generate.backends import make_backend
 from gcite.generate.extractive import ExtractiveBackend
+from gcite.generate.factory import make_backend
 from gcite.generate.fallback import FallbackBackend
 from gcite.generate.limits import LimitedBackend
 from gcite.generate.openai_backend import OpenAIBackend
@@ -27,7 +27,9 @@ def standin() -> Iterator[OpenAIStandin]:
 class TestOpenAIBackend(LLMBackendContract):
     @pytest.fixture
     async def backend(self, standin: OpenAIStandin) -> AsyncIterator[Any]:
-        settings = Settings(llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1")
+        settings = Settings.from_keys(
+            llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1"
+        )
         backend = make_backend(settings)
         assert isinstance(backend, LimitedBackend) and isinstance(backend.inner, OpenAIBackend)
         yield backend
@@ -47,7 +49,7 @@ class TestExtractiveBackend(LLMBackendContract):
 class TestFallbackBackend(LLMBackendContract):
     @pytest.fixture
     async def backend(self, standin: OpenAIStandin) -> AsyncIterator[Any]:
-        settings = Settings(
+        settings = Settings.from_keys(
             llm_base_url=standin.base_url, llm_model="m1", on_model_error="extractive"
         )
         backend = make_backend(settings)

@@ -12,8 +12,9 @@ import pytest
 from gcite.config import Settings
 from gcite.errors import LLMError
 from gcite.generate import coalesce
-from gcite.generate.backends import Reasoning, make_backend
+from gcite.generate.backends import Reasoning
 from gcite.generate.coalesce import coalesced, flush_interval, join
+from gcite.generate.factory import make_backend
 from gcite.generate.fallback import FellBack
 from support.openai_standin import OpenAIStandin, Script
 
@@ -43,7 +44,7 @@ def test_join_keeps_order_and_kinds_apart() -> None:
 
 
 async def _answers(standin: OpenAIStandin, streams: int) -> list[list[str]]:
-    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    settings = Settings.from_keys(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
     backend = make_backend(settings)
     standin.push(*[Script.text(ANSWER, size=1, token_delay_s=0.01) for _ in range(streams)])
 

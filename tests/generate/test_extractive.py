@@ -4,7 +4,7 @@ context kept, refusals, follow-ups, deterministic deltas."""
 from __future__ import annotations
 
 from gcite.config import Settings
-from gcite.generate.backends import Usage, make_backend
+from gcite.generate.backends import Usage
 from gcite.generate.extractive import (
     ExtractiveBackend,
     answer_cues,
@@ -14,6 +14,7 @@ from gcite.generate.extractive import (
     query_terms,
     strict_cues,
 )
+from gcite.generate.factory import make_backend
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.embed import UseEmbedder
 from gcite.verify import SupportModel
@@ -170,6 +171,6 @@ def test_make_backend_defaults_to_extractive_with_the_bundled_embedder() -> None
     backend = getattr(make_backend(Settings()), "inner", None)  # within its limits
     assert isinstance(backend, ExtractiveBackend) and backend.name == "extractive"
     assert backend.support is not None and backend.support.name == "lexical+use"
-    lexical = getattr(make_backend(Settings(embed_backend="openai")), "inner", None)
+    lexical = getattr(make_backend(Settings.from_keys(embed_backend="openai")), "inner", None)
     assert isinstance(lexical, ExtractiveBackend) and lexical.support is not None
     assert lexical.support.name == "lexical"

@@ -12,7 +12,7 @@ import pytest
 
 from gcite.config import Settings
 from gcite.errors import LLMError
-from gcite.generate.backends import make_backend
+from gcite.generate.factory import make_backend
 from gcite.generate.limits import LimitedBackend, Limits, capped_lines
 from support.openai_standin import OpenAIStandin, Script
 
@@ -26,7 +26,9 @@ def standin() -> Iterator[OpenAIStandin]:
 
 
 def _backend(standin: OpenAIStandin, **limits: float) -> LimitedBackend:
-    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30, **limits)
+    settings = Settings.from_keys(
+        llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30, **limits
+    )
     backend = make_backend(settings)
     assert isinstance(backend, LimitedBackend)
     return backend
@@ -135,7 +137,7 @@ async def test_capped_lines_splits_every_line_ending_across_chunks() -> None:
 
 async def test_limits_from_settings() -> None:
     limits = Limits.from_settings(
-        Settings(
+        Settings.from_keys(
             llm_total_timeout_s=9, llm_idle_timeout_s=3, max_answer_chars=7, max_stream_line_bytes=5
         )
     )

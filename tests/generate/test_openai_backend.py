@@ -8,7 +8,8 @@ import pytest
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
-from gcite.generate.backends import Reasoning, Usage, make_backend
+from gcite.generate.backends import Reasoning, Usage
+from gcite.generate.factory import make_backend
 from gcite.generate.limits import LimitedBackend
 from gcite.generate.openai_backend import OpenAIBackend
 from gcite.stream.parser import parse_all
@@ -24,7 +25,7 @@ def standin() -> Iterator[OpenAIStandin]:
 
 
 def _backend(standin: OpenAIStandin, timeout_s: float = 10.0) -> OpenAIBackend:
-    settings = Settings(
+    settings = Settings.from_keys(
         llm_base_url=standin.base_url, llm_model="m1", llm_api_key="sk-1", llm_timeout_s=timeout_s
     )
     backend = make_backend(settings)
@@ -141,7 +142,7 @@ async def test_timeout_becomes_llm_error(standin: OpenAIStandin) -> None:
 
 def test_model_is_required() -> None:
     with pytest.raises(ConfigError):
-        make_backend(Settings(llm_base_url="http://127.0.0.1:9/v1"))
+        make_backend(Settings.from_keys(llm_base_url="http://127.0.0.1:9/v1"))
 
 
 # -- reasoning models and broken Unicode (issue: citation contract v2) ----------------

@@ -12,8 +12,8 @@ import pytest
 
 from gcite.config import Settings
 from gcite.generate import coalesce, priority
-from gcite.generate.backends import make_backend
 from gcite.generate.coalesce import coalesced
+from gcite.generate.factory import make_backend
 from support.openai_standin import OpenAIStandin, Script
 
 MESSAGES = [{"role": "user", "content": "问题"}]
@@ -143,7 +143,7 @@ async def test_streaming_answers_wait_for_a_preparing_run_and_lose_nothing(
 ) -> None:
     monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
     streams = coalesce.QUIET_STREAMS + 4  # busy: past QUIET_STREAMS answers
-    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    settings = Settings.from_keys(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
     backend = make_backend(settings)
     standin.push(*[Script.text(ANSWER, size=1, token_delay_s=0.01) for _ in range(streams)])
     stamps: list[list[tuple[float, str]]] = [[] for _ in range(streams)]
@@ -179,7 +179,7 @@ async def test_the_first_text_is_never_held(
 ) -> None:
     monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
     streams = coalesce.QUIET_STREAMS + 4
-    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    settings = Settings.from_keys(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
     backend = make_backend(settings)
     standin.push(*[Script.text(ANSWER, size=1, token_delay_s=0.01) for _ in range(streams)])
     stamps: list[list[tuple[float, str]]] = [[] for _ in range(streams)]
@@ -236,7 +236,7 @@ async def test_a_preparing_runs_own_model_call_is_never_held(
     for it): in a busy process with other runs preparing, its reads are not held."""
     monkeypatch.setattr(priority, "MAX_HOLD_S", 5.0)
     monkeypatch.setattr(coalesce, "_active", coalesce.QUIET_STREAMS + 1)
-    settings = Settings(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
+    settings = Settings.from_keys(llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30)
     backend = make_backend(settings)
     standin.push(Script.text(ANSWER, size=4, token_delay_s=0.01))
     other = priority.Preparing()  # another request preparing the whole time

@@ -107,7 +107,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
 
     def settings(name: str) -> Settings:
-        return Settings(
+        return Settings.from_keys(
             data_dir=tmp / name, embed_backend="openai", embed_base_url=args.url, embed_model="m"
         )
 

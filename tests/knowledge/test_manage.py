@@ -31,7 +31,7 @@ def _kb(base: Path) -> Settings:
     docs.mkdir(parents=True)
     (docs / "a.md").write_text("# 电梯\n\n电梯每十五日维保一次。", encoding="utf-8")
     (docs / "b.md").write_text("# 消防\n\n消防通道禁止堆放杂物。", encoding="utf-8")
-    settings = Settings(data_dir=base / "data", embed_backend="use", dataset="")
+    settings = Settings.from_keys(data_dir=base / "data", embed_backend="use", dataset="")
     assert ingest_paths([docs], settings=settings, dataset="手册").ok
     return settings
 

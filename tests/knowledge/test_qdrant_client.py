@@ -39,8 +39,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
     base = tmp_path_factory.mktemp("pair")
     write_mixed(base / "docs")
     (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
-    edge = Settings(data_dir=base / "edge", embed_backend="use")
-    client = Settings(
+    edge = Settings.from_keys(data_dir=base / "edge", embed_backend="use")
+    client = Settings.from_keys(
         data_dir=base / "client", embed_backend="use", qdrant_url=f"local:{base / 'qdrant'}"
     )
     for settings in (edge, client):
@@ -76,10 +76,10 @@ def test_client_backend_errors(pair: tuple[Any, Any], tmp_path: Path) -> None:
     _, client = pair
     with pytest.raises(FilterError):
         client.search("停车", condition={"name": "year", "comparison_operator": ">", "value": "x"})
-    missing = Settings(data_dir=tmp_path / "d", qdrant_url=f"local:{tmp_path / 'none'}")
+    missing = Settings.from_keys(data_dir=tmp_path / "d", qdrant_url=f"local:{tmp_path / 'none'}")
     with pytest.raises(StoreError):
         open_store(missing)
-    unreachable = Settings(data_dir=tmp_path / "d2", qdrant_url="http://127.0.0.1:9")
+    unreachable = Settings.from_keys(data_dir=tmp_path / "d2", qdrant_url="http://127.0.0.1:9")
     with pytest.raises(StoreError, match="Qdrant"):
         ingest_paths([tmp_path], settings=unreachable, dataset="x")
 

@@ -57,7 +57,7 @@ def test_unknown_embedders_fall_back_to_lexical_evidence_only() -> None:
 
 
 def test_settings_default_threshold_is_the_calibrated_boundary() -> None:
-    assert Settings().score_threshold == DEFAULT_THRESHOLD
+    assert Settings().knowledge.score_threshold == DEFAULT_THRESHOLD
 
 
 def test_lexical_coverage_weighs_query_terms_by_idf() -> None:
@@ -133,7 +133,7 @@ def test_dev_questions_recall_at_5_and_off_topic_share(law_store: Any) -> None:
 
     off = _rows(OFFTOPIC)
     assert len(off) >= 30
-    threshold = Settings().score_threshold
+    threshold = Settings().knowledge.score_threshold
     empty = [r for r in off if not store.search(r["question"], top_k=5, score_threshold=threshold)]
     assert len(empty) / len(off) >= 0.9, [r["question"] for r in off if r not in empty]
 

@@ -8,7 +8,6 @@ request to the caller's roles.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 import threading
@@ -53,14 +52,13 @@ def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, socket
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("remote-contract")
-    settings = Settings(data_dir=base / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=base / "data", embed_backend="use")
     write_mixed(base / "docs")
     manifest = base / "manifest.json"
     manifest.write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
     report = ingest_paths([base / "docs"], settings=settings, dataset=DATASET, manifest=manifest)
     assert report.added == 5
-    settings = dataclasses.replace(
-        settings,
+    settings = settings.with_keys(
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=INTERNAL, roles=ALL_ROLES)],
         admin_keys=[ApiKey(key=INTERNAL)],
@@ -115,7 +113,7 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
     """A chat-side service with ``knowledge_url`` set and no local store: its own
     ``/retrieval`` keys keep their (smaller) role sets, the knowledge service's key does not
     leak through."""
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=tmp_path / "no-store",
         knowledge_url=endpoint,
         knowledge_key=INTERNAL,

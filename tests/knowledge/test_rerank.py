@@ -63,13 +63,13 @@ def test_store_reorders_by_the_reranker_and_falls_back_on_failure(
         "visit.md": "# 访客\n\n访客须在前台登记并佩戴访客证。",
     }.items():
         (docs / name).write_text(text, encoding="utf-8")
-    base = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    base = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     ingest_paths([docs], settings=base, dataset="d")
     with open_store(base) as plain:
         expected = [i["title"] for i in plain.search("消防设施检测", top_k=3, score_threshold=0)]
     assert expected[0] == "fire.md"
     standin.mode = "reverse"
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=base.data_dir, embed_backend="use", rerank_url=standin.url, rerank_model="m"
     )
     with open_store(settings) as store:

@@ -12,7 +12,7 @@ import pytest
 
 from gcite.config import Settings, load_settings
 from gcite.knowledge import ingest_paths, open_store, role_condition
-from gcite.knowledge.roles import (
+from gcite.roles import (
     RoleValueError,
     is_role_lookalike,
     normalise_roles,
@@ -116,7 +116,7 @@ def test_ingest_refuses_each_malformed_document_and_keeps_the_rest(tmp_path: Pat
         (docs / name).write_text(_doc(name, front), encoding="utf-8")
     (docs / "good.md").write_text(_doc("good", "access_roles: 安保主管，法务"), "utf-8")
     (docs / "public.md").write_text(_doc("public", "access_roles: []"), "utf-8")
-    settings = Settings(data_dir=tmp_path / "data", embed_backend="use")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
     report = ingest_paths([docs], settings=settings, dataset="roles")
     failed = {path.name: reason for path, reason in report.failed}
     assert set(failed) == set(cases)
@@ -137,7 +137,7 @@ def test_configured_lookalike_is_ingested(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text(_doc("a", "roles: 读者"), "utf-8")
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=tmp_path / "data", embed_backend="use", allowed_role_lookalikes="roles"
     )
     report = ingest_paths([docs], settings=settings, dataset="roles")

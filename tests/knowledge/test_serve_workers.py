@@ -44,7 +44,7 @@ def _ingest(base: Path) -> Path:
     write_mixed(base / "docs")
     manifest = base / "manifest.json"
     manifest.write_text(json.dumps(MANIFEST, ensure_ascii=False), encoding="utf-8")
-    settings = Settings(data_dir=data, embed_backend="use")
+    settings = Settings.from_keys(data_dir=data, embed_backend="use")
     ingest_paths([base / "docs"], settings=settings, dataset=DATASET, manifest=manifest)
     (data / "gcite.toml").write_text(
         '[[app_keys]]\nkey = "ops"\nroles = ["运维工程师"]\n\n'

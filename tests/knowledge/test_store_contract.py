@@ -38,13 +38,13 @@ def _ingested(base: Path, settings: Settings) -> Settings:
 @pytest.fixture(scope="module")
 def edge_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     base = tmp_path_factory.mktemp("edge-contract")
-    return _ingested(base, Settings(data_dir=base / "data", embed_backend="use"))
+    return _ingested(base, Settings.from_keys(data_dir=base / "data", embed_backend="use"))
 
 
 @pytest.fixture(scope="module")
 def client_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     base = tmp_path_factory.mktemp("client-contract")
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=base / "data", embed_backend="use", qdrant_url=f"local:{base / 'qdrant'}"
     )
     return _ingested(base, settings)
@@ -267,7 +267,7 @@ def test_edge_shards_search_with_one_pool_thread(edge_settings: Settings, tmp_pa
     (data / "qdrant" / CONFIG_FILE).write_text(json.dumps(older), encoding="utf-8")
     config = search_config(qdrant_edge, data / "qdrant")
     assert config is not None and config.max_search_threads == 1
-    with open_store(Settings(data_dir=data, embed_backend="use")) as store:
+    with open_store(Settings.from_keys(data_dir=data, embed_backend="use")) as store:
         assert store.search(question, top_k=10) == expected
     assert json.loads((data / "qdrant" / CONFIG_FILE).read_text(encoding="utf-8")) == created
 

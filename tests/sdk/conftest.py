@@ -142,7 +142,7 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
         "kb_timeout_s": 20.0,
     }
     values.update(extra)
-    return Settings(**values)
+    return Settings.from_keys(**values)
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +153,7 @@ def sdk_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (docs / "visitor.md").write_text(VISITOR_DOC, encoding="utf-8")
     (docs / "control-room.md").write_text(GUARD_DOC, encoding="utf-8")
     data_dir = tmp_path_factory.mktemp("sdk-kb") / "data"
-    report = ingest_paths([docs], settings=Settings(data_dir=data_dir), dataset=DATASET)
+    report = ingest_paths([docs], settings=Settings.from_keys(data_dir=data_dir), dataset=DATASET)
     assert report.added == 2 and not report.failed
     return data_dir
 

@@ -123,7 +123,7 @@ def test_external_knowledge_top_k_null_means_the_default(sdk_service: SdkService
     response = retrieve(sdk_service, RETRIEVAL_KEY, {"top_k": None, "score_threshold": 0.0})
     assert response.status_code == 200, response.text
     records = response.json()["records"]
-    assert 1 <= len(records) <= sdk_service.settings.top_k
+    assert 1 <= len(records) <= sdk_service.settings.knowledge.top_k
 
 
 def test_external_knowledge_keeps_role_names_server_side(sdk_service: SdkService) -> None:

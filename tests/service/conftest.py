@@ -65,7 +65,7 @@ def role_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (docs / "visitor.md").write_text(PUBLIC_DOC, encoding="utf-8")
     (docs / "control-room.md").write_text(SECRET_DOC, encoding="utf-8")
     data_dir = tmp_path_factory.mktemp("kb") / "data"
-    report = ingest_paths([docs], settings=Settings(data_dir=data_dir), dataset=DATASET)
+    report = ingest_paths([docs], settings=Settings.from_keys(data_dir=data_dir), dataset=DATASET)
     assert report.added == 2 and not report.failed
     return data_dir
 
@@ -111,7 +111,7 @@ def _settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
         "kb_timeout_s": 20.0,
     }
     values.update(extra)
-    return Settings(**values)
+    return Settings.from_keys(**values)
 
 
 @pytest.fixture(scope="session")

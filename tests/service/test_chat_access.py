@@ -43,7 +43,7 @@ def _chat_settings(data_dir: Path, db: Path, llm: OpenAIStandin, **extra: Any) -
         "kb_timeout_s": 20.0,
     }
     values.update(extra)
-    return Settings(**values)
+    return Settings.from_keys(**values)
 
 
 def _quote(needle: str) -> Any:
@@ -135,7 +135,9 @@ def two_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder = base / name
         folder.mkdir()
         (folder / "parking.md").write_text(text, encoding="utf-8")
-        report = ingest_paths([folder], settings=Settings(data_dir=data_dir), dataset=name)
+        report = ingest_paths(
+            [folder], settings=Settings.from_keys(data_dir=data_dir), dataset=name
+        )
         assert report.added == 1 and not report.failed
     return data_dir
 

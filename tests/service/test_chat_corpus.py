@@ -22,9 +22,9 @@ def law_service(law_store: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     settings: Settings = law_store.settings
     db = tmp_path_factory.mktemp("law-db") / "chat.sqlite3"
     keys = [ApiKey("k-nobody", ()), ApiKey("k-manager", ("物业经理",))]
-    live_settings = Settings(
+    live_settings = Settings.from_keys(
         data_dir=settings.data_dir,
-        embed_backend=settings.embed_backend,
+        embed_backend=settings.embed.backend,
         database_url=f"sqlite:///{db}",
         app_keys=keys,
         top_k=8,

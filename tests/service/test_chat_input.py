@@ -175,7 +175,7 @@ async def test_listing_survives_whatever_was_stored(
 async def test_hostile_retrieval_bodies_are_3001(
     role_kb: Path, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=role_kb,
         database_url=f"sqlite:///{tmp_path / 'r.sqlite3'}",
         retrieval_keys=[ApiKey("rk", ())],

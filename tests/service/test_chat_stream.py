@@ -301,7 +301,7 @@ async def test_upstream_http_error_becomes_an_error_event(
 async def test_missing_knowledge_base_answers_from_the_web(
     llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=tmp_path / "no-kb",
         app_keys=[ApiKey("k", ())],
         llm_base_url=llm.base_url,

@@ -73,7 +73,7 @@ def _settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
         "kb_timeout_s": 60.0,
     }
     values.update(extra)
-    return Settings(**values)
+    return Settings.from_keys(**values)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,9 @@ def handbook_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveS
 
     data = tmp_path_factory.mktemp("handbook") / "data"
     report = ingest_paths(
-        [HANDBOOK], settings=Settings(data_dir=data, embed_backend="use"), dataset="员工手册"
+        [HANDBOOK],
+        settings=Settings.from_keys(data_dir=data, embed_backend="use"),
+        dataset="员工手册",
     )
     assert report.added == 7 and not report.failed
     db = tmp_path_factory.mktemp("handbook-db") / "chat.sqlite3"

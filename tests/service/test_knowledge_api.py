@@ -49,8 +49,8 @@ def live(
         "# 访客登记\n\n访客进入大厦须在一层大堂登记并出示身份证件。", encoding="utf-8"
     )
     data = base / "data"
-    assert ingest_paths([docs], settings=Settings(data_dir=data), dataset=DATASET).ok
-    settings = Settings(
+    assert ingest_paths([docs], settings=Settings.from_keys(data_dir=data), dataset=DATASET).ok
+    settings = Settings.from_keys(
         data_dir=data,
         database_url=f"sqlite:///{base / 'chat.sqlite3'}",
         dataset=DATASET,

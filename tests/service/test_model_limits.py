@@ -24,7 +24,7 @@ QUESTION = "访客车辆停在哪里？"
 def limited_service(
     role_kb: Path, llm_standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=role_kb,
         database_url=f"sqlite:///{tmp_path_factory.mktemp('limits') / 'chat.sqlite3'}",
         app_keys=[ApiKey("key-guard", ("安保主管",))],

@@ -37,7 +37,9 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("ops")
     (base / "docs").mkdir()
     (base / "docs" / "visitor.md").write_text(DOC, encoding="utf-8")
-    assert ingest_paths([base / "docs"], settings=Settings(data_dir=base / "data"), dataset="d").ok
+    assert ingest_paths(
+        [base / "docs"], settings=Settings.from_keys(data_dir=base / "data"), dataset="d"
+    ).ok
     return base / "data"
 
 
@@ -51,7 +53,7 @@ def _settings(kb: Path, **extra: Any) -> Settings:
         "ping_interval_s": 0.2,
     }
     values.update(extra)
-    return Settings(**values)
+    return Settings.from_keys(**values)
 
 
 @pytest.fixture(scope="module")
@@ -221,9 +223,9 @@ def test_a_large_body_at_a_fair_speed_is_not_cut_off(live: LiveServer) -> None:
 
 
 def test_start_up_probe(llm_standin: OpenAIStandin) -> None:
-    down = probe_model(Settings(llm_base_url=f"http://127.0.0.1:{_closed_port()}/v1"))
+    down = probe_model(Settings.from_keys(llm_base_url=f"http://127.0.0.1:{_closed_port()}/v1"))
     assert not down.ok and "无法连接模型服务" in down.reason
-    assert probe_model(Settings(llm_base_url=llm_standin.base_url, llm_model="m")).ok
+    assert probe_model(Settings.from_keys(llm_base_url=llm_standin.base_url, llm_model="m")).ok
     assert probe_model(Settings()).ok  # extractive
 
 

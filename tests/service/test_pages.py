@@ -51,7 +51,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("pages")
     (data_dir / "page.json").write_text(json.dumps(PAGE, ensure_ascii=False), encoding="utf-8")
     app = FastAPI()
-    mount_pages(app, Settings(data_dir=data_dir))
+    mount_pages(app, Settings.from_keys(data_dir=data_dir))
     yield from _serve(app)
 
 
@@ -100,7 +100,7 @@ def test_page_config(base: str) -> None:
 
 def test_default_page_config_publishes_no_keys(tmp_path: Path) -> None:
     app = FastAPI()
-    mount_pages(app, Settings(data_dir=tmp_path, allow_any_key=True))
+    mount_pages(app, Settings.from_keys(data_dir=tmp_path, allow_any_key=True))
     for url in _serve(app):
         assert httpx.get(url + "/page-config.json").json() == {
             "title": DEFAULT_TITLE,
@@ -131,7 +131,7 @@ def test_bad_page_config_is_rejected(raw: object) -> None:
 def test_bad_page_json_fails_at_start(tmp_path: Path) -> None:
     (tmp_path / "page.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ConfigError, match="无法读取页面配置"):
-        mount_pages(FastAPI(), Settings(data_dir=tmp_path))
+        mount_pages(FastAPI(), Settings.from_keys(data_dir=tmp_path))
 
 
 def test_static_files_load_nothing_from_outside_and_never_use_inner_html() -> None:

@@ -104,8 +104,7 @@ def build_app(settings: Settings) -> FastAPI:
 
 @pytest.fixture(scope="module")
 def base_url(law_store: Any) -> Iterator[str]:
-    settings = dataclasses.replace(
-        law_store.settings,
+    settings = law_store.settings.with_keys(
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=k, roles=r) for k, r in KEYS.items()],
     )
@@ -866,8 +865,7 @@ def test_conditions_the_knowledge_base_rejects_are_400(
 
 
 def serve_with(law_store: Any, **changes: Any) -> Server:
-    settings = dataclasses.replace(
-        law_store.settings,
+    settings = law_store.settings.with_keys(
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key="kb-ops", roles=KEYS["kb-ops"])],
         **changes,

@@ -41,8 +41,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             encoding="utf-8",
         )
     data = base / "data"
-    assert ingest_paths([docs], settings=Settings(data_dir=data), dataset=DATASET).ok
-    settings = Settings(
+    assert ingest_paths([docs], settings=Settings.from_keys(data_dir=data), dataset=DATASET).ok
+    settings = Settings.from_keys(
         data_dir=data,
         database_url=f"sqlite:///{base / 'chat.sqlite3'}",
         retrieval_keys=[ApiKey(KEY, ("甲", "乙"))],

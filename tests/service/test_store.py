@@ -394,7 +394,7 @@ def pg_service(
     role_kb: Path, llm_standin: OpenAIStandin, postgres_url: str
 ) -> Iterator[LiveServer]:
     """The chat service (LLM stand-in, the role KB) storing conversations in PostgreSQL."""
-    settings = Settings(
+    settings = Settings.from_keys(
         data_dir=role_kb,
         database_url=postgres_url,
         dataset="服务测试库",

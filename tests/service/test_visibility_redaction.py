@@ -24,7 +24,7 @@ HEADERS = {"Authorization": f"Bearer {KEY}"}
 
 
 def _settings(kb: Path, db: Path, llm: OpenAIStandin, roles: tuple[str, ...]) -> Settings:
-    return Settings(
+    return Settings.from_keys(
         data_dir=kb,
         database_url=f"sqlite:///{db}",
         top_k=5,

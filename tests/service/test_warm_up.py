@@ -18,7 +18,7 @@ import gc, json, sys
 from gcite.config import Settings
 from gcite.service.resources import Resources
 from gcite.verify import text
-settings = Settings(
+settings = Settings.from_keys(
     data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
     llm_base_url="http://127.0.0.1:9/v1", llm_model="m", embed_backend=sys.argv[2],
 )
@@ -54,7 +54,7 @@ JUDGE_SCRIPT = """
 import sys
 from gcite.config import Settings
 from gcite.service.resources import Resources
-settings = Settings(
+settings = Settings.from_keys(
     data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
     llm_base_url=sys.argv[2], llm_model="m", embed_backend="use",
     verify_judge_base_url=sys.argv[2], verify_judge_model="judge",

@@ -173,7 +173,7 @@ def build(root: Path) -> tuple[Any, OpenAIStandin]:
         },
         environ={},
     )
-    ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.dataset)
+    ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.knowledge.dataset)
     return create_app(settings), standin
 
 

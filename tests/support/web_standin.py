@@ -7,7 +7,7 @@ anywhere a test needs "a web search provider", including a broken one::
     from support.web_standin import Reply, web_standin
 
     with web_standin(api_key="k") as server:          # starts, yields, stops
-        settings = Settings(web_provider="bocha", bocha_api_key="k",
+        settings = Settings.from_keys(web_provider="bocha", bocha_api_key="k",
                             web_base_url=server.base_url, web_timeout_s=0.5)
         server.script(Reply.error(429, retry_after="0"), Reply.auto())
         ...                                           # first call 429, then normal

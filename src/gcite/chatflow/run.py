@@ -236,12 +236,15 @@ class ChatRun:
     async def _run(self, preparing: priority.Preparing) -> AsyncIterator[Event]:
         turn, deps, settings = self.turn, self.deps, self.deps.settings
         history, cited_before = await visible_context(
-            turn.history, deps.get_store, roles=turn.roles, dataset=settings.dataset or None
+            turn.history,
+            deps.get_store,
+            roles=turn.roles,
+            dataset=settings.knowledge.dataset or None,
         )
         preparing.away()  # a follow-up's condense call waits for the model
         query = await search_query(turn.query, history, deps.backend, settings)
         await preparing.admit()  # CPU steps before the model call, in arrival order
-        threshold = settings.score_threshold
+        threshold = settings.knowledge.score_threshold
         # a backend that weighs evidence itself (the offline answerer) also sees the
         # knowledge-base chunks a little below the threshold, marked as such
         margin = weak_margin(deps.backend) if threshold > 0 else 0.0
@@ -254,7 +257,7 @@ class ChatRun:
             kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
         if deps.web_source is not None:
-            web_node = self._start(WEB, {"query": query, "count": settings.web_count})
+            web_node = self._start(WEB, {"query": query, "count": settings.web.count})
             yield web_node
         try:
             if deps.get_store is not None:
@@ -262,17 +265,17 @@ class ChatRun:
                     deps.get_store,
                     query,
                     roles=turn.roles,
-                    dataset=settings.dataset or None,
-                    top_k=settings.top_k,
+                    dataset=settings.knowledge.dataset or None,
+                    top_k=settings.knowledge.top_k,
                     score_threshold=kr_threshold,
                 )
                 works.append(kr_work)
-                kr_task = asyncio.ensure_future(nodes.branch(kr_work, settings.kb_timeout_s))
+                kr_task = asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s))
                 tasks.append(kr_task)
             if deps.web_source is not None:
-                web_work = nodes.search_web(deps.web_source, query, count=settings.web_count)
+                web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
                 works.append(web_work)
-                tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web_timeout_s)))
+                tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
             # no slot held while the sources answer; counted while the knowledge base
             # searches (CPU), not after
             preparing.release()
@@ -315,7 +318,7 @@ class ChatRun:
         merge_node = self._start(MERGE, {"rag_chunk_count": len(rag_items)})
         yield merge_node
         t0 = time.monotonic()
-        merged = nodes.merge(rag_items, web_payload, max_web_results=settings.max_web_results)
+        merged = nodes.merge(rag_items, web_payload, max_web_results=settings.web.max_results)
         self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
         self.timings["merge"] = time.monotonic() - t0
         yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)

@@ -230,15 +230,15 @@ def cli() -> None:
 # docs/dify-external-knowledge.md). Set before numpy is imported; the environment
 # variables keep the user's own values, the bundled models run on one thread (embed.py).
 _SERVING_COMMANDS = frozenset({"serve", "demo"})
-_BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: runs the CLI (errors reported by :meth:`LazyGroup.main`)."""
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in _SERVING_COMMANDS:
-        for name in _BLAS_THREAD_VARS:
-            os.environ.setdefault(name, "1")
+        from gcite.config import blas_thread_defaults
+
+        os.environ.update(blas_thread_defaults())
         from gcite.knowledge.embed import server_blas_threads
 
         server_blas_threads(1)  # also the bundled models' own per-call thread count

@@ -54,7 +54,7 @@ async def local_frames(
 
     from gcite.chatflow import ChatRun, Deps, Turn, new_id
     from gcite.dify.wire import DifyStream, Envelope, data_frame
-    from gcite.generate.backends import make_backend
+    from gcite.generate.factory import make_backend
     from gcite.knowledge import open_store
     from gcite.web import make_web_source
 
@@ -75,7 +75,7 @@ async def local_frames(
         message_id=new_id(),
         conversation_id=new_id(),
         created_at=int(time.time()),
-        stream_event=settings.stream_event,
+        stream_event=settings.service.stream_event,
         user=CLI_USER,
     )
     wire = DifyStream(envelope)
@@ -412,7 +412,7 @@ def answer_in_terminal(
     if len(question) > MAX_QUESTION:
         raise ConfigError(f"问题过长（最多 {MAX_QUESTION} 个字符）")
     if url is not None:
-        target, timeout_s = chat_url(url), settings.llm_timeout_s * 2
+        target, timeout_s = chat_url(url), settings.llm.timeout_s * 2
         if as_json:
             return asyncio.run(print_remote_json(target, key, question, out, timeout_s=timeout_s))
         updates = remote_updates(target, key, question, timeout_s=timeout_s)

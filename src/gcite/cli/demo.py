@@ -19,7 +19,6 @@ import asyncio
 import errno
 import hashlib
 import json
-import os
 import socket
 import sys
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any
 
 import click
 
-from gcite.config import Settings, load_settings
+from gcite.config import Settings, demo_data_dir, load_settings
 from gcite.errors import ConfigError, StoreError
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
@@ -48,16 +47,6 @@ DEMO_IDENTITIES = (
     {"label": "运维工程师", "key": "demo-ops", "hint": "可看设备清单"},
     {"label": "安保主管", "key": "demo-security", "hint": "可看监控中心值守规程"},
 )
-
-
-def default_data_dir(environ: dict[str, str] | None = None) -> Path:
-    """The demo's data dir: ``GCITE_DATA_DIR`` if set, else ``~/.cache/gcite/demo``
-    (``$XDG_CACHE_HOME/gcite/demo`` when that is set)."""
-    env = os.environ if environ is None else environ
-    if env.get("GCITE_DATA_DIR"):
-        return Path(env["GCITE_DATA_DIR"]).expanduser()
-    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "gcite" / "demo"
 
 
 def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
@@ -88,7 +77,9 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 def _digest(settings: Settings) -> str:
     h = hashlib.sha256()
-    h.update(f"{settings.embed_backend}|{settings.chunk_size}|{settings.chunk_overlap}".encode())
+    h.update(
+        f"{settings.embed.backend}|{settings.knowledge.chunk_size}|{settings.knowledge.chunk_overlap}".encode()
+    )
     for path in sorted([*(SAMPLE_DIR / "handbook").rglob("*"), *(SAMPLE_DIR / "web").rglob("*")]):
         if path.is_file():
             h.update(path.relative_to(SAMPLE_DIR).as_posix().encode())
@@ -141,28 +132,29 @@ def prepare_demo(settings: Settings, *, progress: bool = False, force: bool = Fa
         if isinstance(stamp, dict) and stamp.get("digest") == digest:
             return DemoState(ingested=False, documents=len(documents))
     report = ingest_paths(
-        [handbook], settings=settings, dataset=settings.dataset, progress=progress
+        [handbook], settings=settings, dataset=settings.knowledge.dataset, progress=progress
     )
     if not report.ok:
         failed = "；".join(f"{path.name}: {reason}" for path, reason in report.failed)
         raise ConfigError(f"示例数据导入失败：{failed}")
     warm_web_index(settings)
     stamp_path.write_text(
-        json.dumps({"digest": digest, "dataset": settings.dataset}, ensure_ascii=False) + "\n",
+        json.dumps({"digest": digest, "dataset": settings.knowledge.dataset}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
     )
     return DemoState(ingested=True, documents=len(documents))
 
 
 def warm_web_index(settings: Settings) -> None:
-    """Build the offline web source's index of ``settings.web_dir`` now (embedding every
+    """Build the offline web source's index of ``settings.web.offline.dir`` now (embedding every
     saved page), so the demo's first questions get web results instead of a web-branch
     timeout while the index builds. Idempotent; raises the web source's
     :class:`~gcite.errors.SourceError` on failure."""
     from gcite.web.offline import OfflineWebSource
 
     async def build() -> None:
-        source = OfflineWebSource(settings.web_dir, settings=settings, timeout_s=600.0)
+        source = OfflineWebSource(settings.web.offline.dir, settings=settings, timeout_s=600.0)
         try:
             await source.search("明湖大厦", count=1)
         finally:
@@ -225,9 +217,9 @@ def demo(
     """
     if (roles or as_json) and question is None:
         raise click.UsageError("--role 和 --json 只能与 --once 一起使用")
-    settings = demo_settings(data_dir or default_data_dir(), port=port)
+    settings = demo_settings(data_dir or demo_data_dir(), port=port)
     if question is None:
-        _check_port(settings.host, port)
+        _check_port(settings.service.host, port)
     click.echo(f"演示数据目录: {settings.data_dir.resolve()}", err=True)
     from gcite.cli.startup import open_demo_stores, translate_in_use
 
@@ -257,14 +249,14 @@ def demo(
     from gcite.service.http import BoundedHttpToolsProtocol
 
     app = create_app(settings)
-    url = f"http://{settings.host}:{port}/"
+    url = f"http://{settings.service.host}:{port}/"
     click.echo(f"演示已启动: {url}", err=False)
     click.echo("用手机尺寸的浏览器窗口打开上面的地址；按 Ctrl+C 停止。", err=True)
     sys.stdout.flush()
     try:
         uvicorn.run(
             app,
-            host=settings.host,
+            host=settings.service.host,
             port=port,
             log_level="warning",
             http=BoundedHttpToolsProtocol,
@@ -274,4 +266,4 @@ def demo(
             store.close()
 
 
-__all__ = ["SAMPLE_DIR", "DemoState", "default_data_dir", "demo", "demo_settings", "prepare_demo"]
+__all__ = ["SAMPLE_DIR", "DemoState", "demo", "demo_settings", "prepare_demo"]

@@ -121,7 +121,7 @@ def ingest(
         name = dataset
         if name is None and manifest is not None:
             name = load_manifest(manifest).dataset_name
-        name = name or settings.dataset or DEFAULT_DATASET
+        name = name or settings.knowledge.dataset or DEFAULT_DATASET
         if not _check_paths(paths, settings.data_dir):
             return
         _quiet_pypdf()
@@ -162,7 +162,7 @@ def _ingest_remote(
         settings = load_settings({}, config_file=config_file)
         man = load_manifest(manifest) if manifest is not None else None
         name = dataset or (man.dataset_name if man is not None else None)
-        name = name or settings.dataset or DEFAULT_DATASET
+        name = name or settings.knowledge.dataset or DEFAULT_DATASET
         existing = [p for p in paths if p.expanduser().exists()]
         if not existing:
             _fail("路径不存在: " + "、".join(str(p) for p in paths))

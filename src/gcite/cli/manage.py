@@ -154,8 +154,8 @@ def _list_documents(settings: Settings, dataset: str | None, as_json: bool) -> N
 
     with _store(settings) as store:
         names = (
-            [dataset or settings.dataset]
-            if dataset or settings.dataset
+            [dataset or settings.knowledge.dataset]
+            if dataset or settings.knowledge.dataset
             else [d.name for d in list_datasets(store)]
         )
         docs = [d for name in names for d in list_documents(store, name)]
@@ -184,7 +184,7 @@ def documents_delete(
     from gcite.knowledge.manage import delete_document
 
     settings = _settings(data_dir, config_file)
-    name = dataset or settings.dataset
+    name = dataset or settings.knowledge.dataset
     if not name:
         raise click.UsageError("请用 --dataset 指定数据集")
     with _store(settings) as store:

@@ -67,8 +67,8 @@ def search(
                 dataset=dataset,
                 roles=list(roles) if roles or no_roles else None,
                 condition=condition,
-                top_k=settings.top_k,
-                score_threshold=settings.score_threshold,
+                top_k=settings.knowledge.top_k,
+                score_threshold=settings.knowledge.score_threshold,
             )
     except GciteError as exc:
         _fail(str(exc))

@@ -68,7 +68,7 @@ def serve(
         _access_log()
         uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
         return
-    _check_port(settings.host, settings.port)
+    _check_port(settings.service.host, settings.service.port)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
@@ -81,17 +81,18 @@ def serve(
     store = open_serve_store(settings)
     app = create_app(settings)
     backend = app.state.resources.backend.name
-    click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （回答后端: {backend}）")
+    service = settings.service
+    click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （回答后端: {backend}）")
     click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
     _check_model(settings)
     _access_log()
-    if not settings.app_keys and not settings.allow_any_key:
+    if not settings.app_keys and not settings.service.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
     try:
         uvicorn.run(
             app,
-            host=settings.host,
-            port=settings.port,
+            host=settings.service.host,
+            port=settings.service.port,
             log_level="warning",
             http=BoundedHttpToolsProtocol,
         )
@@ -109,7 +110,7 @@ def _check_model(settings: Settings) -> None:
         return
     then = (
         "将改用离线抽取式回答（on_model_error = extractive）"
-        if settings.on_model_error == "extractive"
+        if settings.llm.on_model_error == "extractive"
         else "提问会失败，直到它恢复（可设置 on_model_error = extractive 改用离线回答）"
     )
     click.echo(f"警告: {result.reason}；{then}", err=True)

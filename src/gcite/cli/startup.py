@@ -14,7 +14,6 @@ take the shard between the check and the first question.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +71,7 @@ def open_demo_stores(settings: Settings) -> list[Any]:
     :class:`StoreError` when one is missing or corrupt.
     """
     stores = [_open(settings, "知识库")]
-    web_settings = dataclasses.replace(
-        settings,
-        data_dir=Path(settings.data_dir).expanduser() / "web-offline",
-        qdrant_url="",
-        qdrant_api_key="",
-    )
+    web_settings = settings.embedded_at(Path(settings.data_dir).expanduser() / "web-offline")
     try:
         stores.append(_open(web_settings, "离线网页索引", create=True))
     except Exception:
@@ -101,9 +95,9 @@ def open_serve_store(settings: Settings) -> Any:
     elif not (data_dir / CATALOG_NAME).is_file():
         missing = f"数据目录 {data_dir} 中没有知识库（缺少 {CATALOG_NAME}）"
     if missing is not None:
-        if settings.web_provider and settings.web_provider != "none":
+        if settings.web.provider and settings.web.provider != "none":
             click.echo(
-                f"提示: {missing}；只用联网搜索（{settings.web_provider}）回答。"
+                f"提示: {missing}；只用联网搜索（{settings.web.provider}）回答。"
                 "导入文档请运行 gcite ingest",
                 err=True,
             )

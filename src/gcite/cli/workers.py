@@ -53,7 +53,8 @@ def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
     from gcite.service.http import BoundedHttpToolsProtocol
 
     key = secrets.token_urlsafe(32)
-    knowledge = dataclasses.replace(settings, retrieval_prefix=INTERNAL_PREFIX, internal_key=key)
+    service = dataclasses.replace(settings.service, retrieval_prefix=INTERNAL_PREFIX)
+    knowledge = dataclasses.replace(settings, service=service, internal_key=key)
     # The internal key's roles follow the config file: re-derived when the key tables are
     # re-read (gcite.config.KeyTables, at each request of the knowledge process).
     with_internal_key(knowledge)
@@ -93,14 +94,14 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
     """Run the knowledge process and ``workers`` chat workers until interrupted."""
     env = dict(os.environ)
     server = None
-    if not settings.knowledge_url and not settings.qdrant_url:
+    if not settings.knowledge.url and not settings.knowledge.qdrant_url:
         url, key, server = start_knowledge_process(settings)
         env["GCITE_KNOWLEDGE_URL"] = url
         env["GCITE_KNOWLEDGE_KEY"] = key
     # One listening socket per worker on the same port (SO_REUSEPORT): the kernel spreads
     # new connections evenly over the workers (one shared socket lets the least busy
     # process win most accepts and leaves the others idle).
-    sockets = _listeners(settings.host, settings.port, workers)
+    sockets = _listeners(settings.service.host, settings.service.port, workers)
     base = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
     base += ["--data-dir", str(settings.data_dir)]
     if config_file is not None:
@@ -113,7 +114,8 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
         )
         for number, s in enumerate(sockets, start=1)
     ]
-    click.echo(f"对话服务已启动: http://{settings.host}:{settings.port}/  （{workers} 个工作进程）")
+    service = settings.service
+    click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （{workers} 个工作进程）")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     died: subprocess.Popen[bytes] | None = None

@@ -58,7 +58,7 @@ WORKFLOW_ID = "gcite-chatflow"
 START_NODE_ID = "start"
 MEDIA_TYPE = "text/event-stream"
 PING_FRAME = b"event: ping\n\n"
-"""Dify's keep-alive frame, sent every ``settings.ping_interval_s`` seconds of silence."""
+"""Dify's keep-alive frame, sent every ``settings.service.ping_interval_s`` seconds of silence."""
 THINK_OPEN = "<think>\n"
 THINK_CLOSE = "\n</think>"
 """Dify's tagged reasoning: opened before the first reasoning delta, closed before the

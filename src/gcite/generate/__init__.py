@@ -6,7 +6,8 @@ OpenAI-compatible backend when ``llm_base_url`` is set, else the offline extract
 
 from __future__ import annotations
 
-from gcite.generate.backends import LLMBackend, Usage, make_backend
+from gcite.generate.backends import LLMBackend, Usage
+from gcite.generate.factory import make_backend
 from gcite.generate.prompt import DEFAULT_TEMPLATE, NO_ANSWER, build_messages, load_template
 
 __all__ = [

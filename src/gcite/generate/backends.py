@@ -1,4 +1,4 @@
-"""The LLM node's backend seam: the :class:`LLMBackend` protocol and :func:`make_backend`.
+"""The LLM node's backend seam: the :class:`LLMBackend` protocol and what backends share.
 
 A backend turns chat ``messages`` (from :func:`gcite.generate.prompt.build_messages`)
 into a stream of text deltas that carry ``[C:N]`` markers (seed §5: the LLM node in
@@ -10,6 +10,7 @@ streaming mode). Two implementations:
   the chunk sentences that best answer the question (default when no LLM is set).
 
 Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart).
+:func:`gcite.generate.factory.make_backend` builds the configured one.
 Both pass ``tests/support/llm_backend_contract.py``. Lifecycle: :meth:`LLMBackend.warm_up`
 (load what the first answer would, off the event loop) and :meth:`LLMBackend.aclose`
 (release connections); :class:`BackendLifecycle` gives both as no-ops.
@@ -20,8 +21,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-
-from gcite.config import Settings
 
 
 @dataclass
@@ -115,35 +114,6 @@ async def aclose_stream(stream: object) -> None:
         await aclose()
 
 
-def make_backend(settings: Settings) -> LLMBackend:
-    """The backend the settings ask for.
-
-    ``settings.llm_base_url`` set -> :class:`OpenAIBackend` (``llm_api_key``, ``llm_model``,
-    ``llm_timeout_s``); unset -> :class:`ExtractiveBackend` (offline, no key) on the
-    support model of :func:`gcite.verify.support.support_model` (the bundled embedder).
-    Either is wrapped in :class:`gcite.generate.limits.LimitedBackend` (total and no-text
-    deadlines, answer size cap from the settings).
-    Raises :class:`gcite.errors.ConfigError` when a base URL is set without a model.
-    With ``on_model_error = "extractive"`` the model is wrapped in
-    :class:`gcite.generate.fallback.FallbackBackend` (offline answers when it is down).
-    """
-    from gcite.generate.extractive import ExtractiveBackend
-    from gcite.generate.limits import limited
-    from gcite.verify.support import support_model
-
-    if settings.llm_base_url:
-        from gcite.generate.openai_backend import OpenAIBackend
-
-        model = limited(OpenAIBackend.from_settings(settings), settings)
-        if settings.on_model_error == "extractive":
-            from gcite.generate.fallback import FallbackBackend
-
-            offline = ExtractiveBackend(support=support_model(settings))
-            return FallbackBackend(model, limited(offline, settings))
-        return model
-    return limited(ExtractiveBackend(support=support_model(settings)), settings)
-
-
 __all__ = [
     "WEAK_KEY",
     "BackendLifecycle",
@@ -152,5 +122,4 @@ __all__ = [
     "Usage",
     "aclose_stream",
     "estimate_tokens",
-    "make_backend",
 ]

@@ -49,10 +49,10 @@ class Limits:
     def from_settings(cls, settings: Settings) -> Limits:
         """The limits configured in ``settings``."""
         return cls(
-            total_s=settings.llm_total_timeout_s,
-            idle_s=settings.llm_idle_timeout_s,
-            max_chars=settings.max_answer_chars,
-            max_line_bytes=settings.max_stream_line_bytes,
+            total_s=settings.llm.total_timeout_s,
+            idle_s=settings.llm.idle_timeout_s,
+            max_chars=settings.llm.max_answer_chars,
+            max_line_bytes=settings.llm.max_stream_line_bytes,
         )
 
 

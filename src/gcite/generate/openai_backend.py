@@ -100,11 +100,11 @@ class OpenAIBackend(BackendLifecycle):
     def from_settings(cls, settings: Settings) -> OpenAIBackend:
         """Build from ``llm_base_url`` / ``llm_api_key`` / ``llm_model`` / ``llm_timeout_s``."""
         return cls(
-            base_url=settings.llm_base_url,
-            model=settings.llm_model,
-            api_key=settings.llm_api_key,
-            timeout_s=settings.llm_timeout_s,
-            max_line_bytes=settings.max_stream_line_bytes,
+            base_url=settings.llm.base_url,
+            model=settings.llm.model,
+            api_key=settings.llm.api_key,
+            timeout_s=settings.llm.timeout_s,
+            max_line_bytes=settings.llm.max_stream_line_bytes,
         )
 
     async def stream(

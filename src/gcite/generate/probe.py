@@ -39,20 +39,20 @@ def _judge(status: int) -> ProbeResult:
 
 
 def _request(settings: Settings) -> tuple[str, dict[str, str]]:
-    url = settings.llm_base_url.rstrip("/") + "/models"
-    headers = {"Authorization": f"Bearer {settings.llm_api_key or 'not-needed'}"}
+    url = settings.llm.base_url.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {settings.llm.api_key or 'not-needed'}"}
     return url, headers
 
 
 def probe_model(settings: Settings, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Probe the model of ``settings`` (blocking)."""
-    if not settings.llm_base_url:
+    if not settings.llm.base_url:
         return ProbeResult(True)
     url, headers = _request(settings)
     try:
         response = httpx.get(url, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
-        return ProbeResult(False, f"无法连接模型服务 {settings.llm_base_url}: {type(exc).__name__}")
+        return ProbeResult(False, f"无法连接模型服务 {settings.llm.base_url}: {type(exc).__name__}")
     return _judge(response.status_code)
 
 
@@ -66,7 +66,7 @@ class ModelProbe:
 
     async def check(self) -> ProbeResult:
         """The cached or a fresh probe result."""
-        if not self.settings.llm_base_url:
+        if not self.settings.llm.base_url:
             return ProbeResult(True)
         now = time.monotonic()
         if self._result is not None and now - self._at < CACHE_S:

@@ -296,12 +296,12 @@ _cache_lock = threading.Lock()
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder chosen by ``settings.embed_backend`` (one instance per process and config).
+    """The embedder chosen by ``settings.embed.backend`` (one instance per process and config).
 
     Raises :class:`ConfigError` for an unknown backend.
     """
-    backend = settings.embed_backend
-    key = (backend, settings.embed_base_url, settings.embed_model)
+    backend = settings.embed.backend
+    key = (backend, settings.embed.base_url, settings.embed.model)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
@@ -312,7 +312,7 @@ def make_embedder(settings: Settings) -> Embedder:
             embedder = UseEmbedder()
         elif backend == "openai":
             embedder = OpenAIEmbedder(
-                settings.embed_base_url, settings.embed_model, settings.embed_api_key
+                settings.embed.base_url, settings.embed.model, settings.embed.api_key
             )
         else:
             raise ConfigError(

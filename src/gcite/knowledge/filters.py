@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gcite.errors import FilterError
-from gcite.knowledge.roles import is_role_lookalike, normalise_role, normalise_roles
+from gcite.roles import is_role_lookalike, normalise_role, normalise_roles
 
 STRING_OPS = frozenset({"is", "is not", "contains", "not contains", "start with", "end with"})
 NUMBER_OPS = frozenset({"=", "≠", ">", "<", "≥", "≤"})

@@ -56,9 +56,9 @@ from gcite.knowledge.convert import (
     scan_text,
 )
 from gcite.knowledge.filters import filter_payload
-from gcite.knowledge.roles import RoleValueError, lookalikes, validate_metadata
 from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
+from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
 EMBED_BATCH = 32  # chunks per embedding call
@@ -149,8 +149,8 @@ def _fingerprint(text_digest: str, meta: dict[str, Any], settings: Settings, emb
     for part in (
         PIPELINE_VERSION,
         embedder,
-        str(settings.chunk_size),
-        str(settings.chunk_overlap),
+        str(settings.knowledge.chunk_size),
+        str(settings.knowledge.chunk_overlap),
         json.dumps(meta, ensure_ascii=False, sort_keys=True),
         text_digest,
     ):
@@ -244,7 +244,10 @@ def ingest_paths(
     """
     if not isinstance(dataset, str) or not dataset.strip():
         raise ConfigError("数据集名称不能为空")
-    if settings.chunk_size <= 0 or not 0 <= settings.chunk_overlap < settings.chunk_size:
+    if (
+        settings.knowledge.chunk_size <= 0
+        or not 0 <= settings.knowledge.chunk_overlap < settings.knowledge.chunk_size
+    ):
         raise ConfigError("chunk_size 必须为正数，且 0 <= chunk_overlap < chunk_size")
     dataset = dataset.strip()
     man = load_manifest(Path(manifest)) if manifest is not None else None
@@ -286,7 +289,11 @@ def _run(
             try:
                 document = _open_document(source)
                 meta = _metadata(
-                    source, document.metadata, man, document.title, lookalikes(settings)
+                    source,
+                    document.metadata,
+                    man,
+                    document.title,
+                    settings.knowledge.role_lookalikes,
                 )
                 fingerprint = _fingerprint(document.digest, meta, settings, embedder.name)
                 previous = docs.get(document_id)
@@ -305,7 +312,9 @@ def _run(
                         yield line
 
                 chunks = iter_chunks(
-                    lines(), chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
+                    lines(),
+                    chunk_size=settings.knowledge.chunk_size,
+                    chunk_overlap=settings.knowledge.chunk_overlap,
                 )
                 written = 0
                 pending: list[PointData] = []

@@ -287,11 +287,13 @@ def status(store: KnowledgeStore) -> dict[str, Any]:
     settings = store.settings
     datasets = list_datasets(store)
     with store.lock:
-        embedder = store.catalog.embedder or settings.embed_backend
+        embedder = store.catalog.embedder or settings.embed.backend
         dim = store.catalog.dim
     return {
         "data_dir": str(Path(settings.data_dir).expanduser().resolve()),
-        "store": f"Qdrant {settings.qdrant_url}" if settings.qdrant_url else "Qdrant Edge（内嵌）",
+        "store": f"Qdrant {settings.knowledge.qdrant_url}"
+        if settings.knowledge.qdrant_url
+        else "Qdrant Edge（内嵌）",
         "embedder": embedder,
         "dimensions": dim,
         "datasets": [

@@ -8,7 +8,7 @@ Hybrid (dense + BM25) search, scored by relevance, over one
   inside a process every :func:`open_store` on the same directory shares one handle
   (reference counted).
 * :class:`~gcite.knowledge.stores.qdrant.QdrantIndex` - ``qdrant-client``: a Qdrant
-  server when ``settings.qdrant_url`` is ``http(s)://...``; ``local:<dir>`` selects
+  server when ``settings.knowledge.qdrant_url`` is ``http(s)://...``; ``local:<dir>`` selects
   qdrant-client's local mode (same API, used by the tests) and ``:memory:`` an
   in-memory one. Collection ``gcite``.
 
@@ -225,9 +225,9 @@ _handles_lock = threading.Lock()
 
 
 def _embedder_name(settings: Settings) -> str:
-    if settings.embed_backend == "openai":
-        return f"openai:{settings.embed_model}"
-    return settings.embed_backend
+    if settings.embed.backend == "openai":
+        return f"openai:{settings.embed.model}"
+    return settings.embed.backend
 
 
 class HybridStore:
@@ -346,7 +346,7 @@ class HybridStore:
         if mode != "hybrid":  # one retriever: its own order, relevance as the score
             order = {c.id: i for i, c in enumerate(found[0])} if found else {}
             scored.sort(key=lambda h: order.get(h.id, 0))
-        elif self.settings.rerank_url and scored:
+        elif self.settings.rerank.url and scored:
             candidates = scored[: max(limit, RERANK_CANDIDATES)]
             self._fill_payloads(candidates)
             scored = self._rerank(text, candidates, limit)
@@ -378,10 +378,8 @@ class HybridStore:
         """Reorder ``hits`` by the configured rerank API; its ``relevance_score`` (0-1) is
         the score. On any rerank failure the hits stay as they are (logged)."""
         if self._reranker is None:
-            s = self.settings
-            self._reranker = RerankClient(
-                s.rerank_url, s.rerank_model, s.rerank_api_key, timeout_s=s.rerank_timeout_s
-            )
+            r = self.settings.rerank
+            self._reranker = RerankClient(r.url, r.model, r.api_key, timeout_s=r.timeout_s)
         try:
             order = self._reranker.rerank(
                 text, [str(h.payload.get("content", "")) for h in hits], limit
@@ -506,7 +504,9 @@ class HybridStore:
                     f"知识库是用嵌入模型 {expected} 构建的，当前配置为 {name}；"
                     "请改回配置或在新的数据目录重新导入"
                 )
-            settings = dataclasses.replace(settings, embed_backend=expected)
+            settings = dataclasses.replace(
+                settings, embed=dataclasses.replace(settings.embed, backend=expected)
+            )
         if self._embedder is None or self._embedder.name != (expected or name):
             self._embedder = make_embedder(settings)
         return self._embedder
@@ -556,7 +556,7 @@ class HybridStore:
 def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     """Open the knowledge base of ``settings``.
 
-    Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.qdrant_url``
+    Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.knowledge.qdrant_url``
     is set. ``create=False`` (search): a missing or corrupt data dir raises
     :class:`StoreError` with a clear message; ``create=True`` (ingestion)
     creates it. Handles are shared per data directory within a process.
@@ -571,7 +571,7 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
                 f"知识库数据目录 {data_dir} 中没有 {CATALOG_NAME}: 目录不是 gcite 知识库或已损坏"
                 "（请先运行 gcite ingest）"
             )
-    key = f"{data_dir}|{settings.qdrant_url}"
+    key = f"{data_dir}|{settings.knowledge.qdrant_url}"
     with _handles_lock:
         handle = _handles.get(key)
         if handle is None:
@@ -584,10 +584,12 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
                 Catalog.load(catalog_path) if catalog_path.is_file() else Catalog(catalog_path)
             )
             index: VectorIndex
-            if settings.qdrant_url:
+            if settings.knowledge.qdrant_url:
                 from gcite.knowledge.stores.qdrant import QdrantIndex
 
-                index = QdrantIndex(settings.qdrant_url, settings.qdrant_api_key, create=create)
+                index = QdrantIndex(
+                    settings.knowledge.qdrant_url, settings.knowledge.qdrant_api_key, create=create
+                )
             else:
                 shard_dir = data_dir / SHARD_DIR
                 has_docs = any(d.get("documents") for d in catalog.datasets.values())

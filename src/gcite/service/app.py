@@ -9,7 +9,7 @@ the full description with an example stream is ``docs/api.md``):
 - Dify's app endpoints (parameters, info, meta, site), feedback, rename, delete,
   conversation variables, and the features that are off (:mod:`gcite.service.dify_app`);
 - the External Knowledge API (:mod:`gcite.service.retrieval`, under
-  ``settings.retrieval_prefix``);
+  ``settings.service.retrieval_prefix``);
 - the H5 page (:mod:`gcite.service.pages`);
 - knowledge-base management in Dify's Knowledge API shape, admin keys only
   (:mod:`gcite.service.knowledge_api`);
@@ -121,11 +121,13 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.include_router(build_dify_app_router(resources.conversations, caller_of))
     retrieval = build_retrieval_router(settings, resources.get_store)
-    app.include_router(retrieval, prefix=settings.retrieval_prefix)
+    app.include_router(retrieval, prefix=settings.service.retrieval_prefix)
     app.include_router(build_knowledge_router(settings, lambda: open_store(settings, create=True)))
     mount_pages(app, settings)
     # innermost first: POST /retrieval straight to its endpoint, inside the ops layer
-    app.add_middleware(RetrievalFastPath, router=retrieval, prefix=settings.retrieval_prefix)
+    app.add_middleware(
+        RetrievalFastPath, router=retrieval, prefix=settings.service.retrieval_prefix
+    )
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
 

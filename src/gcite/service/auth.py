@@ -3,7 +3,7 @@
 Source: Dify Service API auth (``../shared/reference/dify-protocol.md`` §1.1, 401
 ``unauthorized``); platform design §2.1 (roles filter retrieval before the merge node).
 The roles come ONLY from the key's entry in ``settings.app_keys``: request fields
-(``inputs.roles``, ``user``) never widen them. With ``settings.allow_any_key`` (demo
+(``inputs.roles``, ``user``) never widen them. With ``settings.service.allow_any_key`` (demo
 mode) a listed key still gets its roles, and any other key, or none, is accepted with
 no roles (sees only documents without ``access_roles``).
 """
@@ -76,8 +76,8 @@ def authenticate(settings: Settings, header: str | None) -> Caller:
     key = find_key(settings.app_keys, token) if token else None
     if key is not None:
         return Caller(key=key, roles=tuple(key.roles), stream_event=key.stream_event)
-    if settings.allow_any_key:
-        return Caller(key=None, roles=(), stream_event=settings.stream_event)
+    if settings.service.allow_any_key:
+        return Caller(key=None, roles=(), stream_event=settings.service.stream_event)
     if token is None:
         raise AuthError("Authorization header must be provided and start with 'Bearer'")
     raise AuthError("Access token is invalid")

@@ -135,7 +135,7 @@ def prepare(
         DifyStream(env),
         conversations=conversations,
         message_id=record.id,
-        ping_interval=resources.settings.ping_interval_s,
+        ping_interval=resources.settings.service.ping_interval_s,
     )
     return handle, env
 

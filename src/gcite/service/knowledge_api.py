@@ -172,7 +172,7 @@ def build_knowledge_router(settings: Settings, open_store: Callable[[], Any]) ->
 
     def embedder_name(store: Any) -> str:
         with store.lock:
-            return str(store.catalog.embedder or settings.embed_backend)
+            return str(store.catalog.embedder or settings.embed.backend)
 
     def with_store(work: Callable[[Any], Any]) -> Any:
         store = open_store()

@@ -121,7 +121,7 @@ class OpsMiddleware:
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.timeout_s = settings.body_read_timeout_s
+        self.timeout_s = settings.service.body_read_timeout_s
         self.settings = settings
         self.key_tables = KeyTables(settings)
 

@@ -1,7 +1,7 @@
 """What the service builds once and shares between requests, with its lifecycle.
 
 :class:`Resources`: the settings, the conversation store, the LLM backend
-(:func:`gcite.generate.backends.make_backend`), the web source
+(:func:`gcite.generate.factory.make_backend`), the web source
 (:func:`gcite.web.make_web_source`), the system prompt template and the knowledge store
 (opened on first use, shared). :meth:`Resources.warm_up` loads what the first request
 would (blocking; run it in a worker thread at start-up); :meth:`Resources.aclose`
@@ -19,7 +19,7 @@ from typing import Any
 
 from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
 from gcite.config import Settings
-from gcite.generate.backends import make_backend
+from gcite.generate.factory import make_backend
 from gcite.generate.prompt import load_template
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.store import ConversationStore
@@ -40,7 +40,9 @@ class Resources:
         self.web_source: WebSource | None = make_web_source(settings)
         self.verifier = make_verifier(settings)
         self.template = (
-            load_template(settings.system_prompt_file) if settings.system_prompt_file else None
+            load_template(settings.llm.system_prompt_file)
+            if settings.llm.system_prompt_file
+            else None
         )
         self._kb: KnowledgeStore | None = None
         self._kb_lock = threading.Lock()
@@ -61,7 +63,7 @@ class Resources:
         except Exception:
             checks["store"] = False
         model = await self._probe.check()
-        checks["model"] = model.ok or self.settings.on_model_error == "extractive"
+        checks["model"] = model.ok or self.settings.llm.on_model_error == "extractive"
         return checks
 
     def visible_documents(self, document_ids: list[str], roles: tuple[str, ...]) -> set[str]:
@@ -79,10 +81,10 @@ class Resources:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
         with self._kb_lock:
             if self._kb is None:
-                if self.settings.knowledge_url:
+                if self.settings.knowledge.url:
                     from gcite.knowledge.remote import RemoteStore
 
-                    self._kb = RemoteStore(self.settings.knowledge_url, self.settings.knowledge_key)
+                    self._kb = RemoteStore(self.settings.knowledge.url, self.settings.knowledge.key)
                 else:
                     from gcite.knowledge import open_store
 

@@ -407,20 +407,20 @@ def build_retrieval_router(
 
     When keys are configured (or ``allow_any_key``), building the router starts
     :func:`warm_up` in a daemon thread. The app factory mounts the router under
-    ``settings.retrieval_prefix``; Dify is then registered with the endpoint
+    ``settings.service.retrieval_prefix``; Dify is then registered with the endpoint
     ``http://host:port{prefix}`` (Dify appends ``/retrieval``). Every response
     is JSON; see the module docstring for the status codes.
     """
     router = APIRouter()
-    if settings.retrieval_keys or settings.allow_any_key:
+    if settings.retrieval_keys or settings.service.allow_any_key:
         # The first search loads the embedding model, the tokenizer and the shard:
         # seconds, which would eat Dify's 5 s. Do it now, in the background.
         threading.Thread(
             target=warm_up, args=(get_store,), name="gcite-retrieval-warm-up", daemon=True
         ).start()
     timeout_s = RETRIEVAL_TIMEOUT_S
-    if 0 < settings.kb_timeout_s < RETRIEVAL_TIMEOUT_S:
-        timeout_s = settings.kb_timeout_s
+    if 0 < settings.knowledge.timeout_s < RETRIEVAL_TIMEOUT_S:
+        timeout_s = settings.knowledge.timeout_s
 
     @router.post("/retrieval", summary="Dify External Knowledge API")
     async def retrieval(request: Request) -> JSONResponse:
@@ -428,12 +428,12 @@ def build_retrieval_router(
             api_key = authenticate(
                 request.headers.get("authorization"),
                 settings.retrieval_keys,  # read per request: the config file may change
-                allow_any_key=settings.allow_any_key,
+                allow_any_key=settings.service.allow_any_key,
             )
             body = decode_body(await _read_body(request))
             if body is None:
                 return JSONResponse({"records": []})
-            parsed = parse_request(body, default_top_k=settings.top_k)
+            parsed = parse_request(body, default_top_k=settings.knowledge.top_k)
             try:
                 decision = narrow_roles(api_key.roles, parsed.metadata_condition)
             except FilterError as exc:

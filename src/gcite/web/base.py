@@ -19,11 +19,13 @@ Input rules, identical for every provider (documented fallbacks, no request sent
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import httpx
 
+from gcite.config import Settings
 from gcite.errors import ConfigError, SourceUnavailable
+from gcite.registry import WEB_PROVIDERS
 from gcite.web.http import JsonClient, RetryPolicy
 
 #: Longest query sent to a provider, characters.
@@ -111,6 +113,27 @@ class HttpWebSource:
             timeout_s=timeout_s,
             retry=retry,
             transport=transport,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, retry: RetryPolicy | None = None) -> Self:
+        """The client ``settings.web`` describes (``base_url``, ``timeout_s``,
+        ``freshness``) with the provider's key. Raises :class:`ConfigError` when the key
+        is missing (naming the setting and the variables it may come from)."""
+        key = settings.web.api_key(cls.name)
+        if not key:
+            variables = (f"GCITE_{cls.name.upper()}_API_KEY", *WEB_PROVIDERS[cls.name].key_env)
+            raise ConfigError(
+                f"联网搜索提供方 {cls.name} 缺少 API 密钥：请在配置文件中设置 "
+                f"{cls.name}_api_key，或设置环境变量 {'、'.join(variables)}"
+            )
+        web = settings.web
+        return cls(
+            key,
+            base_url=web.base_url,
+            timeout_s=web.timeout_s,
+            freshness=web.freshness,  # type: ignore[call-arg]
+            retry=retry,
         )
 
     @property

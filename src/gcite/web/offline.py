@@ -51,10 +51,8 @@ be read. A blank query or ``count < 1`` returns the empty payload.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -248,12 +246,12 @@ def _page_of(item: Mapping[str, Any], folder: Path) -> SavedPage:
     )
 
 
-def web_index_folder() -> str:
-    """``web-offline``; in a chat worker of ``gcite serve --workers N``
-    (``GCITE_WORKER_ID`` set), ``web-offline-worker-<id>``: the index is an embedded Qdrant
-    Edge shard, which one process opens at a time, so each worker builds its own."""
-    worker = os.environ.get("GCITE_WORKER_ID", "").strip()
-    return f"web-offline-worker-{worker}" if worker.isdigit() else "web-offline"
+def web_index_folder(worker_id: int) -> str:
+    """``web-offline``; in chat worker ``worker_id`` of ``gcite serve --workers N``
+    (``settings.service.worker_id`` > 0), ``web-offline-worker-<id>``: the index is an
+    embedded Qdrant Edge shard, which one process opens at a time, so each worker builds
+    its own."""
+    return f"web-offline-worker-{worker_id}" if worker_id > 0 else "web-offline"
 
 
 class HybridPageIndex:
@@ -269,10 +267,9 @@ class HybridPageIndex:
     def __init__(self, folder: Path, settings: Settings) -> None:
         from gcite.knowledge import ingest_paths, open_store
 
-        web_dir = Path(settings.data_dir).expanduser() / web_index_folder()
-        self.settings = dataclasses.replace(
-            settings, data_dir=web_dir, qdrant_url="", qdrant_api_key=""
-        )
+        folder_name = web_index_folder(settings.service.worker_id)
+        web_dir = Path(settings.data_dir).expanduser() / folder_name
+        self.settings = settings.embedded_at(web_dir)
         self.folder = folder
         self.dataset = dataset_name(folder)
         staging = web_dir / "pages" / self.dataset.removeprefix("_web:")
@@ -321,6 +318,18 @@ class OfflineWebSource:
 
     name: str = "offline"
 
+    @classmethod
+    def from_settings(cls, settings: Settings, *, retry: object | None = None) -> OfflineWebSource:
+        """The source ``settings.web.offline`` describes (``dir``, ``index``), its index
+        build started in the background; ``retry`` is ignored (nothing is sent). Raises
+        :class:`ConfigError` when no folder is set."""
+        offline = settings.web.offline
+        if not offline.dir.strip():
+            raise ConfigError(
+                "离线联网搜索需要保存网页的文件夹：请设置 web_dir（或环境变量 GCITE_WEB_DIR）"
+            )
+        return cls(offline.dir, settings=settings, index=offline.index, warm_up=True)
+
     def __init__(
         self,
         folder: str | Path,
@@ -336,11 +345,11 @@ class OfflineWebSource:
         if index not in INDEXES:
             raise ConfigError(f"离线联网搜索的索引方式只能是 hybrid 或 bm25: {index!r}")
         self.settings = settings if settings is not None else Settings()
-        self.timeout_s = timeout_s if timeout_s is not None else self.settings.web_timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.web.timeout_s
         if not self.timeout_s > 0:
             raise ConfigError(f"离线联网搜索的超时时间必须大于 0 秒: {self.timeout_s}")
         self.index = index
-        self.passage_chars = max(100, self.settings.chunk_size)
+        self.passage_chars = max(100, self.settings.knowledge.chunk_size)
         self._index: PageIndex | HybridPageIndex | None = None
         self._fingerprint: Fingerprint | None = None
         self._lock = threading.Lock()

@@ -19,19 +19,16 @@ listed in the ``allowed_role_lookalikes`` setting.
 Role names are normalised the same way everywhere (documents, API keys, conditions):
 NFKC, full-width comma split, trimmed (:func:`normalise_roles`).
 
-Source: issue 16 item 1; platform design document §2.1.1.
+Source: platform design document §2.1.1.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gcite.errors import GciteError
-
-if TYPE_CHECKING:
-    from gcite.config import Settings
 
 ROLE_FIELD = "access_roles"
 _CANONICAL = "accessroles"
@@ -132,11 +129,6 @@ def is_role_lookalike(name: str) -> bool:
     return folded in _SYNONYMS or _edit_distance(folded, _CANONICAL) <= 2
 
 
-def lookalikes(settings: Settings) -> list[str]:
-    """The field names ``settings.allowed_role_lookalikes`` (comma-separated) permits."""
-    return [n.strip() for n in settings.allowed_role_lookalikes.split(",") if n.strip()]
-
-
 def validate_metadata(
     meta: Mapping[str, Any], *, document: str = "", allowed_lookalikes: Iterable[str] = ()
 ) -> dict[str, Any]:
@@ -164,7 +156,6 @@ __all__ = [
     "ROLE_FIELD",
     "RoleValueError",
     "is_role_lookalike",
-    "lookalikes",
     "normalise_role",
     "normalise_roles",
     "parse_role_value",

@@ -1,0 +1,71 @@
+"""Registries of the pluggable backends by name: web search providers and LLM protocols.
+
+Adding a web search provider is one module with a class that has
+``from_settings(settings) -> WebSource`` and one line in :data:`WEB_PROVIDERS`; an LLM
+protocol is one module with a class that has ``from_settings(settings) -> LLMBackend``
+and one line in :data:`LLM_PROTOCOLS`. Everything else follows from the entry: the
+accepted values of ``web_provider`` / ``llm_protocol``, the provider's key setting
+(``<name>_api_key``, ``GCITE_<NAME>_API_KEY``, ``[web.<name>] api_key``, then the
+entry's conventional variables) and the factories (:func:`gcite.web.make_web_source`,
+:func:`gcite.generate.factory.make_backend`). ``tests/test_registry.py`` runs every
+entry through its seam's contract.
+
+Entries name their class as ``"package.module:Class"`` and are imported when used, so
+:mod:`gcite.config` reads the registry without importing any backend (no import cycle).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WebProvider:
+    """One web search provider.
+
+    ``name``: the ``web_provider`` value. ``source``: ``"module:Class"`` of its
+    :class:`~gcite.web.WebSource`, whose ``from_settings(settings)`` builds it.
+    ``key_env``: the provider's own environment variables for its API key, read in this
+    order after the ``<name>_api_key`` setting. ``needs_key``: False for a provider
+    without an API key (it has no ``<name>_api_key`` setting).
+    """
+
+    name: str
+    source: str
+    key_env: tuple[str, ...] = ()
+    needs_key: bool = True
+
+
+WEB_PROVIDERS: Mapping[str, WebProvider] = {
+    p.name: p
+    for p in (
+        WebProvider("offline", "gcite.web.offline:OfflineWebSource", needs_key=False),
+        WebProvider("bocha", "gcite.web.bocha:BochaWebSearch", ("BOCHA_API_KEY",)),
+        WebProvider("tavily", "gcite.web.tavily:TavilySearch", ("TAVILY_API_KEY",)),
+        WebProvider("baidu", "gcite.web.baidu:BaiduSearch", ("BAIDU_API_KEY", "QIANFAN_API_KEY")),
+    )
+}
+"""Web search providers by ``web_provider`` name (``"none"``: no web branch)."""
+
+LLM_PROTOCOLS: Mapping[str, str] = {
+    "openai": "gcite.generate.openai_backend:OpenAIBackend",
+}
+"""LLM protocols by ``llm_protocol`` name: ``"module:Class"`` of an
+:class:`~gcite.generate.backends.LLMBackend` with ``from_settings(settings)``, used when
+``llm_base_url`` is set (without it the offline extractive backend answers)."""
+
+
+def load(reference: str) -> Any:
+    """The object a ``"package.module:name"`` reference names (imports the module).
+
+    Raises :class:`ImportError` / :class:`AttributeError` for a broken entry (a bug of
+    the registry, caught by its test).
+    """
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["LLM_PROTOCOLS", "WEB_PROVIDERS", "WebProvider", "load"]
