@@ -93,7 +93,7 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     # The offline embedder chosen by measured recall and ingest cost (docs/knowledge-base.md).
     base = Settings.from_keys(embed_backend=LAW_EMBEDDER)
     cache_root = REPO / ".venv" / "gcite-test-cache"
-    cached = cache_root / f"law-{_law_cache_key(corpus_dir, base.embed_backend)}"
+    cached = cache_root / f"law-{_law_cache_key(corpus_dir, base.embed.backend)}"
     data_dir = tmp_path_factory.mktemp("law-store") / "data"
     if not (cached / "catalog.json").is_file():
         build = tmp_path_factory.mktemp("law-build") / "data"

@@ -17,19 +17,19 @@ SCRIPT = """
 import gc, json, sys
 from gcite.config import Settings
 from gcite.service.resources import Resources
-from gcite.verify import text
+from gcite.knowledge import sparse
 settings = Settings.from_keys(
     data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
     llm_base_url="http://127.0.0.1:9/v1", llm_model="m", embed_backend=sys.argv[2],
 )
 resources = Resources(settings)
 before = {
-    "idf": text._idf_table.cache_info().currsize,
+    "idf": sparse._idf_table.cache_info().currsize,
     "frozen": gc.get_freeze_count() > 0,
 }
 resources.warm_up()
 after = {
-    "idf": text._idf_table.cache_info().currsize,
+    "idf": sparse._idf_table.cache_info().currsize,
     "frozen": gc.get_freeze_count() > 0,
 }
 print(json.dumps({"before": before, "after": after}))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gcite.verify.text import bigram_coverage, chinese_number, coverage, numbers, sentences, terms
+from gcite.knowledge.sparse import terms, tokenize
+from gcite.verify.text import bigram_coverage, chinese_number, coverage, numbers, sentences
 
 FAULTS = """# 故障报修
 
@@ -82,3 +83,11 @@ def test_coverage_measures() -> None:
     assert bigram_coverage("灭火器", "干粉灭火器") == 1.0
     assert bigram_coverage("干粉灭活器", "干粉灭火器") == pytest.approx(0.5)
     assert bigram_coverage("", "x") == 0.0
+
+
+def test_terms_come_from_the_bm25_tokeniser() -> None:
+    question = "设备编号 EQ-000123 的保养周期是多少？"
+    weights = terms(question)
+    assert "eq-000123" in weights  # a code stays whole, as in the BM25 vectors
+    assert set(weights) <= set(tokenize(question))
+    assert set(terms("GB50016-2014 对疏散宽度有什么规定")) >= {"gb50016-2014", "疏散", "宽度"}

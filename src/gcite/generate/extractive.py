@@ -26,8 +26,9 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.sparse import terms
 from gcite.verify.support import SupportModel
-from gcite.verify.text import Sentence, bigram_coverage, sentences, terms
+from gcite.verify.text import Sentence, bigram_coverage, sentences
 
 _END_PUNCT = "。！？!?；;"
 

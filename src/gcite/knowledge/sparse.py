@@ -17,37 +17,55 @@ also indexed whole, so an exact code outranks codes that only share a part.
 Token ids are the first 4 bytes of BLAKE2b of the token (stable across runs
 and machines, unlike ``hash()``). :func:`query_weights` weighs query tokens by
 jieba's general-Chinese IDF table (for the relevance score,
-:mod:`gcite.knowledge.relevance`). Pure functions; jieba's dictionary and
-IDF table load once per process (about a second).
+:mod:`gcite.knowledge.relevance`).
+
+This is gcite's one tokeniser: the citation verifier and the offline answerer take the
+content words of a text with their IDF weights from :func:`terms`, cut the same way
+(the same codes kept whole) with a longer stopword list (:data:`NON_CONTENT`).
+Pure functions; jieba's dictionary and IDF table load once per process (about a
+second).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 K1 = 1.2
 B = 0.75
 AVG_LEN = 180.0  # tokens; roughly one 600-character chunk of Chinese law text
 
 _WORD = re.compile(r"[\w\u3400-\u9fff]", re.U)
+_CJK = re.compile(r"[\u3400-\u9fff]")
 _STOPWORD_TEXT = (
     "的 了 和 与 及 或 是 在 对 由 为 被 把 之 其 等 这 那 有 也 都 就 而 并 则 以 于 "
     "吗 呢 吧 啊 么 什么 怎么 如何 哪些 多少 我们 你们 他们 我 你 他 她 它 要 该 会 能 "
     "a an the of to and or in on for is are be by with"
 )
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+#: Function words left out of the BM25 vectors.
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+#: Words that carry no content in a question or a claim (question words, fillers): left
+#: out of :func:`terms` besides :data:`STOPWORDS`.
+NON_CONTENT = STOPWORDS | frozenset(
+    """
+    什么 怎么 怎么样 怎样 如何 哪些 哪个 哪里 哪儿 多少 几个 是否 是不是 能否 能不能 可以 可否
+    请问 一下 我们 你们 他们 她们 这个 那个 这些 那些 为什么 为何 需要 应该 要求 有没有 没有
+    有关 关于 以及 或者 还是 就是 自己 进行 其中 时候 问题 知道 告诉 规定 情况 吗 呢 吧 啊 呀
+    的 了 是 在 有 和 与 或 及 等 也 都 就 还 要 会 能 得 地 着 过 被 把 对 向 从 给 让 按 按照
+    个 这 那 其 之 所 为 以 于 而 并 且 但 则 由 将 已 应 须 该 可 不 又 再 该由 哦 嘛 咋 啥 么
+    怎 谁 几 多 多久 一 上 下 中 里 后 前 内 外 时 人 事 来 去 做 说 想 找 用 办 弄 搞 行 算 呗
+    请 您 你 我 他 她 它 咱 咱们 大家 现在 今天 一般 通常 法律 规定 要求 按法律 法律上 the and
+    what how is are of to a an in
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
 _IDENTIFIER = re.compile(
     r"(?<![0-9a-z])(?=[0-9a-z._/-]*[0-9])[0-9a-z]+(?:[-_./][0-9a-z]+)+(?![0-9a-z])"
 )
-_lock = threading.Lock()
-_ready = False
-_idf: dict[str, float] | None = None
-_idf_default = 12.0
 
 
 @dataclass(frozen=True)
@@ -58,50 +76,76 @@ class Sparse:
     values: list[float]
 
 
-def _jieba() -> object:
-    global _ready
+@functools.cache
+def _jieba() -> Any:
+    """jieba with its dictionary loaded (its ``initialize`` holds jieba's own lock)."""
     import jieba
 
-    if not _ready:
-        with _lock:
-            if not _ready:
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _ready = True
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
     return jieba
+
+
+def _words(text: str, *, search: bool = True) -> list[str]:
+    """Lower-cased jieba tokens of ``text`` holding a letter, digit or CJK character
+    (``search``: search mode, a long word and its sub-words; else the accurate cut),
+    then every code/identifier (``eq-000123``) as one whole token."""
+    jieba = _jieba()
+    lowered = text.lower()
+    cut = jieba.lcut_for_search(lowered) if search else jieba.lcut(lowered)
+    tokens = [token.strip() for token in cut]
+    tokens = [token for token in tokens if token and _WORD.search(token)]
+    tokens.extend(match.group(0) for match in _IDENTIFIER.finditer(lowered))
+    return tokens
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased jieba search-mode tokens without punctuation and stopwords,
     plus every code/identifier (``eq-000123``) as one whole token."""
-    jieba = _jieba()
-    lowered = text.lower()
-    tokens: list[str] = []
-    for token in jieba.lcut_for_search(lowered):  # type: ignore[attr-defined]
-        token = token.strip()
-        if token and _WORD.search(token) and token not in _STOPWORDS:
-            tokens.append(token)
-    tokens.extend(match.group(0) for match in _IDENTIFIER.finditer(lowered))
-    return tokens
+    return [token for token in _words(text) if token not in STOPWORDS]
 
 
+@functools.cache
 def _idf_table() -> tuple[dict[str, float], float]:
-    global _idf, _idf_default
-    if _idf is None:
-        with _lock:
-            if _idf is None:
-                from importlib.resources import files
+    """jieba's general-Chinese IDF table (``jieba/analyse/idf.txt``) and its median."""
+    from importlib.resources import files
 
-                table: dict[str, float] = {}
-                source = files("jieba.analyse").joinpath("idf.txt")
-                for line in source.read_text(encoding="utf-8").splitlines():
-                    word, _, value = line.rpartition(" ")
-                    if word:
-                        table[word] = float(value)
-                values = sorted(table.values())
-                _idf_default = values[len(values) // 2] if values else 12.0
-                _idf = table
-    return _idf, _idf_default
+    table: dict[str, float] = {}
+    source = files("jieba.analyse").joinpath("idf.txt")
+    for line in source.read_text(encoding="utf-8").splitlines():
+        word, _, value = line.rpartition(" ")
+        if word:
+            table[word] = float(value)
+    values = sorted(table.values())
+    return table, values[len(values) // 2] if values else 12.0
+
+
+def _idf(token: str) -> float:
+    """The IDF weight of ``token``: the table's, else its median (a rare word, a code, a
+    number); single characters weigh half (mostly parts of longer words counted already)."""
+    table, default = _idf_table()
+    weight = table.get(token, default)
+    return weight / 2 if len(token) == 1 else weight
+
+
+def terms(text: str, *, search: bool = True) -> dict[str, float]:
+    """Content words of ``text`` -> IDF weight (for the verifier and the offline answerer).
+
+    The tokens of :func:`tokenize` (``search=False``: jieba's accurate cut, each word
+    once) without :data:`NON_CONTENT` words and single non-CJK characters, weighed as
+    :func:`query_weights` weighs them.
+    """
+    return dict(_terms(text, search))
+
+
+@functools.lru_cache(maxsize=8192)
+def _terms(text: str, search: bool) -> tuple[tuple[str, float], ...]:
+    weights: dict[str, float] = {}
+    for word in _words(text, search=search):
+        if word in NON_CONTENT or (len(word) == 1 and not _CJK.match(word)):
+            continue
+        weights[word] = max(weights.get(word, 0.0), _idf(word))
+    return tuple(weights.items())
 
 
 def query_weights(text: str) -> dict[int, float]:
@@ -116,14 +160,10 @@ def query_weights(text: str) -> dict[int, float]:
 
 
 def _weights(tokens: list[str]) -> dict[int, float]:
-    table, default = _idf_table()
     weights: dict[int, float] = {}
     for token in dict.fromkeys(tokens):
-        weight = table.get(token, default)
-        if len(token) == 1:
-            weight /= 2
         idx = token_id(token)
-        weights[idx] = max(weights.get(idx, 0.0), weight)
+        weights[idx] = max(weights.get(idx, 0.0), _idf(token))
     return weights
 
 
@@ -170,12 +210,15 @@ def query_terms(text: str) -> tuple[Sparse, dict[int, float]]:
 __all__ = [
     "AVG_LEN",
     "K1",
+    "NON_CONTENT",
+    "STOPWORDS",
     "B",
     "Sparse",
     "document_vector",
     "query_terms",
     "query_vector",
     "query_weights",
+    "terms",
     "token_id",
     "tokenize",
 ]

@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gcite.config import Settings
-from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences, terms
+from gcite.knowledge.sparse import terms
+from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences
 
 #: Weights of the evidence kinds in the score (with an embedder; without, lexical only).
 LEXICAL_WEIGHT = 0.6

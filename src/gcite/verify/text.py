@@ -1,12 +1,13 @@
-"""Text analysis shared by the verifier and the offline answerer: sentences, terms, numbers.
+"""Text analysis shared by the verifier and the offline answerer: sentences, numbers.
 
-Pure functions, no I/O beyond reading jieba's bundled dictionary and IDF table once.
+Pure functions, no I/O.
 
 * :func:`sentences` cuts a chunk (or any text) into sentences with their character
   offsets, and keeps the *context* a sentence needs to stay true: the chunk's heading
   lines and the label of a list item or paragraph ("一级（紧急）：", "第二十三条").
-* :func:`terms` gives the content words of a text with IDF weights (jieba's bundled
-  ``idf.txt``); :func:`bigrams` the CJK character bigrams (robust to typos and to words
+* The content words of a text with IDF weights come from the one tokeniser,
+  :func:`gcite.knowledge.sparse.terms`; :func:`coverage` is the share of their weight a
+  text holds; :func:`bigrams` the CJK character bigrams (robust to typos and to words
   jieba cuts differently).
 * :func:`numbers` the numeric values a text states ("五个工作日" -> ``5``, "1万元" ->
   ``10000``, "千分之二" -> ``0.002``), which an answer sentence and its evidence must share.
@@ -14,33 +15,12 @@ Pure functions, no I/O beyond reading jieba's bundled dictionary and IDF table o
 
 from __future__ import annotations
 
-import logging
 import math
 import re
-import threading
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-
-_jieba_lock = threading.Lock()
-
-#: Words that carry no content in a question or a claim (question words, fillers).
-STOPWORDS = frozenset(
-    """
-    什么 怎么 怎么样 怎样 如何 哪些 哪个 哪里 哪儿 多少 几个 是否 是不是 能否 能不能 可以 可否
-    请问 一下 我们 你们 他们 她们 这个 那个 这些 那些 为什么 为何 需要 应该 要求 有没有 没有
-    有关 关于 以及 或者 还是 就是 自己 进行 其中 时候 问题 知道 告诉 规定 情况 吗 呢 吧 啊 呀
-    的 了 是 在 有 和 与 或 及 等 也 都 就 还 要 会 能 得 地 着 过 被 把 对 向 从 给 让 按 按照
-    个 这 那 其 之 所 为 以 于 而 并 且 但 则 由 将 已 应 须 该 可 不 又 再 该由 哦 嘛 咋 啥 么
-    怎 谁 几 多 多久 一 上 下 中 里 后 前 内 外 时 人 事 来 去 做 说 想 找 用 办 弄 搞 行 算 呗
-    请 您 你 我 他 她 它 咱 咱们 大家 现在 今天 一般 通常 法律 规定 要求 按法律 法律上 the and
-    what how is are of to a an in
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
 
 _CJK = r"\u4e00-\u9fff"
 _WORD_RE = re.compile(rf"[\w{_CJK}]")
-_CJK_RE = re.compile(rf"[{_CJK}]")
 _SENT_END = "。！？!?；;"
 _SENTENCE_RE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]*[”’」』）)]*")
 _CLAUSE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*[”’」』）)]*")
@@ -131,63 +111,6 @@ def sentences(text: str, *, semicolons: bool = True) -> list[Sentence]:
                 Sentence(stripped, start, start + len(stripped), ctx, label=label, heading=False)
             )
     return out
-
-
-def _cut(text: str, search: bool = True) -> list[str]:
-    import jieba
-
-    with _jieba_lock:  # jieba builds its dictionary lazily; not thread-safe on first use
-        jieba.setLogLevel(logging.WARNING)
-        return list(jieba.cut_for_search(text) if search else jieba.cut(text))
-
-
-@lru_cache(maxsize=1)
-def _idf_table() -> tuple[dict[str, float], float]:
-    import jieba.analyse
-
-    path = Path(jieba.analyse.__file__).with_name("idf.txt")
-    table: dict[str, float] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        word, _, value = line.partition(" ")
-        try:
-            table[word] = float(value)
-        except ValueError:
-            continue
-    values = sorted(table.values())
-    return table, values[len(values) // 2]
-
-
-def idf(word: str) -> float:
-    """jieba's IDF of ``word`` (the table's median for an unknown word; 0 for stopwords)."""
-    if word in STOPWORDS:
-        return 0.0
-    table, median = _idf_table()
-    return table.get(word, median)
-
-
-@lru_cache(maxsize=8192)
-def _terms_cached(text: str, search: bool) -> tuple[tuple[str, float], ...]:
-    weights: dict[str, float] = {}
-    for raw in _cut(text, search):
-        word = raw.strip().lower()
-        if not word or word in STOPWORDS or not _WORD_RE.search(word):
-            continue
-        if len(word) == 1 and not _CJK_RE.match(word):
-            continue
-        weight = idf(word) * (0.5 if len(word) == 1 else 1.0)
-        if weight > 0:
-            weights[word] = max(weights.get(word, 0.0), weight)
-    return tuple(weights.items())
-
-
-def terms(text: str, *, search: bool = True) -> dict[str, float]:
-    """Content words of ``text`` -> IDF weight.
-
-    ``search``: jieba's search-mode cut (a long word and its sub-words: "监控中心",
-    "监控", "中心"); False: the accurate cut (each word once). Stopwords and
-    punctuation are dropped; single characters count half.
-    """
-    return dict(_terms_cached(text, search))
 
 
 def bigrams(text: str) -> set[str]:
@@ -303,14 +226,11 @@ def numbers(text: str) -> set[str]:
 
 
 __all__ = [
-    "STOPWORDS",
     "Sentence",
     "bigram_coverage",
     "bigrams",
     "chinese_number",
     "coverage",
-    "idf",
     "numbers",
     "sentences",
-    "terms",
 ]
