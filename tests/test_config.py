@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gcite.config import ApiKey, KeyTables, load_settings
+from gcite.config import (
+    CHOICES,
+    KEYS,
+    ApiKey,
+    KeyTables,
+    Settings,
+    blas_thread_defaults,
+    demo_data_dir,
+    load_settings,
+)
 from gcite.errors import ConfigError
 
 
@@ -238,3 +248,71 @@ def test_key_tables_given_by_the_caller_are_not_replaced_by_the_file(tmp_path: P
     settings = load_settings({"app_keys": own}, config_file=config, environ={})
     assert not KeyTables(settings).refresh()
     assert settings.app_keys == own
+
+
+# Typed sections behind the unchanged config keys.
+def test_section_tables_and_top_level_keys_are_the_same_settings(tmp_path: Path) -> None:
+    flat = _write(
+        tmp_path / "flat.toml",
+        "llm_base_url = 'http://m/v1'\nllm_model = 'q'\nweb_provider = 'offline'\n"
+        "web_dir = 'pages'\nkb_timeout_s = 3\nverify_judge_model = 'j'\nbocha_api_key = 'b'\n",
+    )
+    tables = _write(
+        tmp_path / "tables.toml",
+        "[llm]\nbase_url = 'http://m/v1'\nmodel = 'q'\n[web]\nprovider = 'offline'\n"
+        "[web.offline]\ndir = 'pages'\n[web.bocha]\napi_key = 'b'\n[knowledge]\ntimeout_s = 3\n"
+        "[verify]\njudge_model = 'j'\n",
+    )
+    one = load_settings(config_file=flat, environ={})
+    other = load_settings(config_file=tables, environ={})
+    assert one == other
+    assert (one.llm.base_url, one.llm.model, one.web.offline.dir) == ("http://m/v1", "q", "pages")
+    assert (one.knowledge.timeout_s, one.verify.judge_model) == (3.0, "j")
+    assert one.web.api_key("bocha") == "b"
+    env = {"GCITE_LLM_BASE_URL": "http://env/v1"}  # the environment still wins over a table
+    assert load_settings(config_file=tables, environ=env).llm.base_url == "http://env/v1"
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("[llm]\nbase = 'x'\n", "llm.base"),
+        ("llm = 'x'\n", r"\[llm\]"),
+        ("llm_model = 'a'\n[llm]\nmodel = 'b'\n", "llm_model 重复"),
+        ("[web.google]\napi_key = 'k'\n", "web.google"),
+        ("[llm]\nbase_url = 3.5\n[llm.x]\n", "llm"),
+    ],
+)
+def test_bad_section_tables_are_clear_errors(tmp_path: Path, text: str, pattern: str) -> None:
+    cfg = _write(tmp_path / "c.toml", text)
+    with pytest.raises(ConfigError, match=pattern) as info:
+        load_settings(config_file=cfg, environ={})
+    assert str(cfg) in str(info.value)
+
+
+def _at(settings: Settings, path: tuple[str, ...]) -> Any:
+    value: Any = settings
+    for part in path:
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
+def test_every_config_key_is_read_from_its_environment_variable() -> None:
+    samples = {str: "x", int: "7", float: "2.5", bool: "true"}
+    for key, path in KEYS.items():
+        if key in {"app_keys", "retrieval_keys", "admin_keys"}:
+            continue
+        default = _at(Settings(), path)
+        raw = CHOICES[key][-1] if key in CHOICES else samples.get(type(default), "/d")
+        value = _at(load_settings(environ={f"GCITE_{key.upper()}": raw}), path)
+        assert value == _at(Settings.from_keys(**{key: raw}), path), key
+        assert value != default or raw == default, key
+
+
+def test_process_variables_are_read_in_config() -> None:
+    assert load_settings(environ={"GCITE_WORKER_ID": "2"}).service.worker_id == 2
+    assert demo_data_dir({"GCITE_DATA_DIR": "/x/y"}) == Path("/x/y")
+    assert blas_thread_defaults({"OMP_NUM_THREADS": "4"}) == {
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }

@@ -39,7 +39,7 @@ def test_openai_endpoint_end_to_end(tmp_path: Path) -> None:
             with pytest.raises(StoreError, match="HTTP 500"):
                 store.search("停车场")
         # another model on the same store is refused even for searching
-        other = Settings.from_keys(**{**settings.__dict__, "embed_model": "other"})
+        other = settings.with_keys(embed_model="other")
         with open_store(other) as store, pytest.raises(StoreError, match="openai:bigram-64"):
             store.search("停车场")
 
