@@ -316,3 +316,10 @@ def test_process_variables_are_read_in_config() -> None:
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
+
+
+def test_every_config_key_is_in_the_api_doc() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    table = doc.split("## Configuration", 1)[1].split("### PostgreSQL", 1)[0]
+    missing = [key for key in KEYS if f"`{key}`" not in table]
+    assert not missing
