@@ -582,10 +582,10 @@ def load_settings(
     for provider in WEB_PROVIDERS.values():
         name = f"{provider.name}_api_key"
         if provider.needs_key and not str(values.get(name) or "").strip():
-            found = [env[v] for v in provider.key_env if env.get(v, "").strip()]
+            found = [v for v in provider.key_env if env.get(v, "").strip()]
             if found:
-                values[name] = found[0]
-                origin[name] = f"环境变量 {provider.key_env[0]}: "
+                values[name] = env[found[0]]
+                origin[name] = f"环境变量 {found[0]}: "
         if isinstance(values.get(name), str):
             values[name] = values[name].strip()
 

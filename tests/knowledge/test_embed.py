@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
 import pytest
 
-from gcite.config import Settings
+from gcite.config import EmbedSettings, Settings
 from gcite.errors import ConfigError, StoreError
 from gcite.knowledge import ingest_paths, open_store
 from gcite.knowledge.chunking import chunk_text, split_sentences
@@ -70,8 +71,12 @@ def test_openai_endpoint_timeout_and_refused() -> None:
 def test_embedder_configuration_errors() -> None:
     with pytest.raises(ConfigError, match="embed_base_url"):
         make_embedder(Settings.from_keys(embed_backend="openai"))
+    with pytest.raises(ConfigError, match=r"embed_backend.*word2vec"):
+        Settings.from_keys(embed_backend="word2vec")  # refused when read
+    settings = Settings()
+    unchecked = dataclasses.replace(settings, embed=EmbedSettings(backend="word2vec"))
     with pytest.raises(ConfigError, match="未知的嵌入后端"):
-        make_embedder(Settings.from_keys(embed_backend="word2vec"))
+        make_embedder(unchecked)
 
 
 # --------------------------------------------------------------------------- chunking
