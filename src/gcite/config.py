@@ -339,8 +339,8 @@ def _keys() -> dict[str, tuple[str, ...]]:
         for item in dataclasses.fields(section):
             if "key" in item.metadata:
                 keys[item.metadata["key"]] = (*path, item.name)
-            elif item.name == "offline":
-                walk(OfflineWebSettings, (*path, item.name))
+            elif dataclasses.is_dataclass(item.default_factory):  # a nested table
+                walk(item.default_factory, (*path, item.name))
 
     for name, section in SECTIONS.items():
         walk(section, (name,))
