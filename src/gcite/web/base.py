@@ -81,7 +81,9 @@ class HttpWebSource:
     :attr:`display_name`, :attr:`default_base_url`,
     :attr:`path` and :attr:`max_count`, and implement :meth:`build_body`,
     :meth:`empty_payload` and :meth:`enforce` (check the payload's shape and cut
-    its result list to ``count``). Constructor arguments: see the subclasses.
+    its result list to ``count``). Their constructors take ``(api_key, *, base_url,
+    timeout_s, freshness, retry, transport)`` (what :meth:`from_settings` passes; the
+    freshness values each provider accepts: see the subclasses).
     """
 
     name: str = ""
@@ -132,7 +134,7 @@ class HttpWebSource:
             key,
             base_url=web.base_url,
             timeout_s=web.timeout_s,
-            freshness=web.freshness,  # type: ignore[call-arg]
+            freshness=web.freshness,  # type: ignore[call-arg]  # each provider reads it its way
             retry=retry,
         )
 
