@@ -41,6 +41,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gcite.cli.demo", "demo"),
     "export": ("gcite.cli.export", "export"),
     "vectors": ("gcite.cli.vectors", "vectors"),
+    "eval": ("gcite.cli.eval", "eval_command"),
 }
 
 
