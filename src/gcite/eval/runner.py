@@ -22,6 +22,7 @@ Latencies use an injected clock (seconds, monotonic).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
@@ -44,6 +45,11 @@ class Asker(Protocol):
         """The observation of ``question``; a failed stream is an observation with
         ``error`` set. Raises :class:`~gcite.errors.GciteError` when nothing can be asked
         at all (no service, no knowledge base)."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Load what the first question would otherwise load (so its branch timeouts and
+        latency are not the cold start's)."""
         ...
 
     async def aclose(self) -> None:
@@ -91,7 +97,9 @@ def observation(
 class LocalAsker:
     """The chatflow in this process (see the module docstring).
 
-    ``roles``: the caller's roles for questions without their own ``roles``. Raises
+    ``roles``: the caller's roles for questions without their own ``roles``; ``store``:
+    an open :class:`~gcite.chatflow.seams.KnowledgeStore` to use (left open), else the
+    store of ``settings`` is opened here (and closed by :meth:`aclose`). Raises
     :class:`~gcite.errors.StoreError` when the knowledge base cannot be opened and
     :class:`~gcite.errors.ConfigError` for bad model or web settings.
     """
@@ -102,6 +110,7 @@ class LocalAsker:
         roles: Sequence[str] = (),
         *,
         probe: bool = True,
+        store: Any = None,
         clock: Clock = time.perf_counter,
     ) -> None:
         from gcite.chatflow.run import Deps
@@ -114,7 +123,8 @@ class LocalAsker:
         self.roles = tuple(roles)
         self.probe = probe
         self.clock = clock
-        self.store = open_store(settings)
+        self._owns_store = store is None
+        self.store = open_store(settings) if store is None else store
         try:
             self.backend = make_backend(settings)
             self.web_source = make_web_source(settings)
@@ -126,7 +136,8 @@ class LocalAsker:
                 verifier=make_verifier(settings),
             )
         except BaseException:
-            self.store.close()
+            if self._owns_store:
+                self.store.close()
             raise
 
     async def _frames(
@@ -184,6 +195,21 @@ class LocalAsker:
             for item in items
         ]
 
+    async def warm_up(self) -> None:
+        """The backend's and the verifier's models, the store's embedder and the web
+        source's index (one throwaway search each); a failure here is left to the first
+        question to report."""
+        await asyncio.to_thread(self.backend.warm_up)
+        warm_verifier = getattr(self.deps.verifier, "warm_up", None)
+        if warm_verifier is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(warm_verifier)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self._probe, "预热", self.roles)
+        if self.web_source is not None:
+            with contextlib.suppress(Exception):
+                await self.web_source.search("预热", count=1)
+
     async def ask(self, question: EvalQuestion) -> Observation:
         from gcite.stream import strip_markers
 
@@ -207,7 +233,8 @@ class LocalAsker:
                 await self.web_source.aclose()
             await self.backend.aclose()
         finally:
-            self.store.close()
+            if self._owns_store:
+                self.store.close()
 
 
 class RemoteAsker:
@@ -253,6 +280,9 @@ class RemoteAsker:
         result, latency, first = await self._answer(question.question, conversation)
         return observation(result, latency, first)
 
+    async def warm_up(self) -> None:
+        """Nothing: the service warms itself up at start."""
+
     async def aclose(self) -> None:
         await self.client.aclose()
 
@@ -263,10 +293,11 @@ async def run_questions(
     *,
     on_verdict: Callable[[int, Verdict], None] | None = None,
 ) -> list[Verdict]:
-    """Ask every question in order (one at a time) and judge it; ``on_verdict(i, v)``
-    after each (progress). Closes ``asker`` at the end."""
+    """Warm ``asker`` up, ask every question in order (one at a time) and judge it;
+    ``on_verdict(i, v)`` after each (progress). Closes ``asker`` at the end."""
     verdicts: list[Verdict] = []
     try:
+        await asker.warm_up()
         for index, question in enumerate(questions):
             verdict = judge(question, await asker.ask(question))
             verdicts.append(verdict)
