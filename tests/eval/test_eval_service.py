@@ -67,11 +67,24 @@ def test_eval_against_a_running_service(service: str, demo_questions: Path, tmp_
     assert document["summary"]["errors"] == 0
 
 
-def test_eval_with_a_wrong_key_is_one_line(service: str, demo_questions: Path) -> None:
-    proc = run_gcite("eval", str(demo_questions), "--url", service, "--key", "")
-    # allow_any_key: an empty key is refused by the service with Dify's 401 body
+def test_the_key_decides_the_roles(service: str, demo_questions: Path, tmp_path: Path) -> None:
+    out_json = tmp_path / "out.json"
+    proc = run_gcite(
+        "eval", str(demo_questions), "--url", service, "--key", "demo-visitor",
+        "--json", str(out_json), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    verdicts = {v["id"]: v for v in json.loads(out_json.read_text("utf-8"))["verdicts"]}
+    # a visitor's key: the control-room document is not retrieved, whatever the row says
+    for key in ("key-visitor", "key-security"):
+        assert verdicts[key]["outcome"] == "false_refusal" and verdicts[key]["gold_rank"] is None
+    assert verdicts["readme"]["outcome"] == "right"
+
+
+def test_http_errors_are_one_line(service: str, demo_questions: Path) -> None:
+    proc = run_gcite("eval", str(demo_questions), "--url", service + "/nowhere")
     assert proc.returncode == 1, proc.stdout
-    assert proc.stderr.splitlines()[-1].startswith("错误: 服务返回 HTTP 401")
+    assert proc.stderr.splitlines()[-1].startswith("错误: 服务返回 HTTP 404")
     assert "Traceback" not in proc.stderr
 
 
