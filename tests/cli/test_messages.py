@@ -25,7 +25,7 @@ def _env() -> dict[str, str]:
     [
         (
             ["foo"],
-            "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, eval, export, ingest",
+            "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, eval, export",
         ),
         (["serach", "x"], "错误: 没有这个命令: serach（是不是要用 search？）"),
         (["ask"], "错误: 缺少参数 问题"),
