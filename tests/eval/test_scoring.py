@@ -228,3 +228,19 @@ def test_html_escapes_everything_from_the_run() -> None:
     assert hostile not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert page.count('data-chart="') == 4 and "<script" not in page
     assert json.loads(json.dumps(document))["verdicts"][0]["outcome_label"] == "答错"
+
+
+def test_oversized_files_and_too_many_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gcite.eval.questions as questions
+
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"question": "一"}\n{"question": "二"}\n', encoding="utf-8")
+    monkeypatch.setattr(questions, "MAX_FILE_BYTES", 10)
+    with pytest.raises(ConfigError, match="问题文件过大"):
+        load_questions(path)
+    monkeypatch.setattr(questions, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(questions, "MAX_QUESTIONS", 1)
+    with pytest.raises(ConfigError, match="问题过多"):
+        load_questions(path)
