@@ -208,7 +208,7 @@ body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-s
 margin:16px;color:#212121;max-width:1200px}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
 .meta{color:#555;font-size:.9em}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:16px}
 svg.chart{font-size:12px;background:#fff;border:1px solid #e0e0e0;border-radius:6px;
 padding:6px;box-sizing:border-box}
 svg .ct{font-weight:bold;font-size:13px}svg .small{font-size:10px;fill:#555}
@@ -229,7 +229,11 @@ def render_html(document: dict[str, Any]) -> str:
     target = document.get("target") or {}
     latency = summary["latency_ms"]
     median = "—" if latency["median"] is None else f"{latency['median']:.0f} 毫秒"
-    target_text = " ".join(f"{k}={v}" for k, v in target.items() if v not in (None, "", []))
+    target_text = " ".join(
+        f"{k}={'、'.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in target.items()
+        if v not in (None, "", [])
+    )
     head = (
         f"<p class=meta>问题文件：{_e(document.get('questions_file'))}　对象：{_e(target_text)}"
         f"　生成时间：{_e(document.get('generated_at'))}</p>"
