@@ -16,7 +16,6 @@ export {
   MARKDOWN_OPTIONS,
   MarkdownStream,
   appendTree,
-  copyText,
   createMarkdownIt,
   dropDanglingMarker,
   renderMarkdownTree,
@@ -28,7 +27,6 @@ export {
 } from './markdown.js';
 export {
   escapeHtml,
-  isOfficeUrl,
   renderPanelHtml,
   renderSegmentsHtml,
   safeUrl,
@@ -42,7 +40,10 @@ export {
   hasWeakCitation,
   markWeakCitations,
   supportParts,
+  supportDisplay,
   supportSpan,
   verificationOf,
   weakIds,
 } from './verification.js';
+export { ERROR_SENTENCES, TEXT, UNKNOWN_ERROR, errorText } from './messages.js';
+export { copyText, isOfficeUrl, segmentHint, sourceRows, sourceSheet, sourceTypeOf } from './sources.js';

@@ -115,38 +115,6 @@ export function splitReasoning(segments) {
   return { reasoning: reasoning, answer: answer };
 }
 
-/**
- * The answer as plain text for copying: Markdown source as written, citations
- * as Unicode superscripts ("一次¹。", adjacent ones "¹˒²"), reasoning left out.
- * @param {Array<object>} segments
- * @returns {string}
- */
-export function copyText(segments) {
-  var out = '';
-  var prevCite = false;
-  var list = Array.isArray(segments) ? segments : [];
-  for (var k = 0; k < list.length; k++) {
-    var s = list[k];
-    if (s === null || typeof s !== 'object' || typeof s.reasoning === 'string') continue;
-    if (s.cite !== undefined) {
-      out += (prevCite ? '˒' : '') + superscriptDigits(s.idx);
-      prevCite = true;
-    } else if (typeof s.text === 'string') {
-      out += s.text;
-      prevCite = false;
-    }
-  }
-  return out;
-}
-
-var SUP_DIGITS = '⁰¹²³⁴⁵⁶⁷⁸⁹';
-
-function superscriptDigits(n) {
-  return String(n).replace(/[0-9]/g, function (d) {
-    return SUP_DIGITS.charAt(Number(d));
-  });
-}
-
 // ------------------------------------------------------------------ tree builder
 
 function Builder(cites, options) {

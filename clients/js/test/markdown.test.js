@@ -123,7 +123,7 @@ test('labels, adjacent separators and copy text', function () {
   }));
   assert.equal(out, '<p class="md-p">一<span class="g-cite-nb">次<sup class="g-cite" data-raw-id="7" data-idx="1" aria-label="引用 1：文档7">1</sup>' +
     '<sup class="g-cite-sep" aria-hidden="true">,</sup><sup class="g-cite" data-raw-id="2" data-idx="2" aria-label="引用 2：文档2">2</sup>。</span></p>');
-  assert.equal(copyText(segments), '一次¹˒²。');
+  assert.equal(copyText(segments, []), '一次[1][2]。\n\n来源：\n[1] 来源 7\n[2] 来源 2');
 });
 
 test('reasoning segments are split off and never rendered into the answer', function () {
