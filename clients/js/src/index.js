@@ -18,6 +18,7 @@ export {
   appendTree,
   createMarkdownIt,
   dropDanglingMarker,
+  reasoningDisplay,
   renderMarkdownTree,
   safeLink,
   splitReasoning,
@@ -46,4 +47,4 @@ export {
   weakIds,
 } from './verification.js';
 export { ERROR_SENTENCES, TEXT, UNKNOWN_ERROR, errorText } from './messages.js';
-export { copyText, isOfficeUrl, segmentHint, sourceRows, sourceSheet, sourceTypeOf } from './sources.js';
+export { copyText, isOfficeUrl, segmentHint, sheetText, sourceRows, sourceSheet, sourceTypeOf } from './sources.js';

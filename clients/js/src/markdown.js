@@ -46,6 +46,7 @@
  * trailing `*_~` runs) and closes unclosed emphasis/code spans, so no state
  * shows a control sequence that the final rendering consumes.
  */
+import { stripMarkers } from './parser.js';
 
 var PUA_FIRST = 0xe000;
 var PUA_COUNT = 6400; // U+E000..U+F8FF
@@ -72,6 +73,23 @@ export function createMarkdownIt(markdownit) {
     return true;
   };
   if (md.linkify && typeof md.linkify.set === 'function') md.linkify.set({ fuzzyLink: false, fuzzyEmail: false });
+  // A footnote definition written by the model ("[^1]: 《消防法》第十六条") is text, not a
+  // link reference definition (which would make the line vanish).
+  var reference = null;
+  var alt = [];
+  md.block.ruler.__rules__.forEach(function (rule) {
+    if (rule.name === 'reference') {
+      reference = rule.fn;
+      alt = rule.alt.slice();
+    }
+  });
+  if (reference !== null) {
+    md.block.ruler.at('reference', function (state, startLine, endLine, silent) {
+      var pos = state.bMarks[startLine] + state.tShift[startLine];
+      if (state.src.charCodeAt(pos) === 0x5b && state.src.charCodeAt(pos + 1) === 0x5e) return false;
+      return reference(state, startLine, endLine, silent);
+    }, { alt: alt });
+  }
   return md;
 }
 
@@ -113,6 +131,19 @@ export function splitReasoning(segments) {
     else answer.push(s);
   }
   return { reasoning: reasoning, answer: answer };
+}
+
+/**
+ * The reasoning as shown (collapsed, apart from the answer): citation markers
+ * removed (they are not citations in reasoning, spec §4a), also the start of
+ * one at the end of a reasoning still streaming; trimmed.
+ * @param {string} text the reasoning (splitReasoning().reasoning, MarkdownStream.reasoning)
+ * @returns {string}
+ */
+export function reasoningDisplay(text) {
+  if (typeof text !== 'string' || text === '') return '';
+  var out = stripMarkers(text).replace(/[\[【［][ \u3000]*(?:[CcＣｃ][ \u3000]*(?:[:：][ \u3000\d０-９,，、;；\-–~～]*)?)?$/, '');
+  return out.trim();
 }
 
 // ------------------------------------------------------------------ tree builder
@@ -597,8 +628,10 @@ MarkdownStream.prototype.end = function (options) {
   return out;
 };
 
-// "…半截回答[C:" / "【C：1，" / "\[C:1" at the end of a broken stream: drop it.
+// "…半截回答[C:" / "【C：1，" / "\[C:1" at the end of a broken stream: drop it; so is a
+// stream cut inside its opening "<think" tag (the parser releases it as text).
 export function dropDanglingMarker(src) {
+  if (/^[ \t\r\n]*<(?:t(?:h(?:i(?:n(?:k(?:i(?:n(?:g)?)?)?)?)?)?)?)?$/.test(src)) return '';
   var m = /\\?[\[【［][ \t\u00a0\u202f\u3000]*(?:[CcＣｃ](?:[ \t\u00a0\u202f\u3000]*[:：][ \t\u00a0\u202f\u3000,，、;；\-–~～0-9０-９CcＣｃ:：\\]*)?)?$/.exec(src);
   if (m === null) return src.replace(/\\$/, '');
   return src.slice(0, m.index);

@@ -133,6 +133,18 @@ export function sourceSheet(row) {
   };
 }
 
+/**
+ * The chunk text as the sheet shows it: list markers at the start of a line
+ * ("- ", "* ", "+ ") shown as "• ". Same length, so offsets into the chunk
+ * text (the supporting sentence) still hold.
+ * @param {string} content
+ * @returns {string}
+ */
+export function sheetText(content) {
+  if (typeof content !== 'string') return '';
+  return content.replace(/^([ \t]*)[-*+]([ \t])/gm, '$1•$2');
+}
+
 // -- copy text ---------------------------------------------------------------
 
 var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
