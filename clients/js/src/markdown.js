@@ -75,21 +75,16 @@ export function createMarkdownIt(markdownit) {
   if (md.linkify && typeof md.linkify.set === 'function') md.linkify.set({ fuzzyLink: false, fuzzyEmail: false });
   // A footnote definition written by the model ("[^1]: 《消防法》第十六条") is text, not a
   // link reference definition (which would make the line vanish).
-  var reference = null;
-  var alt = [];
   md.block.ruler.__rules__.forEach(function (rule) {
-    if (rule.name === 'reference') {
-      reference = rule.fn;
-      alt = rule.alt.slice();
-    }
-  });
-  if (reference !== null) {
-    md.block.ruler.at('reference', function (state, startLine, endLine, silent) {
+    if (rule.name !== 'reference') return;
+    var reference = rule.fn;
+    rule.fn = function (state, startLine, endLine, silent) {
       var pos = state.bMarks[startLine] + state.tShift[startLine];
       if (state.src.charCodeAt(pos) === 0x5b && state.src.charCodeAt(pos + 1) === 0x5e) return false;
       return reference(state, startLine, endLine, silent);
-    }, { alt: alt });
-  }
+    };
+  });
+  md.block.ruler.__cache__ = null; // the rule chains are rebuilt with the new function
   return md;
 }
 
