@@ -96,15 +96,19 @@ def test_axe_finds_no_serious_violation_in_any_state(
     problems += axe_problems(page, axe_source, "weak sheet")
     page.keyboard.press("Escape")
 
-    # reasoning expanded, an error with 重试, a stopped answer, a queued question
+    # reasoning expanded, an error with 重试, a stopped answer, a queued question (each in a
+    # new conversation: no follow-up rewrite call takes the scripted answer)
+    page.click("#new-chat")
     live.standin.push(Script(deltas=["<think>先查巡更规定[C:3]</think>", "夜间巡更每小时一次。"]))
     message = ask(page, "夜间巡更多久一次？")
-    if message.locator("details.reasoning").count():
-        message.locator("summary.reasoning-summary").click()
+    message.locator("summary.reasoning-summary").click()
+    assert message.locator("details.reasoning[open]").count() == 1
     problems += axe_problems(page, axe_source, "reasoning")
+    page.click("#new-chat")
     live.standin.push(Script(status=500))
     ask(page, "夜间巡更要打卡多少个点位？")
     problems += axe_problems(page, axe_source, "error")
+    page.click("#new-chat")
     live.standin.push(Script(deltas=["夜间巡更", *["每小时一次。"] * 100], token_delay_s=0.05))
     page.fill("#input", "夜间巡更要打卡多少个点位？")
     page.press("#input", "Enter")
@@ -113,8 +117,8 @@ def test_axe_finds_no_serious_violation_in_any_state(
     page.press("#input", "Enter")
     problems += axe_problems(page, axe_source, "streaming, queued")
     page.click("#send")
-    page.locator(".msg-bot").nth(4).locator("xpath=self::*[@data-done='true']").wait_for()
-    page.locator(".msg-bot").nth(5).locator("xpath=self::*[@data-done='true']").wait_for()
+    page.locator(".msg-bot").nth(0).locator("xpath=self::*[@data-done='true']").wait_for()
+    page.locator(".msg-bot").nth(1).locator("xpath=self::*[@data-done='true']").wait_for()
     problems += axe_problems(page, axe_source, "stopped")
     assert problems == [], "\n".join(problems)
 
