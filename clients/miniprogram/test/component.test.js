@@ -97,8 +97,13 @@ for (const [seed, maxChunk] of [[1, 3], [7, 13], [42, 64]]) {
     const firstCite = comp.frames.find(function (f) { return f.sups.length > 0; });
     assert.equal(firstCite.panel[0].rawId, rag);
     assert.notEqual(firstCite.panel[0].title, '来源 ' + rag);
-    assert.ok(comp.frames.some(function (f) { return f.statusText === '正在生成回答…' && f.text === ''; }),
-      'status "正在生成回答…" before the first text');
+    // Renders are batched per frame: the chunk map may arrive in the same frame as the
+    // first text; a render between them says 正在生成回答…, none says 正在检索资料… with text.
+    assert.ok(comp.frames.every(function (f) { return f.text === '' || f.statusText === ''; }),
+      'no status line once text shows');
+    assert.ok(comp.frames.every(function (f) { return f.text !== '' || f.sups.length === 0; }));
+    const before = comp.frames.filter(function (f) { return f.text === '' && f.panel.length > 0; });
+    assert.ok(before.every(function (f) { return f.statusText === '正在生成回答…'; }), 'status "正在生成回答…" before the first text');
 
     // §5.1: collapsed panel, two rows in idMap order once each.
     assert.deepEqual(comp.data.panelRows.map(function (r) { return [r.rawId, r.idx, r.type]; }), [[rag, 1, 'rag'], [web, 2, 'web']]);
@@ -250,7 +255,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   await h.tap(comp, byId(turn.cited.web));
   sheet = domOf(comp, '.sheet');
   assert.equal(sheet.getAttribute('data-source-type'), 'web');
-  assert.match(domOf(comp, '.sheet-head').getAttribute('style'), /background:#f0fdf4;color:#16a34a;/);
+  assert.match(domOf(comp, '.sheet-head').getAttribute('style'), /background:#f0fdf4;color:#15803d;/);
   assert.equal(domOf(comp, '.sheet-tag').textContent, '公网');
   assert.equal(domOf(comp, '.office-notice'), null);
   button = domOf(comp, '.sheet-open');
