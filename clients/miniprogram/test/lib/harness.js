@@ -72,9 +72,11 @@ function mount(props, options) {
   const scheduler = options && options.scheduler ? options.scheduler : CHUNK_SCHEDULER;
   if (scheduler !== 'frame') inst.setScheduler(scheduler);
   comp.setDataCalls = 0;
+  comp.patches = []; // the keys of every setData patch
   const setData = inst.setData;
   inst.setData = function () {
     comp.setDataCalls++;
+    comp.patches.push(Object.keys(arguments[0] || {}));
     const r = setData.apply(this, arguments);
     comp.frames.push(snapshot(comp));
     return r;
