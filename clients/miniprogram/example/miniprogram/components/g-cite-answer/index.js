@@ -530,7 +530,7 @@ Component({
       wx.setClipboardData({
         data: sheet.url,
         success: function () {
-          wx.showToast({ title: '链接已复制', icon: 'none' });
+          wx.showToast({ title: TEXT.linkCopied, icon: 'none' });
         },
       });
     },

@@ -176,7 +176,7 @@ function officeType(url) {
  * report (`options.report`, message_end.metadata.gcite_verification) the
  * supporting sentence is its own part, highlighted, with the id `supportId`
  * the sheet scrolls to; a weakly supported citation gets `weak` and the line
- * `weakText` ("该来源未能直接支持这句话"). Shared with the H5 page through the
+ * `weakText` (the client's WEAK_SUPPORT_TEXT). Shared with the H5 page through the
  * client's verification.js.
  *
  * @param {{idx: number, rawId: string, chunk: (object|null)}} row a panel row
