@@ -155,3 +155,21 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_port_check_ignores_connections_left_in_time_wait() -> None:
+    """After Ctrl+C with a browser connected, the server's side of the connection stays in
+    TIME_WAIT; the demo restarts on the same port (uvicorn binds with SO_REUSEADDR)."""
+    from gcite.cli.demo import _check_port
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server closes first: its side goes to TIME_WAIT
+        client.recv(1)
+        client.close()
+    _check_port("127.0.0.1", port)  # no ConfigError

@@ -172,8 +172,13 @@ def warm_web_index(settings: Settings) -> None:
 
 
 def _check_port(host: str, port: int) -> None:
-    """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission)."""
+    """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission).
+
+    Binds as the server will (uvicorn sets ``SO_REUSEADDR``): connections of a stopped
+    demo still in ``TIME_WAIT`` (a browser had the page open) do not count as in use.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
