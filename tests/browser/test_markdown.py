@@ -336,7 +336,7 @@ def test_copy_and_retry_a_finished_answer(browser: Any, live: Live) -> None:
         # plain text: no Markdown syntax, citations as [N], then the numbered sources
         assert copied.startswith("夜间巡更要点[1]\n\n夜间巡更每 1 小时一次[1]，"), copied
         assert "该点位未巡查[1][2]" in copied and "[C:" not in copied and "**" not in copied
-        body, sources = copied.split("\n\n来源：\n")
+        _, sources = copied.split("\n\n来源：\n")
         lines = sources.split("\n")
         assert [line.split(" ")[0] for line in lines] == ["[1]", "[2]"]
         rows = message.locator(".g-cite-item-title").all_text_contents()

@@ -93,7 +93,8 @@ def test_reasoning_shows_no_markers_and_a_cut_think_tag_shows_nothing(
 
 
 def test_a_footnote_definition_line_stays_visible(page: Any, live: Live) -> None:
-    live.standin.push(Script(deltas=["依据消防法[^1]。\n\n", "[^1]: 《中华人民共和国消防法》第十六条"]))
+    footnote = "[^1]: 《中华人民共和国消防法》第十六条"
+    live.standin.push(Script(deltas=["依据消防法[^1]。\n\n", footnote]))
     message = ask(page, "脚注")
     text = message.locator(".answer-text").inner_text()
     assert "[^1]: 《中华人民共和国消防法》第十六条" in text

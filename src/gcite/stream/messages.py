@@ -17,7 +17,9 @@ TEXT: Final[Mapping[str, str]] = {
     "no_content": "（该来源没有可显示的正文片段）",
     "no_link": "该来源没有原文链接",
     "bad_link": "原文链接不是网页地址，无法打开",
-    "office_notice": "原文是 Office / PDF 文件，将下载后打开；如无法预览，可复制链接后在浏览器中查看。",
+    "office_notice": (
+        "原文是 Office / PDF 文件，将下载后打开；如无法预览，可复制链接后在浏览器中查看。"
+    ),
     "sources": "来源",
 }
 """The texts of the sheet and the source list (the same strings as ``TEXT`` in messages.js)."""

@@ -241,9 +241,9 @@ def segment_hint(entry: PanelEntry) -> str:
     parts: list[str] = []
     if chunk is not None:
         pos = chunk.get("segment_position")
-        if isinstance(pos, int | float) and not isinstance(pos, bool) and pos == int(pos):
-            if 0 < pos < 1_000_000:
-                parts.append(f"第 {int(pos)} 段")
+        number = pos if isinstance(pos, int | float) and not isinstance(pos, bool) else 0
+        if 0 < number < 1_000_000 and number == int(number):
+            parts.append(f"第 {int(number)} 段")
         text = _preview(chunk.get("content"))
         if text:
             parts.append(f"“{text}”")

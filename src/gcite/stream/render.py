@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
-from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url
+from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url, source_rows
 from gcite.stream.parser import Segment
 
 if TYPE_CHECKING:
@@ -346,18 +346,22 @@ class MarkdownBlocks:
 def render_sources_terminal(panel: Sequence[PanelEntry]) -> str:
     """The numbered source list for a terminal (``""`` when nothing was cited).
 
-    One line per entry, ``N. [知识库|网页] title — subtitle``, then the http(s) URL
-    indented on the next line when there is one.
+    One line per entry, ``N. [知识库|网页] title — subtitle``, rows that look alike (same
+    title and subtitle) followed by their segment hint (``（第 2 段 · “…”）``, the
+    client rule :func:`gcite.stream.panel.source_rows`), then the http(s) URL indented on
+    the next line when there is one.
     """
     if not panel:
         return ""
     lines = ["来源："]
-    for entry in panel:
+    for entry, row in zip(panel, source_rows(panel), strict=True):
         label = SOURCE_LABEL.get(_source_type(entry["chunk"]), "来源")
         line = f"{int(entry['idx'])}. [{label}] {clean_terminal(' '.join(_title(entry).split()))}"
         subtitle = clean_terminal(" ".join(_subtitle(entry).split()))
         if subtitle:
             line += f" — {subtitle}"
+        if row["hint"]:
+            line += f"（{clean_terminal(row['hint'])}）"
         lines.append(line)
         url = _url(entry)
         if url is not None:

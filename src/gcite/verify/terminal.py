@@ -77,4 +77,11 @@ def support_lines(report: Any) -> dict[str, str]:
     return out
 
 
-__all__ = ["MAX_CHARS", "WEAK_TEXT", "SupportView", "support_display", "support_line", "support_lines"]
+__all__ = [
+    "MAX_CHARS",
+    "WEAK_TEXT",
+    "SupportView",
+    "support_display",
+    "support_line",
+    "support_lines",
+]
