@@ -87,6 +87,7 @@ test-miniprogram: setup miniprogram $(MP_STAMP)
 	node --test clients/miniprogram/test/*.test.js
 
 demo: $(RUNTIME)
+	@echo "在另一个终端使用 gcite 命令：先运行 source $(VENV)/bin/activate（或直接用 $(BIN)/gcite）"
 	$(BIN)/gcite demo --port $(PORT)
 
 lint: setup

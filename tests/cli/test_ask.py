@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -365,3 +366,28 @@ def test_the_terminal_source_list_tells_same_title_rows_apart() -> None:
         "第 4 段",
     ]
     assert len(set(lines)) == 3
+
+
+def test_the_readme_terminal_commands_run_as_written_after_make_demo() -> None:
+    """Every README code block that runs ``gcite`` first activates the venv ``make demo``
+    creates (or calls ``.venv/bin/gcite``), and the activation puts ``gcite`` on PATH."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    runs_gcite = [b for b in blocks if re.search(r"^gcite ", b, re.M)]
+    assert runs_gcite
+    for block in runs_gcite:
+        first = block.index(next(line for line in block.splitlines() if line.startswith("gcite ")))
+        assert "source .venv/bin/activate" in block[:first], block
+    proc = subprocess.run(
+        ["bash", "-c", "source .venv/bin/activate && gcite ask --help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("用法：gcite ask"), proc.stderr
+    make = subprocess.run(
+        ["make", "-n", "demo"], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert "source .venv/bin/activate" in make.stdout
