@@ -173,3 +173,17 @@ def test_port_check_ignores_connections_left_in_time_wait() -> None:
         client.recv(1)
         client.close()
     _check_port("127.0.0.1", port)  # no ConfigError
+
+
+def test_the_in_use_hint_names_the_port_of_the_running_demo(tmp_path: Path) -> None:
+    """A store held by a demo on port 8123: the hint says --url http://127.0.0.1:8123."""
+    from gcite.cli.startup import in_use_error, record_serving_url
+
+    settings = demo_settings(tmp_path, port=8123)
+    record_serving_url(settings)
+    assert "gcite ask --url http://127.0.0.1:8123 " in str(in_use_error("知识库", tmp_path))
+    web = tmp_path / "web-offline"
+    assert "http://127.0.0.1:8123" in str(in_use_error("离线网页索引", web))
+    # nothing noted (or garbage): the default port
+    (tmp_path / "serving-url").write_text("javascript:alert(1)")
+    assert "gcite ask --url http://127.0.0.1:8000 " in str(in_use_error("知识库", tmp_path))
