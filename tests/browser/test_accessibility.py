@@ -171,3 +171,28 @@ def test_keyboard_only_superscript_panel_and_sheet(scheme_page: Any, live: Live)
     page.keyboard.press("Enter")
     assert head.get_attribute("aria-expanded") == "false"
     assert head.get_attribute("aria-controls")
+
+
+MINIPROGRAM_RENDERINGS = Path(__file__).resolve().parents[2] / "test-artifacts" / "miniprogram"
+
+
+def test_axe_finds_no_serious_violation_in_the_mini_program_renderings(
+    browser: Any, axe_source: str
+) -> None:
+    """The HTML renderings the simulator tests write of every state of <g-cite-answer>
+    (clients/miniprogram/test, `make test-miniprogram`), with the component's own WXSS.
+    The mini program has no dark palette (app.json does not opt into WeChat's dark mode),
+    so they are checked in light only."""
+    files = sorted(MINIPROGRAM_RENDERINGS.glob("*.html"))
+    if not files:
+        pytest.skip("no mini program renderings: run `make test-miniprogram` first")
+    context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
+    try:
+        page = context.new_page()
+        problems: list[str] = []
+        for file in files:
+            page.goto(file.as_uri())
+            problems += axe_problems(page, axe_source, file.name)
+        assert problems == [], "\n".join(problems)
+    finally:
+        context.close()

@@ -391,3 +391,11 @@ def test_the_readme_terminal_commands_run_as_written_after_make_demo() -> None:
         ["make", "-n", "demo"], cwd=root, capture_output=True, text=True, check=False
     )
     assert "source .venv/bin/activate" in make.stdout
+
+
+def test_an_unreachable_service_is_said_in_chinese() -> None:
+    proc = run_gcite("ask", "问题", "--url", "http://127.0.0.1:9")
+    assert proc.returncode == 1
+    line = proc.stderr.strip()
+    assert line == "错误: 无法连接服务，请检查网络后重试（http://127.0.0.1:9/v1/chat-messages）"
+    assert "All connection attempts failed" not in proc.stderr
