@@ -655,6 +655,8 @@ test('verified citations (issue 15): the sheet highlights the supporting sentenc
   assert.match(sups[1][2], /text-decoration:underline dotted/);
   assert.doesNotMatch(sups[0][2], /dotted/);
   assert.ok(comp.frames.slice(0, -1).every(function (f) { return !/is-weak/.test(JSON.stringify(f.nodes)); }), 'no weak mark while streaming');
+  // a legend says what the mark means
+  assert.equal(domOf(comp, '.weak-legend').textContent, '虚线下划线的角标：该来源未能直接支持所在的句子');
   h.writeArtifact('17-weak-superscript', '核验后：第 2 个上标为虚线下划线（该来源未能直接支持这句话）', comp);
 
   await h.tap(comp, '.panel-head');
