@@ -38,6 +38,7 @@ export var TEXT = {
   webNotice: '该网页的域名不在小程序的业务域名中，无法在小程序内打开；可复制链接后在浏览器中查看。',
   weakLegend: '虚线下划线的角标：该来源未能直接支持所在的句子',
   sources: '来源',
+  identitySwitched: '已切换身份：{label}（新对话）',
   close: '关闭',
 };
 

@@ -33,6 +33,7 @@ var OLD_COPIES = [
   [/function\s+passageHint\b/, 'an own segment hint'],
   [/chunk\.url\s*\|\|\s*chunk\.source_file_url/, 'an own link fallback'],
   [/stripMarkers\(/, 'an own reasoning cleanup'],
+  [/已切换身份：/, 'an own identity-switch line'],
 ];
 
 test('the page and the mini program hold no copy of a client rule', function () {

@@ -1031,7 +1031,7 @@ function setupIdentity() {
       state.conversationId = "";
       storageSet("gcite.identity", chosen.label);
       showIdentityHint(chosen);
-      addDivider("已切换身份：" + chosen.label + "（新对话）");
+      addDivider(TEXT.identitySwitched.replace("{label}", chosen.label));
     });
   } else {
     var input = $("api-key");
