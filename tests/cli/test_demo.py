@@ -160,7 +160,7 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
 def test_port_check_ignores_connections_left_in_time_wait() -> None:
     """After Ctrl+C with a browser connected, the server's side of the connection stays in
     TIME_WAIT; the demo restarts on the same port (uvicorn binds with SO_REUSEADDR)."""
-    from gcite.cli.demo import _check_port
+    from gcite.cli.startup import check_port
 
     with socket.socket() as server:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -172,7 +172,7 @@ def test_port_check_ignores_connections_left_in_time_wait() -> None:
         conn.close()  # the server closes first: its side goes to TIME_WAIT
         client.recv(1)
         client.close()
-    _check_port("127.0.0.1", port)  # no ConfigError
+    check_port("127.0.0.1", port)  # no ConfigError
 
 
 def test_the_in_use_hint_names_the_port_of_the_running_demo(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ take the shard between the check and the first question.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,22 @@ def serving_url(store_dir: Path | str) -> str:
         if re.fullmatch(r"http://[\w.\[\]:-]+:\d{1,5}", url):
             return url
     return DEFAULT_URL
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission).
+
+    Binds as the server will (uvicorn sets ``SO_REUSEADDR``): connections of a stopped
+    server still in ``TIME_WAIT`` (a browser had the page open) do not count as in use.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
+            raise ConfigError(f"无法监听 {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def is_in_use(exc: StoreError) -> bool:
@@ -152,6 +170,7 @@ def open_serve_store(settings: Settings) -> Any:
 
 
 __all__ = [
+    "check_port",
     "in_use_error",
     "is_in_use",
     "open_demo_stores",
