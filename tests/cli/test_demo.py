@@ -155,3 +155,35 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_port_check_ignores_connections_left_in_time_wait() -> None:
+    """After Ctrl+C with a browser connected, the server's side of the connection stays in
+    TIME_WAIT; the demo restarts on the same port (uvicorn binds with SO_REUSEADDR)."""
+    from gcite.cli.startup import check_port
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server closes first: its side goes to TIME_WAIT
+        client.recv(1)
+        client.close()
+    check_port("127.0.0.1", port)  # no ConfigError
+
+
+def test_the_in_use_hint_names_the_port_of_the_running_demo(tmp_path: Path) -> None:
+    """A store held by a demo on port 8123: the hint says --url http://127.0.0.1:8123."""
+    from gcite.cli.startup import in_use_error, record_serving_url
+
+    settings = demo_settings(tmp_path, port=8123)
+    record_serving_url(settings)
+    assert "gcite ask --url http://127.0.0.1:8123 " in str(in_use_error("知识库", tmp_path))
+    web = tmp_path / "web-offline"
+    assert "http://127.0.0.1:8123" in str(in_use_error("离线网页索引", web))
+    # nothing noted (or garbage): the default port
+    (tmp_path / "serving-url").write_text("javascript:alert(1)")
+    assert "gcite ask --url http://127.0.0.1:8000 " in str(in_use_error("知识库", tmp_path))

@@ -28,7 +28,7 @@ def _env() -> dict[str, str]:
             "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, eval, export",
         ),
         (["serach", "x"], "错误: 没有这个命令: serach（是不是要用 search？）"),
-        (["ask"], "错误: 缺少参数 问题"),
+        (["ask", "-i", "问题"], "错误: 对话模式（-i）不带问题参数"),
         (["search"], "错误: 缺少参数 QUERY"),
         (["ask", "问题", "--bogus"], "错误: 没有这个选项: --bogus"),
         (["ask", "问题", "--url"], "错误: 选项 --url 需要一个值"),

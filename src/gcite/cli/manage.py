@@ -106,13 +106,14 @@ def _list_datasets(settings: Settings, as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="不询问，直接删除")
 def datasets_delete(name: str, data_dir: Path | None, config_file: Path | None, yes: bool) -> None:
     """删除数据集（名称或 id）及其全部文档。"""
-    from gcite.knowledge.manage import delete_dataset
+    from gcite.knowledge.manage import dataset_named, delete_dataset
 
     settings = _settings(data_dir, config_file)
-    if not yes:
-        click.confirm(f"删除数据集 {name} 及其全部文档？", abort=True)
     with _store(settings) as store:
-        info = delete_dataset(store, name)
+        found = dataset_named(store, name)  # a missing dataset is said before any question
+        if not yes:
+            click.confirm(f"删除数据集 {found} 及其全部文档？", abort=True)
+        info = delete_dataset(store, found)
     click.echo(f"已删除数据集 {info.name}（文档 {info.documents}，分块 {info.chunks}）")
     _wrote(settings)
 

@@ -9,25 +9,11 @@ offline extractive backend answers; set ``GCITE_LLM_BASE_URL``, ``GCITE_LLM_MODE
 
 from __future__ import annotations
 
-import errno
-import socket
 from pathlib import Path
 
 import click
 
 from gcite.config import Settings, load_settings
-
-
-def _check_port(host: str, port: int) -> None:
-    """Fail with one Chinese line when the port is taken (instead of a uvicorn traceback)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise click.ClickException(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
-            raise click.ClickException(f"无法监听 {host}:{port}: {exc.strerror}") from exc
 
 
 @click.command("serve")
@@ -68,7 +54,9 @@ def serve(
         _access_log()
         uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
         return
-    _check_port(settings.host, settings.port)
+    from gcite.cli.startup import check_port
+
+    check_port(settings.host, settings.port)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
