@@ -112,6 +112,17 @@ class Settings:
     rerank_timeout_s: float = 5.0
     chunk_size: int = 600
     chunk_overlap: int = 80
+    # Converting one document (gcite.knowledge.limits.ConvertLimits): table cells, bytes
+    # of one unzipped DOCX/XLSX member and its compression ratio, PDF pages and objects,
+    # wall-clock and CPU seconds, memory (MiB above the converting process's idle size).
+    convert_max_cells: int = 2_000_000
+    convert_max_unzipped_bytes: int = 256 * 1024 * 1024
+    convert_max_zip_ratio: int = 1000
+    convert_max_pdf_pages: int = 20_000
+    convert_max_pdf_objects: int = 1_000_000
+    convert_timeout_s: float = 300.0
+    convert_cpu_s: float = 300.0
+    convert_memory_mb: int = 512
     # Metadata field names that look like a misspelt access_roles but are meant
     # (comma-separated); any other lookalike is an ingest error (fail closed).
     allowed_role_lookalikes: str = ""

@@ -49,6 +49,7 @@ from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
     TEXT_SUFFIXES,
     ConversionError,
+    ConvertLimits,
     Manifest,
     convert_file,
     iter_text_lines,
@@ -78,6 +79,9 @@ class IngestReport:
     chunks: int = 0
     failed: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    # HTTP-like status of the first failure (ConversionError.status: 413 a limit, 415 the
+    # type, 422 unparsable; 400 refused metadata); 0 when nothing failed
+    failed_status: int = 0
 
     @property
     def ok(self) -> bool:
@@ -203,7 +207,7 @@ class _Document:
     lines: Any  # () -> Iterator[tuple[str, int]]: lines and the bytes each stands for
 
 
-def _open_document(source: _Source) -> _Document:
+def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     """Scan (text) or convert (other formats) one file; raises :class:`ConversionError`."""
     path = source.path
     if path.suffix.lower() in TEXT_SUFFIXES:
@@ -211,7 +215,7 @@ def _open_document(source: _Source) -> _Document:
         return _Document(
             scan.metadata, scan.title, scan.digest, lambda: iter_text_lines(path, scan)
         )
-    converted = convert_file(path)
+    converted = convert_file(path, limits)
     size = max(path.stat().st_size, 1)
     text_lines = converted.text.split("\n")
     per_line = size / max(len(text_lines), 1)
@@ -269,6 +273,7 @@ def _run(
     progress: bool,
 ) -> None:
     embedder = store.embedder(for_write=True)
+    limits = ConvertLimits.from_settings(settings)
     with store.lock:
         entry = store.catalog.dataset(dataset)
         docs: dict[str, dict[str, Any]] = entry["documents"]
@@ -284,7 +289,7 @@ def _run(
                 bar.update(task, description=f"{source.path.name} ({number}/{len(sources)})")
             start = bar.tasks[0].completed if bar is not None else 0.0
             try:
-                document = _open_document(source)
+                document = _open_document(source, limits)
                 meta = _metadata(
                     source, document.metadata, man, document.title, lookalikes(settings)
                 )
@@ -362,6 +367,8 @@ def _run(
                     report.updated += 1
             except (ConversionError, RoleValueError) as exc:
                 report.failed.append((source.path, str(exc)))
+                if not report.failed_status:
+                    report.failed_status = exc.status if isinstance(exc, ConversionError) else 400
             finally:
                 if bar is not None:
                     bar.update(task, completed=start + _size(source.path))
