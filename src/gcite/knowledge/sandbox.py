@@ -80,7 +80,7 @@ def _child(
     except RecursionError:
         message = ("error", ("文件结构嵌套过深，无法解析", 422, None))
     except Exception as exc:  # a parser's own error: the file is corrupt or hostile
-        text = f"{type(exc).__name__}: {exc}"[:300]
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]  # one line
         message = ("error", (f"文件无法解析（{text}）", 422, None))
     try:
         conn.send(message)
