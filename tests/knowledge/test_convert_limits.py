@@ -18,7 +18,7 @@ from gcite.knowledge import ingest_paths
 from gcite.knowledge.convert import ConversionError, convert_file
 from gcite.knowledge.limits import MIB, ConvertLimits
 from gcite.knowledge.manage import ManageError, create_dataset, list_documents, upsert_document
-from gcite.knowledge.sandbox import run_bounded
+from gcite.knowledge.sandbox import ChildUsage, run_bounded
 from gcite.knowledge.store import open_store
 
 from .hostile import (
@@ -165,7 +165,10 @@ def test_the_child_is_bounded_in_time_cpu_and_memory() -> None:
     with pytest.raises(ConversionError) as big:
         run_bounded(allocate, (1024,), ConvertLimits(memory_mb=64))
     assert big.value.status == 413 and big.value.limit == "convert_memory_mb"
-    assert run_bounded(allocate, (16,), ConvertLimits(memory_mb=64)) == 16 * MIB
+    usages: list[ChildUsage] = []
+    assert run_bounded(allocate, (16,), ConvertLimits(memory_mb=64), on_usage=usages.append)
+    [usage] = usages  # measured in the child: it grew by the allocation, within its cap
+    assert 16 * MIB <= usage.peak_rss - usage.idle_rss < 64 * MIB + 16 * MIB
     address_space, cpu = run_bounded(own_limits, (), ConvertLimits(memory_mb=64, cpu_s=30))
     assert 0 < address_space < 4096 * MIB and 0 < cpu <= 60
     assert resource.getrlimit(resource.RLIMIT_AS)[0] != address_space  # the caller: unlimited

@@ -25,6 +25,7 @@ import resource
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -42,16 +43,31 @@ def _context() -> Any:
     return context
 
 
-def _address_space() -> int:
-    """This process's current virtual memory size in bytes (``VmSize``), 0 if unknown."""
+@dataclass(frozen=True)
+class ChildUsage:
+    """What one conversion cost its child: resident memory at start and at its peak
+    (bytes) and CPU seconds."""
+
+    idle_rss: int
+    peak_rss: int
+    cpu_s: float
+
+
+def _status(field: str) -> int:
+    """A size field of ``/proc/self/status`` (``VmSize``, ``VmRSS``) in bytes, 0 if unknown."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("VmSize:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def _address_space() -> int:
+    """This process's current virtual memory size in bytes (``VmSize``), 0 if unknown."""
+    return _status("VmSize")
 
 
 def _limit_self(memory_mb: int, cpu_s: float) -> None:
@@ -68,7 +84,9 @@ def _limit_self(memory_mb: int, cpu_s: float) -> None:
 def _child(
     conn: Connection, work: Callable[..., Any], args: tuple[Any, ...], limits: ConvertLimits
 ) -> None:
-    """The child's body: limits, the work, and one message back."""
+    """The child's body: limits, the work, and one message back (with its usage)."""
+    idle = _status("VmRSS")
+    start = resource.getrusage(resource.RUSAGE_SELF)
     try:
         _limit_self(limits.memory_mb, limits.cpu_s)
         message: tuple[str, Any] = ("ok", work(*args))
@@ -82,11 +100,14 @@ def _child(
     except Exception as exc:  # a parser's own error: the file is corrupt or hostile
         text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]  # one line
         message = ("error", (f"文件无法解析（{text}）", 422, None))
+    end = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = end.ru_utime + end.ru_stime - start.ru_utime - start.ru_stime
+    usage = ChildUsage(idle, end.ru_maxrss * 1024, cpu)
     try:
-        conn.send(message)
+        conn.send((*message, usage))
     except MemoryError:
         error = over_limit("转换结果", "convert_memory_mb", f"{limits.memory_mb} MiB")
-        conn.send(("error", (str(error), error.status, error.limit)))
+        conn.send(("error", (str(error), error.status, error.limit), usage))
     finally:
         conn.close()
 
@@ -97,13 +118,15 @@ def run_bounded(
     limits: ConvertLimits,
     *,
     clock: Callable[[], float] = time.monotonic,
+    on_usage: Callable[[ChildUsage], None] | None = None,
 ) -> Any:
     """``work(*args)`` in a child process within ``limits``' memory, CPU and time budget.
 
     ``work`` must be a module-level function and its arguments and result picklable.
     Returns its result; raises :class:`ConversionError`: the child's own, 413 when a
     budget was exceeded (``limit`` = ``convert_memory_mb`` / ``convert_cpu_s`` /
-    ``convert_timeout_s``), 422 when the child died otherwise.
+    ``convert_timeout_s``), 422 when the child died otherwise. ``on_usage`` receives the
+    child's :class:`ChildUsage` when it answered.
     """
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
@@ -118,9 +141,11 @@ def run_bounded(
                 raise over_limit("转换耗时", "convert_timeout_s", f"{limits.timeout_s} 秒")
             if receiver.poll(min(remaining, _POLL_S)):
                 try:
-                    kind, value = receiver.recv()
+                    kind, value, usage = receiver.recv()
                 except EOFError:
                     break
+                if on_usage is not None:
+                    on_usage(usage)
                 if kind == "ok":
                     return value
                 message, status, limit = value
@@ -140,4 +165,4 @@ def run_bounded(
         process.close()
 
 
-__all__ = ["PRELOAD", "run_bounded"]
+__all__ = ["PRELOAD", "ChildUsage", "run_bounded"]
