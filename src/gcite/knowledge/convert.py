@@ -3,14 +3,23 @@
 Each converter returns Markdown-ish text (headings as ``#`` lines, tables as
 Markdown tables with their header row) so the chunker sees one format:
 
-* DOCX: paragraphs and tables in document order (python-docx);
+* DOCX: paragraphs and top-level tables in document order, streamed from
+  ``word/document.xml`` with lxml ``iterparse`` (no DTD, no entity expansion, no
+  network; each handled element freed), heading styles from ``word/styles.xml``, the
+  title from ``docProps/core.xml``; merged cells repeat their text as python-docx did;
 * HTML: headings, paragraphs, list items, ``pre`` and tables (``th`` cells or the
   first row as the header);
 * PDF: pdfplumber; tables found on a page become Markdown tables at their place,
   the rest of the page is text whose line breaks inside a paragraph are joined
   (:func:`join_pdf_lines`: no break between two CJK characters, a space between
   two Latin words);
-* XLSX: one ``## <sheet>`` section per sheet (openpyxl, values only); CSV: one table.
+* XLSX: one ``## <sheet>`` section per sheet (openpyxl's read-only sheet parser, values
+  only), read by its real cells: the declared ``<dimension>`` is ignored; CSV: one table.
+
+Every zip member is streamed once first, counting its unzipped bytes and ratio. HTML,
+CSV, PDF, DOCX and XLSX are converted in a bounded child process
+(:mod:`gcite.knowledge.sandbox`); every cap is a setting (:class:`ConvertLimits`) and
+every refusal one :class:`ConversionError` (413 a limit, 415 the type, 422 unparsable).
 
 Per-document metadata comes from YAML front matter (Markdown) and/or a sidecar
 manifest; the manifest wins on conflicts.
