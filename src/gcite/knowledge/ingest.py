@@ -16,7 +16,8 @@ a second reads them line by line into the streaming chunker
 :data:`EMBED_BATCH` chunks are embedded at once and every :data:`WRITE_BATCH` points
 written (a store write is a WAL append with fsync); so memory does not
 grow with the file and time grows linearly. Other formats are converted whole
-(files are at most 50 MiB) and then take the same batched path. The progress
+(files are at most 50 MiB) in a child process bounded by the ``convert_*`` settings
+(:mod:`gcite.knowledge.sandbox`) and then take the same batched path. The progress
 bar counts bytes of input (and shows the chunks written).
 
 Each chunk's indexed text (dense and BM25) is the document title, cut to

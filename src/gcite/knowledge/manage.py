@@ -230,9 +230,11 @@ def upsert_document(
     ``.html``, ``.pdf``, ``.docx``; a name without a supported suffix is taken as
     Markdown text and gets ``.md``). ``metadata`` (``doc_metadata``: e.g.
     ``access_roles``) overrides front matter. Blocking (embeds the text): call it off
-    the event loop. Raises :class:`ManageError` (400) when the document cannot be
-    converted or its metadata is refused (e.g. a malformed ``access_roles``): nothing
-    is changed then.
+    the event loop. Raises :class:`ManageError` when the document cannot be converted
+    (the converter's status: 413 a conversion limit, named in the message; 415 the type;
+    422 unparsable) or its metadata is refused (400, e.g. a malformed ``access_roles``):
+    nothing is changed then, whatever the error (the uploaded file and its
+    ``.meta.json`` are removed, or the previous ones put back).
     """
     name = _check_name(name, "文档")
     if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
