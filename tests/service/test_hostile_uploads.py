@@ -53,8 +53,19 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             yield server
 
 
+def _status_bytes(field: str) -> int:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(field)
+
+
 async def test_hostile_uploads_are_refused_by_type_and_leave_nothing(live: LiveServer) -> None:
     statuses: dict[str, int] = {}
+    # the serving process's peak from here on (VmHWM reset): conversions run in children
+    # bounded by setrlimit, so the server itself stays within 512 MiB of its idle size
+    Path("/proc/self/clear_refs").write_text("5", encoding="ascii")
+    idle = _status_bytes("VmRSS")
     async with httpx.AsyncClient(timeout=HANG_GUARD_S) as client:
         url = f"{live.base_url}/v1/datasets/{DATASET}/document/create-by-file"
         for name, data in generate(seed=34):
@@ -69,6 +80,7 @@ async def test_hostile_uploads_are_refused_by_type_and_leave_nothing(live: LiveS
                 assert body["status"] == response.status_code in {413, 415, 422}, (name, body)
                 assert "Traceback" not in body["message"] and "\n" not in body["message"]
         assert len(statuses) >= 200
+        assert _status_bytes("VmHWM") - idle < 512 * MIB
         health = await client.get(live.base_url + "/health")
         assert health.status_code == 200
         listed: set[str] = set()
