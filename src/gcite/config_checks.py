@@ -65,7 +65,7 @@ BOUNDS: dict[str, Bound] = {
     "web_timeout_s": _SECONDS,
     "web_count": Bound(1, 50),
     "max_web_results": Bound(1, 50),
-    "chunk_size": Bound(50, 100_000),
+    "chunk_size": Bound(1, 100_000),
     "chunk_overlap": Bound(0, 100_000),
     # service
     "port": Bound(0, 65_535),
