@@ -191,6 +191,15 @@ def test_a_refused_upload_leaves_nothing_behind(tmp_path: Path) -> None:
             assert list_documents(store, "手册") == []
         uploads = tmp_path / "data" / "uploads"
         assert [p for p in uploads.rglob("*") if p.is_file()] == []
+        # a refused update keeps the previous version and its files
+        good = docx_from_body(paragraph("旧版本正文"))
+        first = upsert_document(store, "手册", name="rules.docx", data=good)
+        with pytest.raises(ManageError) as refused:
+            upsert_document(store, "手册", name="rules.docx", data=docx_bomb(64 * MIB))
+        assert refused.value.status == 413
+        [kept] = list_documents(store, "手册")
+        assert kept.id == first.document.id and kept.segments == first.document.segments
+        assert Path(kept.path).read_bytes() == good
     finally:
         store.close()
 
