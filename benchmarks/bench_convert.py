@@ -131,6 +131,26 @@ def measure(path: Path, settings: Any) -> dict[str, Any]:
     }
 
 
+def small_overhead(folder: Path, rounds: int = 20) -> tuple[float, float]:
+    """Median seconds to convert a small DOCX in the bounded child, and in-process."""
+    import statistics
+
+    from gcite.knowledge import convert
+
+    path = folder / "small.docx"
+    path.write_bytes(docx_table(5, 4))
+    convert.convert_file(path)  # the fork server starts once per process
+    bounded, direct = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        convert.convert_file(path)
+        bounded.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        convert._convert_bounded(str(path), convert.ConvertLimits())
+        direct.append(time.perf_counter() - start)
+    return statistics.median(bounded), statistics.median(direct)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000)
@@ -159,6 +179,7 @@ def main() -> None:
                 "embed_api_key": "x",
             }
         settings = Settings(data_dir=folder / "data", **extra)
+        small = small_overhead(folder)
         rows = [
             measure(folder / name, settings) for name in ("table.docx", "table.xlsx", "pages.pdf")
         ]
@@ -169,6 +190,10 @@ def main() -> None:
         f"{settings.convert_max_unzipped_bytes}, convert_max_pdf_pages "
         f"{settings.convert_max_pdf_pages}, convert_timeout_s {settings.convert_timeout_s}, "
         f"convert_cpu_s {settings.convert_cpu_s}, convert_memory_mb {settings.convert_memory_mb}"
+    )
+    print(
+        f"small DOCX (5 x 4 table), median of 20: bounded child {small[0] * 1000:.1f} ms, "
+        f"in-process {small[1] * 1000:.1f} ms, ratio {small[0] / small[1]:.1f}x"
     )
     print(
         "| file | size | convert wall s | child CPU s | child RSS growth MiB | text chars "
