@@ -79,6 +79,8 @@ async def test_hostile_uploads_are_refused_by_type_and_leave_nothing(live: LiveS
                 assert set(body) == {"code", "message", "status"}
                 assert body["status"] == response.status_code in {413, 415, 422}, (name, body)
                 assert "Traceback" not in body["message"] and "\n" not in body["message"]
+                # the keep-alive connection stays usable after a refusal
+                assert response.headers.get("connection", "").lower() != "close"
         assert len(statuses) >= 200
         assert _status_bytes("VmHWM") - idle < 512 * MIB
         health = await client.get(live.base_url + "/health")
