@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
 
 ENV_PREFIX = "GCITE_"
@@ -112,6 +113,19 @@ class Settings:
     rerank_timeout_s: float = 5.0
     chunk_size: int = 600
     chunk_overlap: int = 80
+    # Converting one document (gcite.knowledge.limits.ConvertLimits): table cells, bytes
+    # of one unzipped DOCX/XLSX member and its compression ratio, PDF pages and objects,
+    # wall-clock and CPU seconds, memory (MiB above the converting process's idle size).
+    convert_max_cells: int = 2_000_000
+    convert_max_unzipped_bytes: int = 256 * 1024 * 1024
+    convert_max_zip_ratio: int = 1000
+    convert_max_pdf_pages: int = 20_000
+    convert_max_pdf_objects: int = 1_000_000
+    convert_timeout_s: float = 300.0
+    convert_cpu_s: float = 300.0
+    convert_memory_mb: int = 512
+    # A SQLite database_url whose directory does not exist is an error unless this is set.
+    create_database_dir: bool = False
     # Metadata field names that look like a misspelt access_roles but are meant
     # (comma-separated); any other lookalike is an ingest error (fail closed).
     allowed_role_lookalikes: str = ""
@@ -390,16 +404,22 @@ def load_settings(
         origin[name] = ""
 
     result: dict[str, Any] = {}
+    unlimited: set[str] = set()
     for name, raw in values.items():
         if name not in fields:
             raise ConfigError(f"未知配置项: {name}")
         where = origin.get(name, "")
-        if name in _STRUCTURED:
+        explicit, raw = no_limit_value(name, raw)
+        if explicit:
+            unlimited.add(name)
+            result[name] = raw
+        elif name in _STRUCTURED:
             result[name] = raw if _all_keys(raw) else _parse_keys(name, raw, where)
         else:
             result[name] = _coerce(name, raw, getattr(defaults, name), where)
     settings = dataclasses.replace(defaults, **result)
     _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
+    validate(settings, unlimited=frozenset(unlimited))
     if path is not None and not _STRUCTURED & set(overrides):
         settings.config_file = path  # key tables re-read from it (KeyTables); not when a
         # caller passed its own tables, which a re-read would replace

@@ -16,7 +16,8 @@ a second reads them line by line into the streaming chunker
 :data:`EMBED_BATCH` chunks are embedded at once and every :data:`WRITE_BATCH` points
 written (a store write is a WAL append with fsync); so memory does not
 grow with the file and time grows linearly. Other formats are converted whole
-(files are at most 50 MiB) and then take the same batched path. The progress
+(files are at most 50 MiB) in a child process bounded by the ``convert_*`` settings
+(:mod:`gcite.knowledge.sandbox`) and then take the same batched path. The progress
 bar counts bytes of input (and shows the chunks written).
 
 Each chunk's indexed text (dense and BM25) is the document title, cut to
@@ -49,6 +50,7 @@ from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
     TEXT_SUFFIXES,
     ConversionError,
+    ConvertLimits,
     Manifest,
     convert_file,
     iter_text_lines,
@@ -78,6 +80,9 @@ class IngestReport:
     chunks: int = 0
     failed: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    # HTTP-like status of the first failure (ConversionError.status: 413 a limit, 415 the
+    # type, 422 unparsable; 400 refused metadata); 0 when nothing failed
+    failed_status: int = 0
 
     @property
     def ok(self) -> bool:
@@ -203,7 +208,7 @@ class _Document:
     lines: Any  # () -> Iterator[tuple[str, int]]: lines and the bytes each stands for
 
 
-def _open_document(source: _Source) -> _Document:
+def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     """Scan (text) or convert (other formats) one file; raises :class:`ConversionError`."""
     path = source.path
     if path.suffix.lower() in TEXT_SUFFIXES:
@@ -211,7 +216,7 @@ def _open_document(source: _Source) -> _Document:
         return _Document(
             scan.metadata, scan.title, scan.digest, lambda: iter_text_lines(path, scan)
         )
-    converted = convert_file(path)
+    converted = convert_file(path, limits)
     size = max(path.stat().st_size, 1)
     text_lines = converted.text.split("\n")
     per_line = size / max(len(text_lines), 1)
@@ -269,6 +274,7 @@ def _run(
     progress: bool,
 ) -> None:
     embedder = store.embedder(for_write=True)
+    limits = ConvertLimits.from_settings(settings)
     with store.lock:
         entry = store.catalog.dataset(dataset)
         docs: dict[str, dict[str, Any]] = entry["documents"]
@@ -284,7 +290,7 @@ def _run(
                 bar.update(task, description=f"{source.path.name} ({number}/{len(sources)})")
             start = bar.tasks[0].completed if bar is not None else 0.0
             try:
-                document = _open_document(source)
+                document = _open_document(source, limits)
                 meta = _metadata(
                     source, document.metadata, man, document.title, lookalikes(settings)
                 )
@@ -362,6 +368,8 @@ def _run(
                     report.updated += 1
             except (ConversionError, RoleValueError) as exc:
                 report.failed.append((source.path, str(exc)))
+                if not report.failed_status:
+                    report.failed_status = exc.status if isinstance(exc, ConversionError) else 400
             finally:
                 if bar is not None:
                     bar.update(task, completed=start + _size(source.path))

@@ -46,6 +46,10 @@ _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
 _write_lock = threading.Lock()
 
 
+# Dify's codes for a refused file (ConversionError.status: 413 a limit, 415 the type)
+_FAILED_CODES = {413: "file_too_large", 415: "unsupported_file_type"}
+
+
 class ManageError(GciteError):
     """A management request that cannot be done; ``status`` is the HTTP status to answer."""
 
@@ -226,9 +230,11 @@ def upsert_document(
     ``.html``, ``.pdf``, ``.docx``; a name without a supported suffix is taken as
     Markdown text and gets ``.md``). ``metadata`` (``doc_metadata``: e.g.
     ``access_roles``) overrides front matter. Blocking (embeds the text): call it off
-    the event loop. Raises :class:`ManageError` (400) when the document cannot be
-    converted or its metadata is refused (e.g. a malformed ``access_roles``): nothing
-    is changed then.
+    the event loop. Raises :class:`ManageError` when the document cannot be converted
+    (the converter's status: 413 a conversion limit, named in the message; 415 the type;
+    422 unparsable) or its metadata is refused (400, e.g. a malformed ``access_roles``):
+    nothing is changed then, whatever the error (the uploaded file and its
+    ``.meta.json`` are removed, or the previous ones put back).
     """
     name = _check_name(name, "文档")
     if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -243,27 +249,29 @@ def upsert_document(
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / name
         backup = target.read_bytes() if target.exists() else None
-        target.write_bytes(data)
         manifest = Path(str(target) + ".meta.json")
         old_manifest = manifest.read_bytes() if manifest.exists() else None
-        manifest.write_text(
-            json.dumps(
-                {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
-                ensure_ascii=False,
-            ),
-            encoding="utf-8",
-        )
-        try:
+        try:  # whatever happens (a parser's own error too), the old files come back
+            target.write_bytes(data)
+            manifest.write_text(
+                json.dumps(
+                    {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
+                    ensure_ascii=False,
+                ),
+                encoding="utf-8",
+            )
             report = ingest_paths(
                 [target], settings=store.settings, dataset=dataset_name, manifest=manifest
             )
-        except GciteError:
+        except BaseException:
             _restore(target, backup, manifest, old_manifest)
             raise
         if report.failed:
             _restore(target, backup, manifest, old_manifest)
             reason = "; ".join(r for _, r in report.failed)
-            raise ManageError(f"文档 {name} 未能导入: {reason}", status=400)
+            status = report.failed_status or 400
+            code = _FAILED_CODES.get(status, "invalid_param")
+            raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
         document_id = stable_id(dataset_name, str(target))
         with store.lock:
             entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)

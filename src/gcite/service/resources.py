@@ -35,7 +35,9 @@ class Resources:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.conversations = ConversationStore(settings.db_url)
+        # the data dir's own database may create its folder; a database_url only when asked
+        create = not settings.database_url or settings.create_database_dir
+        self.conversations = ConversationStore(settings.db_url, create_dir=create)
         self.backend: LLMBackend = make_backend(settings)
         self.web_source: WebSource | None = make_web_source(settings)
         self.verifier = make_verifier(settings)

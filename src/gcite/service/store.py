@@ -62,6 +62,7 @@ from sqlalchemy.engine import Dialect, Engine, Row, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from gcite.config_checks import sqlite_folder
 from gcite.errors import StoreError
 
 CONVERSATION_NAME_CHARS = 20
@@ -317,13 +318,17 @@ class ConversationStore:
     is created. The schema is migrated to the newest revision on open (:func:`migrate`).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create_dir: bool = True) -> None:
         url = sqlalchemy_url(url)
+        folder = sqlite_folder(url)
+        if folder is not None and not create_dir and not folder.is_dir():
+            raise StoreError(
+                f"会话数据库的目录不存在: {folder}"
+                "（请先创建该目录，或设置 create_database_dir = true）"
+            )
         try:
-            if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-                Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(
-                    parents=True, exist_ok=True
-                )
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
             sqlite = url.startswith("sqlite")
             # a liveness check (SELECT 1) per checkout guards against dropped server
             # connections; a SQLite file has no server to lose
