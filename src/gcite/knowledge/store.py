@@ -332,7 +332,7 @@ class HybridStore:
         if dense is not None:
             stages.append(Stage(DENSE, dense=dense))
         if sparse is not None and sparse.indices:
-            stages.append(Stage(SPARSE, sparse=sparse))
+            stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
         index = self._handle.index
         # Candidates come without payloads (building 2 x depth payloads as Python objects
@@ -543,6 +543,18 @@ class HybridStore:
             self._handle.index.flush()
             self._handle.catalog.save()
 
+    def rollback(self) -> None:
+        """Discard the writes since the last :meth:`save` where the index can (pgvector:
+        the document being written keeps its old version)."""
+        with self._handle.lock:
+            self._handle.index.rollback()
+
+    def optimize(self) -> None:
+        """Build or update the dense vector index after writes (:meth:`VectorIndex.optimize`)."""
+        self._check_open()
+        with self._handle.lock:
+            self._handle.index.optimize()
+
     def count(self) -> int:
         """Number of stored chunks."""
         with self._handle.lock:
@@ -557,10 +569,13 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     """Open the knowledge base of ``settings``.
 
     Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.qdrant_url``
-    is set. ``create=False`` (search): a missing or corrupt data dir raises
+    is set; PostgreSQL + pgvector when ``settings.store`` is ``"pgvector"`` (no data dir:
+    the tables are migrated on open and empty until the first ingest). ``create=False`` (search): a missing or corrupt data dir raises
     :class:`StoreError` with a clear message; ``create=True`` (ingestion)
     creates it. Handles are shared per data directory within a process.
     """
+    if settings.store == "pgvector":
+        return _open_pgvector(settings)
     data_dir = Path(settings.data_dir).expanduser().resolve()
     catalog_path = data_dir / CATALOG_NAME
     if not create:
@@ -598,6 +613,28 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
                 from gcite.knowledge.stores.edge import EdgeIndex
 
                 index = EdgeIndex(shard_dir, create=create or not has_docs)
+            handle = _Handle(index, catalog)
+            _handles[key] = handle
+        handle.refs += 1
+    return HybridStore(settings, handle, key)
+
+
+def _open_pgvector(settings: Settings) -> HybridStore:
+    """The store on the PostgreSQL knowledge tables (:mod:`gcite.knowledge.stores.pgvector`),
+    in ``knowledge_database_url`` or else ``database_url``; one handle per URL in a process."""
+    url = settings.knowledge_database_url or settings.database_url
+    key = f"pgvector|{url}"
+    with _handles_lock:
+        handle = _handles.get(key)
+        if handle is None:
+            from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
+
+            index = PgIndex(url)
+            try:
+                catalog = PgCatalog(index)
+            except StoreError:
+                index.close()
+                raise
             handle = _Handle(index, catalog)
             _handles[key] = handle
         handle.refs += 1

@@ -297,6 +297,18 @@ class EdgeIndex:
             with edge_errors(self.path, "write"):
                 self.shard.flush()
 
+    def rollback(self) -> None:
+        """Nothing to discard: every write is in the shard's WAL already."""
+        return None
+
+    def optimize(self) -> None:
+        """Run the shard's optimizers: the dense HNSW index is built for the segments that
+        have grown past Qdrant's indexing threshold (until then a dense search scans them),
+        and small segments are merged. Called after every ingest."""
+        if self.shard is not None:
+            with edge_errors(self.path, "write"):
+                self.shard.optimize()
+
     def close(self) -> None:
         if self.shard is not None:
             shard, self.shard = self.shard, None
