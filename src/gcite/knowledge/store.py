@@ -208,6 +208,11 @@ class Catalog:
         """Names of list-valued metadata fields over all datasets."""
         return frozenset(f for d in self.datasets.values() for f in d.get("array_fields", []))
 
+    def refresh(self) -> None:
+        """Bring the catalog up to date with changes made by other processes: nothing to
+        do for a data dir, which one process owns (the pgvector catalog reloads)."""
+        return None
+
 
 # --------------------------------------------------------------------------- the store
 
@@ -306,7 +311,7 @@ class HybridStore:
         if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
         text = query.strip()[:MAX_QUERY_CHARS]
-        catalog = self._handle.catalog
+        catalog = self._refreshed()
         flt = build_filter(
             self._handle.index.models,
             dataset=dataset,
@@ -433,7 +438,7 @@ class HybridStore:
         self._check_open()
         if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
             raise FilterError("roles 必须是字符串列表")
-        catalog = self._handle.catalog
+        catalog = self._refreshed()
         if dataset is not None and dataset not in catalog.datasets:
             return set()
         models = self._handle.index.models
@@ -453,7 +458,13 @@ class HybridStore:
     def datasets(self) -> list[str]:
         """Names of the datasets in this store, sorted."""
         self._check_open()
-        return sorted(self._handle.catalog.datasets)
+        return sorted(self._refreshed().datasets)
+
+    def _refreshed(self) -> Catalog:
+        """The catalog, reloaded first when another process changed it (pgvector)."""
+        with self._handle.lock:
+            self._handle.catalog.refresh()
+        return self._handle.catalog
 
     def close(self) -> None:
         """Release this store (the shared shard closes with the last user). Idempotent."""

@@ -65,6 +65,10 @@ EF_SEARCH = 100
 the number of candidates a search asks for; docs/knowledge-base.md has the recall
 measured against an exact scan)."""
 ROLES_KEY = "m_str.access_roles"
+CHANNEL = "gcite_kb_catalog"
+"""The PostgreSQL notification channel of catalog saves (datasets, documents, embedder):
+every store's reader connection listens, so a dataset created by another worker or by
+``gcite ingest`` is known to this one at its next search."""
 _COLUMNS = {"dataset_name": "dataset_name", "document_id": "document_id"}
 _migrating = threading.Lock()
 
@@ -272,6 +276,7 @@ class PgIndex:
         self._reader: Any = None
         self._writer: Any = None
         self._in_write = False
+        self._stale = False
         self.dim = 0
         migrate(url)
         with pg_errors("无法连接知识库数据库", url):
@@ -287,13 +292,30 @@ class PgIndex:
             conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
             # filtered searches keep scanning the graph until enough rows pass the filter
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
+            conn.execute(f"LISTEN {CHANNEL}")
         return conn
 
     def reader(self) -> Any:
         """The autocommit connection of searches (reconnected when it was lost)."""
         if self._reader is None or self._reader.closed or self._reader.broken:
             self._reader = self._connect(autocommit=True)
+            self._stale = True  # changes made while it was away were not heard
         return self._reader
+
+    def catalog_changed(self) -> bool:
+        """Whether a catalog save was committed (by any process) since the last call: the
+        notifications of :data:`CHANNEL` that arrived on the reader connection (no round
+        trip), or a new reader connection."""
+        with pg_errors("知识库查询失败", self.url):
+            reader = self.reader()
+            heard = bool(list(reader.notifies(timeout=0)))
+        stale, self._stale = self._stale, False
+        return heard or stale
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write transaction is open (writes not yet committed)."""
+        return self._in_write
 
     def writer(self) -> Any:
         """The connection of writes; its transaction runs until :meth:`commit`."""
@@ -421,6 +443,9 @@ class PgIndex:
         payload = sql.SQL(", payload") if with_payload else sql.SQL(", NULL")
         where = self._where(flt)
         if stage.sparse is None:
+            if not self.dim:  # another process may have made the first write since
+                with pg_errors("知识库查询失败", self.url):
+                    self.dim = self._column_dim()
             if not self.dim:
                 raise StoreError("知识库为空: 尚未导入任何文档")
             query = sql.SQL(
@@ -548,6 +573,7 @@ class PgIndex:
                 "WHERE id = 1",
                 (embedder, dim),
             )
+            conn.execute(f"NOTIFY {CHANNEL}")  # delivered at commit
             for name in saved.keys() - datasets.keys():
                 conn.execute("DELETE FROM gcite_kb_datasets WHERE name = %s", (name,))
             for name, entry in datasets.items():
@@ -603,6 +629,27 @@ class PgCatalog(Catalog):
     def save(self) -> None:
         """Write the changes and commit (see the class docstring)."""
         self.index.save_catalog(self.embedder, self.dim, self.datasets, self._saved)
+        self._saved = copy.deepcopy(self.datasets)
+
+    def refresh(self) -> None:
+        """Reload the catalog when another store (this process's or another's) saved one
+        since the last load, unless a write of this store is in progress. In place: an
+        entry held by a running ingestion stays the catalog's entry."""
+        if not self.index.catalog_changed() or self.index.writing:
+            return
+        self.embedder, self.dim, fresh = self.index.load_catalog()
+        merged: dict[str, dict[str, Any]] = {}
+        for name, entry in fresh.items():
+            old = self.datasets.get(name)
+            if old is None:
+                merged[name] = entry
+                continue
+            old["dataset_id"] = entry["dataset_id"]
+            old["array_fields"] = entry["array_fields"]
+            old["documents"].clear()
+            old["documents"].update(entry["documents"])
+            merged[name] = old
+        self.datasets = merged  # copy on write: searches read the table without the lock
         self._saved = copy.deepcopy(self.datasets)
 
 
