@@ -205,7 +205,9 @@ def main() -> None:
         sys.exit(f"skipped: no corpus at {CORPUS} (set GCITE_SHARED_DIR)")
     from gcite.config import Settings
     from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge.embed import server_blas_threads
 
+    server_blas_threads(1)  # as gcite serve does
     rows = [json.loads(x) for x in (CORPUS / "laws-qa.dev.jsonl").read_text("utf-8").splitlines()]
     levels = [int(x) for x in args.copies.split(",")]
     print(

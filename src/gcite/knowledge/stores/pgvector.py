@@ -227,9 +227,7 @@ class SqlModels:
             return sql.SQL("(cardinality(access_roles) = 0)")
         if key in _COLUMNS or key == "segment_id":  # always stored
             return sql.SQL("false")
-        return sql.SQL("coalesce({} IN ('null'::jsonb, '[]'::jsonb), true)").format(
-            self._path(key)
-        )
+        return sql.SQL("coalesce({} IN ('null'::jsonb, '[]'::jsonb), true)").format(self._path(key))
 
     def filter(
         self,
@@ -651,7 +649,6 @@ class PgCatalog(Catalog):
             merged[name] = old
         self.datasets = merged  # copy on write: searches read the table without the lock
         self._saved = copy.deepcopy(self.datasets)
-
 
 
 __all__ = ["PgCatalog", "PgIndex", "SqlModels", "conninfo", "migrate", "pg_errors"]
