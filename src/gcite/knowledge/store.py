@@ -581,9 +581,10 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
 
     Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.qdrant_url``
     is set; PostgreSQL + pgvector when ``settings.store`` is ``"pgvector"`` (no data dir:
-    the tables are migrated on open and empty until the first ingest). ``create=False`` (search): a missing or corrupt data dir raises
-    :class:`StoreError` with a clear message; ``create=True`` (ingestion)
-    creates it. Handles are shared per data directory within a process.
+    the tables are migrated on open and empty until the first ingest). ``create=False``
+    (search): a missing or corrupt data dir raises :class:`StoreError` with a clear
+    message; ``create=True`` (ingestion) creates it. Handles are shared per data directory
+    (per database URL) within a process.
     """
     if settings.store == "pgvector":
         return _open_pgvector(settings)

@@ -46,7 +46,6 @@ from gcite.errors import StoreError
 from gcite.knowledge.filters import FilterModels
 from gcite.knowledge.store import Catalog
 from gcite.knowledge.stores.base import (
-    DENSE,
     RRF_K,
     Candidate,
     Hit,
