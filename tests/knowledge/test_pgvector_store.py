@@ -242,3 +242,41 @@ def test_gcite_ingest_in_another_process_is_seen_by_an_open_store(
         found = store.search("锅炉压力表多久校验", dataset="设备库", roles=["锅炉工"])
         assert found and "压力表" in found[0]["content"]
         assert store.search("锅炉压力表多久校验", dataset="设备库", roles=[]) == []
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_store_setting_is_a_closed_choice(tmp_path: Path) -> None:
+    from gcite.config import load_settings
+    from gcite.errors import ConfigError
+
+    settings = load_settings(environ={"GCITE_STORE": "pgvector", "GCITE_DATA_DIR": str(tmp_path)})
+    assert settings.store == "pgvector"
+    assert load_settings(environ={"GCITE_DATA_DIR": str(tmp_path)}).store == "qdrant"
+    with pytest.raises(ConfigError, match="store"):
+        load_settings(environ={"GCITE_STORE": "postgres", "GCITE_DATA_DIR": str(tmp_path)})
+
+
+@pytest.mark.parametrize("url", ["", "sqlite:///x.sqlite3", "mysql://u@h/db"])
+def test_pgvector_needs_a_postgresql_url(url: str, tmp_path: Path) -> None:
+    """Without a PostgreSQL URL the store refuses to open with a Chinese message naming
+    the settings (nothing falls back to another store)."""
+    from gcite.errors import StoreError
+
+    settings = Settings(data_dir=tmp_path, store="pgvector", database_url=url)
+    with pytest.raises(StoreError, match="knowledge_database_url"):
+        open_store(settings)
+
+
+def test_an_unreachable_database_is_a_store_error(tmp_path: Path) -> None:
+    from gcite.errors import StoreError
+
+    settings = Settings(
+        data_dir=tmp_path,
+        store="pgvector",
+        knowledge_database_url="postgresql://u:secret@127.0.0.1:9/none?connect_timeout=2",
+    )
+    with pytest.raises(StoreError) as caught:
+        open_store(settings)
+    assert "secret" not in str(caught.value)
