@@ -16,8 +16,8 @@ Tables (Alembic, :mod:`gcite.knowledge.migrations`, own version table):
   ``catalog.json`` holds for the Qdrant stores), :class:`PgCatalog`.
 
 The keyword retriever is PostgreSQL full text over the pre-tokenised text: the candidates
-are the chunks holding at least one query token (GIN), ranked by the query tokens' IDF
-weight they hold (the weights of :func:`gcite.knowledge.sparse.query_weights`, the
+are the chunks holding at least one query token (one GIN lookup per token), ranked by the
+query tokens' IDF weight they hold (the weights of :func:`gcite.knowledge.sparse.query_weights`, the
 relevance score's lexical evidence), shorter chunks first among equals. pgvector's
 ``sparsevec`` was the other candidate: its dimension is capped at 10^9, below the 32-bit
 token ids (so the same tokeniser could not be kept without merging tokens), and it is
@@ -289,6 +289,10 @@ class PgIndex:
             conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
             # filtered searches keep scanning the graph until enough rows pass the filter
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
+            # the planner does not cost reading vectors and lexemes per row and picks a scan
+            # of every row over the HNSW and GIN indexes on small tables (20 ms against
+            # 0.5 ms for the dense query on the law corpus): searches use the indexes
+            conn.execute("SET enable_seqscan = off")
             conn.execute(f"LISTEN {CHANNEL}")
         return conn
 
@@ -460,18 +464,22 @@ class PgIndex:
         if not tokens:
             return []
         weights = stage.weights or {}
-        terms = sql.SQL(" + ").join(
-            sql.SQL("{}::float8 * (lexemes @@ {}::tsquery)::int").format(
-                sql.Literal(float(weights.get(t, 1.0))), sql.Literal(str(t))
-            )
+        # one GIN lookup per query token (no row's lexemes read or decompressed), the
+        # weights of the tokens a chunk holds summed, the best ``limit`` joined back
+        branches = sql.SQL(" UNION ALL ").join(
+            sql.SQL(
+                "SELECT id, n_tokens, {}::float8 AS w FROM gcite_kb_chunks "
+                "WHERE lexemes @@ {}::tsquery AND {}"
+            ).format(sql.Literal(float(weights.get(t, 1.0))), sql.Literal(str(t)), where)
             for t in tokens
         )
         query = sql.SQL(
-            "SELECT id::text, {s} AS s, tokens{p} FROM gcite_kb_chunks "
-            "WHERE lexemes @@ %(q)s::tsquery AND {w} "
-            "ORDER BY s DESC, length(lexemes), id LIMIT %(n)s"
-        ).format(s=terms, p=payload, w=where)
-        rows = self._read(query, {"q": _tsquery(tokens), "n": int(limit)})
+            "SELECT c.id::text, b.s, c.tokens{p} FROM (SELECT m.id, sum(m.w) AS s, "
+            "m.n_tokens FROM ({b}) AS m GROUP BY m.id, m.n_tokens "
+            "ORDER BY s DESC, m.n_tokens, m.id LIMIT %(n)s) AS b "
+            "JOIN gcite_kb_chunks AS c ON c.id = b.id ORDER BY b.s DESC, b.n_tokens, b.id"
+        ).format(b=branches, p=sql.SQL(", c.payload") if with_payload else sql.SQL(", NULL"))
+        rows = self._read(query, {"n": int(limit)})
         return [Candidate(r[0], float(r[1]), r[2], dict(r[3] or {}), None) for r in rows]
 
     def query(self, query: HybridQuery) -> list[Hit]:

@@ -60,10 +60,16 @@ def upgrade() -> None:
             embedding vector NOT NULL,
             tokens bigint[] NOT NULL,
             lexemes tsvector GENERATED ALWAYS AS (array_to_tsvector(tokens::text[])) STORED,
+            n_tokens integer GENERATED ALWAYS AS (cardinality(tokens)) STORED,
             payload jsonb NOT NULL
         )
         """
     )
+    # The vector and the lexemes inline, uncompressed when they do not compress (floats do
+    # not): a search reads them for every candidate, and a value in the TOAST table costs a
+    # second lookup (and a decompression) each time it is read.
+    op.execute("ALTER TABLE gcite_kb_chunks ALTER COLUMN embedding SET STORAGE MAIN")
+    op.execute("ALTER TABLE gcite_kb_chunks ALTER COLUMN lexemes SET STORAGE MAIN")
     op.execute("CREATE INDEX ix_gcite_kb_chunks_document ON gcite_kb_chunks (document_id)")
     op.execute("CREATE INDEX ix_gcite_kb_chunks_dataset ON gcite_kb_chunks (dataset_name)")
     op.execute("CREATE INDEX ix_gcite_kb_chunks_roles ON gcite_kb_chunks USING gin (access_roles)")
