@@ -63,6 +63,11 @@ EF_SEARCH = 100
 """``hnsw.ef_search``: candidates the HNSW graph search keeps (pgvector's default is 40,
 the number of candidates a search asks for; docs/knowledge-base.md has the recall
 measured against an exact scan)."""
+POSTINGS_PER_TOKEN = 1000
+"""Chunks read per query token by the keyword retriever (in the table's order). A token
+held by more chunks is a common one (it weighs little in the ranking): its other chunks
+are left out, so a keyword search reads at most this many rows per token, whatever the
+corpus size. Every token of the law corpus (484 chunks) is read whole."""
 ROLES_KEY = "m_str.access_roles"
 CHANNEL = "gcite_kb_catalog"
 """The PostgreSQL notification channel of catalog saves (datasets, documents, embedder):
@@ -468,9 +473,14 @@ class PgIndex:
         # weights of the tokens a chunk holds summed, the best ``limit`` joined back
         branches = sql.SQL(" UNION ALL ").join(
             sql.SQL(
-                "SELECT id, n_tokens, {}::float8 AS w FROM gcite_kb_chunks "
-                "WHERE lexemes @@ {}::tsquery AND {}"
-            ).format(sql.Literal(float(weights.get(t, 1.0))), sql.Literal(str(t)), where)
+                "(SELECT id, n_tokens, {}::float8 AS w FROM gcite_kb_chunks "
+                "WHERE lexemes @@ {}::tsquery AND {} LIMIT {})"
+            ).format(
+                sql.Literal(float(weights.get(t, 1.0))),
+                sql.Literal(str(t)),
+                where,
+                sql.Literal(POSTINGS_PER_TOKEN),
+            )
             for t in tokens
         )
         query = sql.SQL(
