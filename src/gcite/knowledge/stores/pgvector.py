@@ -540,8 +540,11 @@ class PgIndex:
         return None
 
     def optimize(self) -> None:
-        """Nothing to do: PostgreSQL keeps the HNSW index up to date with every write."""
-        return None
+        """Refresh the planner's statistics of the chunks (PostgreSQL keeps the HNSW and GIN
+        indexes up to date with every write; autovacuum would analyze later)."""
+        with self._write() as conn:
+            conn.execute("ANALYZE gcite_kb_chunks")
+        self.commit()
 
     def close(self) -> None:
         self.rollback()

@@ -72,8 +72,17 @@ def upgrade() -> None:
     op.execute("ALTER TABLE gcite_kb_chunks ALTER COLUMN lexemes SET STORAGE MAIN")
     op.execute("CREATE INDEX ix_gcite_kb_chunks_document ON gcite_kb_chunks (document_id)")
     op.execute("CREATE INDEX ix_gcite_kb_chunks_dataset ON gcite_kb_chunks (dataset_name)")
-    op.execute("CREATE INDEX ix_gcite_kb_chunks_roles ON gcite_kb_chunks USING gin (access_roles)")
-    op.execute("CREATE INDEX ix_gcite_kb_chunks_lexemes ON gcite_kb_chunks USING gin (lexemes)")
+    # fastupdate off: a GIN index's pending list (where new entries wait for a vacuum) is
+    # read in full by every search; measured on the law corpus right after an ingest, the
+    # keyword query took 7 ms with it and 0.6 ms without
+    op.execute(
+        "CREATE INDEX ix_gcite_kb_chunks_roles ON gcite_kb_chunks USING gin (access_roles) "
+        "WITH (fastupdate = off)"
+    )
+    op.execute(
+        "CREATE INDEX ix_gcite_kb_chunks_lexemes ON gcite_kb_chunks USING gin (lexemes) "
+        "WITH (fastupdate = off)"
+    )
 
 
 def downgrade() -> None:
