@@ -280,3 +280,63 @@ def test_an_unreachable_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as caught:
         open_store(settings)
     assert "secret" not in str(caught.value)
+
+
+_KILLED_WRITER = """
+import sys
+from gcite.config import Settings
+from gcite.knowledge import open_store
+from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.stores.base import PointData
+
+settings = Settings(embed_backend="use", store="pgvector", knowledge_database_url=sys.argv[1])
+store = open_store(settings)
+document_id = sys.argv[2]
+text = "半途而废的新版本"
+dense = [float(x) for x in store.embedder().embed_documents([text])[0]]
+points = [
+    PointData(f"00000000-0000-4000-8000-{i:012d}", dense, document_vector(text),
+              {"document_id": document_id, "dataset_name": "园区制度库", "content": text})
+    for i in range(3)
+]
+store.write_document(document_id, points)
+print("written", flush=True)
+sys.stdin.read()  # killed here, before the save
+"""
+
+
+def test_a_writer_killed_mid_document_leaves_the_old_version(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """SIGKILL of a process between a document's writes and its save: the old version
+    stays, whole (the transaction dies with the connection)."""
+    settings = _ingested(
+        tmp_path,
+        Settings(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    with open_store(settings) as store:
+        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+        document_id = hit.payload["document_id"]
+        only = store._handle.index.models.match_value("document_id", document_id)
+        before = _contents(store._handle.index, store, only)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_WRITER, settings.knowledge_database_url, document_id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert writer.stdout is not None
+            assert writer.stdout.readline().strip() == "written"
+            assert _contents(store._handle.index, store, only) == before
+        finally:
+            writer.kill()
+            writer.wait(timeout=60)
+        assert _contents(store._handle.index, store, only) == before
+        assert store.search("半途而废", roles=None, top_k=50)
+        assert all("半途而废" not in i["content"] for i in store.search("半途而废", roles=None))
