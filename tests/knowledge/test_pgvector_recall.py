@@ -15,8 +15,7 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths, open_store
-
-from .pgdb import fresh_database
+from support.pg import fresh_database
 
 
 def _recall_at_5(store: Any, rows: list[dict[str, Any]]) -> float:

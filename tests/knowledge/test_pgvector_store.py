@@ -22,8 +22,8 @@ from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import stable_id
 from gcite.knowledge.stores.base import PointData, Stage
 from gcite.knowledge.stores.pgvector import PgIndex
+from support.pg import fresh_database
 
-from .pgdb import fresh_database
 from .store_contract import KnowledgeStoreContract
 from .test_store_contract import _ingested, edge_settings
 

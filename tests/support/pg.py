@@ -166,6 +166,16 @@ def pgvector_url() -> Iterator[str]:
     yield from _serve(bin_dir)
 
 
+def fresh_database(url: str, prefix: str = "kb") -> str:
+    """Create an empty database on the server of ``url`` (a fixture's); return its URL."""
+    import psycopg
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
 def _serve(bin_dir: Path) -> Iterator[str]:
     """Run a cluster of ``bin_dir``'s binaries; yield the URL of its test database."""
     # not under pytest's tmp dir: that one is private to the current user (0700)
