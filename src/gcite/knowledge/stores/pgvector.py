@@ -334,10 +334,11 @@ class PgIndex:
     def _read(self, query: Any, params: Any = None) -> list[Any]:
         with pg_errors("知识库查询失败", self.url):
             try:
-                rows: list[Any] = self.reader().execute(query, params).fetchall()
+                # binary results: token arrays and floats without text parsing
+                rows: list[Any] = self.reader().execute(query, params, binary=True).fetchall()
             except Exception:
                 if self._reader is not None and (self._reader.closed or self._reader.broken):
-                    rows = self.reader().execute(query, params).fetchall()  # one retry
+                    rows = self.reader().execute(query, params, binary=True).fetchall()
                 else:
                     raise
             return rows
@@ -455,7 +456,7 @@ class PgIndex:
             if not self.dim:
                 raise StoreError("知识库为空: 尚未导入任何文档")
             query = sql.SQL(
-                "SELECT id::text, embedding <=> %(q)s::float8[]::vector AS d, tokens{p} "
+                "SELECT id::text, embedding <=> %(q)b::float8[]::vector AS d, tokens{p} "
                 "FROM gcite_kb_chunks WHERE {w} ORDER BY d LIMIT %(n)s"
             ).format(p=payload, w=where)
             rows = self._read(query, {"q": list(stage.dense or []), "n": int(limit)})
@@ -512,7 +513,7 @@ class PgIndex:
         if not ids or not self.dim:
             return {}
         rows = self._read(
-            "SELECT id::text, 1 - (embedding <=> %s::float8[]::vector) FROM gcite_kb_chunks "
+            "SELECT id::text, 1 - (embedding <=> %b::float8[]::vector) FROM gcite_kb_chunks "
             "WHERE id = ANY(%s::uuid[])",
             (list(dense), _uuids(ids)),
         )
