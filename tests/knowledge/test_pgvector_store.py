@@ -340,3 +340,54 @@ def test_a_writer_killed_mid_document_leaves_the_old_version(
         assert _contents(store._handle.index, store, only) == before
         assert store.search("半途而废", roles=None, top_k=50)
         assert all("半途而废" not in i["content"] for i in store.search("半途而废", roles=None))
+
+
+def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """The server ends the writer's connection between a document's writes and its save:
+    the next write fails with a StoreError, and so do the rest of that document's writes
+    and its save (no silent new transaction holding half the document); readers keep the
+    old version; the next document write starts afresh."""
+    import psycopg
+
+    from gcite.errors import StoreError
+
+    settings = _ingested(
+        tmp_path,
+        Settings(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    with open_store(settings) as store:
+        index = store._handle.index
+        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+        document_id = hit.payload["document_id"]
+        only = index.models.match_value("document_id", document_id)
+        before = _contents(index, store, only)
+        text = "新版本的前半部分"
+        point = PointData(
+            stable_id(document_id, "half", "0"),
+            _dense(store, text).dense or [],
+            document_vector(text),
+            {**hit.payload, "content": text},
+        )
+        store.write_document(document_id, [point])
+        with psycopg.connect(settings.knowledge_database_url, autocommit=True) as admin:
+            pid = index._writer.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreError):
+            store.add_points([point])
+        # the rest of the document is refused too: no new transaction with half of it
+        with pytest.raises(StoreError):
+            store.add_points([point])
+        with pytest.raises(StoreError):
+            store.save()
+        assert _contents(index, store, only) == before
+        # the next document write starts afresh
+        store.write_document(document_id, [point])
+        store.save()
+        assert _contents(index, store, only) == {text}

@@ -523,10 +523,13 @@ class HybridStore:
         return self._embedder
 
     def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
-        """Replace all points of ``document_id`` by ``points`` (catalog untouched)."""
+        """Replace all points of ``document_id`` by ``points`` (catalog untouched). Starts a
+        new document: unsaved writes of an earlier one are discarded where the index keeps
+        them in a transaction (pgvector; :meth:`rollback`)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
         with self._handle.lock:
+            self._handle.index.rollback()
             catalog = self._handle.catalog
             if not catalog.embedder:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim

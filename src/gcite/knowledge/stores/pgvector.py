@@ -260,10 +260,6 @@ def _roles(payload: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def _tsquery(tokens: Sequence[int]) -> str:
-    return " | ".join(str(int(t)) for t in tokens)
-
-
 class PgIndex:
     """A :class:`~gcite.knowledge.stores.base.VectorIndex` on the knowledge tables at ``url``.
 
@@ -278,6 +274,7 @@ class PgIndex:
         self._reader: Any = None
         self._writer: Any = None
         self._in_write = False
+        self._failed = False
         self._stale = False
         self.dim = 0
         migrate(url)
@@ -325,9 +322,10 @@ class PgIndex:
 
     def writer(self) -> Any:
         """The connection of writes; its transaction runs until :meth:`commit`."""
+        if self._failed:
+            raise StoreError("知识库写入已失败并回滚，正在写入的文档保持旧版本")
         if self._writer is None or self._writer.closed or self._writer.broken:
             self._writer = self._connect(autocommit=False)
-            self._in_write = False
         self._in_write = True
         return self._writer
 
@@ -351,21 +349,28 @@ class PgIndex:
                 yield self.writer()
         except StoreError:
             self.rollback()
+            # the rest of this transaction's writes must not start a new one (it would hold
+            # half a document): refused until the store rolls back explicitly
+            self._failed = True
             raise
 
     def commit(self) -> None:
-        """End the write transaction: every write since the last commit becomes visible."""
+        """End the write transaction: every write since the last commit becomes visible.
+        Raises :class:`StoreError` after a failed write (nothing of it is committed)."""
+        if self._failed:
+            raise StoreError("知识库写入已失败并回滚，正在写入的文档保持旧版本")
         if self._writer is not None and self._in_write:
             with pg_errors("知识库写入失败", self.url):
                 self._writer.commit()
         self._in_write = False
 
     def rollback(self) -> None:
-        """Discard every write since the last commit."""
+        """Discard every write since the last commit (and clear a failed write's refusal)."""
         if self._writer is not None and self._in_write:
             with contextlib.suppress(Exception):
                 self._writer.rollback()
         self._in_write = False
+        self._failed = False
 
     # -- VectorIndex -------------------------------------------------------
 
