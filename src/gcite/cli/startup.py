@@ -127,6 +127,7 @@ def open_demo_stores(settings: Settings) -> list[Any]:
     web_settings = dataclasses.replace(
         settings,
         data_dir=Path(settings.data_dir).expanduser() / "web-offline",
+        store="qdrant",  # the offline web index is an embedded shard whatever the store
         qdrant_url="",
         qdrant_api_key="",
     )

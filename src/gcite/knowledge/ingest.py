@@ -28,7 +28,12 @@ Files previously ingested into the same dataset from the same root that no
 longer exist are deleted. A file that cannot be read or converted is listed in
 ``IngestReport.failed`` with the reason; its previous version (if any) is kept,
 and the rest is ingested. The catalog is saved after every document, so an
-interrupted run loses at most the document in flight.
+interrupted run loses at most the document in flight (on pgvector a document's chunks
+and its catalog entry are one transaction: it keeps its old version).
+
+After the run the store's dense index is built or brought up to date
+(:meth:`~gcite.knowledge.store.HybridStore.optimize`: Qdrant Edge does not index by
+itself; PostgreSQL maintains its HNSW index on every write).
 
 Source: issue 4 item 1; issue 14 items 3-4.
 """
@@ -258,6 +263,8 @@ def ingest_paths(
     store = open_store(settings, create=True)
     try:
         _run(store, sources, roots, report, settings, dataset, man, progress)
+        if report.chunks or report.deleted:
+            store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
     finally:
         store.close()
     return report
@@ -367,6 +374,7 @@ def _run(
                 else:
                     report.updated += 1
             except (ConversionError, RoleValueError) as exc:
+                store.rollback()  # where the store can, the document keeps its old version
                 report.failed.append((source.path, str(exc)))
                 if not report.failed_status:
                     report.failed_status = exc.status if isinstance(exc, ConversionError) else 400

@@ -290,6 +290,13 @@ def _restore(target: Path, backup: bytes | None, manifest: Path, old: bytes | No
             path.write_bytes(content)
 
 
+def _store_name(settings: Settings) -> str:
+    if settings.store == "pgvector":
+        url = settings.knowledge_database_url or settings.database_url
+        return f"PostgreSQL + pgvector（{url.rsplit('@', 1)[-1]}）"
+    return f"Qdrant {settings.qdrant_url}" if settings.qdrant_url else "Qdrant Edge（内嵌）"
+
+
 def status(store: KnowledgeStore) -> dict[str, Any]:
     """What ``gcite status`` shows: data dir, store, embedder, datasets with counts."""
     settings = store.settings
@@ -299,7 +306,7 @@ def status(store: KnowledgeStore) -> dict[str, Any]:
         dim = store.catalog.dim
     return {
         "data_dir": str(Path(settings.data_dir).expanduser().resolve()),
-        "store": f"Qdrant {settings.qdrant_url}" if settings.qdrant_url else "Qdrant Edge（内嵌）",
+        "store": _store_name(settings),
         "embedder": embedder,
         "dimensions": dim,
         "datasets": [

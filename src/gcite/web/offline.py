@@ -271,7 +271,7 @@ class HybridPageIndex:
 
         web_dir = Path(settings.data_dir).expanduser() / web_index_folder()
         self.settings = dataclasses.replace(
-            settings, data_dir=web_dir, qdrant_url="", qdrant_api_key=""
+            settings, data_dir=web_dir, store="qdrant", qdrant_url="", qdrant_api_key=""
         )
         self.folder = folder
         self.dataset = dataset_name(folder)

@@ -42,6 +42,12 @@ results (docs/benchmarks.md, "Knowledge process per request")."""
 
 CONFIG_FILE = "edge_config.json"
 
+INDEXING_THRESHOLD_KB: int | None = None
+"""Vector data (KB) above which a segment gets its HNSW index when the shard is optimized
+(:meth:`EdgeIndex.optimize`, after every ingest); ``None``: Qdrant's default (10,000 KB,
+about 5,000 chunks of 512 dimensions). A smaller segment is searched by a scan, which is
+the faster plan there. Only read when a shard is created."""
+
 
 def map_edge_error(exc: Exception, path: Path, action: str) -> StoreError:
     """The :class:`StoreError` for an exception of the binding during ``action``
@@ -156,6 +162,11 @@ class EdgeIndex:
                 # chunk's text): ingest memory then does not grow with the payload
                 payload_memory=q.Memory.Cold,
                 max_search_threads=SEARCH_THREADS,
+                optimizers=(
+                    None
+                    if INDEXING_THRESHOLD_KB is None
+                    else q.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB)
+                ),
             )
             self.shard = q.EdgeShard.create(str(self.path), config)
             for key in INDEXED_KEYWORDS:
@@ -296,6 +307,18 @@ class EdgeIndex:
         if self.shard is not None:
             with edge_errors(self.path, "write"):
                 self.shard.flush()
+
+    def rollback(self) -> None:
+        """Nothing to discard: every write is in the shard's WAL already."""
+        return None
+
+    def optimize(self) -> None:
+        """Run the shard's optimizers: the dense HNSW index is built for the segments that
+        have grown past Qdrant's indexing threshold (until then a dense search scans them),
+        and small segments are merged. Called after every ingest."""
+        if self.shard is not None:
+            with edge_errors(self.path, "write"):
+                self.shard.optimize()
 
     def close(self) -> None:
         if self.shard is not None:

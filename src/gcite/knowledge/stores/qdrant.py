@@ -257,6 +257,14 @@ class QdrantIndex:
     def flush(self) -> None:
         return None
 
+    def rollback(self) -> None:
+        """Nothing to discard: every write is acknowledged by the server already."""
+        return None
+
+    def optimize(self) -> None:
+        """Nothing to do: a Qdrant server runs its optimizers by itself."""
+        return None
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.close()
