@@ -43,7 +43,6 @@ parsed by the one grammar, :func:`gcite.knowledge.filters.parse_condition`.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import math
 import threading
@@ -63,6 +62,7 @@ from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, GciteError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
+from gcite.service.auth import find_key
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
@@ -157,10 +157,7 @@ def authenticate(
         raise RetrievalAPIError(
             403, ERR_AUTH_FORMAT, "Authorization 请求头格式无效，应为 Bearer <API key>"
         )
-    found: ApiKey | None = None
-    for candidate in keys:
-        if hmac.compare_digest(candidate.key.encode(), token.encode()):
-            found = candidate
+    found = find_key(keys, token)
     if found is not None:
         return found
     if allow_any_key:
