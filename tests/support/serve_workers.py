@@ -28,12 +28,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (``ps``)."""
+def children(pid: int, flag: str = "--fd") -> list[int]:
+    """The process ids of ``pid``'s children (``ps``) started with ``flag``: the chat
+    workers of ``gcite serve --workers N`` (``--fd``), or its knowledge process
+    (``--knowledge-fd``)."""
     out = subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False
+        ["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True, check=False
     ).stdout
-    return [int(x) for x in out.split()]
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and flag in fields[1:]:
+            found.append(int(fields[0]))
+    return found
 
 
 class ServeWorkers:
