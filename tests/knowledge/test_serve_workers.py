@@ -61,8 +61,6 @@ def _titles(answer: dict[str, object]) -> set[str]:
     return {str(r.get("document_name", "")) for r in meta.get("retriever_resources") or []}
 
 
-
-
 def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> None:
     data = _ingest(tmp_path)
     port = _free_port()

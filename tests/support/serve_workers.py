@@ -33,7 +33,10 @@ def children(pid: int, flag: str = "--fd") -> list[int]:
     workers of ``gcite serve --workers N`` (``--fd``), or its knowledge process
     (``--knowledge-fd``)."""
     out = subprocess.run(
-        ["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True, check=False
+        ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout
     found = []
     for line in out.splitlines():

@@ -127,7 +127,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
 
     key = sys.stdin.readline().strip()
     if not key:
-        raise click.ClickException("知识库进程没有收到内部密钥（只能由 gcite serve --workers 启动）")
+        raise click.ClickException("知识库进程没有收到内部密钥（须由 gcite serve --workers 启动）")
     knowledge = dataclasses.replace(settings, retrieval_prefix=INTERNAL_PREFIX, internal_key=key)
     # The internal key's roles follow the config file: re-derived when the key tables are
     # re-read (gcite.config.KeyTables, at each request of the knowledge process).
