@@ -110,6 +110,7 @@ class RemoteAdmin:
             url = f"{path}/document/create-by-file"
         else:
             existing = set()
+            name = name or self.find_document(dataset, replace).name  # the file's name
             url = f"{path}/documents/{_segment(replace)}/update-by-file"
         fields: dict[str, Any] = {"indexing_technique": "high_quality"}
         if name:
@@ -150,6 +151,12 @@ class RemoteAdmin:
     def close(self) -> None:
         """Close the HTTP client. Idempotent."""
         self._client.close()
+
+    def __enter__(self) -> RemoteAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ helpers
 
