@@ -137,12 +137,16 @@ class TestRemoteAdmin(KnowledgeAdminContract):
 
 def test_a_remote_admin_refused_or_unreachable_is_a_store_error(service: str) -> None:
     """Not the caller's fault: the service answers 503 for these (errors.api_error)."""
-    with RemoteAdmin(service, "not-an-admin-key") as admin:
-        with pytest.raises(StoreError, match="knowledge_key"):
-            admin.list_datasets()
+    with (
+        RemoteAdmin(service, "not-an-admin-key") as admin,
+        pytest.raises(StoreError, match="knowledge_key"),
+    ):
+        admin.list_datasets()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]
-    with RemoteAdmin(f"http://127.0.0.1:{closed}", KEY) as admin:
-        with pytest.raises(StoreError, match="不可用"):
-            admin.list_datasets()
+    with (
+        RemoteAdmin(f"http://127.0.0.1:{closed}", KEY) as admin,
+        pytest.raises(StoreError, match="不可用"),
+    ):
+        admin.list_datasets()
