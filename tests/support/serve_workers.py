@@ -1,10 +1,11 @@
 """A real ``gcite serve --workers N`` for tests: the CLI in a subprocess on a free port.
 
 :class:`ServeWorkers` starts ``gcite serve --workers N --data-dir <dir>`` (environment
-without ``GCITE_*`` except what the test passes), writes its stderr (the workers' JSON access
-log lines, one per request, with the serving ``pid``) to a file, waits until the service
-answers and stops it (SIGTERM, then kill) at the end. :meth:`ServeWorkers.pid_of` finds the
-worker that served a request by the ``X-Request-Id`` the test sent.
+without ``GCITE_*`` except what the test passes), writes its output (the start-up lines,
+the workers' JSON access log lines, one per request, with the serving ``pid``) to a file,
+waits until the service answers and stops it (SIGTERM, then kill) at the end.
+:meth:`ServeWorkers.pid_of` finds the worker that served a request by the ``X-Request-Id``
+the test sent.
 """
 
 from __future__ import annotations
@@ -50,12 +51,17 @@ class ServeWorkers:
     """``gcite serve --workers <workers>`` on ``data_dir`` (see the module docstring)."""
 
     def __init__(
-        self, data_dir: Path, workers: int, log_path: Path, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        workers: int,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.workers = workers
         self.log_path = log_path
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
         self.env.update(env or {})
@@ -68,7 +74,7 @@ class ServeWorkers:
         self.proc = subprocess.Popen(
             [*command, "--workers", str(self.workers)],
             env=self.env,
-            stdout=subprocess.DEVNULL,
+            stdout=self._log,
             stderr=self._log,
         )
         deadline = time.monotonic() + 180

@@ -8,9 +8,9 @@ process of ``gcite serve --workers N``, a ``knowledge_url`` service, or a servic
 
 Mapping of answers: 400 / 404 / 409 (and other 4xx but 401 / 403) are the caller's
 mistake, :class:`~gcite.knowledge.admin.ManageError` with the remote status, code and
-message; 401 / 403 (the key is not an admin key there), any 5xx, a body that is not
-Dify's shape, a timeout or an unreachable service are :class:`~gcite.errors.StoreError`
-(not the caller's fault). One ``httpx.Client`` per admin; thread-safe.
+message; 401 / 403 (the key is not an admin key there: :class:`KeyRefused`), any 5xx, a
+body that is not Dify's shape, a timeout or an unreachable service are
+:class:`~gcite.errors.StoreError` (not the caller's fault). One ``httpx.Client`` per admin; thread-safe.
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ from gcite.knowledge.admin import (
 UPLOAD_TIMEOUT_S = 600.0
 """Longest wait for one call (seconds): an upload is converted and embedded before the
 answer."""
+
+
+class KeyRefused(StoreError):
+    """The remote service refused the key (HTTP 401 / 403): not an admin key there."""
 
 
 def origin_of(url: str) -> str:
@@ -201,7 +205,7 @@ class RemoteAdmin:
             code = str(body.get("code") or code)
         status = response.status_code
         if status in (401, 403):
-            raise StoreError(
+            raise KeyRefused(
                 f"远程知识库 {self.base} 拒绝了管理请求（knowledge_key 不是它的管理密钥）"
             )
         if 400 <= status < 500:
@@ -217,4 +221,4 @@ def _dataset_path(dataset: str) -> str:
     return f"/v1/datasets/{_segment(dataset)}"
 
 
-__all__ = ["RemoteAdmin", "origin_of"]
+__all__ = ["KeyRefused", "RemoteAdmin", "origin_of"]
