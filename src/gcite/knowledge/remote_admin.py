@@ -10,7 +10,8 @@ Mapping of answers: 400 / 404 / 409 (and other 4xx but 401 / 403) are the caller
 mistake, :class:`~gcite.knowledge.admin.ManageError` with the remote status, code and
 message; 401 / 403 (the key is not an admin key there: :class:`KeyRefused`), any 5xx, a
 body that is not Dify's shape, a timeout or an unreachable service are
-:class:`~gcite.errors.StoreError` (not the caller's fault). One ``httpx.Client`` per admin; thread-safe.
+:class:`~gcite.errors.StoreError` (not the caller's fault). One ``httpx.Client`` per
+admin; thread-safe.
 """
 
 from __future__ import annotations
