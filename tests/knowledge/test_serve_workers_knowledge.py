@@ -29,7 +29,8 @@ from support.serve_workers import ServeWorkers, children, free_port
 ADMIN = {"Authorization": "Bearer admin-secret"}
 CHAT = {"Authorization": "Bearer pub"}
 CONFIG = (
-    '[[app_keys]]\nkey = "pub"\nroles = []\n\n[[admin_keys]]\nkey = "admin-secret"\nname = "ops"\n'
+    '[[app_keys]]\nkey = "pub"\nroles = []\npublic_only = true\n\n'
+    '[[admin_keys]]\nkey = "admin-secret"\nname = "ops"\n'
 )
 DATASET = "车棚库"
 QUESTION = "紫藤花园的自行车棚几点上锁？"
@@ -165,7 +166,8 @@ def test_with_knowledge_url_the_workers_manage_the_other_gcite(tmp_path: Path) -
         [other / "docs"], settings=Settings(data_dir=other / "data"), dataset="欢迎"
     ).ok
     (other / "data" / "gcite.toml").write_text(
-        '[[retrieval_keys]]\nkey = "kb-key"\nroles = []\n\n[[admin_keys]]\nkey = "kb-key"\n',
+        '[[retrieval_keys]]\nkey = "kb-key"\nroles = []\npublic_only = true\n\n'
+        '[[admin_keys]]\nkey = "kb-key"\n',
         encoding="utf-8",
     )
     port = free_port()

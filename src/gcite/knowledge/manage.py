@@ -257,24 +257,6 @@ def _restore(target: Path, backup: bytes | None, manifest: Path, old: bytes | No
             path.write_bytes(content)
 
 
-def status(store: KnowledgeStore) -> dict[str, Any]:
-    """What ``gcite status`` shows: data dir, store, embedder, datasets with counts."""
-    info = LocalAdmin(store).status()
-    return {
-        "data_dir": str(Path(store.settings.data_dir).expanduser().resolve()),
-        "store": info.location,
-        "embedder": info.embedder,
-        "dimensions": info.dimensions,
-        "datasets": [
-            {"id": d.id, "name": d.name, "documents": d.documents, "chunks": d.chunks}
-            for d in info.datasets
-        ],
-        "documents": sum(d.documents for d in info.datasets),
-        "chunks": sum(d.chunks for d in info.datasets),
-        "stored_chunks": info.stored_chunks,
-    }
-
-
 class LocalAdmin:
     """:class:`~gcite.knowledge.admin.KnowledgeAdmin` over an open store of this process
     (the functions above). Does not own ``store``: :meth:`close` leaves it open (the
@@ -354,6 +336,5 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
-    "status",
     "upsert_document",
 ]
