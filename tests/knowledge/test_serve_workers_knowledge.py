@@ -33,7 +33,8 @@ CONFIG = (
     '[[admin_keys]]\nkey = "admin-secret"\nname = "ops"\n'
 )
 DATASET = "车棚库"
-QUESTION = "紫藤花园的自行车棚几点上锁？"
+QUESTION = "自行车棚什么时候上锁？"
+INGESTED_QUESTION = "充电棚什么时候断电？"
 FACT = "紫藤花园东侧的自行车棚夜间二十二点后上锁。"
 NEW_FACT = "紫藤花园东侧的自行车棚改为夜间二十三点后上锁。"
 INGESTED = "访客的电动车统一停放在紫藤花园西侧的充电棚，充电棚夜间二十一点后断电。"
@@ -47,12 +48,12 @@ def _data_dir(base: Path, config: str = CONFIG) -> Path:
     return data
 
 
-def _ask(served: ServeWorkers) -> tuple[list[dict[str, Any]], int]:
+def _ask(served: ServeWorkers, question: str) -> tuple[list[dict[str, Any]], int]:
     """One blocking chat through the public port: its cited sources and the worker."""
     request_id = uuid.uuid4().hex
     response = httpx.post(
         f"{served.base}/v1/chat-messages",
-        json={"query": QUESTION, "user": "u", "response_mode": "blocking"},
+        json={"query": question, "user": "u", "response_mode": "blocking"},
         headers={**CHAT, "X-Request-Id": request_id},
         timeout=TIMEOUT,
     )
@@ -61,12 +62,14 @@ def _ask(served: ServeWorkers) -> tuple[list[dict[str, Any]], int]:
     return sources, served.pid_of(request_id)
 
 
-def _every_worker_answers(served: ServeWorkers, expect: str | None, absent: str = "") -> None:
+def _every_worker_answers(
+    served: ServeWorkers, expect: str | None, absent: str = "", question: str = QUESTION
+) -> None:
     """Ask until each worker answered: every answer cites a source holding ``expect``
     (or, for ``None``, none holding ``absent``)."""
     pids: set[int] = set()
     for _ in range(40):  # new connections: the kernel spreads them over the workers
-        sources, pid = _ask(served)
+        sources, pid = _ask(served, question)
         texts = " ".join(str(s.get("content", "")) for s in sources)
         if expect is not None:
             assert expect in texts, (pid, sources)
@@ -144,7 +147,7 @@ def _manage_through_the_public_port(served: ServeWorkers, tmp_path: Path) -> Non
         f"{base}/v1/datasets/{dataset_id}/documents", headers=ADMIN, timeout=TIMEOUT
     ).json()["data"]
     assert [d["name"] for d in names] == ["ebikes.md"]
-    _every_worker_answers(served, "充电棚")
+    _every_worker_answers(served, "充电棚", question=INGESTED_QUESTION)
 
 
 def test_the_knowledge_api_works_through_the_public_port_of_two_workers(tmp_path: Path) -> None:
@@ -158,7 +161,7 @@ def test_the_knowledge_api_works_through_the_public_port_of_two_workers(tmp_path
 
 
 def test_with_knowledge_url_the_workers_manage_the_other_gcite(tmp_path: Path) -> None:
-    # the other gcite: a plain `gcite serve` whose key is a retrieval and an admin key
+    # the other gcite: a plain `gcite serve` with a retrieval key and an admin key
     other = tmp_path / "other"
     (other / "docs").mkdir(parents=True)
     (other / "docs" / "welcome.md").write_text("# 欢迎\n\n欢迎来到园区。", encoding="utf-8")
@@ -167,7 +170,7 @@ def test_with_knowledge_url_the_workers_manage_the_other_gcite(tmp_path: Path) -
     ).ok
     (other / "data" / "gcite.toml").write_text(
         '[[retrieval_keys]]\nkey = "kb-key"\nroles = []\npublic_only = true\n\n'
-        '[[admin_keys]]\nkey = "kb-key"\n',
+        '[[admin_keys]]\nkey = "kb-admin"\n',
         encoding="utf-8",
     )
     port = free_port()
@@ -183,14 +186,18 @@ def test_with_knowledge_url_the_workers_manage_the_other_gcite(tmp_path: Path) -
     try:
         other_base = f"http://127.0.0.1:{port}"
         data = _data_dir(tmp_path / "workers")
-        knowledge = {"GCITE_KNOWLEDGE_URL": other_base, "GCITE_KNOWLEDGE_KEY": "kb-key"}
+        knowledge = {
+            "GCITE_KNOWLEDGE_URL": other_base,
+            "GCITE_KNOWLEDGE_KEY": "kb-key",
+            "GCITE_KNOWLEDGE_ADMIN_KEY": "kb-admin",
+        }
         with ServeWorkers(data, 2, tmp_path / "serve.log", env=knowledge) as served:
             assert served.proc is not None
             assert children(served.proc.pid, "--knowledge-fd") == []  # no knowledge process
             _manage_through_the_public_port(served, tmp_path)
         there = httpx.get(
             f"{other_base}/v1/datasets",
-            headers={"Authorization": "Bearer kb-key"},
+            headers={"Authorization": "Bearer kb-admin"},
             timeout=TIMEOUT,
         ).json()["data"]
         assert DATASET in {d["name"] for d in there}  # written in the other gcite

@@ -6,8 +6,10 @@ ingest`` and the management commands open the knowledge base with:
 
 - ``knowledge_url`` set (another gcite, or the knowledge process of ``gcite serve
   --workers N``): :meth:`store` is a :class:`~gcite.knowledge.remote.RemoteStore` on its
-  ``/retrieval`` and :meth:`admin` a :class:`~gcite.knowledge.remote_admin.RemoteAdmin`
-  on its Knowledge API, both with ``knowledge_key``; nothing is written locally.
+  ``/retrieval`` (with ``knowledge_key``) and :meth:`admin` a
+  :class:`~gcite.knowledge.remote_admin.RemoteAdmin` on its Knowledge API (with
+  ``knowledge_admin_key``, by default ``knowledge_key``); nothing is written locally. A
+  key the other service refuses makes management answer 503 with the reason.
 - otherwise the data dir's own store (:func:`gcite.knowledge.store.open_store`, Qdrant
   Edge or ``qdrant_url``), opened once on first use and shared by :meth:`store` and
   :meth:`admin` (a :class:`~gcite.knowledge.manage.LocalAdmin`; management creates the
@@ -53,7 +55,9 @@ class KnowledgeAccess:
                     from gcite.knowledge.remote import RemoteStore
 
                     self._remote = RemoteStore(
-                        self.settings.knowledge_url, self.settings.knowledge_key
+                        self.settings.knowledge_url,
+                        self.settings.knowledge_key,
+                        admin_key=self.settings.knowledge_admin_key,
                     )
                 return self._remote
             return self._open_local(create=False)
@@ -66,7 +70,8 @@ class KnowledgeAccess:
                     from gcite.knowledge.remote_admin import RemoteAdmin
 
                     self._admin = RemoteAdmin(
-                        self.settings.knowledge_url, self.settings.knowledge_key
+                        self.settings.knowledge_url,
+                        self.settings.knowledge_admin_key or self.settings.knowledge_key,
                     )
                 else:
                     from gcite.knowledge.manage import LocalAdmin

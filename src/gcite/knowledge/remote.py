@@ -6,7 +6,8 @@ key (``knowledge_key``) that holds every role, and narrows each request to the c
 with an ``access_roles`` condition. The server's narrowing rules
 (:mod:`gcite.service.retrieval_roles`) only ever narrow, and ``roles=[]`` or an empty role value
 fails closed (documents without roles only). Dataset listing uses the management API
-(``GET {origin}/v1/datasets``) with the same key.
+(``GET {origin}/v1/datasets``) with an admin key of that service (``knowledge_admin_key``,
+by default the same key).
 
 Mapping of errors: HTTP 400/3002 -> :class:`FilterError`; 404/2001, any other status, a
 timeout or an unreachable endpoint -> :class:`StoreError`. One long-lived ``httpx.Client``
@@ -49,11 +50,12 @@ class RemoteStore:
     """Hybrid search through ``/retrieval``; see the module docstring.
 
     ``url``: the endpoint base (``http://host:port{retrieval_prefix}``; ``/retrieval`` is
-    appended, as Dify does). ``key``: a retrieval key holding every role (and, for
-    :meth:`datasets`, an admin key of the management API). ``timeout_s``: per request.
+    appended, as Dify does). ``key``: a retrieval key holding every role. ``admin_key``:
+    an admin key of the management API, for :meth:`datasets` (default ``key``: the
+    internal key of ``gcite serve --workers`` is both). ``timeout_s``: per request.
     """
 
-    def __init__(self, url: str, key: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, key: str, *, admin_key: str = "", timeout_s: float = 5.0) -> None:
         if not url.strip():
             raise StoreError("knowledge_url 为空")
         self._url = url.rstrip("/")
@@ -64,6 +66,7 @@ class RemoteStore:
             timeout=timeout_s,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
         )
+        self._admin_headers = {"Authorization": f"Bearer {admin_key or key}"}
         self._closed = False
         self._lock = threading.Lock()
 
@@ -98,7 +101,12 @@ class RemoteStore:
         names: list[str] = []
         page = 1
         while True:
-            data = self._call("GET", f"{self._origin}/v1/datasets", params={"page": page})
+            data = self._call(
+                "GET",
+                f"{self._origin}/v1/datasets",
+                params={"page": page},
+                headers=self._admin_headers,
+            )
             rows = data.get("data") if isinstance(data, dict) else None
             if not isinstance(rows, list):
                 raise StoreError("远程知识库返回的数据集列表格式无效")

@@ -207,7 +207,8 @@ class RemoteAdmin:
         status = response.status_code
         if status in (401, 403):
             raise KeyRefused(
-                f"远程知识库 {self.base} 拒绝了管理请求（knowledge_key 不是它的管理密钥）"
+                f"远程知识库 {self.base} 拒绝了管理请求"
+                "（knowledge_admin_key 或 knowledge_key 不是它的管理密钥）"
             )
         if 400 <= status < 500:
             raise ManageError(message or f"HTTP {status}", status=status, code=code)
