@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from gcite.dify.external_knowledge import record_item
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Cond, Group, Node, Not, parse_condition
 from gcite.knowledge.results import rank
 
-_TOP_LEVEL = ("document_id", "document_name", "segment_position", "segment_id")
 MAX_TOP_K = 100
 """Largest ``top_k`` the External Knowledge API accepts."""
 
@@ -190,7 +190,7 @@ class RemoteStore:
         records = data.get("records") if isinstance(data, dict) else None
         if not isinstance(records, list):
             raise StoreError("远程知识库返回的 records 格式无效")
-        return [_item(r, dataset) for r in records if isinstance(r, dict)]
+        return [record_item(r, dataset) for r in records if isinstance(r, dict)]
 
     def _call(self, method: str, url: str, **kwargs: Any) -> Any:
         try:
@@ -218,39 +218,6 @@ def _role_list(roles: Sequence[str] | None) -> list[str] | None:
     if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
         raise FilterError("roles 必须是字符串列表")
     return list(dict.fromkeys(roles))
-
-
-def _item(record: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """An External Knowledge API record back as a Knowledge Retrieval ``result`` item."""
-    raw = record.get("metadata")
-    meta: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
-    top = {k: meta.pop(k) for k in _TOP_LEVEL if k in meta}
-    score = record.get("score")
-    value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else 0.0
-    name = str(top.get("document_name") or record.get("title") or "")
-    content = record.get("content")
-    return {
-        "metadata": {
-            "_source": "knowledge",
-            "dataset_id": dataset,
-            "dataset_name": dataset,
-            "document_id": str(top.get("document_id", "")),
-            "document_name": name,
-            "data_source_type": "upload_file",
-            "segment_id": str(top.get("segment_id", "")),
-            "retriever_from": "workflow",
-            "score": min(max(value, 0.0), 1.0),
-            "segment_hit_count": 0,
-            "segment_word_count": 0,
-            "segment_position": int(top.get("segment_position") or 0),
-            "segment_index_node_hash": "",
-            "doc_metadata": meta,
-            "position": 0,
-        },
-        "title": name,
-        "files": None,
-        "content": content if isinstance(content, str) else "",
-    }
 
 
 __all__ = ["RemoteStore", "condition_json"]

@@ -10,7 +10,7 @@ seeds want solved first). The HTTP contract follows
   application/json``, also accepted without a content type) ``{retrieval_setting:
   {top_k, score_threshold}, query, knowledge_id, metadata_condition?}``.
 * Response 200: ``{"records": [{"content": str, "score": float 0–1, "title":
-  str, "metadata": object}]}``.
+  str, "metadata": object}]}`` (bodies: :mod:`gcite.dify.external_knowledge`).
 * Registration probe: Dify's "save" sends the header and no body; a valid key
   gets 200 ``{"records": []}``, a bad one 403 (so registration fails clearly).
 * Errors: JSON ``{"error_code": int, "error_msg": str}``:
@@ -59,8 +59,9 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gcite.config import ApiKey, Settings
+from gcite.dify.external_knowledge import build_records, error_body, records_body
 from gcite.errors import FilterError, GciteError, StoreError
-from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
+from gcite.knowledge.filters import Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.auth import find_key
 from gcite.service.heap import freeze_startup_objects
@@ -81,10 +82,6 @@ MAX_TOP_K = 100
 RETRIEVAL_TIMEOUT_S = 4.5
 """Upper bound of one search (seconds): inside Dify's 5 s SSRF read timeout."""
 
-DIFY_OVERWRITTEN_KEYS: frozenset[str] = frozenset({"score", "title", "dataset_id", "dataset_name"})
-"""``metadata`` keys Dify overwrites on every external record (dify-ecosystem.md §1.4)."""
-
-_TOP_LEVEL_METADATA = ("document_id", "document_name", "segment_position", "segment_id")
 
 ERR_AUTH_FORMAT = 1001
 ERR_AUTH_FAILED = 1002
@@ -113,9 +110,7 @@ class RetrievalAPIError(Exception):
 
     def response(self) -> JSONResponse:
         """The JSON error response ``{"error_code", "error_msg"}``."""
-        return JSONResponse(
-            {"error_code": self.code, "error_msg": self.message}, status_code=self.status
-        )
+        return JSONResponse(error_body(self.code, self.message), status_code=self.status)
 
 
 @dataclass(frozen=True)
@@ -277,99 +272,6 @@ def _parse_threshold(raw: Any) -> float:
     return value
 
 
-def to_record(item: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn one knowledge-base result item into an External Knowledge API record.
-
-    ``item``: a Dify Knowledge Retrieval ``result`` item as
-    ``KnowledgeStore.search`` returns it (``{content, title, metadata: {score,
-    document_id, document_name, segment_position, doc_metadata: {...}}}``).
-
-    Returns ``{"content": str, "score": float 0–1, "title": non-empty str,
-    "metadata": dict}``. ``metadata`` holds the document's ``doc_metadata``
-    fields plus ``document_id``, ``document_name``, ``segment_position`` (and
-    ``segment_id`` when present), always with ``document_title`` and
-    ``source_file_url`` keys, and never the keys Dify overwrites
-    (:data:`DIFY_OVERWRITTEN_KEYS`). ``title`` is ``document_title``, else the
-    document name, else the item's title, else the document id. Never raises.
-    Source: dify-ecosystem.md §1.3–1.4.
-    """
-    raw_meta = item.get("metadata")
-    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
-    raw_doc = meta.get("doc_metadata")
-    doc: Mapping[str, Any] = raw_doc if isinstance(raw_doc, Mapping) else {}
-
-    metadata: dict[str, Any] = {k: v for k, v in doc.items() if k not in DIFY_OVERWRITTEN_KEYS}
-    for key in _TOP_LEVEL_METADATA:
-        if meta.get(key) is not None:
-            metadata[key] = meta[key]
-    document_name = _text(metadata.get("document_name")) or _text(item.get("title"))
-    title = (
-        _text(metadata.get("document_title"))
-        or document_name
-        or _text(metadata.get("document_id"))
-        or "未命名文档"
-    )
-    if not _text(metadata.get("document_title")):
-        metadata["document_title"] = title
-    if metadata.get("source_file_url") is None:
-        metadata["source_file_url"] = ""
-    if not _text(metadata.get("document_id")):
-        metadata["document_id"] = document_name or title
-    if document_name and not metadata.get("document_name"):
-        metadata["document_name"] = document_name
-
-    content = item.get("content")
-    return {
-        "content": content if isinstance(content, str) else "",
-        "score": _score(meta.get("score", item.get("score"))),
-        "title": title,
-        "metadata": metadata,
-    }
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return ""
-
-
-def _score(raw: Any) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        return 0.0
-    value = float(raw)
-    if not math.isfinite(value):
-        return 0.0
-    return min(1.0, max(0.0, value))
-
-
-def build_records(
-    items: Sequence[Mapping[str, Any]],
-    *,
-    top_k: int,
-    score_threshold: float,
-    expose_roles: bool = False,
-) -> list[dict[str, Any]]:
-    """Records for the response: mapped, thresholded, sorted by score, cut to ``top_k``.
-
-    ``score_threshold`` 0.0 keeps everything; otherwise ``score >=
-    score_threshold``. The store already applies both; this keeps the contract
-    (``len <= top_k``, every ``score >= score_threshold``) whatever it returns.
-    ``metadata.access_roles`` is left out unless ``expose_roles`` (the retrieval key's
-    setting): Dify passes record metadata on to end users (``node_finished``), so role
-    names stay server side by default.
-    """
-    records = [to_record(item) for item in items if isinstance(item, Mapping)]
-    if not expose_roles:
-        for record in records:
-            record["metadata"].pop(ROLE_FIELD, None)
-    if score_threshold > 0.0:
-        records = [r for r in records if r["score"] >= score_threshold]
-    records.sort(key=lambda r: r["score"], reverse=True)
-    return records[:top_k]
-
-
 SEARCH_THREADS = 8
 """Searches running at once in one process (a bounded pool: more threads only add GIL
 contention; concurrent query embeddings are micro-batched, gcite.knowledge.embed)."""
@@ -429,7 +331,7 @@ def build_retrieval_router(
             )
             body = decode_body(await _read_body(request))
             if body is None:
-                return JSONResponse({"records": []})
+                return JSONResponse(records_body([]))
             parsed = parse_request(body, default_top_k=settings.top_k)
             try:
                 decision = narrow_roles(api_key.roles, parsed.metadata_condition)
@@ -463,7 +365,7 @@ def build_retrieval_router(
             parsed.score_threshold,
             len(records),
         )
-        return JSONResponse({"records": records})
+        return JSONResponse(records_body(records))
 
     @router.api_route(
         "/retrieval",
@@ -598,7 +500,6 @@ async def _search(
 
 
 __all__ = [
-    "DIFY_OVERWRITTEN_KEYS",
     "MAX_BODY_BYTES",
     "MAX_QUERY_CHARS",
     "MAX_TOP_K",
@@ -607,10 +508,8 @@ __all__ = [
     "RetrievalFastPath",
     "RetrievalRequest",
     "authenticate",
-    "build_records",
     "build_retrieval_router",
     "decode_body",
     "parse_request",
-    "to_record",
     "warm_up",
 ]
