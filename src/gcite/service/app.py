@@ -46,7 +46,7 @@ from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
 from gcite.service.conversations import build_conversations_router
 from gcite.service.dify_app import build_dify_app_router
-from gcite.service.errors import ApiError, api_error, error_response
+from gcite.service.errors import INTERNAL_MESSAGE, ApiError, api_error, error_response
 from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
@@ -89,6 +89,11 @@ def create_app(settings: Settings) -> FastAPI:
             log.warning("%s: %s", type(exc).__name__, exc)
         return error.response()
 
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, "internal_server_error", INTERNAL_MESSAGE)
+
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
@@ -100,13 +105,6 @@ def create_app(settings: Settings) -> FastAPI:
         codes = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}
         return error_response(
             exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail)
-        )
-
-    @app.exception_handler(Exception)
-    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return error_response(
-            500, "internal_server_error", "Internal Server Error, please contact support."
         )
 
     def caller_of(request: Request) -> Caller:

@@ -39,7 +39,10 @@ _TABLE: tuple[tuple[type[GciteError], int, str, str], ...] = (
     (ConfigError, 500, "internal_server_error", "服务配置错误: "),
 )
 """``(exception type, status, code, message prefix)``, first match wins; a
-:class:`ManageError` carries its own status and code; any other GciteError is a 500."""
+:class:`ManageError` carries its own status and code; any other GciteError is a 500 with
+:data:`INTERNAL_MESSAGE` (its own message may name internal hosts: it goes to the log)."""
+
+INTERNAL_MESSAGE = "Internal Server Error, please contact support."
 
 
 def api_error(exc: GciteError) -> ApiError:
@@ -49,7 +52,7 @@ def api_error(exc: GciteError) -> ApiError:
     for kind, status, code, prefix in _TABLE:
         if isinstance(exc, kind):
             return ApiError(status, code, f"{prefix}{exc}")
-    return ApiError(500, "internal_server_error", str(exc))
+    return ApiError(500, "internal_server_error", INTERNAL_MESSAGE)
 
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
@@ -57,4 +60,4 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"code": code, "message": message, "status": status}, status_code=status)
 
 
-__all__ = ["ApiError", "api_error", "error_response"]
+__all__ = ["INTERNAL_MESSAGE", "ApiError", "api_error", "error_response"]
