@@ -77,22 +77,31 @@ class ServeWorkers:
             stdout=self._log,
             stderr=self._log,
         )
-        deadline = time.monotonic() + 180
-        while True:  # every worker answers (each has its own listening socket)
+        try:
+            self._wait_started()
+            self.worker_pids = set(children(self.proc.pid))
+            self._warm()
+        except BaseException:
+            self.__exit__()  # never leave the service running behind a failed start
+            raise
+        return self
+
+    def _wait_started(self) -> None:
+        """Until every worker answers (each has its own listening socket); a hang guard."""
+        assert self.proc is not None
+        deadline = time.monotonic() + 300
+        while True:
             try:
                 if (
                     httpx.get(f"{self.base}/health", timeout=5).status_code == 200
                     and len(children(self.proc.pid)) == self.workers
                 ):
-                    break
+                    return
             except httpx.TransportError:
                 pass
             assert self.proc.poll() is None, self.log_path.read_text(errors="replace")
             assert time.monotonic() < deadline, "gcite serve --workers did not start"
             time.sleep(0.3)
-        self.worker_pids = set(children(self.proc.pid))
-        self._warm()
-        return self
 
     def _warm(self) -> None:
         """One /health per worker (each answers through its own socket once imported)."""
