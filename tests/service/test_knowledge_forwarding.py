@@ -12,8 +12,10 @@ import socket
 from pathlib import Path
 
 import httpx
+from click.testing import CliRunner
 from service_streams import run_service
 
+from gcite.cli import cli
 from gcite.config import ApiKey, Settings
 from gcite.knowledge import ingest_paths
 
@@ -66,6 +68,24 @@ def test_management_is_forwarded_to_the_knowledge_url_service(tmp_path: Path) ->
             assert {d["name"] for d in listed} == {"手册", "新"}
             ready = http.get(f"{service.base_url}/ready")
             assert ready.json()["checks"]["store"] is True, ready.text
+        docs = tmp_path / "upload"
+        docs.mkdir()
+        (docs / "c.md").write_text("# 水泵\n\n水泵房每周巡检一次。", encoding="utf-8")
+        env = {
+            "GCITE_KNOWLEDGE_URL": owner.base_url,
+            "GCITE_KNOWLEDGE_KEY": "kb-key",
+            "GCITE_KNOWLEDGE_ADMIN_KEY": "kb-admin",
+        }
+        args = ["ingest", str(docs), "--dataset", "新", "--data-dir", str(settings.data_dir)]
+        ingested = CliRunner().invoke(cli, args, env=env)
+        assert ingested.exit_code == 0, ingested.output
+        assert f"已写入服务: {owner.base_url}" in ingested.output and "新增 1" in ingested.output
+        there = httpx.get(
+            f"{owner.base_url}/v1/datasets/新/documents",
+            headers={"Authorization": "Bearer kb-admin"},
+            timeout=120,
+        )
+        assert sorted(d["name"] for d in there.json()["data"]) == ["b.md", "c.md"]
     assert list(settings.data_dir.iterdir()) == []  # nothing written locally
 
 

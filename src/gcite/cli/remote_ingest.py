@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gcite.errors import ConfigError, StoreError
-from gcite.knowledge.admin import ManageError
+from gcite.knowledge.admin import KnowledgeAdmin, ManageError
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES, Manifest
 from gcite.knowledge.remote_admin import UPLOAD_TIMEOUT_S, KeyRefused, RemoteAdmin
 
@@ -58,47 +58,60 @@ def ingest_remote(
     dataset: str,
     manifest: Manifest | None = None,
 ) -> RemoteReport:
-    """Upload the files under ``paths`` into ``dataset`` of the service at ``url``
-    (through :class:`~gcite.knowledge.remote_admin.RemoteAdmin`).
+    """Upload the files under ``paths`` into ``dataset`` of the service at ``url`` with
+    admin key ``key`` (:func:`upload` through a
+    :class:`~gcite.knowledge.remote_admin.RemoteAdmin`)."""
+    with RemoteAdmin(url, key, timeout_s=UPLOAD_TIMEOUT_S) as admin:
+        return upload(admin, paths, dataset=dataset, manifest=manifest, where=admin.base)
+
+
+def upload(
+    admin: KnowledgeAdmin,
+    paths: Sequence[Path],
+    *,
+    dataset: str,
+    manifest: Manifest | None = None,
+    where: str,
+) -> RemoteReport:
+    """Upload the files under ``paths`` into ``dataset`` (created when missing) through
+    ``admin``; ``where`` names the service in messages.
 
     Raises :class:`ConfigError` when the service cannot be reached or refuses the key
     (one line); per-file refusals (e.g. a malformed ``access_roles``) are listed in
     ``RemoteReport.failed`` and the rest is uploaded.
     """
     report = RemoteReport(dataset=dataset)
-    with RemoteAdmin(url, key, timeout_s=UPLOAD_TIMEOUT_S) as admin:
-        base = admin.base
+    try:
+        known = admin.list_datasets()
+        if dataset not in {d.name for d in known} | {d.id for d in known}:
+            admin.create_dataset(dataset)
+        existing = {d.name for d in admin.list_documents(dataset)}
+    except KeyRefused as exc:
+        refused = f"服务 {where} 拒绝了这个密钥（需要 admin_keys 中的管理密钥）"
+        raise ConfigError(refused) from exc
+    except StoreError as exc:
+        raise ConfigError(f"无法连接服务 {where}: {exc}") from exc
+    except ManageError as exc:
+        raise ConfigError(f"服务 {where} 的知识库管理接口不可用: {exc}") from exc
+    for file, root in _files(paths):
+        meta = (manifest.metadata_for(file, root) if manifest is not None else None) or {}
         try:
-            known = admin.list_datasets()
-            if dataset not in {d.name for d in known} | {d.id for d in known}:
-                admin.create_dataset(dataset)
-            existing = {d.name for d in admin.list_documents(dataset)}
-        except KeyRefused as exc:
-            refused = f"服务 {base} 拒绝了这个密钥（需要 admin_keys 中的管理密钥）"
-            raise ConfigError(refused) from exc
-        except StoreError as exc:
-            raise ConfigError(f"无法连接服务 {base}: {exc}") from exc
-        except ManageError as exc:
-            raise ConfigError(f"服务 {base} 的知识库管理接口不可用: {exc}") from exc
-        for file, root in _files(paths):
-            meta = (manifest.metadata_for(file, root) if manifest is not None else None) or {}
-            try:
-                done = admin.upsert_document(
-                    dataset, name=file.name, data=file.read_bytes(), metadata=meta
-                )
-            except OSError as exc:
-                report.failed.append((file, f"读取失败: {type(exc).__name__}"))
-                continue
-            except (ManageError, StoreError) as exc:
-                report.failed.append((file, str(exc)))
-                continue
-            report.chunks += done.document.segments
-            if done.document.name in existing:
-                report.updated += 1
-            else:
-                report.added += 1
-                existing.add(done.document.name)
+            done = admin.upsert_document(
+                dataset, name=file.name, data=file.read_bytes(), metadata=meta
+            )
+        except OSError as exc:
+            report.failed.append((file, f"读取失败: {type(exc).__name__}"))
+            continue
+        except (ManageError, StoreError) as exc:
+            report.failed.append((file, str(exc)))
+            continue
+        report.chunks += done.document.segments
+        if done.document.name in existing:
+            report.updated += 1
+        else:
+            report.added += 1
+            existing.add(done.document.name)
     return report
 
 
-__all__ = ["RemoteReport", "ingest_remote"]
+__all__ = ["RemoteReport", "ingest_remote", "upload"]
