@@ -42,9 +42,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gcite.config import Settings
 from gcite.errors import GciteError
-from gcite.service.auth import AuthError, Caller, authenticate
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
-from gcite.service.conversations import build_conversations_router
+from gcite.service.conversations import conversations_router
+from gcite.service.deps import caller_of
 from gcite.service.dify_app import build_dify_app_router
 from gcite.service.errors import INTERNAL_MESSAGE, ApiError, api_error, error_response
 from gcite.service.knowledge_api import knowledge_router
@@ -107,12 +107,6 @@ def create_app(settings: Settings) -> FastAPI:
             exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail)
         )
 
-    def caller_of(request: Request) -> Caller:
-        try:
-            return authenticate(settings, request.headers.get("authorization"))
-        except AuthError as exc:
-            raise ApiError(401, "unauthorized", exc.message) from exc
-
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
         return {"status": "ok"}
@@ -127,9 +121,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
 
     app.include_router(build_chat_router(resources, runs, caller_of))
-    app.include_router(
-        build_conversations_router(resources.conversations, caller_of, resources.visible_documents)
-    )
+    app.include_router(conversations_router())
     app.include_router(build_dify_app_router(resources.conversations, caller_of))
     retrieval = build_retrieval_router(settings, resources.get_store)
     app.include_router(retrieval, prefix=settings.retrieval_prefix)
