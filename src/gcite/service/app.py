@@ -45,7 +45,7 @@ from gcite.errors import GciteError
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
 from gcite.service.conversations import conversations_router
 from gcite.service.deps import caller_of
-from gcite.service.dify_app import build_dify_app_router
+from gcite.service.dify_app import dify_app_router
 from gcite.service.errors import INTERNAL_MESSAGE, ApiError, api_error, error_response
 from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
@@ -122,7 +122,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.include_router(build_chat_router(resources, runs, caller_of))
     app.include_router(conversations_router())
-    app.include_router(build_dify_app_router(resources.conversations, caller_of))
+    app.include_router(dify_app_router())
     retrieval = build_retrieval_router(settings, resources.get_store)
     app.include_router(retrieval, prefix=settings.retrieval_prefix)
     app.include_router(knowledge_router())
