@@ -51,7 +51,7 @@ from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
 from gcite.service.resources import Resources
-from gcite.service.retrieval import RetrievalFastPath, build_retrieval_router
+from gcite.service.retrieval import RetrievalFastPath, retrieval_router, retrieval_setup
 from gcite.service.runs import RunRegistry
 
 log = logging.getLogger("gcite.service")
@@ -123,7 +123,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(build_chat_router(resources, runs, caller_of))
     app.include_router(conversations_router())
     app.include_router(dify_app_router())
-    retrieval = build_retrieval_router(settings, resources.get_store)
+    app.state.retrieval = retrieval_setup(settings, resources.get_store)
+    retrieval = retrieval_router()
     app.include_router(retrieval, prefix=settings.retrieval_prefix)
     app.include_router(knowledge_router())
     mount_pages(app, settings)

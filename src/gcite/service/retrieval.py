@@ -290,101 +290,113 @@ def _search_limiter() -> anyio.CapacityLimiter:
     return limiter
 
 
-def build_retrieval_router(
-    settings: Settings, get_store: Callable[[], KnowledgeStore]
-) -> APIRouter:
-    """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
+@dataclass(frozen=True)
+class RetrievalSetup:
+    """What ``POST /retrieval`` works with (``app.state.retrieval``): the settings (their
+    ``retrieval_keys`` follow the config file), the shared store (``get_store()``, called
+    per request so the app may open it lazily; a :class:`StoreError` becomes 503 / 5001)
+    and the search timeout in seconds."""
 
-    ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
-    ``allow_any_key`` (demo mode: unknown keys get no roles), ``top_k`` (when
-    the body has no ``retrieval_setting``) and ``kb_timeout_s`` (the search
-    timeout, capped at :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s).
-    ``get_store``: zero-argument callable returning the shared
-    ``KnowledgeStore`` (``search(...)``, ``datasets()``), called per request so
-    the app may open the store lazily; a :class:`StoreError` it raises becomes
-    503 / 5001.
+    settings: Settings
+    get_store: Callable[[], KnowledgeStore]
+    timeout_s: float
 
-    When keys are configured (or ``allow_any_key``), building the router starts
-    :func:`warm_up` in a daemon thread. The app factory mounts the router under
-    ``settings.retrieval_prefix``; Dify is then registered with the endpoint
-    ``http://host:port{prefix}`` (Dify appends ``/retrieval``). Every response
-    is JSON; see the module docstring for the status codes.
+
+def retrieval_setup(settings: Settings, get_store: Callable[[], KnowledgeStore]) -> RetrievalSetup:
+    """The :class:`RetrievalSetup` of an app: the timeout is ``kb_timeout_s``, capped at
+    :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s. When keys are configured (or
+    ``allow_any_key``), starts :func:`warm_up` in a daemon thread: the first search loads
+    the embedding model, the tokenizer and the shard (seconds, which would eat Dify's 5 s).
     """
-    router = APIRouter()
     if settings.retrieval_keys or settings.allow_any_key:
-        # The first search loads the embedding model, the tokenizer and the shard:
-        # seconds, which would eat Dify's 5 s. Do it now, in the background.
         threading.Thread(
             target=warm_up, args=(get_store,), name="gcite-retrieval-warm-up", daemon=True
         ).start()
     timeout_s = RETRIEVAL_TIMEOUT_S
     if 0 < settings.kb_timeout_s < RETRIEVAL_TIMEOUT_S:
         timeout_s = settings.kb_timeout_s
+    return RetrievalSetup(settings, get_store, timeout_s)
 
-    @router.post("/retrieval", summary="Dify External Knowledge API")
-    async def retrieval(request: Request) -> JSONResponse:
-        try:
-            api_key = authenticate(
-                request.headers.get("authorization"),
-                settings.retrieval_keys,  # read per request: the config file may change
-                allow_any_key=settings.allow_any_key,
-            )
-            body = decode_body(await _read_body(request))
-            if body is None:
-                return JSONResponse(records_body([]))
-            parsed = parse_request(body, default_top_k=settings.top_k)
-            try:
-                decision = narrow_roles(api_key.roles, parsed.metadata_condition)
-            except FilterError as exc:
-                raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
-            records = await _search(
-                get_store,
-                parsed,
-                decision.roles,
-                decision.condition,
-                timeout_s,
-                expose_roles=api_key.expose_roles,
-            )
-        except RetrievalAPIError as exc:
-            # Dify turns any non-200 into a silent empty result: log every failure here.
-            logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
-            return exc.response()
-        except ClientDisconnect:
-            raise  # the client left mid-body: the ops layer logs one line
-        except Exception as exc:  # a bug: still Dify's error shape, never the chat one
-            logger.exception("/retrieval internal error", exc_info=exc)
-            return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
-        logger.info(
-            "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
-            "score_threshold=%s records=%d",
-            parsed.knowledge_id,
-            list(decision.roles),
-            decision.narrowed,
-            "yes" if decision.condition else "no",
-            parsed.top_k,
-            parsed.score_threshold,
-            len(records),
+
+async def retrieval(request: Request) -> JSONResponse:
+    """``POST /retrieval`` (module docstring), on ``request.app.state.retrieval``."""
+    setup: RetrievalSetup = request.app.state.retrieval
+    settings = setup.settings
+    try:
+        api_key = authenticate(
+            request.headers.get("authorization"),
+            settings.retrieval_keys,  # read per request: the config file may change
+            allow_any_key=settings.allow_any_key,
         )
-        return JSONResponse(records_body(records))
+        body = decode_body(await _read_body(request))
+        if body is None:
+            return JSONResponse(records_body([]))
+        parsed = parse_request(body, default_top_k=settings.top_k)
+        try:
+            decision = narrow_roles(api_key.roles, parsed.metadata_condition)
+        except FilterError as exc:
+            raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
+        records = await _search(
+            setup.get_store,
+            parsed,
+            decision.roles,
+            decision.condition,
+            setup.timeout_s,
+            expose_roles=api_key.expose_roles,
+        )
+    except RetrievalAPIError as exc:
+        # Dify turns any non-200 into a silent empty result: log every failure here.
+        logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
+        return exc.response()
+    except ClientDisconnect:
+        raise  # the client left mid-body: the ops layer logs one line
+    except Exception as exc:  # a bug: still Dify's error shape, never the chat one
+        logger.exception("/retrieval internal error", exc_info=exc)
+        return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
+    logger.info(
+        "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
+        "score_threshold=%s records=%d",
+        parsed.knowledge_id,
+        list(decision.roles),
+        decision.narrowed,
+        "yes" if decision.condition else "no",
+        parsed.top_k,
+        parsed.score_threshold,
+        len(records),
+    )
+    return JSONResponse(records_body(records))
 
-    @router.api_route(
+
+async def wrong_method(request: Request) -> JSONResponse:
+    """Any method but ``POST`` on ``/retrieval``: 405 / 3004 with ``Allow: POST``."""
+    response = RetrievalAPIError(
+        405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
+    ).response()
+    response.headers["Allow"] = "POST"
+    return response
+
+
+def retrieval_router() -> APIRouter:
+    """The router serving ``POST /retrieval`` (Dify External Knowledge API) on the app's
+    :class:`RetrievalSetup`. The app factory mounts it under ``settings.retrieval_prefix``;
+    Dify is then registered with the endpoint ``http://host:port{prefix}`` (Dify appends
+    ``/retrieval``). Every response is JSON; see the module docstring for the statuses."""
+    router = APIRouter()
+    router.add_api_route(
+        "/retrieval", retrieval, methods=["POST"], summary="Dify External Knowledge API"
+    )
+    router.add_api_route(
         "/retrieval",
+        wrong_method,
         methods=["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
         include_in_schema=False,
     )
-    async def wrong_method(request: Request) -> JSONResponse:
-        response = RetrievalAPIError(
-            405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
-        ).response()
-        response.headers["Allow"] = "POST"
-        return response
-
     return router
 
 
 class RetrievalFastPath:
     """ASGI middleware: ``POST {prefix}/retrieval`` goes straight to the endpoint of
-    :func:`build_retrieval_router`, past the framework's routing and request handling
+    :func:`retrieval_router`, past the framework's routing and request handling
     (route matching over every route of the app, dependency solving: about a quarter of
     the event loop's time per request on the knowledge process, docs/benchmarks.md
     "Knowledge process per request"). Same endpoint, same responses; every other request
@@ -507,9 +519,11 @@ __all__ = [
     "RetrievalAPIError",
     "RetrievalFastPath",
     "RetrievalRequest",
+    "RetrievalSetup",
     "authenticate",
-    "build_retrieval_router",
     "decode_body",
     "parse_request",
+    "retrieval_router",
+    "retrieval_setup",
     "warm_up",
 ]
