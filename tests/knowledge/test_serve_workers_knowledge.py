@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -235,3 +236,30 @@ def test_a_dead_knowledge_process_stops_the_service_and_it_restarts_on_the_port(
         assert ready.json()["checks"]["store"] is True, ready.text
         listed = httpx.get(f"{again.base}/v1/datasets", headers=ADMIN, timeout=TIMEOUT)
         assert listed.status_code == 200, listed.text
+
+
+def test_children_stop_when_the_supervisor_is_killed_and_the_port_is_free_again(
+    tmp_path: Path,
+) -> None:
+    data = _data_dir(tmp_path)
+    port = free_port()
+    with ServeWorkers(data, 2, tmp_path / "first.log", port=port) as served:
+        assert served.proc is not None
+        set_ = [*served.worker_pids, *children(served.proc.pid, "--knowledge-fd")]
+        served.proc.kill()  # no chance to stop its children
+        served.proc.wait(timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT  # a hang guard: they notice on their own
+        while any(_alive(pid) for pid in set_):
+            assert time.monotonic() < deadline, "children outlived the supervisor"
+            time.sleep(0.2)
+    with ServeWorkers(data, 2, tmp_path / "second.log", port=port) as again:
+        assert httpx.get(f"{again.base}/health", timeout=TIMEOUT).status_code == 200
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
