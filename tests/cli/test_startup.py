@@ -164,3 +164,43 @@ def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
         _, stderr = proc.communicate(timeout=30)
     assert f"提示: 数据目录 {data} 中没有知识库" in stderr
     assert "只用联网搜索" in stderr
+
+
+def test_serve_workers_on_a_busy_store_exits_with_the_reason(data_dir: Path, held: None) -> None:
+    """The knowledge process of ``--workers`` cannot open the store: the set does not
+    start, one line says why and no worker is left behind."""
+    port = _free_port()
+    result = run_gcite(
+        "serve", "--data-dir", str(data_dir), "--port", str(port), "--workers", "2", env=_env()
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"知识库 {data_dir} 正被另一个进程使用" in result.stderr
+    assert "知识库进程未能启动" in result.stderr
+    assert "对话服务已启动" not in result.stdout
+    with socket.socket() as sock:  # nothing holds the public port
+        sock.bind(("127.0.0.1", port))
+
+
+def test_serve_with_knowledge_url_needs_no_local_knowledge_base(tmp_path: Path) -> None:
+    """The knowledge base is another service's: nothing is opened locally at start-up (the
+    other service is reached at the first question; /ready says whether it answers)."""
+    env = {**_env(), "GCITE_KNOWLEDGE_URL": f"http://127.0.0.1:{_free_port()}"}
+    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--data-dir", str(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith(f"对话服务已启动: http://127.0.0.1:{port}/"), (
+            proc.stderr.read() if proc.stderr else ""
+        )
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert not (tmp_path / "catalog.json").exists()

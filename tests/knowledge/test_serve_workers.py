@@ -27,6 +27,7 @@ from gcite.config import Settings
 from gcite.knowledge import ingest_paths
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
+from support.serve_workers import children as _children
 
 from .docs import MANIFEST, write_mixed
 
@@ -58,13 +59,6 @@ def _titles(answer: dict[str, object]) -> set[str]:
     meta = answer["metadata"]
     assert isinstance(meta, dict)
     return {str(r.get("document_name", "")) for r in meta.get("retriever_resources") or []}
-
-
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False
-    ).stdout
-    return [int(x) for x in out.split()]
 
 
 def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> None:

@@ -139,10 +139,11 @@ async def local_frames(
     from gcite.chatflow import ChatRun, Deps, Turn, earlier_turns, new_id
     from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.backends import make_backend
-    from gcite.knowledge import open_store
+    from gcite.knowledge.access import KnowledgeAccess
     from gcite.web import make_web_source
 
-    store = open_store(settings)  # fail early, as one line, when there is no knowledge base
+    knowledge = KnowledgeAccess(settings)
+    store = knowledge.store()  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
     from gcite.verify import make_verifier
@@ -174,7 +175,7 @@ async def local_frames(
         if web_source is not None:
             await web_source.aclose()
         await backend.aclose()
-        store.close()
+        knowledge.close()
 
 
 def chat_url(base: str) -> str:

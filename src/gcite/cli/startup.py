@@ -140,13 +140,16 @@ def open_demo_stores(settings: Settings) -> list[Any]:
 
 
 def open_serve_store(settings: Settings) -> Any:
-    """Open the knowledge base ``gcite serve`` will answer from.
+    """Open the knowledge base ``gcite serve`` will answer from (``None`` with
+    ``knowledge_url``: the other service's is reached at the first question).
 
     A store held by another process, or a corrupt one, raises (one line, exit 1).
     A data dir without a knowledge base (missing folder, no ``catalog.json``) is an
     error unless a web search provider is configured: serving web-only answers is a
     legitimate setup, so then one ``提示:`` line goes to stderr and ``None`` is returned.
     """
+    if settings.knowledge_url.strip():
+        return None  # another service's knowledge base: nothing to open here
     data_dir = Path(settings.data_dir).expanduser()
     missing = None
     if not data_dir.is_dir():

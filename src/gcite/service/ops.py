@@ -22,7 +22,6 @@ Source: issue 16 items 6 and 11.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.config import ApiKey, KeyTables, Settings
+from gcite.service.auth import bearer_token, find_key
 
 log = logging.getLogger("gcite.access")
 
@@ -100,15 +100,11 @@ def key_name(keys: list[ApiKey], header: str | None) -> str:
     ``-`` without a header, ``unknown`` for a key that is not configured."""
     if not header:
         return "-"
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token(header)
+    if token is None:
         return "unknown"
-    found = "unknown"
-    for key in keys:
-        if hmac.compare_digest(key.key.encode(), token.encode()):
-            found = key.label
-    return found
+    found = find_key(keys, token)
+    return found.label if found is not None else "unknown"
 
 
 class _BodyTimeout(BaseException):
