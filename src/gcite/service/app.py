@@ -30,12 +30,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
 from gcite.knowledge import open_store
 from gcite.service.auth import AuthError, Caller, authenticate
@@ -64,9 +66,11 @@ def create_app(settings: Settings) -> FastAPI:
     runs = RunRegistry(resources.conversations)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         await asyncio.to_thread(resources.warm_up)
-        yield
+        scheduler = Scheduler.from_settings(settings)  # first text first, per process
+        yield {"scheduler": scheduler}  # request.state.scheduler
+        scheduler.close()
         await resources.aclose()
 
     app = FastAPI(title="gcite", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
