@@ -124,7 +124,7 @@ async def test_hold_ends_after_max_hold_when_runs_keep_preparing() -> None:
     streams = await _streaming(s, 1, gate)
     run = s.turn()
     held = asyncio.create_task(s.hold(clock.now()))
-    await until(lambda: s.held_streams() == 1)
+    await until(lambda: s.held_streams() == 1 and clock.sleepers() == 1)
     clock.advance(0.2)
     for _ in range(20):
         await asyncio.sleep(0)
@@ -241,7 +241,7 @@ async def test_a_held_answer_reads_once_per_max_hold_and_then_what_came_meanwhil
     try:
         await until(lambda: s.held_streams() == 1 and bool(deltas))
         assert deltas == [ANSWER[0]]  # the first text, then held
-        await until(lambda: standin.completed == 1)  # the model has sent everything
+        await until(lambda: standin.completed == 1 and clock.sleepers() == 1)  # all sent
         clock.advance(0.25)  # max_hold_s: the stream reads all that waited
         await asyncio.wait_for(task, GUARD_S)
     finally:
