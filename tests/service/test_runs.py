@@ -209,7 +209,7 @@ async def test_a_stop_received_by_another_worker_reaches_the_running_one(
     url = f"sqlite:///{tmp_path / 'runs.sqlite3'}"
     others = [ConversationStore(url) for _ in range(workers - 1)]
     try:
-        backend = Slow(0.2)
+        backend = Pausing()  # says nothing after its first delta until stopped
         handle, message_id = handle_for(store, backend)
         running = RunRegistry(store)
         receivers = [RunRegistry(other) for other in others]
