@@ -164,7 +164,7 @@ async def test_stops_disconnects_and_model_errors_in_every_phase_leave_nothing_c
         return Script.text(LONG, size=1, token_delay_s=0.01)
 
     llm.responder = respond
-    web.default = lambda request: Reply.hang(2.0) if "#web" in str(request.body) else Reply.auto()
+    web.default = lambda request: Reply.hang(60) if "#web" in str(request.body) else Reply.auto()
     url = service.base_url + "/v1/chat-messages"
     kinds = ["ok", "web-stop", "text-stop", "web-leave", "text-leave", "err", "cut", "followup"]
 
