@@ -347,8 +347,10 @@ class Scheduler:
             await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             timer.cancel()
-        if not work.done():
-            work.cancel()
+            late = not work.done()
+            if late:  # past the limit, or this run was cancelled: stop waiting for it
+                work.cancel()
+        if late:
             return None
         return work.result()
 
