@@ -172,6 +172,21 @@ class Settings:
     # up after this many seconds and the offline rewrite (earlier subject carried) is used
     condense_timeout_s: float = 5.0
     web_timeout_s: float = 8.0
+    # Scheduling, "first text first" (gcite.chatflow.scheduler.Knobs; seconds): CPU steps
+    # of requests before their model call at once, in arrival order; the longest a
+    # streaming answer waits for runs still preparing, and how long it then reads freely;
+    # answers streaming before deltas are joined, the flush interval per answer past that
+    # and its cap; knowledge-base search threads (0: Python's default executor size);
+    # verification threads and how long a run waits for its verification.
+    sched_admit: int = 4
+    sched_max_hold_s: float = 0.25
+    sched_drain_s: float = 0.01
+    sched_quiet_streams: int = 8
+    sched_per_stream_s: float = 0.002
+    sched_max_interval_s: float = 0.1
+    sched_search_threads: int = 0
+    sched_verify_threads: int = 4
+    sched_verify_timeout_s: float = 30.0
     # Service
     host: str = "127.0.0.1"
     port: int = 8000

@@ -3,6 +3,7 @@ against the loopback stand-in of the chat-completions API, and the extractive ba
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -40,6 +41,9 @@ class TestExtractiveBackend(LLMBackendContract):
         backend = make_backend(Settings())
         assert isinstance(backend, LimitedBackend)
         assert isinstance(backend.inner, ExtractiveBackend)
+        # load the support model as the service does at start-up, not inside the answer's
+        # no-text deadline (a busy machine may take long for it)
+        await asyncio.to_thread(backend.warm_up)
         yield backend
         await backend.aclose()
 

@@ -334,7 +334,7 @@ async def test_a_burst_of_100_streams_on_two_workers_loses_no_stream_and_no_text
     tmp_path: Path,
 ) -> None:
     """100 streams at once on ``gcite serve --workers 2`` (busy workers: answers are joined
-    and held while runs prepare, generate/coalesce.py and priority.py): every stream ends
+    and held while runs prepare, gcite/chatflow/scheduler.py): every stream ends
     ``succeeded`` with the model's text byte for byte, split markers and surrogates too."""
     data = _ingest(tmp_path)
     env = {"GCITE_LLM_BASE_URL": "", "GCITE_LLM_MODEL": "standin", "GCITE_LLM_API_KEY": "k"}

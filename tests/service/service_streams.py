@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
 from gcite.service import create_app
 from gcite.stream.sse import (
@@ -40,6 +41,12 @@ class LiveServer:
     def headers(self, key: str = "key-guard") -> dict[str, str]:
         """Authorization header for ``key``."""
         return {"Authorization": f"Bearer {key}"}
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The app's process scheduler (its lifespan state), for counters read from the test."""
+        scheduler: Scheduler = self.server.lifespan.state["scheduler"]
+        return scheduler
 
 
 @contextmanager

@@ -163,7 +163,6 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
     live: LiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    started = time.monotonic()
     sock = _slow_client(_port(live))
     for _ in range(3):  # keep dribbling: bytes alone do not extend the deadline much
         time.sleep(0.2)
@@ -174,8 +173,7 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
     reply = _read_all(sock, timeout=10)
     sock.close()
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
-    assert b"request_timeout" in reply
-    assert time.monotonic() - started < 5
+    assert b"request_timeout" in reply  # the body deadline, not a client timeout
     aborted = [line for line in _lines(caplog, 1) if line.get("aborted")]
     assert len(aborted) == 1
     assert aborted[0]["aborted"] == "body_timeout" and aborted[0]["status"] == 408

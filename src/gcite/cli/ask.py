@@ -137,6 +137,7 @@ async def local_frames(
     import time
 
     from gcite.chatflow import ChatRun, Deps, Turn, earlier_turns, new_id
+    from gcite.chatflow.scheduler import Scheduler
     from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.backends import make_backend
     from gcite.knowledge.access import KnowledgeAccess
@@ -154,6 +155,7 @@ async def local_frames(
         get_store=lambda: store,
         web_source=web_source,
         verifier=make_verifier(settings),
+        scheduler=Scheduler.from_settings(settings),  # its sched_* settings apply here too
     )
     envelope = Envelope(
         task_id=new_id(),

@@ -37,7 +37,6 @@ from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
 from gcite.generate.limits import capped_lines
-from gcite.generate.priority import paced
 from gcite.stream.surrogates import SurrogateJoiner
 
 HTTP_POOL: dict[str, Any] = {
@@ -138,15 +137,11 @@ class OpenAIBackend(BackendLifecycle):
             # costs ~0.6 ms of CPU per delta: see docs/benchmarks.md, "Chat service").
             ended = _End()
             thought, said = SurrogateJoiner(), SurrogateJoiner()
-            # after the first text, a busy process reads on only after the runs still
-            # preparing had their turn (generate/priority.py)
-            answering = [False]
             response = await self._client.post(
                 "/chat/completions", cast_to=httpx2.Response, body=kwargs, options=_STREAMED
             )
             try:
-                body = paced(response.aiter_bytes(), answering)
-                async for line in capped_lines(body, self.max_line_bytes):
+                async for line in capped_lines(response.aiter_bytes(), self.max_line_bytes):
                     piece = _delta(line, usage, ended)
                     if piece is _DONE:
                         break
@@ -164,11 +159,9 @@ class OpenAIBackend(BackendLifecycle):
                         if said_tail:
                             yield said_tail
                     if reasoning:
-                        answering[0] = True
                         yield Reasoning(reasoning)
                     text = said.feed(piece.content) if piece.content else ""
                     if text:
-                        answering[0] = True
                         yield text
             finally:
                 await response.aclose()

@@ -34,12 +34,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
 from gcite.errors import GciteError
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
@@ -68,9 +70,11 @@ def create_app(settings: Settings) -> FastAPI:
     runs = RunRegistry(resources.conversations)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         await asyncio.to_thread(resources.warm_up)
-        yield
+        scheduler = Scheduler.from_settings(settings)  # first text first, per process
+        yield {"scheduler": scheduler}  # request.state.scheduler
+        scheduler.close()
         await resources.aclose()
 
     app = FastAPI(title="gcite", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
