@@ -36,7 +36,7 @@ from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.generate.extractive import ExtractiveBackend
 from gcite.knowledge import ingest_paths, open_store
 from gcite.stream.parser import strip_markers
-from knowledge.docs import MANIFEST, write_mixed
+from gcite.testing.corpus import MANIFEST, write_mixed
 from support.web_standin import PayloadWeb as Web
 
 QUERY = "电梯维保记录由谁签字？"

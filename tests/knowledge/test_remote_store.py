@@ -26,9 +26,8 @@ from gcite.errors import FilterError, StoreError
 from gcite.knowledge import ingest_paths
 from gcite.knowledge.remote import RemoteStore
 from gcite.service.app import create_app
-
-from .docs import MANIFEST, write_mixed
-from .store_contract import DATASET, KnowledgeStoreContract
+from gcite.testing.corpus import MANIFEST, write_mixed
+from gcite.testing.store_contract import DATASET, KnowledgeStoreContract
 
 PREFIX = "/dify"
 INTERNAL = "internal-every-role"

@@ -25,10 +25,9 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing.corpus import MANIFEST, write_mixed
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
-
-from .docs import MANIFEST, write_mixed
 
 DATASET = "园区制度库"
 
