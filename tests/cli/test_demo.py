@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from cli.conftest import run_gcite
 from gcite.cli.demo import SAMPLE_DIR, default_data_dir, demo, demo_settings, prepare_demo
 from gcite.service.pages import load_page_config
+from gcite.testing import free_port
 
 
 def test_sample_data_front_matter() -> None:
@@ -109,9 +110,7 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     data_dir = tmp_path / "demo"
     shutil.copytree(demo_dir, data_dir)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "demo", "--data-dir", str(data_dir), "--port", str(port)],

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli.conftest import run_gcite
+from gcite.testing import free_port
 
 _HOLD = """
 import sys
@@ -25,12 +25,6 @@ print("ready", flush=True)
 sys.stdin.read()
 store.close()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -85,7 +79,7 @@ def _one_error_line(stderr: str) -> str:
 
 
 def test_second_demo_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(_free_port()))
+    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(free_port()))
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
@@ -101,16 +95,14 @@ def test_demo_once_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
 
 
 def test_demo_on_a_busy_web_index_exits(data_dir: Path, held_web: None) -> None:
-    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(_free_port()))
+    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(free_port()))
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 离线网页索引 {data_dir / 'web-offline'} 正被另一个进程使用")
 
 
 def test_serve_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite(
-        "serve", "--data-dir", str(data_dir), "--port", str(_free_port()), env=_env()
-    )
+    result = run_gcite("serve", "--data-dir", str(data_dir), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
@@ -119,7 +111,7 @@ def test_serve_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
 
 def test_serve_on_a_missing_data_dir_exits(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir"
-    result = run_gcite("serve", "--data-dir", str(missing), "--port", str(_free_port()), env=_env())
+    result = run_gcite("serve", "--data-dir", str(missing), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 数据目录不存在: {missing}")
@@ -128,9 +120,7 @@ def test_serve_on_a_missing_data_dir_exits(tmp_path: Path) -> None:
 
 
 def test_serve_on_a_folder_without_knowledge_base_exits(tmp_path: Path) -> None:
-    result = run_gcite(
-        "serve", "--data-dir", str(tmp_path), "--port", str(_free_port()), env=_env()
-    )
+    result = run_gcite("serve", "--data-dir", str(tmp_path), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     assert "中没有知识库" in _one_error_line(result.stderr)
 
@@ -145,7 +135,7 @@ def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
     data.mkdir()
     env = {**_env(), "GCITE_WEB_PROVIDER": "offline", "GCITE_WEB_DIR": str(web)}
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "serve", "--data-dir", str(data), "--port", str(port)],
         stdout=subprocess.PIPE,

@@ -25,17 +25,12 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing import free_port
 from gcite.testing.corpus import MANIFEST, write_mixed
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
 
 DATASET = "园区制度库"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ingest(base: Path) -> Path:
@@ -68,7 +63,7 @@ def _children(pid: int) -> list[int]:
 
 def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> None:
     data = _ingest(tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     gcite = Path(sys.executable).parent / "gcite"
     proc = subprocess.Popen(

@@ -15,14 +15,9 @@ import httpx
 from click.testing import CliRunner
 
 from gcite.cli import cli
+from gcite.testing import free_port
 
 SAMPLE_WEB = Path(__file__).resolve().parents[2] / "src" / "gcite" / "sample_data" / "web"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start_serve(port: int, data_dir: Path, output: int | None) -> subprocess.Popen[bytes]:
@@ -47,7 +42,7 @@ def _start_serve(port: int, data_dir: Path, output: int | None) -> subprocess.Po
 
 
 def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _start_serve(port, tmp_path / "data", subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}/v1/chat-messages"
@@ -107,7 +102,7 @@ def _exchange(port: int, request: bytes) -> bytes:
 def test_serve_refuses_an_oversized_request_head(tmp_path: Path) -> None:
     """uvicorn parses with httptools, which takes a head of any size (h11, before, refused
     one past 16 KiB): gcite serve refuses it as h11 did, bodies and keep-alive unaffected."""
-    port = _free_port()
+    port = free_port()
     proc = _start_serve(port, tmp_path / "data", subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

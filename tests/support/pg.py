@@ -26,7 +26,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from gcite.testing import free_port
 
 DATABASE = "gcite_test"
 ROLE = "gcite"
@@ -57,13 +58,6 @@ def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class _Cluster:
@@ -146,7 +140,7 @@ def postgres_url() -> Iterator[str]:
     try:
         cluster.init(password)
         for _ in range(START_ATTEMPTS):  # the free port may be taken before the server binds
-            port = _free_port()
+            port = free_port()
             if cluster.start(port):
                 started = True
                 break

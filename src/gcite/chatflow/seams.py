@@ -7,8 +7,8 @@
 * :class:`LLMBackend` (defined in :mod:`gcite.generate.backends`): the LLM node; async
   stream of text deltas, lifecycle ``warm_up()`` / ``aclose()``.
 
-Every implementation passes its seam's contract suite (``tests/knowledge/store_contract.py``,
-``tests/support/web_source_contract.py``, ``tests/support/llm_backend_contract.py``). Importing this
+Every implementation passes its seam's contract suite (:mod:`gcite.testing.store_contract`,
+:mod:`gcite.testing.web_contract`, :mod:`gcite.testing.llm_contract`). Importing this
 module loads no HTTP client, no SQL and no vector database.
 """
 
