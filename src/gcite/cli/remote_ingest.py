@@ -6,8 +6,6 @@ Knowledge API shape, :mod:`gcite.service.knowledge_api`) with an admin key. The 
 is created when missing; a file whose name is already in the dataset replaces that
 document. Manifest metadata (e.g. ``access_roles``) goes with each file as
 ``doc_metadata``, so a restricted document is never public in between.
-
-Source: issue 16 item 8.
 """
 
 from __future__ import annotations

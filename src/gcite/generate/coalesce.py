@@ -15,7 +15,7 @@ tokens per delta. The first delta of an answer always goes on at once (time to f
 Reasoning pieces are joined with reasoning, answer text with answer text, in order;
 anything else (the offline fallback's notice) passes on its own.
 
-Source: issue 19 item 3 ("less work per stream in the event loop").
+Aim: less work per stream in the event loop.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ must not hold a run (or the process's memory) without bound. Two pieces:
 
 Settings: ``llm_total_timeout_s``, ``llm_idle_timeout_s``, ``max_answer_chars``,
 ``max_stream_line_bytes`` (0 or less disables a limit).
-
-Source: issue 16 items 4 and 7.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 In a burst every stream of a process makes progress at once: the CPU is shared between the
 runs still preparing (request, history, retrieval, merge, prompt) and the answers already
 streaming (one model-stream read, parse and SSE frame after another). Shared that way, the
-median stream gets its first text only when most of the burst's work is done (200 streams
-on 2 workers: p50 3.8 s). Language-model servers schedule prefills before decode steps for
+median stream gets its first text only when most of the burst's work is done
+(docs/scaling.md). Language-model servers schedule prefills before decode steps for
 the same reason. Two rules:
 
 * **Arrival order.** Each request takes a number when it arrives (:func:`arrival`). Its
@@ -25,8 +25,8 @@ the same reason. Two rules:
   is dropped or reordered, and the first text of an answer is never held.
 
 With a few answers in flight nothing is held, and slots are only waited for when more
-than :data:`ADMIT` requests of the process are in a CPU step at once. Source: issue 19
-(first text p50 of a burst of 200 streams).
+than :data:`ADMIT` requests of the process are in a CPU step at once. The aim: an early
+first text (p50) in a burst of many streams.
 """
 
 from __future__ import annotations

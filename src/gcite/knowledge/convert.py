@@ -15,7 +15,7 @@ Markdown tables with their header row) so the chunker sees one format:
 Per-document metadata comes from YAML front matter (Markdown) and/or a sidecar
 manifest; the manifest wins on conflicts.
 
-Source: issue 4 item 1, issue 14 item 3; platform design document §3.2.1
+Source: platform design document §3.2.1
 (``doc_metadata`` fields ``document_title``, ``source_file_url``, ``access_roles``).
 """
 

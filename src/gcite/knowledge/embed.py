@@ -12,8 +12,8 @@ shape ``(n, dim)``. Failures raise :class:`EmbeddingError` (a ``StoreError``).
 
 Servers: :func:`server_blas_threads` puts the offline models on one BLAS thread (the
 default, one BLAS thread per core, spins and fights the event loop and the other
-processes for the cores: a single query took 0.5-1.5 s instead of ~10 ms on a loaded
-2-core machine). Concurrent :meth:`embed_query` calls of the offline models are
+processes for the cores: a single query took many times longer on a loaded machine).
+Concurrent :meth:`embed_query` calls of the offline models are
 micro-batched: the queries that arrive while one batch is being embedded are embedded
 together in the next batch (one forward pass for many queries costs a fraction of one pass
 each; no waiting when there is no concurrency).

@@ -28,8 +28,6 @@ longer exist are deleted. A file that cannot be read or converted is listed in
 ``IngestReport.failed`` with the reason; its previous version (if any) is kept,
 and the rest is ingested. The catalog is saved after every document, so an
 interrupted run loses at most the document in flight.
-
-Source: issue 4 item 1; issue 14 items 3-4.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ next to the file.
 Errors: :class:`ManageError` with an HTTP-like ``status`` (404 unknown dataset or
 document, 409 duplicate name, 400 bad input) and a Chinese message.
 
-Source: issue 16 items 8 and 9; Dify Knowledge API (``/datasets``,
+Source: Dify Knowledge API (``/datasets``,
 ``/datasets/{id}/documents``), ``../shared/reference/dify-openapi-service.json``.
 """
 

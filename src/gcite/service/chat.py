@@ -148,7 +148,7 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
-        number = priority.arrival()  # first text first, in arrival order (issue 19)
+        number = priority.arrival()  # first text first, in arrival order
         async with priority.step(number):
             handle, env = await resources.conversations.call(
                 prepare, resources, body, caller, arrival=number

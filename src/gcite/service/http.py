@@ -2,8 +2,8 @@
 
 uvicorn parses HTTP with httptools when it is installed (it is: pinned for its speed).
 Unlike h11, which uvicorn used before and which refuses a request line plus headers past
-16 KiB, httptools takes a head of any size: one unauthenticated request with a 50 MiB
-header kept a worker busy for seconds and its memory at hundreds of MiB.
+16 KiB, httptools takes a head of any size: one unauthenticated request with a huge
+header kept a worker busy and its memory growing.
 :class:`BoundedHttpToolsProtocol` answers such a request as h11 did (400, connection
 closed) once more than :data:`MAX_HEAD_BYTES` arrived without the head being complete.
 """

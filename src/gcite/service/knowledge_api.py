@@ -30,7 +30,7 @@ document is never public between two calls); ``indexing_technique``, ``process_r
 the other tuning fields are accepted and ignored (gcite's chunking and embedder apply).
 Errors are Dify's ``{"code", "message", "status"}``.
 
-Source: issue 16 item 8; ``../shared/reference/dify-openapi-service.json`` (``/datasets``).
+Source: ``../shared/reference/dify-openapi-service.json`` (``/datasets``).
 """
 
 from __future__ import annotations

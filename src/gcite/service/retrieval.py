@@ -486,7 +486,7 @@ def build_retrieval_router(
 class RetrievalFastPath:
     """ASGI middleware: ``POST {prefix}/retrieval`` goes straight to the endpoint of
     :func:`build_retrieval_router`, past the framework's routing and request handling
-    (route matching over every route of the app, dependency solving: about a quarter of
+    (route matching over every route of the app, dependency solving: a large share of
     the event loop's time per request on the knowledge process, docs/benchmarks.md
     "Knowledge process per request"). Same endpoint, same responses; every other request
     (another method or path, a ``root_path``) takes the normal way. Installed inside

@@ -13,7 +13,7 @@ from typing import Any
 from gcite.verify.verifier import best_support_by_chunk
 
 WEAK_TEXT = "该来源未能直接支持这句话"
-"""The line shown for a citation the verifier did not find supported (issue 15)."""
+"""The line shown for a citation the verifier did not find supported."""
 MAX_CHARS = 90
 """Supporting sentences longer than this are cut with an ellipsis."""
 

@@ -3,7 +3,7 @@
 Every web search provider (Bocha, Tavily, Baidu) is one ``POST`` of a JSON body
 that answers with a JSON payload. This module owns everything those calls have
 in common, so each provider module only builds its request and checks its
-payload (issue 5, item 1; platform design document §2.2, the web branch):
+payload (platform design document §2.2, the web branch):
 
 * **one time budget per call** (``timeout_s``, seconds): connect, write, read
   and every wait between retries come out of it; each attempt gets what is
