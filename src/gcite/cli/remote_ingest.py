@@ -70,7 +70,6 @@ def ingest_remote(
     key: str,
     dataset: str,
     manifest: Manifest | None = None,
-    transport: httpx.BaseTransport | None = None,
 ) -> RemoteReport:
     """Upload the files under ``paths`` into ``dataset`` of the service at ``url``.
 
@@ -81,7 +80,7 @@ def ingest_remote(
     base = url.rstrip("/")
     headers = {"Authorization": f"Bearer {key}"}
     report = RemoteReport(dataset=dataset)
-    with httpx.Client(timeout=UPLOAD_TIMEOUT_S, headers=headers, transport=transport) as http:
+    with httpx.Client(timeout=UPLOAD_TIMEOUT_S, headers=headers) as http:
         try:
             listed = http.get(f"{base}/v1/datasets", params={"limit": 100})
         except httpx.HTTPError as exc:

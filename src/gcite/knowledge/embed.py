@@ -248,13 +248,12 @@ class OpenAIEmbedder:
         *,
         timeout_s: float = 30.0,
         batch_size: int = 64,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url or not model:
             raise ConfigError("embed_backend=openai 需要配置 embed_base_url 和 embed_model")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
         )
         self._model = model
         self._batch = batch_size
