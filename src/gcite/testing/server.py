@@ -54,15 +54,22 @@ def live_service(
     port = int(sock.getsockname()[1])
     config = uvicorn.Config(app, log_level="warning", lifespan=lifespan)
     server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name=f"live-service-{port}", daemon=True
-    )
+    exits: list[SystemExit] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except SystemExit as exc:  # uvicorn's answer to a failed start-up
+            exits.append(exc)
+
+    thread = threading.Thread(target=run, name=f"live-service-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s
     try:
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"uvicorn did not start on {host}:{port}")
+                status = f" (exit status {exits[0].code})" if exits else ""
+                raise RuntimeError(f"uvicorn did not start on {host}:{port}{status}")
             time.sleep(0.02)
         yield f"http://{host}:{port}"
     finally:
