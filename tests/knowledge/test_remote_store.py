@@ -1,7 +1,7 @@
 """The External Knowledge API adapter passes the one store contract against a real service.
 
 A gcite service (``create_app``, uvicorn on a free 127.0.0.1 port) owns the embedded store
-holding :func:`tests.knowledge.docs.write_mixed`; :class:`gcite.knowledge.remote.RemoteStore`
+holding :func:`gcite.testing.corpus.write_mixed`; :class:`gcite.knowledge.remote.RemoteStore`
 reaches it through ``POST /retrieval`` with one key holding every role and narrows each
 request to the caller's roles.
 """

@@ -1,6 +1,6 @@
 """``gcite serve --workers N``: a knowledge process and N chat workers, real processes.
 
-The law of the store contract (``tests.knowledge.docs``) is ingested into a temp data dir;
+The corpus of the store contract (:mod:`gcite.testing.corpus`) is ingested into a temp data dir;
 ``gcite serve --workers 2`` runs offline (extractive backend) on a free port. Every worker
 answers from the knowledge process's ``/retrieval`` and keeps the caller's roles.
 """
