@@ -30,9 +30,9 @@ def test_live_service_serves_until_the_block_ends() -> None:
     events: list[str] = []
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
         events.append("start")
-        yield
+        yield {"counter": events}
         events.append("stop")
 
     app = FastAPI(lifespan=lifespan)
@@ -41,7 +41,9 @@ def test_live_service_serves_until_the_block_ends() -> None:
     def ping() -> dict[str, str]:
         return {"pong": "ok"}
 
-    with live_service(app) as base_url:
+    state: dict[str, object] = {}
+    with live_service(app, state=state) as base_url:
+        assert state == {"counter": events} and state["counter"] is events
         assert base_url.startswith("http://127.0.0.1:")
         assert httpx.get(f"{base_url}/ping", timeout=30).json() == {"pong": "ok"}
         assert events == ["start"]

@@ -36,6 +36,7 @@ def live_service(
     host: str = HOST,
     lifespan: Literal["auto", "on", "off"] = "on",
     startup_timeout_s: float = 60.0,
+    state: dict[str, Any] | None = None,
 ) -> Iterator[str]:
     """Serve the ASGI ``app`` with uvicorn in a daemon thread; yields its base URL.
 
@@ -44,7 +45,8 @@ def live_service(
     setting (``"on"`` runs the app's start-up and shut-down). Raises :class:`RuntimeError`
     when the server stops or has not started within ``startup_timeout_s`` seconds (a
     hang guard, not a speed limit). On exit the server is asked to stop and the thread
-    joined (at most ten seconds).
+    joined (at most ten seconds). ``state``: a dict filled, once the app has started, with
+    its lifespan state (what its lifespan yielded, e.g. objects a test reads counters of).
     """
     import uvicorn
 
@@ -71,6 +73,8 @@ def live_service(
                 status = f" (exit status {exits[0].code})" if exits else ""
                 raise RuntimeError(f"uvicorn did not start on {host}:{port}{status}")
             time.sleep(0.02)
+        if state is not None:
+            state.update(getattr(server.lifespan, "state", {}))
         yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
