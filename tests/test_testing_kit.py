@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from gcite.testing import free_port, live_service
+from gcite.testing import busy_port, free_port, live_service
 
 
 def test_importing_the_kit_needs_no_pytest() -> None:
@@ -67,5 +67,12 @@ def test_a_service_whose_start_up_fails_raises() -> None:
 
 def test_free_port_can_be_bound() -> None:
     port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_busy_port_is_taken_until_the_block_ends() -> None:
+    with busy_port() as port, socket.socket() as other, pytest.raises(OSError):
+        other.bind(("127.0.0.1", port))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))

@@ -15,7 +15,7 @@ import httpx
 from click.testing import CliRunner
 
 from gcite.cli import cli
-from gcite.testing import free_port
+from gcite.testing import busy_port, free_port
 
 SAMPLE_WEB = Path(__file__).resolve().parents[2] / "src" / "gcite" / "sample_data" / "web"
 
@@ -74,10 +74,7 @@ def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
 
 
 def test_serve_reports_a_busy_port(tmp_path: Path) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         result = CliRunner().invoke(
             cli, ["serve", "--port", str(port), "--data-dir", str(tmp_path)], env={}
         )

@@ -9,8 +9,8 @@ What is here (none of it imports pytest except the contract suites):
 - :mod:`gcite.testing.corpus`: the documents the store contract searches;
 - :class:`MemoryStore` (:mod:`gcite.testing.memory`): an in-memory ``KnowledgeStore``
   (lexical scoring, no embeddings) for tests of what sits above the store;
-- :func:`live_service` and :func:`free_port` (:mod:`gcite.testing.server`): a real
-  ASGI app under uvicorn on a free loopback port, for tests that need a server;
+- :func:`live_service`, :func:`free_port` and :func:`busy_port` (:mod:`gcite.testing.server`):
+  a real ASGI app under uvicorn on a free loopback port, a port, a port held taken;
 - :mod:`gcite.testing.archdoc`: the module tree of ``docs/architecture.md``, generated
   from the module docstrings.
 
@@ -47,10 +47,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gcite.testing.memory import MemoryStore
-    from gcite.testing.server import free_port, live_service
+    from gcite.testing.server import busy_port, free_port, live_service
 
 _LAZY = {
     "MemoryStore": "gcite.testing.memory",
+    "busy_port": "gcite.testing.server",
     "free_port": "gcite.testing.server",
     "live_service": "gcite.testing.server",
 }
@@ -65,4 +66,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["MemoryStore", "free_port", "live_service"]
+__all__ = ["MemoryStore", "busy_port", "free_port", "live_service"]

@@ -2,7 +2,8 @@
 
 :func:`live_service` is the one way a test serves an app (a gcite service, a page app)
 on 127.0.0.1; :func:`free_port` the one way it picks a port for a server it starts
-elsewhere (``gcite serve`` in a subprocess, PostgreSQL). Neither imports pytest.
+elsewhere (``gcite serve`` in a subprocess, PostgreSQL), and :func:`busy_port` the one way
+it holds a port taken. None of them imports pytest.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def busy_port(host: str = HOST) -> Iterator[int]:
+    """A port on ``host`` held by a listening socket until the block ends (nothing accepts:
+    for tests of what a server does when its port is taken)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -82,4 +93,4 @@ def live_service(
         sock.close()
 
 
-__all__ = ["free_port", "live_service"]
+__all__ = ["busy_port", "free_port", "live_service"]
