@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -76,3 +77,54 @@ def test_busy_port_is_taken_until_the_block_ends() -> None:
         other.bind(("127.0.0.1", port))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+THIRD_PARTY = """
+import json
+
+import pytest
+
+from gcite.testing import MemoryStore
+from gcite.testing.corpus import DATASET, MANIFEST, write_mixed
+from gcite.testing.store_contract import KnowledgeStoreContract
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    base = tmp_path_factory.mktemp("kb")
+    write_mixed(base / "docs")
+    (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
+    return base
+
+
+def _open(base):
+    store = MemoryStore()
+    store.ingest([base / "docs"], dataset=DATASET, manifest=base / "manifest.json")
+    return store
+
+
+class TestMyStore(KnowledgeStoreContract):
+    @pytest.fixture
+    def store(self, corpus):
+        with _open(corpus) as store:
+            yield store
+
+    @pytest.fixture
+    def reopen(self, corpus):
+        return lambda: _open(corpus)
+"""
+
+
+def test_a_contract_suite_runs_outside_gcites_own_tests(tmp_path: Path) -> None:
+    """What docs/testing.md tells a third party to write runs with plain pytest: no
+    conftest of gcite's, no configuration, another folder."""
+    (tmp_path / "test_my_store.py").write_text(THIRD_PARTY, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_store.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "passed" in result.stdout and "failed" not in result.stdout
