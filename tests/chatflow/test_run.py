@@ -1,7 +1,8 @@
 """The chatflow run with no HTTP and no database: node order, a failing branch, an LLM
 failure, stop, and the visibility re-check of earlier turns.
 
-The knowledge store is real (Qdrant Edge, the mixed test documents); the LLM is the real
+The knowledge store is gcite.testing's in-memory store holding the contract corpus (the
+embeddings are not what these tests are about); the LLM is the real
 extractive backend, wrapped where a test must watch or slow it; the web source is a
 stand-in object returning Bocha's payload shape (no provider API runs here).
 """
@@ -37,9 +38,10 @@ from gcite.config import Settings
 from gcite.errors import LLMError, SourceTimeout
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.generate.extractive import ExtractiveBackend
-from gcite.knowledge import ingest_paths, open_store
+from gcite.knowledge import open_store
 from gcite.stream.parser import strip_markers
-from knowledge.docs import MANIFEST, write_mixed
+from gcite.testing import MemoryStore
+from gcite.testing.corpus import DATASET, MANIFEST, write_mixed
 from support.clock import ManualClock, until
 from support.web_standin import PayloadWeb as Web
 
@@ -51,11 +53,8 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     base = tmp_path_factory.mktemp("chatflow")
     write_mixed(base / "docs")
     (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
-    settings = Settings(data_dir=base / "data", embed_backend="use")
-    ingest_paths(
-        [base / "docs"], settings=settings, dataset="园区制度库", manifest=base / "manifest.json"
-    )
-    with open_store(settings) as store:
+    with MemoryStore() as store:
+        store.ingest([base / "docs"], dataset=DATASET, manifest=base / "manifest.json")
         yield store
 
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from cli.conftest import run_gcite
 from gcite.cli.demo import SAMPLE_DIR, default_data_dir, demo, demo_settings, prepare_demo
 from gcite.service.pages import load_page_config
+from gcite.testing import busy_port, free_port
 
 
 def test_sample_data_front_matter() -> None:
@@ -77,10 +78,7 @@ def test_settings_are_offline_whatever_the_environment(tmp_path: Path, monkeypat
 def test_demo_errors_are_one_line(tmp_path: Path) -> None:
     proc = run_gcite("demo", "--role", "安保主管")
     assert proc.returncode == 2 and "--role 和 --json 只能与 --once 一起使用" in proc.stderr
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         proc = run_gcite("demo", "--data-dir", str(tmp_path), "--port", str(port))
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"错误: 端口 {port} 已被占用，请用 --port 换一个端口"
@@ -109,9 +107,7 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     data_dir = tmp_path / "demo"
     shutil.copytree(demo_dir, data_dir)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "demo", "--data-dir", str(data_dir), "--port", str(port)],

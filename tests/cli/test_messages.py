@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 import pytest
 
 from cli.conftest import run_gcite
+from gcite.testing import busy_port
 
 ENGLISH = re.compile(r"\b(Error|Usage|Missing|No such|Try|invalid|Aborted)\b")
 
@@ -71,10 +71,7 @@ def test_vectors_missing_file_has_the_prefix_and_status_2(tmp_path: Path) -> Non
 
 
 def test_serve_on_a_busy_port_has_the_prefix(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
+    with busy_port() as port:
         proc = run_gcite("serve", "--port", str(port), "--data-dir", str(tmp_path), env=_env())
     assert proc.returncode == 1
     assert proc.stderr == f"错误: 端口 {port} 已被占用，请用 --port 换一个端口\n"

@@ -22,9 +22,9 @@ from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import stable_id
 from gcite.knowledge.stores.base import PointData, Stage
 from gcite.knowledge.stores.pgvector import PgIndex
+from gcite.testing.store_contract import KnowledgeStoreContract
 from support.pg import fresh_database
 
-from .store_contract import KnowledgeStoreContract
 from .test_store_contract import _ingested, edge_settings
 
 __all__ = ["edge_settings"]  # the Qdrant Edge store the SQL filters are compared with

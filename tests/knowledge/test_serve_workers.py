@@ -1,6 +1,6 @@
 """``gcite serve --workers N``: a knowledge process and N chat workers, real processes.
 
-The law of the store contract (``tests.knowledge.docs``) is ingested into a temp data dir;
+The corpus of the store contract (:mod:`gcite.testing.corpus`) is ingested into a temp data dir;
 ``gcite serve --workers 2`` runs offline (extractive backend) on a free port. Every worker
 answers from the knowledge process's ``/retrieval`` and keeps the caller's roles.
 """
@@ -25,19 +25,13 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing import free_port
+from gcite.testing.corpus import MANIFEST, write_mixed
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
 from support.serve_workers import children as _children
 
-from .docs import MANIFEST, write_mixed
-
 DATASET = "园区制度库"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ingest(base: Path) -> Path:
@@ -63,7 +57,7 @@ def _titles(answer: dict[str, object]) -> set[str]:
 
 def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> None:
     data = _ingest(tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     gcite = Path(sys.executable).parent / "gcite"
     proc = subprocess.Popen(

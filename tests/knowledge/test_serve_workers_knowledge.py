@@ -25,7 +25,8 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
-from support.serve_workers import ServeWorkers, children, free_port
+from gcite.testing import free_port
+from support.serve_workers import ServeWorkers, children
 
 ADMIN = {"Authorization": "Bearer admin-secret"}
 CHAT = {"Authorization": "Bearer pub"}

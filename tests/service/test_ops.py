@@ -18,18 +18,11 @@ from service_streams import LiveServer, body, raw_events, run_service
 from gcite.config import ApiKey, Settings
 from gcite.generate.probe import probe_model
 from gcite.knowledge import ingest_paths
+from gcite.testing import free_port
 from support.openai_standin import OpenAIStandin
 
 DOC = "# 访客登记\n\n访客进入大厦须在一层大堂服务台登记并出示身份证件。\n"
 SECRET = "app-3f9c0d7e-secret"
-
-
-def _closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = int(sock.getsockname()[1])
-    sock.close()
-    return port
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +75,7 @@ def test_health_and_ready(live: LiveServer) -> None:
 
 
 def test_ready_is_503_when_the_model_is_down(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     with run_service(_settings(kb, llm_base_url=down, llm_model="m")) as server:
         ready = httpx.get(server.base_url + "/ready")
         assert ready.status_code == 503
@@ -219,14 +212,14 @@ def test_a_large_body_at_a_fair_speed_is_not_cut_off(live: LiveServer) -> None:
 
 
 def test_start_up_probe(llm_standin: OpenAIStandin) -> None:
-    down = probe_model(Settings(llm_base_url=f"http://127.0.0.1:{_closed_port()}/v1"))
+    down = probe_model(Settings(llm_base_url=f"http://127.0.0.1:{free_port()}/v1"))
     assert not down.ok and "无法连接模型服务" in down.reason
     assert probe_model(Settings(llm_base_url=llm_standin.base_url, llm_model="m")).ok
     assert probe_model(Settings()).ok  # extractive
 
 
 async def test_fallback_to_the_offline_answerer_is_marked(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     settings = _settings(kb, llm_base_url=down, llm_model="m", on_model_error="extractive")
     with run_service(settings) as server:
         ready = httpx.get(server.base_url + "/ready")
@@ -246,7 +239,7 @@ async def test_fallback_to_the_offline_answerer_is_marked(kb: Path) -> None:
 
 
 async def test_without_fallback_a_down_model_is_an_error_event(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     with run_service(_settings(kb, llm_base_url=down, llm_model="m")) as server:
         async with httpx.AsyncClient(timeout=60) as client:
             events = await raw_events(

@@ -25,8 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from browser.conftest import _start
 from browser.scenarios import XSS_DOC, XSS_WEB, Scenarios, cut, find_chunk, parse_context
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin, Script
 
 OFFICE_DOC = """---
@@ -199,13 +199,11 @@ def main() -> int:
     """Serve until standard input closes; 0 on a clean stop."""
     with tempfile.TemporaryDirectory(prefix="gcite-mp-") as tmp:
         app, standin = build(Path(tmp))
-        url, server, thread = _start(app)
         try:
-            emit({"url": url, "keys": ["demo-visitor", "demo-ops", "demo-security"]})
-            sys.stdin.read()  # until EOF
+            with live_service(app) as url:
+                emit({"url": url, "keys": ["demo-visitor", "demo-ops", "demo-security"]})
+                sys.stdin.read()  # until EOF
         finally:
-            server.should_exit = True
-            thread.join(10)
             standin.stop()
     return 0
 

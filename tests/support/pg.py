@@ -32,7 +32,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from gcite.testing import free_port
 
 DATABASE = "gcite_test"
 ROLE = "gcite"
@@ -73,13 +74,6 @@ def _missing(reason: str, fix: str = "make services") -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class _Cluster:
@@ -186,7 +180,7 @@ def _serve(bin_dir: Path) -> Iterator[str]:
     try:
         cluster.init(password)
         for _ in range(START_ATTEMPTS):  # the free port may be taken before the server binds
-            port = _free_port()
+            port = free_port()
             if cluster.start(port):
                 started = True
                 break

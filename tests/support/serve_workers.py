@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,11 +21,7 @@ from typing import Any
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from gcite.testing import free_port
 
 
 def children(pid: int, flag: str = "--fd") -> list[int]:
@@ -152,4 +147,4 @@ class ServeWorkers:
             time.sleep(0.05)
 
 
-__all__ = ["ServeWorkers", "children", "free_port"]
+__all__ = ["ServeWorkers", "children"]

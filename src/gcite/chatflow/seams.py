@@ -10,8 +10,8 @@
   one per process): how a run shares the process with the others - its turns for CPU
   steps, the pacing of its answer, the threads of its search and verification.
 
-Every implementation passes its seam's contract suite (``tests/knowledge/store_contract.py``,
-``tests/support/web_source_contract.py``, ``tests/support/llm_backend_contract.py``). Importing this
+Every implementation passes its seam's contract suite (:mod:`gcite.testing.store_contract`,
+:mod:`gcite.testing.web_contract`, :mod:`gcite.testing.llm_contract`). Importing this
 module loads no HTTP client, no SQL and no vector database.
 """
 

@@ -1,4 +1,4 @@
-"""``gcite ask "问题"``: one question, the answer streamed in the terminal (issue 7, item 3).
+"""``gcite ask "问题"``: one question, the answer streamed in the terminal.
 
 Two sources of the same Dify chat SSE byte stream, one consumer:
 

@@ -1,4 +1,4 @@
-"""``gcite demo``: the offline demo on the bundled sample data (issue 7, item 3 and 4).
+"""``gcite demo``: the offline demo on the bundled sample data.
 
 It needs no network and no API key: the extractive LLM backend (no ``llm_base_url``),
 the bundled embedding model, an embedded Qdrant Edge shard and the offline web source

@@ -5,8 +5,6 @@ config file), through :mod:`gcite.knowledge.manage`. A knowledge base held by a 
 ``gcite serve`` cannot be opened (one Qdrant Edge process): the error says so; change
 documents of a running service with ``gcite ingest --url URL --key KEY``. Every command
 that deletes prints the data dir it wrote to. ``--json`` prints machine-readable output.
-
-Source: issue 16 item 9.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ streaming mode). Two implementations:
   the chunk sentences that best answer the question (default when no LLM is set).
 
 Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart).
-Both pass ``tests/support/llm_backend_contract.py``. Lifecycle: :meth:`LLMBackend.warm_up`
+Every backend passes :mod:`gcite.testing.llm_contract`. Lifecycle: :meth:`LLMBackend.warm_up`
 (load what the first answer would, off the event loop) and :meth:`LLMBackend.aclose`
 (release connections); :class:`BackendLifecycle` gives both as no-ops.
 """

@@ -79,7 +79,7 @@ class OpenAIBackend(BackendLifecycle):
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
-        self.max_line_bytes = max_line_bytes  # one SSE line, bytes (issue 16 item 7)
+        self.max_line_bytes = max_line_bytes  # one SSE line, bytes
         self.name = f"openai:{model}"
         # One long-lived client per endpoint for the backend's life (built once per
         # process, never per request), on one HTTP connection pool whose idle connections
@@ -131,10 +131,10 @@ class OpenAIBackend(BackendLifecycle):
         try:
             # The SDK builds, authenticates and sends the request and maps HTTP errors. The
             # body goes through ``post`` as it is: ``chat.completions.create`` first walks it
-            # against the SDK's TypedDicts (``async_maybe_transform``), ~14 % of a chat
+            # against the SDK's TypedDicts (``async_maybe_transform``), a large share of a chat
             # worker's CPU under load, to no effect on a body of plain strings. The chunks
             # are decoded here with json.loads instead of one pydantic model per chunk (that
-            # costs ~0.6 ms of CPU per delta: see docs/benchmarks.md, "Chat service").
+            # costs far more CPU per delta: see docs/benchmarks.md, "Chat service").
             ended = _End()
             thought, said = SurrogateJoiner(), SurrogateJoiner()
             response = await self._client.post(

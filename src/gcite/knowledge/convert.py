@@ -24,7 +24,7 @@ every refusal one :class:`ConversionError` (413 a limit, 415 the type, 422 unpar
 Per-document metadata comes from YAML front matter (Markdown) and/or a sidecar
 manifest; the manifest wins on conflicts.
 
-Source: issue 4 item 1, issue 14 item 3; platform design document §3.2.1
+Source: platform design document §3.2.1
 (``doc_metadata`` fields ``document_title``, ``source_file_url``, ``access_roles``).
 """
 

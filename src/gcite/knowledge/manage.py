@@ -272,7 +272,6 @@ def _store_name(settings: Settings) -> str:
     return f"Qdrant {settings.qdrant_url}" if settings.qdrant_url else "Qdrant Edge（内嵌）"
 
 
-
 class LocalAdmin:
     """:class:`~gcite.knowledge.admin.KnowledgeAdmin` over an open store of this process
     (the functions above). Does not own ``store``: :meth:`close` leaves it open (the

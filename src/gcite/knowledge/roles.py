@@ -19,7 +19,7 @@ listed in the ``allowed_role_lookalikes`` setting.
 Role names are normalised the same way everywhere (documents, API keys, conditions):
 NFKC, full-width comma split, trimmed (:func:`normalise_roles`).
 
-Source: issue 16 item 1; platform design document §2.1.1.
+Source: platform design document §2.1.1.
 """
 
 from __future__ import annotations

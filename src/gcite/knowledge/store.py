@@ -25,7 +25,7 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
-Source: issue 4 items 2-5, issue 14 items 1 and 5; dify-protocol.md §2 (result items).
+Source: dify-protocol.md §2 (result items).
 """
 
 from __future__ import annotations

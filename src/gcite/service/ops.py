@@ -15,8 +15,6 @@
   merge / first-token times and the
   number of cited chunks (filled in by the run through :func:`current`). An aborted body
   is the same one line with ``"aborted": "body_timeout" | "client_left"`` (no traceback).
-
-Source: issue 16 items 6 and 11.
 """
 
 from __future__ import annotations

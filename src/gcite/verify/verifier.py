@@ -16,7 +16,7 @@ report, the value of ``message_end.metadata.gcite_verification``::
 ``start``/``end`` of a sentence are offsets in the answer *without markers* (what the
 user reads); ``support.start``/``end`` are offsets in the cited chunk's ``content``.
 A cited id unknown to ``chunks`` is reported with ``score`` 0, ``supported`` false and
-``support`` null. Source: platform design §6; issue 15.
+``support`` null. Source: platform design §6.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def best_support_by_chunk(report: Any) -> dict[str, dict[str, Any]]:
 
 #: The offline verification (sentence embeddings, CPU) runs one answer at a time in a
 #: process: concurrent ones only take the GIL from the event loop and the searches that
-#: bring other streams their first text (bench_scale, 200 streams).
+#: bring other streams their first text (benchmarks/bench_scale.py).
 OFFLINE_LOCK = threading.Lock()
 #: Seconds the judge may take for one answer; citations it has not reached by then keep
 #: the offline verdict (counted in ``judge_errors``).
@@ -279,7 +279,7 @@ def make_verifier(
 
     def warm_up() -> None:
         # the first verification builds the IDF table, the term cache and the support
-        # model (~1.5 s of CPU); a server does it at start-up, not under load
+        # model (seconds of CPU); a server does it at start-up, not under load
         with OFFLINE_LOCK:
             verify_answer(_WARM_UP[0], list(_WARM_UP[1]), model, threshold=threshold)
 

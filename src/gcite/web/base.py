@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import httpx
-
 from gcite.errors import ConfigError, SourceUnavailable
 from gcite.web.http import JsonClient, RetryPolicy
 
@@ -95,7 +93,6 @@ class HttpWebSource:
         base_url: str = "",
         timeout_s: float = 8.0,
         retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         key = api_key.strip() if isinstance(api_key, str) else ""
         if not key:
@@ -110,7 +107,6 @@ class HttpWebSource:
             headers={"Authorization": f"Bearer {key}"},
             timeout_s=timeout_s,
             retry=retry,
-            transport=transport,
         )
 
     @property

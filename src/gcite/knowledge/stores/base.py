@@ -13,7 +13,7 @@ at one boundary each:
 
 The hybrid query is built once, here (:func:`hybrid_query`): one prefetch per retriever
 (dense, sparse), fused by RRF (k=60), the payload filter inside every stage and on the
-fusion. Source: issue 4 items 2-5 (hybrid search), Qdrant "hybrid queries" docs.
+fusion. Source: Qdrant "hybrid queries" docs.
 """
 
 from __future__ import annotations

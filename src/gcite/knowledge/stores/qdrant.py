@@ -3,7 +3,7 @@
 ``url``: ``http(s)://...`` (a server; ``api_key`` optional), ``local:<dir>`` (local mode,
 same API, used by the tests to stand for the server) or ``:memory:``. Collection
 ``gcite``. :func:`client_errors` is the one place the client's exceptions become
-:class:`~gcite.errors.StoreError`. Source: issue 4 item 5; qdrant-client docs.
+:class:`~gcite.errors.StoreError`. Source: qdrant-client docs.
 """
 
 from __future__ import annotations

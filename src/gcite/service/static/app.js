@@ -325,8 +325,8 @@ function renderPanel(panel, items, weak) {
 
 var sheetDrag = null;
 
-// The citation verifier's report of each answer (message_end.metadata.gcite_verification,
-// issue 15), per cited chunk object; read through the client's verification.js, which the
+// The citation verifier's report of each answer (message_end.metadata.gcite_verification),
+// per cited chunk object; read through the client's verification.js, which the
 // mini program uses too.
 var reportOf = new WeakMap();
 

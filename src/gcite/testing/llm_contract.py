@@ -1,24 +1,39 @@
-"""The LLMBackend contract: one suite both backends pass (haystack style).
+"""The LLMBackend contract: one suite every model backend passes (haystack style).
 
-A test module subclasses :class:`LLMBackendContract` and provides ``backend`` (a fresh
-backend that answers :data:`QUERY` from :data:`CHUNKS`, closed by the fixture). The
-suite includes pacing: the chatflow wraps every backend in its process scheduler's
-:class:`~gcite.chatflow.scheduler.PacedBackend`, and the backend must stream correctly
-when its next delta is pulled only later (a held answer), and close cleanly while held.
+Subclass :class:`LLMBackendContract` in a pytest module (pytest-asyncio in auto mode)
+and provide the ``backend`` fixture: a fresh backend that answers :data:`QUERY` from
+:data:`CHUNKS` (a model scripted to say :data:`ANSWER`), closed by the fixture.
+
+A backend that calls an upstream service (a model API) also overrides two fixtures,
+both defined here as "this backend has no upstream" (the tests then skip):
+
+- ``failing_backend``: a factory ``(failure) -> backend`` whose next call meets
+  ``failure``, one of :data:`FAILURES`; every one must surface as
+  :class:`gcite.errors.LLMError` (no SDK or transport exception escapes);
+- ``stalled_backend``: ``(backend, upstream_closed)``: the backend's upstream sends
+  some text and then nothing; ``upstream_closed(timeout_s) -> bool`` tells whether the
+  upstream saw the call's connection closed within ``timeout_s`` seconds (a hang guard).
+  Cancelling the task consuming the stream must close the upstream call.
+
+Needs pytest (the ``testing`` extra).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from gcite.chatflow.scheduler import Knobs, Scheduler
 from gcite.chatflow.seams import LLMBackend
-from gcite.generate.backends import Reasoning, Usage
+from gcite.errors import LLMError
+from gcite.generate.backends import Reasoning, Usage, aclose_stream
 from gcite.generate.prompt import build_messages
 from gcite.merge import merge_chunks
 from gcite.stream.parser import parse_all
-from support.clock import ManualClock, until
+from gcite.testing.clock import ManualClock, until
 
 QUERY = "电梯多久维保一次？"
 RAG = [
@@ -44,6 +59,15 @@ ANSWER = "电梯每十五日至少维保一次[C:1]。"
 """What a model is scripted to answer (the extractive backend finds it by itself)."""
 
 
+FAILURES = ("unreachable", "auth_error", "server_error", "dropped", "malformed", "timeout")
+"""What an upstream can do wrong: nothing listens; it refuses the key (HTTP 401); it fails
+(HTTP 5xx); it drops the connection mid-answer; it sends data that cannot be parsed; it
+stays silent beyond the backend's timeout."""
+
+FailingBackend = Callable[[str], Any]
+UpstreamClosed = Callable[[float], bool]
+
+
 async def answer(backend: Any, usage: Usage | None = None) -> list[Any]:
     stream = backend.stream(MESSAGES, chunks=CHUNKS, query=QUERY, usage=usage)
     return [delta async for delta in stream]
@@ -61,6 +85,16 @@ def busy_scheduler() -> tuple[Scheduler, ManualClock]:
 
 class LLMBackendContract:
     """Behaviour of :class:`gcite.chatflow.seams.LLMBackend`, whatever the model."""
+
+    @pytest.fixture
+    def failing_backend(self) -> FailingBackend:
+        pytest.skip("this backend calls no upstream service")
+
+    @pytest.fixture
+    def stalled_backend(self) -> tuple[Any, UpstreamClosed]:
+        pytest.skip("this backend calls no upstream service")
+
+    # ----------------------------------------------------------------- the answer
 
     def test_satisfies_the_protocol(self, backend: Any) -> None:
         assert isinstance(backend, LLMBackend)
@@ -87,10 +121,30 @@ class LLMBackendContract:
         assert first
         await stream.aclose()
 
+    # ----------------------------------------------------------------- lifecycle
+
     async def test_lifecycle(self, backend: Any) -> None:
         backend.warm_up()
         await backend.aclose()
         await backend.aclose()
+
+    # ----------------------------------------------------------------- failures
+
+    @pytest.mark.parametrize("failure", FAILURES)
+    async def test_every_upstream_failure_is_an_llm_error(
+        self, failing_backend: FailingBackend, failure: str
+    ) -> None:
+        backend = failing_backend(failure)
+        try:
+            with pytest.raises(LLMError):
+                await answer(backend)
+        finally:
+            await backend.aclose()
+
+    # ----------------------------------------------------------------- pacing
+    # The chatflow wraps every backend in its process scheduler's PacedBackend: the
+    # backend must stream correctly when its next delta is pulled only later (a held
+    # answer), and close cleanly while held.
 
     async def test_paced_the_answer_waits_for_a_preparing_run_and_loses_nothing(
         self, backend: Any
@@ -122,7 +176,40 @@ class LLMBackendContract:
             await until(lambda: scheduler.held_streams() == 1 and clock.sleepers() == 1)
             clock.advance(5.0)  # max_hold_s: read on although the run still prepares
             await asyncio.wait_for(following, 20)
-            await stream.aclose()  # closes the model call
+            await aclose_stream(stream)  # closes the model call
             assert scheduler.active_streams() == 0 and scheduler.held_streams() == 0
         finally:
             run.done()
+
+    # ----------------------------------------------------------------- cancellation
+
+    async def test_cancelling_the_consumer_closes_the_upstream_call(
+        self, stalled_backend: tuple[Any, UpstreamClosed]
+    ) -> None:
+        backend, upstream_closed = stalled_backend
+        first = asyncio.Event()
+
+        async def consume() -> None:
+            async for _ in backend.stream(MESSAGES, chunks=CHUNKS, query=QUERY):
+                first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 60)  # a hang guard
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await asyncio.to_thread(upstream_closed, 10.0)
+        await backend.aclose()
+
+
+__all__ = [
+    "ANSWER",
+    "CHUNKS",
+    "FAILURES",
+    "MESSAGES",
+    "QUERY",
+    "FailingBackend",
+    "LLMBackendContract",
+    "UpstreamClosed",
+    "answer",
+]
