@@ -50,7 +50,13 @@ $(SDK_JS): tests/sdk/js/package.json tests/sdk/js/package-lock.json
 
 sdk: $(SDK_PY) $(SDK_JS)
 
-browser:
+# The browser tests' test-only npm packages (axe-core), pinned by tests/browser/package-lock.json.
+BROWSER_NPM := tests/browser/node_modules/.installed
+$(BROWSER_NPM): tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+browser: $(BROWSER_NPM)
 	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi wqy; then \
 	  echo "installing Debian chromium and a CJK font for the browser tests"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -81,6 +87,7 @@ test-miniprogram: setup miniprogram $(MP_STAMP)
 	node --test clients/miniprogram/test/*.test.js
 
 demo: $(RUNTIME)
+	@echo "在另一个终端使用 gcite 命令：先运行 source $(VENV)/bin/activate（或直接用 $(BIN)/gcite）"
 	$(BIN)/gcite demo --port $(PORT)
 
 lint: setup

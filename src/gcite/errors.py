@@ -57,7 +57,17 @@ class LLMError(GciteError):
 
 
 class StreamError(GciteError):
-    """A citation or SSE stream was malformed or ended abnormally."""
+    """A citation or SSE stream was malformed or ended abnormally.
+
+    ``code`` / ``status``: what a client shows the user (``gcite.stream.messages``):
+    Dify's error code or the transport's (``network_error``, ``timeout``,
+    ``not_event_stream``) and the HTTP status (0 without one).
+    """
+
+    def __init__(self, message: str = "", *, code: str = "", status: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
 
 
 __all__ = [

@@ -17,9 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from typing import Any
 import pytest
 
 from browser.scenarios import RECORDER_JS, VIEWPORT, XSS_DOC, XSS_WEB, Live, Scenarios
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,12 +38,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -114,38 +106,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         plain_app = create_app(settings)
     finally:
         (data_dir / "page.json.off").rename(page_json)
-    servers = [_start(app), _start(plain_app)]
     try:
-        yield Live(
-            url=servers[0][0],
-            plain_url=servers[1][0],
-            standin=standin,
-            scenarios=scenarios,
-            data_dir=data_dir,
-        )
+        with live_service(app) as url, live_service(plain_app) as plain_url:
+            yield Live(
+                url=url,
+                plain_url=plain_url,
+                standin=standin,
+                scenarios=scenarios,
+                data_dir=data_dir,
+            )
     finally:
-        for _, server, thread in servers:
-            server.should_exit = True
-            thread.join(10)
         standin.stop()
-
-
-def _start(app: Any) -> tuple[str, Any, threading.Thread]:
-    """Serve ``app`` with uvicorn in a thread on a free loopback port; (url, server, thread)."""
-    import uvicorn
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, name="gcite-browser-service", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the chat service did not start")
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", server, thread
 
 
 @pytest.fixture(scope="module")

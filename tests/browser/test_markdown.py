@@ -92,7 +92,7 @@ def test_markdown_answer_with_citations_inside(page: Any, live: Live, artifacts:
     page.locator("#sheet").wait_for(state="visible")
     # the web sheet is green throughout: header and button
     assert style(page.locator("#sheet-head"), "background-color") == WEB_BG
-    assert style(page.locator("#sheet-foot .sheet-open"), "background-color") == "rgb(22, 163, 74)"
+    assert style(page.locator("#sheet-foot .sheet-open"), "background-color") == "rgb(21, 128, 61)"
     page.wait_for_timeout(250)
     page.screenshot(path=str(artifacts / "sheet-web.png"))
     assert page.dialogs == []
@@ -281,8 +281,7 @@ def test_server_errors_are_chinese(page: Any, status: int, payload: Any) -> None
 
     page.route("**/v1/chat-messages", reply)
     message = ask(page, "夜间巡更要打卡多少个点位？")
-    text = message.locator(".answer-status").inner_text().replace("重试", "")
-    assert text.startswith("出错了"), text
+    text = message.locator(".answer-status.is-error").inner_text().replace("重试", "")
     assert re.search(r"[\u4e00-\u9fff]{4}", text)
     assert not re.search(r"[A-Za-z]", text.replace("API Key", "")), text
 
@@ -290,8 +289,8 @@ def test_server_errors_are_chinese(page: Any, status: int, payload: Any) -> None
 def test_model_error_from_the_real_service_is_chinese(page: Any, live: Live) -> None:
     live.standin.push(Script(status=500))
     message = ask(page, "夜间巡更要打卡多少个点位？")
-    text = message.locator(".answer-status").inner_text().replace("重试", "")
-    assert text.startswith("出错了") and not re.search(r"[A-Za-z]", text), text
+    text = message.locator(".answer-status.is-error").inner_text()
+    assert text.startswith("模型服务暂时不可用，请稍后重试"), text
 
 
 def test_dark_mode_follows_the_system(browser: Any, live: Live, artifacts: Path) -> None:
@@ -328,14 +327,20 @@ def test_copy_and_retry_a_finished_answer(browser: Any, live: Live) -> None:
         page.wait_for_selector("body[data-ready='true']")
         message = ask(page, MARKDOWN_QUESTION)
         copy = message.locator(".answer-copy")
-        assert copy.get_attribute("aria-label") == "复制回答"
+        assert copy.get_attribute("aria-label") == "复制回答和来源"
         copy.click()
         page.wait_for_function(
             "() => document.querySelector('.answer-copy').textContent === '已复制'"
         )
         copied = page.evaluate("navigator.clipboard.readText()")
-        assert copied.startswith("## 夜间巡更要点¹\n\n夜间巡更**每 1 小时一次**¹，")
-        assert "*该点位未巡查¹˒²*" in copied and "[C:" not in copied
+        # plain text: no Markdown syntax, citations as [N], then the numbered sources
+        assert copied.startswith("夜间巡更要点[1]\n\n夜间巡更每 1 小时一次[1]，"), copied
+        assert "该点位未巡查[1][2]" in copied and "[C:" not in copied and "**" not in copied
+        _, sources = copied.split("\n\n来源：\n")
+        lines = sources.split("\n")
+        assert [line.split(" ")[0] for line in lines] == ["[1]", "[2]"]
+        rows = message.locator(".g-cite-item-title").all_text_contents()
+        assert [line.split(" ")[1] for line in lines] == [r.split(" ")[0] for r in rows]
         with page.expect_request("**/v1/chat-messages") as request:
             message.locator(".answer-regenerate").click()
         assert request.value.post_data_json["query"] == MARKDOWN_QUESTION

@@ -1,7 +1,8 @@
 """The chatflow run with no HTTP and no database: node order, a failing branch, an LLM
 failure, stop, and the visibility re-check of earlier turns.
 
-The knowledge store is real (Qdrant Edge, the mixed test documents); the LLM is the real
+The knowledge store is gcite.testing's in-memory store holding the contract corpus (the
+embeddings are not what these tests are about); the LLM is the real
 extractive backend, wrapped where a test must watch or slow it; the web source is a
 stand-in object returning Bocha's payload shape (no provider API runs here).
 """
@@ -9,9 +10,11 @@ stand-in object returning Bocha's payload shape (no provider API runs here).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,13 +33,16 @@ from gcite.chatflow import (
     Turn,
     earlier_turns,
 )
+from gcite.chatflow.scheduler import Knobs, Scheduler
 from gcite.config import Settings
 from gcite.errors import LLMError, SourceTimeout
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.generate.extractive import ExtractiveBackend
-from gcite.knowledge import ingest_paths, open_store
+from gcite.knowledge import open_store
 from gcite.stream.parser import strip_markers
-from knowledge.docs import MANIFEST, write_mixed
+from gcite.testing import MemoryStore
+from gcite.testing.corpus import DATASET, MANIFEST, write_mixed
+from support.clock import ManualClock, until
 from support.web_standin import PayloadWeb as Web
 
 QUERY = "电梯维保记录由谁签字？"
@@ -47,11 +53,8 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     base = tmp_path_factory.mktemp("chatflow")
     write_mixed(base / "docs")
     (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
-    settings = Settings.from_keys(data_dir=base / "data", embed_backend="use")
-    ingest_paths(
-        [base / "docs"], settings=settings, dataset="园区制度库", manifest=base / "manifest.json"
-    )
-    with open_store(settings) as store:
+    with MemoryStore() as store:
+        store.ingest([base / "docs"], dataset=DATASET, manifest=base / "manifest.json")
         yield store
 
 
@@ -248,3 +251,58 @@ def test_the_chatflow_loads_no_http_client_and_no_sql() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class GatedStore:
+    """The real store whose searches wait for ``go`` (set by the test) in their thread."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.searching = threading.Event()
+        self.go = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.searching.set()
+        self.go.wait(20)
+        return self.store.search(*args, **kwargs)
+
+
+class GatedWeb(Web):
+    """The web stand-in answering once ``go`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.asked = asyncio.Event()
+
+    async def search(self, query: str, *, count: int) -> Any:
+        self.asked.set()
+        await self.go.wait()
+        return await super().search(query, count=count)
+
+
+async def test_a_run_counts_as_preparing_but_not_while_it_waits_for_web_search(kb: Any) -> None:
+    """The run's scheduler counts it as preparing (answers streaming in a busy process
+    wait for it) while the knowledge base searches (CPU in a thread), not once only web
+    search is left (a network wait), and again for its CPU steps up to its model call."""
+    scheduler = Scheduler(Knobs(), ManualClock())
+    store, web = GatedStore(kb), GatedWeb()
+    backend = Watched()
+    run = ChatRun(
+        Turn(QUERY, ("运维工程师",)),
+        dataclasses.replace(deps(store, backend, web), scheduler=scheduler),
+    )
+    events = asyncio.create_task(collect(run))
+    await until(lambda: store.searching.is_set() and web.asked.is_set())
+    assert scheduler.preparing_runs() == 1 and scheduler.busy_slots() == 0
+    store.go.set()
+    await until(lambda: scheduler.preparing_runs() == 0)  # only the web search left
+    assert not events.done() and not backend.prompts
+    web.go.set()
+    seen = await asyncio.wait_for(events, 60)
+    assert shape(seen)[-1] == "ended:succeeded" and backend.prompts
+    assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
+    assert scheduler.active_streams() == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,8 @@ def test_remote_error_event_exit_status() -> None:
         code, out, err = invoke("问题", "--url", server.url)
     assert code == 1
     assert "部分回答" in out
-    assert "upstream down" in err
+    # the client's sentence, never the provider's text
+    assert "错误: 回答中断：模型服务暂时不可用，请稍后重试" in err and "upstream down" not in err
 
 
 def test_remote_http_errors_are_one_line() -> None:
@@ -160,8 +162,10 @@ def test_remote_http_errors_are_one_line() -> None:
         )
         proc = run_gcite("ask", "问题", "--url", server.url, "--key", "wrong")
     assert proc.returncode == 1
-    # the wording of the one HTTP edge (gcite.stream.sse.consume_chat_stream)
-    assert proc.stderr.strip() == "错误: 服务返回 HTTP 401（unauthorized）：Invalid API key"
+    # the client's sentence for a refused key (gcite.stream.messages), not the server's text
+    assert proc.stderr.strip() == (
+        f"错误: API Key 无效或无权访问，请检查身份设置（{server.url}/v1/chat-messages）"
+    )
     assert proc.stdout == ""
 
 
@@ -176,7 +180,8 @@ def test_remote_http_errors_are_one_line() -> None:
             2,
             "--role 只用于本地模式",
         ),
-        (["ask"], 2, "错误: 缺少参数 问题"),
+        (["ask", "-i", "问题"], 2, "错误: 对话模式（-i）不带问题参数"),
+        (["ask", "--json"], 2, "错误: --json 需要给出问题"),
     ],
 )
 def test_user_mistakes_are_one_line(args: list[str], status: int, message: str) -> None:
@@ -265,3 +270,132 @@ def test_piped_output_keeps_the_markdown_source_with_superscripts() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert asyncio.run(print_answer(local_updates(_frames(MARKDOWN_ANSWER, 1)), out, err)) == 0
     assert out.getvalue().startswith("## 夜间巡更¹\n\n夜间巡更**每 1 小时一次**¹˒²，注意：")
+
+
+# -- conversations, Chinese help, the source list -----------------------------------------
+
+CONVERSATION = re.compile(r"对话 ID：([A-Za-z0-9_-]+)")
+
+
+def test_a_local_follow_up_continues_the_conversation(demo_dir: Path) -> None:
+    code, out, err = invoke("夜间巡更多久一次？", "--data-dir", str(demo_dir))
+    assert code == 0, err
+    found = CONVERSATION.search(err)
+    assert found, err
+    cid = found.group(1)
+    stored = json.loads((demo_dir / "conversations" / f"{cid}.json").read_text("utf-8"))
+    assert [t["query"] for t in stored["turns"]] == ["夜间巡更多久一次？"]
+    assert re.search(r"\[C:\d+\]", stored["turns"][0]["answer"])
+
+    code, out, err = invoke("那白天呢？", "--conversation", cid, "--data-dir", str(demo_dir))
+    assert code == 0, err
+    assert CONVERSATION.search(err).group(1) == cid  # type: ignore[union-attr]
+    stored = json.loads((demo_dir / "conversations" / f"{cid}.json").read_text("utf-8"))
+    assert [t["query"] for t in stored["turns"]] == ["夜间巡更多久一次？", "那白天呢？"]
+    # the follow-up was searched with the subject of the earlier question
+    assert "日间巡更" in out or "2 小时" in out, out
+
+
+def test_an_unknown_conversation_is_one_line(demo_dir: Path) -> None:
+    proc = run_gcite("ask", "问题", "--conversation", "no-such-id", "--data-dir", str(demo_dir))
+    assert proc.returncode == 1 and proc.stderr.strip() == "错误: 没有这个对话：no-such-id"
+    proc = run_gcite("ask", "问题", "--conversation", "../x", "--data-dir", str(demo_dir))
+    assert proc.returncode == 1 and "对话 ID 无效" in proc.stderr
+
+
+def test_interactive_mode_keeps_the_conversation_for_you(demo_dir: Path) -> None:
+    result = CliRunner().invoke(
+        ask, ["--data-dir", str(demo_dir)], input="夜间巡更多久一次？\n那白天呢？\n\n"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "对话模式" in result.stderr
+    cid = CONVERSATION.search(result.stderr).group(1)  # type: ignore[union-attr]
+    stored = json.loads((demo_dir / "conversations" / f"{cid}.json").read_text("utf-8"))
+    assert [t["query"] for t in stored["turns"]] == ["夜间巡更多久一次？", "那白天呢？"]
+    assert result.stdout.count("来源：") == 2
+
+
+def test_a_remote_follow_up_sends_the_conversation_id() -> None:
+    with dify_standin() as server:
+        server.replies.append(Reply(body=dify_answer(["夜间每小时一次[C:1]。"], CHUNKS)))
+        server.replies.append(Reply(body=dify_answer(["白天两小时一次[C:1]。"], CHUNKS)))
+        code, _, err = invoke("夜间巡更多久一次？", "--url", server.url)
+        assert code == 0, err
+        cid = CONVERSATION.search(err).group(1)  # type: ignore[union-attr]
+        code, _, err = invoke("那白天呢？", "--url", server.url, "--conversation", cid)
+        assert code == 0, err
+    bodies = [r["json"] for r in server.requests]
+    assert bodies[0]["conversation_id"] == "" and bodies[1]["conversation_id"] == cid
+
+
+def test_help_pages_are_chinese_click_strings_included() -> None:
+    commands = ["", "ask", "datasets", "datasets delete", "documents", "search", "serve"]
+    for command in [*commands, "demo", "ingest", "status", "export", "vectors"]:
+        proc = run_gcite(*command.split(), "--help")
+        assert proc.returncode == 0, proc.stderr
+        text = proc.stdout
+        assert text.startswith("用法：gcite"), text
+        for english in ("Usage:", "Options:", "Commands:", "Show this message", "[default:"):
+            assert english not in text, f"{command}: {english}"
+        assert not re.search(r"\b(TEXT|INTEGER|DIRECTORY|FILE|PATH|FLOAT)\b", text), text
+
+
+def test_the_terminal_source_list_tells_same_title_rows_apart() -> None:
+    from gcite.stream.render import render_sources_terminal
+
+    title = "巡更路线与打卡规范 v2.1"
+    panel: list[Any] = [
+        {
+            "idx": k + 1,
+            "raw_id": str(k + 1),
+            "chunk": {
+                "id": str(k + 1),
+                "source_type": "rag",
+                "document_title": title,
+                "display_subtitle": "明湖大厦物业手册",
+                "segment_position": k + 2,
+                "content": f"第 {k + 2} 段的内容。",
+            },
+        }
+        for k in range(3)
+    ]
+    lines = render_sources_terminal(panel).splitlines()[1:]
+    assert [line.split("（")[1].split(" · ")[0] for line in lines] == [
+        "第 2 段",
+        "第 3 段",
+        "第 4 段",
+    ]
+    assert len(set(lines)) == 3
+
+
+def test_the_readme_terminal_commands_run_as_written_after_make_demo() -> None:
+    """Every README code block that runs ``gcite`` first activates the venv ``make demo``
+    creates (or calls ``.venv/bin/gcite``), and the activation puts ``gcite`` on PATH."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    runs_gcite = [b for b in blocks if re.search(r"^gcite ", b, re.M)]
+    assert runs_gcite
+    for block in runs_gcite:
+        first = block.index(next(line for line in block.splitlines() if line.startswith("gcite ")))
+        assert "source .venv/bin/activate" in block[:first], block
+    proc = subprocess.run(
+        ["bash", "-c", "source .venv/bin/activate && gcite ask --help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("用法：gcite ask"), proc.stderr
+    make = subprocess.run(
+        ["make", "-n", "demo"], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert "source .venv/bin/activate" in make.stdout
+
+
+def test_an_unreachable_service_is_said_in_chinese() -> None:
+    proc = run_gcite("ask", "问题", "--url", "http://127.0.0.1:9")
+    assert proc.returncode == 1
+    line = proc.stderr.strip()
+    assert line == "错误: 无法连接服务，请检查网络后重试（http://127.0.0.1:9/v1/chat-messages）"
+    assert "All connection attempts failed" not in proc.stderr

@@ -12,6 +12,7 @@ from cli.conftest import run_gcite
 from gcite.cli.demo import SAMPLE_DIR, demo, demo_settings, prepare_demo
 from gcite.config import demo_data_dir
 from gcite.service.pages import load_page_config
+from gcite.testing import busy_port, free_port
 
 
 def test_sample_data_front_matter() -> None:
@@ -78,10 +79,7 @@ def test_settings_are_offline_whatever_the_environment(tmp_path: Path, monkeypat
 def test_demo_errors_are_one_line(tmp_path: Path) -> None:
     proc = run_gcite("demo", "--role", "安保主管")
     assert proc.returncode == 2 and "--role 和 --json 只能与 --once 一起使用" in proc.stderr
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         proc = run_gcite("demo", "--data-dir", str(tmp_path), "--port", str(port))
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"错误: 端口 {port} 已被占用，请用 --port 换一个端口"
@@ -110,9 +108,7 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     data_dir = tmp_path / "demo"
     shutil.copytree(demo_dir, data_dir)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "demo", "--data-dir", str(data_dir), "--port", str(port)],
@@ -156,3 +152,35 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_port_check_ignores_connections_left_in_time_wait() -> None:
+    """After Ctrl+C with a browser connected, the server's side of the connection stays in
+    TIME_WAIT; the demo restarts on the same port (uvicorn binds with SO_REUSEADDR)."""
+    from gcite.cli.startup import check_port
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server closes first: its side goes to TIME_WAIT
+        client.recv(1)
+        client.close()
+    check_port("127.0.0.1", port)  # no ConfigError
+
+
+def test_the_in_use_hint_names_the_port_of_the_running_demo(tmp_path: Path) -> None:
+    """A store held by a demo on port 8123: the hint says --url http://127.0.0.1:8123."""
+    from gcite.cli.startup import in_use_error, record_serving_url
+
+    settings = demo_settings(tmp_path, port=8123)
+    record_serving_url(settings)
+    assert "gcite ask --url http://127.0.0.1:8123 " in str(in_use_error("知识库", tmp_path))
+    web = tmp_path / "web-offline"
+    assert "http://127.0.0.1:8123" in str(in_use_error("离线网页索引", web))
+    # nothing noted (or garbage): the default port
+    (tmp_path / "serving-url").write_text("javascript:alert(1)")
+    assert "gcite ask --url http://127.0.0.1:8000 " in str(in_use_error("知识库", tmp_path))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 import pytest
 
 from cli.conftest import run_gcite
+from gcite.testing import busy_port
 
 ENGLISH = re.compile(r"\b(Error|Usage|Missing|No such|Try|invalid|Aborted)\b")
 
@@ -25,10 +25,10 @@ def _env() -> dict[str, str]:
     [
         (
             ["foo"],
-            "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, export, ingest",
+            "错误: 没有这个命令: foo（可用的命令: ask, datasets, demo, documents, eval, export",
         ),
         (["serach", "x"], "错误: 没有这个命令: serach（是不是要用 search？）"),
-        (["ask"], "错误: 缺少参数 问题"),
+        (["ask", "-i", "问题"], "错误: 对话模式（-i）不带问题参数"),
         (["search"], "错误: 缺少参数 QUERY"),
         (["ask", "问题", "--bogus"], "错误: 没有这个选项: --bogus"),
         (["ask", "问题", "--url"], "错误: 选项 --url 需要一个值"),
@@ -71,10 +71,7 @@ def test_vectors_missing_file_has_the_prefix_and_status_2(tmp_path: Path) -> Non
 
 
 def test_serve_on_a_busy_port_has_the_prefix(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
+    with busy_port() as port:
         proc = run_gcite("serve", "--port", str(port), "--data-dir", str(tmp_path), env=_env())
     assert proc.returncode == 1
     assert proc.stderr == f"错误: 端口 {port} 已被占用，请用 --port 换一个端口\n"

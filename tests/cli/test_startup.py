@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli.conftest import run_gcite
+from gcite.testing import free_port
 
 _HOLD = """
 import sys
@@ -25,12 +26,6 @@ print("ready", flush=True)
 sys.stdin.read()
 store.close()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -85,7 +80,7 @@ def _one_error_line(stderr: str) -> str:
 
 
 def test_second_demo_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(_free_port()))
+    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(free_port()))
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
@@ -101,16 +96,14 @@ def test_demo_once_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
 
 
 def test_demo_on_a_busy_web_index_exits(data_dir: Path, held_web: None) -> None:
-    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(_free_port()))
+    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(free_port()))
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 离线网页索引 {data_dir / 'web-offline'} 正被另一个进程使用")
 
 
 def test_serve_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite(
-        "serve", "--data-dir", str(data_dir), "--port", str(_free_port()), env=_env()
-    )
+    result = run_gcite("serve", "--data-dir", str(data_dir), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
@@ -119,7 +112,7 @@ def test_serve_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
 
 def test_serve_on_a_missing_data_dir_exits(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir"
-    result = run_gcite("serve", "--data-dir", str(missing), "--port", str(_free_port()), env=_env())
+    result = run_gcite("serve", "--data-dir", str(missing), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 数据目录不存在: {missing}")
@@ -128,9 +121,7 @@ def test_serve_on_a_missing_data_dir_exits(tmp_path: Path) -> None:
 
 
 def test_serve_on_a_folder_without_knowledge_base_exits(tmp_path: Path) -> None:
-    result = run_gcite(
-        "serve", "--data-dir", str(tmp_path), "--port", str(_free_port()), env=_env()
-    )
+    result = run_gcite("serve", "--data-dir", str(tmp_path), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     assert "中没有知识库" in _one_error_line(result.stderr)
 
@@ -145,7 +136,7 @@ def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
     data.mkdir()
     env = {**_env(), "GCITE_WEB_PROVIDER": "offline", "GCITE_WEB_DIR": str(web)}
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "serve", "--data-dir", str(data), "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -164,3 +155,43 @@ def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
         _, stderr = proc.communicate(timeout=30)
     assert f"提示: 数据目录 {data} 中没有知识库" in stderr
     assert "只用联网搜索" in stderr
+
+
+def test_serve_workers_on_a_busy_store_exits_with_the_reason(data_dir: Path, held: None) -> None:
+    """The knowledge process of ``--workers`` cannot open the store: the set does not
+    start, one line says why and no worker is left behind."""
+    port = free_port()
+    result = run_gcite(
+        "serve", "--data-dir", str(data_dir), "--port", str(port), "--workers", "2", env=_env()
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"知识库 {data_dir} 正被另一个进程使用" in result.stderr
+    assert "知识库进程未能启动" in result.stderr
+    assert "对话服务已启动" not in result.stdout
+    with socket.socket() as sock:  # nothing holds the public port
+        sock.bind(("127.0.0.1", port))
+
+
+def test_serve_with_knowledge_url_needs_no_local_knowledge_base(tmp_path: Path) -> None:
+    """The knowledge base is another service's: nothing is opened locally at start-up (the
+    other service is reached at the first question; /ready says whether it answers)."""
+    env = {**_env(), "GCITE_KNOWLEDGE_URL": f"http://127.0.0.1:{free_port()}"}
+    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--data-dir", str(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith(f"对话服务已启动: http://127.0.0.1:{port}/"), (
+            proc.stderr.read() if proc.stderr else ""
+        )
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert not (tmp_path / "catalog.json").exists()

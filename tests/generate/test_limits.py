@@ -59,7 +59,7 @@ async def test_no_text_deadline_ends_a_trickling_stream(
     started = time.monotonic()
     with pytest.raises(LLMError, match=r"0\.5 秒内没有返回新的回答文字"):
         await _drain(backend, received)
-    assert 0.4 < time.monotonic() - started < 10
+    assert time.monotonic() - started >= 0.5  # never before the deadline (a lower bound)
     assert received == ["开头"]
     assert standin.wait_for_disconnect(1, timeout=10), "the model call was not closed"
     await backend.aclose()
@@ -70,11 +70,9 @@ async def test_total_deadline_ends_a_slow_steady_stream(standin: OpenAIStandin) 
     standin.push(Script.text("一" * 200, size=1, token_delay_s=0.05))
     backend = _backend(standin, llm_idle_timeout_s=1.0, llm_total_timeout_s=0.6)
     received: list[str] = []
-    started = time.monotonic()
     with pytest.raises(LLMError, match=r"总时限 0\.6 秒"):
         await _drain(backend, received)
-    assert time.monotonic() - started < 5
-    assert 0 < len(received) < 200
+    assert len(received) < 200  # cut off: the whole answer takes 10 s
     assert standin.wait_for_disconnect(1, timeout=10)
     await backend.aclose()
 

@@ -9,8 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gcite.cli import cli
-
-from .docs import MANIFEST, write_mixed
+from gcite.testing.corpus import MANIFEST, write_mixed
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,7 @@ from gcite.config import Settings
 from gcite.errors import ConfigError, StoreError
 from gcite.knowledge import ingest_paths, open_store
 from gcite.knowledge.convert import ConversionError, convert_file
-
-from .docs import MANIFEST, write_mixed
+from gcite.testing.corpus import MANIFEST, write_mixed
 
 
 @pytest.fixture(scope="module")

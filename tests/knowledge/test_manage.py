@@ -15,13 +15,13 @@ from gcite.cli import cli
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths, open_store
 from gcite.knowledge.manage import (
+    LocalAdmin,
     ManageError,
     create_dataset,
     delete_dataset,
     delete_document,
     list_datasets,
     list_documents,
-    status,
     upsert_document,
 )
 
@@ -113,7 +113,7 @@ def test_delete_document_by_name_or_id(kb: tuple[Settings, Any]) -> None:
     [b] = list_documents(store, "手册")
     delete_document(store, "手册", b.id)
     assert list_documents(store, "手册") == []
-    assert status(store)["documents"] == 0
+    assert sum(d.documents for d in LocalAdmin(store).status().datasets) == 0
 
 
 def _run(*args: str, input: str | None = None) -> Any:
@@ -144,6 +144,10 @@ def test_cli_datasets_documents_status(tmp_path: Path) -> None:
     assert "a.md" not in _run("documents", "--data-dir", data).output
     missing = _run("documents", "delete", "zzz.md", "--dataset", "手册", "--data-dir", data)
     assert missing.exit_code == 1 and "错误: 数据集中没有文档 zzz.md" in missing.output
+    # a missing dataset is said at once, without asking for a confirmation first
+    unknown = _run("datasets", "delete", "没有这个", "--data-dir", data, input="")
+    assert unknown.exit_code == 1 and "删除数据集" not in unknown.output
+    assert "没有这个" in unknown.output and "错误" in unknown.output
     refused = _run("datasets", "delete", "手册", "--data-dir", data, input="n\n")
     assert refused.exit_code == 1 and "手册" in _run("datasets", "--data-dir", data).output
     gone = _run("datasets", "delete", "手册", "--yes", "--data-dir", data)

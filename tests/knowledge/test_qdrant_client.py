@@ -17,8 +17,7 @@ import pytest
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge import ingest_paths, open_store
-
-from .docs import MANIFEST, write_mixed
+from gcite.testing.corpus import MANIFEST, write_mixed
 
 QUERIES = ["电梯维保记录", "停车场收费", "水箱清洗", "防火巡查", "boiler pressure"]
 CONDITIONS: list[dict[str, Any] | None] = [

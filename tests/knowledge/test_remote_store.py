@@ -1,7 +1,7 @@
 """The External Knowledge API adapter passes the one store contract against a real service.
 
 A gcite service (``create_app``, uvicorn on a free 127.0.0.1 port) owns the embedded store
-holding :func:`tests.knowledge.docs.write_mixed`; :class:`gcite.knowledge.remote.RemoteStore`
+holding :func:`gcite.testing.corpus.write_mixed`; :class:`gcite.knowledge.remote.RemoteStore`
 reaches it through ``POST /retrieval`` with one key holding every role and narrows each
 request to the caller's roles.
 """
@@ -9,44 +9,25 @@ request to the caller's roles.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from gcite.config import ApiKey, Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge import ingest_paths
 from gcite.knowledge.remote import RemoteStore
 from gcite.service.app import create_app
-
-from .docs import MANIFEST, write_mixed
-from .store_contract import DATASET, KnowledgeStoreContract
+from gcite.testing import free_port, live_service
+from gcite.testing.corpus import MANIFEST, write_mixed
+from gcite.testing.store_contract import DATASET, KnowledgeStoreContract
 
 PREFIX = "/dify"
 INTERNAL = "internal-every-role"
 ALL_ROLES = ("运维工程师", "安保主管")
-
-
-def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    return server, thread, sock
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +44,8 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         retrieval_keys=[ApiKey(key=INTERNAL, roles=ALL_ROLES)],
         admin_keys=[ApiKey(key=INTERNAL)],
     )
-    server, thread, sock = _serve(settings)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}{PREFIX}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with live_service(create_app(settings)) as base_url:
+        yield f"{base_url}{PREFIX}"
 
 
 class TestRemoteStore(KnowledgeStoreContract):
@@ -87,11 +65,10 @@ def test_a_wrong_key_is_a_store_error(endpoint: str) -> None:
 
 
 def test_an_unreachable_endpoint_is_a_store_error() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    with RemoteStore(f"http://127.0.0.1:{port}", INTERNAL) as store, pytest.raises(StoreError):
+    with (
+        RemoteStore(f"http://127.0.0.1:{free_port()}", INTERNAL) as store,
+        pytest.raises(StoreError),
+    ):
         store.search("停车", dataset=DATASET, roles=[])
 
 
@@ -120,9 +97,8 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key="ops", roles=("运维工程师",)), ApiKey(key="none", roles=())],
     )
-    server, thread, sock = _serve(settings)
-    try:
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}{PREFIX}/retrieval"
+    with live_service(create_app(settings)) as base_url:
+        url = f"{base_url}{PREFIX}/retrieval"
         body = {
             "knowledge_id": DATASET,
             "query": "电梯 巡查 停车 水箱",
@@ -137,10 +113,6 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
         assert "园区消防巡查制度" not in found["ops"]
         assert not found["none"] & {"电梯维保规程", "园区消防巡查制度"}
         assert "停车场管理办法" in found["none"]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str) -> None:

@@ -1,6 +1,6 @@
 """``gcite serve --workers N``: a knowledge process and N chat workers, real processes.
 
-The law of the store contract (``tests.knowledge.docs``) is ingested into a temp data dir;
+The corpus of the store contract (:mod:`gcite.testing.corpus`) is ingested into a temp data dir;
 ``gcite serve --workers 2`` runs offline (extractive backend) on a free port. Every worker
 answers from the knowledge process's ``/retrieval`` and keeps the caller's roles.
 """
@@ -25,18 +25,13 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing import free_port
+from gcite.testing.corpus import MANIFEST, write_mixed
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
 from support.serve_workers import ServeWorkers
-
-from .docs import MANIFEST, write_mixed
+from support.serve_workers import children as _children
 
 DATASET = "园区制度库"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ingest(base: Path) -> Path:
@@ -60,16 +55,9 @@ def _titles(answer: dict[str, object]) -> set[str]:
     return {str(r.get("document_name", "")) for r in meta.get("retriever_resources") or []}
 
 
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False
-    ).stdout
-    return [int(x) for x in out.split()]
-
-
 def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> None:
     data = _ingest(tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     gcite = Path(sys.executable).parent / "gcite"
     proc = subprocess.Popen(
@@ -340,7 +328,7 @@ async def test_a_burst_of_100_streams_on_two_workers_loses_no_stream_and_no_text
     tmp_path: Path,
 ) -> None:
     """100 streams at once on ``gcite serve --workers 2`` (busy workers: answers are joined
-    and held while runs prepare, generate/coalesce.py and priority.py): every stream ends
+    and held while runs prepare, gcite/chatflow/scheduler.py): every stream ends
     ``succeeded`` with the model's text byte for byte, split markers and surrogates too."""
     data = _ingest(tmp_path)
     env = {"GCITE_LLM_BASE_URL": "", "GCITE_LLM_MODEL": "standin", "GCITE_LLM_API_KEY": "k"}

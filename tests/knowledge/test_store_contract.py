@@ -21,9 +21,8 @@ from gcite.knowledge.sparse import Sparse
 from gcite.knowledge.stores.base import PointData, hybrid_query
 from gcite.knowledge.stores.edge import EdgeIndex, map_edge_error
 from gcite.knowledge.stores.qdrant import QdrantIndex
-
-from .docs import MANIFEST, write_mixed
-from .store_contract import DATASET, KnowledgeStoreContract
+from gcite.testing.corpus import MANIFEST, write_mixed
+from gcite.testing.store_contract import DATASET, KnowledgeStoreContract
 
 
 def _ingested(base: Path, settings: Settings) -> Settings:

@@ -19,16 +19,12 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from sdk_setup import (
     APP_NAME,
     DATASET,
@@ -45,6 +41,7 @@ from sdk_setup import (
 
 from gcite.config import ApiKey, Settings
 from gcite.service import create_app
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin, Script
 from support.web_standin import web_standin
 
@@ -96,28 +93,6 @@ def citing_responder(body: dict[str, Any]) -> Script:
     if SLOW_MARK in last_user:
         return Script.text(answer * 6, size=2, token_delay_s=0.15, usage=USAGE)
     return Script.text(answer, usage=USAGE)
-
-
-def _serve(settings: Settings) -> Iterator[str]:
-    app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
@@ -178,12 +153,8 @@ def sdk_service(sdk_kb: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             max_web_results=1,
             web_timeout_s=5.0,
         )
-        served = _serve(settings)
-        base_url = next(served)
-        try:
+        with live_service(create_app(settings)) as base_url:
             yield SdkService(base_url, settings, llm)
-        finally:
-            served.close()
 
 
 def _missing(what: str) -> None:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
+from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
 from gcite.service import create_app
 from gcite.stream.sse import (
@@ -24,6 +21,7 @@ from gcite.stream.sse import (
     Utf8Decoder,
     consume_chat_stream,
 )
+from gcite.testing import live_service
 
 WEB_KEY = "web-test-key"
 """The API key the web-search stand-in accepts."""
@@ -31,39 +29,27 @@ WEB_KEY = "web-test-key"
 
 @dataclass
 class LiveServer:
-    """A chat service running under uvicorn in a thread."""
+    """A chat service running under uvicorn in a thread (:func:`gcite.testing.live_service`)."""
 
     base_url: str
     settings: Settings
-    server: uvicorn.Server
 
     def headers(self, key: str = "key-guard") -> dict[str, str]:
         """Authorization header for ``key``."""
         return {"Authorization": f"Bearer {key}"}
 
+    @property
+    def scheduler(self) -> Scheduler:
+        """The app's process scheduler (its lifespan state), for counters read from the test."""
+        scheduler: Scheduler = self.server.lifespan.state["scheduler"]
+        return scheduler
+
 
 @contextmanager
 def run_service(settings: Settings) -> Iterator[LiveServer]:
     """Serve ``create_app(settings)`` on a free loopback port until the block ends."""
-    app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield LiveServer(f"http://127.0.0.1:{port}", settings, server)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with live_service(create_app(settings)) as base_url:
+        yield LiveServer(base_url, settings)
 
 
 def body(query: str, *, user: str = "u1", mode: str = "streaming", **extra: Any) -> dict[str, Any]:

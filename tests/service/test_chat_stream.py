@@ -166,7 +166,7 @@ async def test_text_chunk_events_for_keys_that_ask_for_them(
 async def test_web_timeout_answers_from_the_knowledge_base(
     service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
 ) -> None:
-    web.default = Reply.hang(5)
+    web.default = Reply.hang(60)  # past web_timeout_s
     llm.push(Script.text("钥匙在三号保险柜[C:1]。", size=3))
     url = service.base_url + "/v1/chat-messages"
     events = await raw_events(client, url, body(QUESTION), service.headers())

@@ -165,7 +165,7 @@ async def test_model_condenses_the_followup(
         llm_base_url=llm.base_url,
         llm_model="standin-model",
         llm_api_key="sk-test",
-        condense_timeout_s=3.0,
+        condense_timeout_s=60.0,  # never met: the stand-in answers at once (a hang guard)
     )
     llm.responder = _condense_or_answer(REWRITE)
     with run_service(settings) as live:

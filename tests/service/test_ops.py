@@ -18,18 +18,11 @@ from service_streams import LiveServer, body, raw_events, run_service
 from gcite.config import ApiKey, Settings
 from gcite.generate.probe import probe_model
 from gcite.knowledge import ingest_paths
+from gcite.testing import free_port
 from support.openai_standin import OpenAIStandin
 
 DOC = "# 访客登记\n\n访客进入大厦须在一层大堂服务台登记并出示身份证件。\n"
 SECRET = "app-3f9c0d7e-secret"
-
-
-def _closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = int(sock.getsockname()[1])
-    sock.close()
-    return port
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +77,7 @@ def test_health_and_ready(live: LiveServer) -> None:
 
 
 def test_ready_is_503_when_the_model_is_down(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     with run_service(_settings(kb, llm_base_url=down, llm_model="m")) as server:
         ready = httpx.get(server.base_url + "/ready")
         assert ready.status_code == 503
@@ -165,7 +158,6 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
     live: LiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    started = time.monotonic()
     sock = _slow_client(_port(live))
     for _ in range(3):  # keep dribbling: bytes alone do not extend the deadline much
         time.sleep(0.2)
@@ -176,8 +168,7 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
     reply = _read_all(sock, timeout=10)
     sock.close()
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
-    assert b"request_timeout" in reply
-    assert time.monotonic() - started < 5
+    assert b"request_timeout" in reply  # the body deadline, not a client timeout
     aborted = [line for line in _lines(caplog, 1) if line.get("aborted")]
     assert len(aborted) == 1
     assert aborted[0]["aborted"] == "body_timeout" and aborted[0]["status"] == 408
@@ -223,14 +214,14 @@ def test_a_large_body_at_a_fair_speed_is_not_cut_off(live: LiveServer) -> None:
 
 
 def test_start_up_probe(llm_standin: OpenAIStandin) -> None:
-    down = probe_model(Settings.from_keys(llm_base_url=f"http://127.0.0.1:{_closed_port()}/v1"))
+    down = probe_model(Settings.from_keys(llm_base_url=f"http://127.0.0.1:{free_port()}/v1"))
     assert not down.ok and "无法连接模型服务" in down.reason
     assert probe_model(Settings.from_keys(llm_base_url=llm_standin.base_url, llm_model="m")).ok
     assert probe_model(Settings()).ok  # extractive
 
 
 async def test_fallback_to_the_offline_answerer_is_marked(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     settings = _settings(kb, llm_base_url=down, llm_model="m", on_model_error="extractive")
     with run_service(settings) as server:
         ready = httpx.get(server.base_url + "/ready")
@@ -250,7 +241,7 @@ async def test_fallback_to_the_offline_answerer_is_marked(kb: Path) -> None:
 
 
 async def test_without_fallback_a_down_model_is_an_error_event(kb: Path) -> None:
-    down = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"http://127.0.0.1:{free_port()}/v1"
     with run_service(_settings(kb, llm_base_url=down, llm_model="m")) as server:
         async with httpx.AsyncClient(timeout=60) as client:
             events = await raw_events(

@@ -6,20 +6,17 @@ import base64
 import hashlib
 import json
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.service.pages import DEFAULT_TITLE, STATIC_DIR, mount_pages, parse_page_config
+from gcite.testing import live_service
 
 PAGE = {
     "title": "明湖大厦物业助手",
@@ -28,31 +25,14 @@ PAGE = {
 }
 
 
-def _serve(app: FastAPI) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(5)
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("pages")
     (data_dir / "page.json").write_text(json.dumps(PAGE, ensure_ascii=False), encoding="utf-8")
     app = FastAPI()
     mount_pages(app, Settings.from_keys(data_dir=data_dir))
-    yield from _serve(app)
+    with live_service(app) as url:
+        yield url
 
 
 def test_index_and_assets(base: str) -> None:
@@ -101,7 +81,7 @@ def test_page_config(base: str) -> None:
 def test_default_page_config_publishes_no_keys(tmp_path: Path) -> None:
     app = FastAPI()
     mount_pages(app, Settings.from_keys(data_dir=tmp_path, allow_any_key=True))
-    for url in _serve(app):
+    with live_service(app) as url:
         assert httpx.get(url + "/page-config.json").json() == {
             "title": DEFAULT_TITLE,
             "suggestions": [],

@@ -19,15 +19,14 @@ import dataclasses
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -36,6 +35,7 @@ from hypothesis import strategies as st
 from gcite.config import ApiKey, Settings
 from gcite.service.app import create_app
 from gcite.service.retrieval import MAX_BODY_BYTES, warm_up
+from gcite.testing import live_service
 
 pytestmark = pytest.mark.corpus
 
@@ -46,35 +46,6 @@ KEYS = {
     "kb-legal": ("法务", "人事"),
     "kb-public": (),
 }
-
-
-class Server:
-    """A uvicorn server on a free 127.0.0.1 port, in a daemon thread."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +79,8 @@ def base_url(law_store: Any) -> Iterator[str]:
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key=k, roles=r) for k, r in KEYS.items()],
     )
-    with Server(build_app(settings)) as server:
-        yield f"http://127.0.0.1:{server.port}{PREFIX}"
+    with live_service(build_app(settings)) as base:
+        yield f"{base}{PREFIX}"
 
 
 @pytest.fixture(scope="module")
@@ -864,19 +835,19 @@ def test_conditions_the_knowledge_base_rejects_are_400(
 # --- failures of the service side: timeout, store unavailable, broken streams ---------
 
 
-def serve_with(law_store: Any, **changes: Any) -> Server:
+def serve_with(law_store: Any, **changes: Any) -> AbstractContextManager[str]:
     settings = law_store.settings.with_keys(
         retrieval_prefix=PREFIX,
         retrieval_keys=[ApiKey(key="kb-ops", roles=KEYS["kb-ops"])],
         **changes,
     )
-    return Server(build_app(settings))
+    return live_service(build_app(settings))
 
 
 def test_search_over_the_timeout_is_504(law_store: Any) -> None:
     # kb_timeout_s bounds the search (capped at 4.5 s); no real search ends in 1 µs.
-    with serve_with(law_store, kb_timeout_s=0.000001) as server:
-        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+    with serve_with(law_store, kb_timeout_s=0.000001) as base:
+        url = f"{base}{PREFIX}/retrieval"
         body = dify_body("消防设施的维护保养", law_store.dataset)
         response = httpx.post(url, content=body, headers=dify_headers("kb-ops"), timeout=30)
         assert response.status_code == 504
@@ -888,8 +859,8 @@ def test_search_over_the_timeout_is_504(law_store: Any) -> None:
 
 def test_unavailable_store_is_503(law_store: Any, tmp_path: Path) -> None:
     missing = tmp_path / "no-knowledge-base"
-    with serve_with(law_store, data_dir=missing) as server:
-        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+    with serve_with(law_store, data_dir=missing) as base:
+        url = f"{base}{PREFIX}/retrieval"
         body = dify_body("消防", law_store.dataset)
         response = httpx.post(url, content=body, headers=dify_headers("kb-ops"), timeout=30)
         assert response.status_code == 503
@@ -918,8 +889,8 @@ def test_broken_request_stream_does_not_harm_the_service(
 def test_demo_mode_accepts_any_key_without_roles(
     law_store: Any, roles_by_title: dict[str, set[str]]
 ) -> None:
-    with serve_with(law_store, allow_any_key=True) as server:
-        url = f"http://127.0.0.1:{server.port}{PREFIX}/retrieval"
+    with serve_with(law_store, allow_any_key=True) as base:
+        url = f"{base}{PREFIX}/retrieval"
         body = dify_body("消防设施 物业", law_store.dataset, top_k=10)
         response = httpx.post(url, content=body, headers=dify_headers("anything"), timeout=30)
         records = records_of(response)

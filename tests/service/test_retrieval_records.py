@@ -12,15 +12,13 @@ from typing import Any
 import pytest
 
 from gcite.config import ApiKey
+from gcite.dify.external_knowledge import DIFY_OVERWRITTEN_KEYS, build_records, to_record
 from gcite.knowledge.filters import Group
 from gcite.service.retrieval import (
-    DIFY_OVERWRITTEN_KEYS,
     RetrievalAPIError,
     authenticate,
-    build_records,
     decode_body,
     parse_request,
-    to_record,
 )
 
 

@@ -9,23 +9,25 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from gcite.chatflow import ChatRun, Deps, Turn
+from gcite.chatflow.scheduler import Knobs, Scheduler
 from gcite.config import Settings
 from gcite.dify.wire import DifyStream, Envelope
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.service.runs import ABANDONED, RunHandle, RunRegistry
 from gcite.service.store import ConversationStore
+from support.clock import ManualClock, until
 from support.web_standin import PayloadWeb
 
 DELTAS = ["第一句。", "第二句。", "第三句。", "第四句。"]
+GUARD_S = 20.0  # hang guard only
 
 
 class Slow(BackendLifecycle):
@@ -74,11 +76,20 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
 
 
 def handle_for(
-    store: ConversationStore, backend: Slow, verifier: Any = None, web: Any = None
+    store: ConversationStore,
+    backend: Slow,
+    verifier: Any = None,
+    web: Any = None,
+    scheduler: Scheduler | None = None,
 ) -> tuple[RunHandle, str]:
     record = store.start_message(user="owner", query="问题", inputs={})
     deps = Deps(
-        settings=Settings(), backend=backend, get_store=None, verifier=verifier, web_source=web
+        settings=Settings(),
+        backend=backend,
+        get_store=None,
+        verifier=verifier,
+        web_source=web,
+        scheduler=scheduler or Scheduler(),
     )
     env = Envelope("task", record.id, record.conversation_id, record.created_at, user="u")
     handle = RunHandle(
@@ -101,12 +112,30 @@ def events_of(frames: list[bytes]) -> list[str]:
     return out
 
 
+class Pausing(Slow):
+    """:class:`Slow` that, after its first delta, says nothing until ``go`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.go = asyncio.Event()
+
+    async def stream(self, messages: Sequence[dict[str, str]], **kw: Any) -> AsyncIterator[str]:
+        async for delta in super().stream(messages, **kw):
+            yield delta
+            await self.go.wait()
+
+
 async def test_a_run_to_the_end_is_stored_once_with_pings(store: CountingStore) -> None:
-    handle, message_id = handle_for(store, Slow(0.05))
-    frames = [f async for f in handle.frames("问题")]
+    backend = Pausing()
+    handle, message_id = handle_for(store, backend)
+    frames = []
+    async for frame in handle.frames("问题"):
+        frames.append(frame)
+        if frame.startswith(b"event: ping"):
+            backend.go.set()  # the model's silence was filled with a ping: answer on
     events = events_of(frames)
     assert events[0] == "workflow_started" and events[-2:] == ["workflow_finished", "message_end"]
-    assert "ping" in events  # 0.05 s between deltas, 0.02 s ping interval
+    assert "ping" in events
     record = store.get_message(message_id)
     assert record is not None and record.status == "normal" and record.answer == "".join(DELTAS)
     assert CountingStore.finished == 1
@@ -180,7 +209,7 @@ async def test_a_stop_received_by_another_worker_reaches_the_running_one(
     url = f"sqlite:///{tmp_path / 'runs.sqlite3'}"
     others = [ConversationStore(url) for _ in range(workers - 1)]
     try:
-        backend = Slow(0.2)
+        backend = Pausing()  # says nothing after its first delta until stopped
         handle, message_id = handle_for(store, backend)
         running = RunRegistry(store)
         receivers = [RunRegistry(other) for other in others]
@@ -217,46 +246,58 @@ def opened(kind: type[CountingStore], tmp_path: Path) -> Iterator[Any]:
 
 
 class SlowChunks(CountingStore):
-    """The real store whose Plan B chunk write takes 0.5 s (another writer holds the
-    database); records when the write ended."""
+    """The real store whose Plan B chunk write waits (another writer holds the database)
+    until the test's ``release`` is set; records the order of what happened."""
 
-    written_at: float | None = None
+    release = threading.Event()
+    order: ClassVar[list[str]] = []
 
     def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
-        time.sleep(0.5)
+        type(self).order.append("write started")
+        type(self).release.wait(GUARD_S)
         super().set_chunks(message_id, chunk_metadata)
-        type(self).written_at = time.monotonic()
+        type(self).order.append("written")
 
 
 class Timed(Slow):
-    """:class:`Slow`, recording when the model call started."""
-
-    started_at: float | None = None
+    """:class:`Slow`, recording when the model call started; the pending chunk write goes
+    on once it has."""
 
     async def stream(self, messages: Sequence[dict[str, str]], **kw: Any) -> AsyncIterator[str]:
-        self.started_at = time.monotonic()
+        SlowChunks.order.append("model called")
+        SlowChunks.release.set()
         async for delta in super().stream(messages, **kw):
             yield delta
 
 
+@pytest.fixture
+def slow_chunks() -> Iterator[type[SlowChunks]]:
+    SlowChunks.release = threading.Event()
+    SlowChunks.order = []
+    yield SlowChunks
+    SlowChunks.release.set()
+
+
 async def test_the_chunk_write_does_not_hold_up_the_model_but_precedes_the_merge_event(
-    tmp_path: Path,
+    tmp_path: Path, slow_chunks: type[SlowChunks]
 ) -> None:
-    with opened(SlowChunks, tmp_path) as store:
-        backend = Timed(0.01)
-        handle, message_id = handle_for(store, backend)
-        sent: list[tuple[float, bytes]] = []
+    with opened(slow_chunks, tmp_path) as store:
+        handle, message_id = handle_for(store, Timed(0.01))
         async for frame in handle.frames("问题"):
-            sent.append((time.monotonic(), frame))
-        written = SlowChunks.written_at
-        assert written is not None and backend.started_at is not None
-        assert backend.started_at < written - 0.3  # the model call did not wait
-        merge = next(
-            at for at, f in sent if b'"event":"node_finished"' in f and b'"node_type":"code"' in f
-        )
-        assert merge >= written  # Plan B: stored before the event is sent
-        first_text = next(at for at, f in sent if b'"event":"message"' in f)
-        assert first_text >= merge  # and nothing after it overtakes it
+            if b'"event":"node_finished"' in frame and b'"node_type":"code"' in frame:
+                slow_chunks.order.append("merge event")
+            if b'"event":"message"' in frame and "first text" not in slow_chunks.order:
+                slow_chunks.order.append("first text")
+        # the model was called while the write waited (the write waits for the model
+        # call: had the model waited for the write, neither would have happened); Plan B
+        # was stored before the merge event was sent, and no text overtook that event
+        assert slow_chunks.order == [
+            "write started",
+            "model called",
+            "written",
+            "merge event",
+            "first text",
+        ]
         record = store.get_message(message_id)
         assert record is not None and record.status == "normal"
 
@@ -265,10 +306,28 @@ def _between(events: list[str], first: str, last: str) -> list[str]:
     return events[events.index(first) + 1 : events.index(last)]
 
 
+class PingGated(CountingStore):
+    """The real store whose Plan B chunk write waits until the client has had a ping."""
+
+    pinged = threading.Event()
+
+    def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
+        type(self).pinged.wait(GUARD_S)
+        super().set_chunks(message_id, chunk_metadata)
+
+
 async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> None:
-    with opened(SlowChunks, tmp_path) as store:
+    PingGated.pinged = threading.Event()
+    with opened(PingGated, tmp_path) as store:
         handle, _ = handle_for(store, Slow(0.001))
-        frames = [f async for f in handle.frames("问题")]
+        frames: list[bytes] = []
+        try:
+            async for frame in handle.frames("问题"):
+                frames.append(frame)
+                if not frame.startswith(b"data: "):
+                    PingGated.pinged.set()
+        finally:
+            PingGated.pinged.set()
         kinds = []
         for frame in b"".join(frames).split(b"\n\n"):
             if frame.startswith(b"data: "):
@@ -276,44 +335,60 @@ async def test_pings_go_on_while_the_chunk_write_is_pending(tmp_path: Path) -> N
                 kinds.append(f"{data['event']}:{(data.get('data') or {}).get('node_type')}")
             elif frame:
                 kinds.append("ping")
-        # 0.5 s write, 0.02 s ping interval: pings before the merge event, not after it
+        # the write waits for a ping: pings came while it was pending, before the merge event
         assert "ping" in _between(kinds, "node_started:code", "node_finished:code")
 
 
-async def test_a_save_pending_when_the_client_goes_away_is_still_made(tmp_path: Path) -> None:
+async def test_a_save_pending_when_the_client_goes_away_is_still_made(
+    tmp_path: Path, slow_chunks: type[SlowChunks]
+) -> None:
     """Blocking mode: the run has ended and its outcome waits for the slow chunk write when
     the client disconnects; the outcome is stored all the same (not left ``running``)."""
     SlowChunks.finished = 0
     with opened(SlowChunks, tmp_path) as store:
         handle, message_id = handle_for(store, Slow(0.001))
-        outcome = await handle.result(lambda: asyncio.sleep(0.2))
+
+        async def leaves_after_the_run_ended() -> None:
+            await until(lambda: handle.run.status != "running")
+
+        outcome = await handle.result(leaves_after_the_run_ended)
         assert outcome.abandoned
-        for _ in range(50):  # the save finishes on its own, after the 0.5 s chunk write
+        SlowChunks.release.set()  # now the chunk write ends; the save follows on its own
+        record = None
+
+        def saved() -> bool:
+            nonlocal record
             record = store.get_message(message_id)
-            if record is not None and record.status != "running":
-                break
-            await asyncio.sleep(0.05)
+            return record is not None and record.status != "running"
+
+        await until(saved)
         assert record is not None and record.status == "normal"
         assert record.answer == "".join(DELTAS) and SlowChunks.finished == 1
 
 
-async def test_a_stuck_verification_does_not_hold_back_the_end(
-    store: CountingStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import gcite.chatflow.run as run_module
-
-    monkeypatch.setattr(run_module, "VERIFY_TIMEOUT_S", 0.2)
+async def test_a_stuck_verification_does_not_hold_back_the_end(store: CountingStore) -> None:
+    clock = ManualClock()
+    scheduler = Scheduler(Knobs(verify_timeout_s=30.0), clock)
     release = threading.Event()
 
     def stuck(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
-        release.wait(5)
+        release.wait(GUARD_S)
         return {"checked": 1}
 
-    handle, message_id = handle_for(store, Slow(0.001), verifier=stuck)
+    handle, message_id = handle_for(store, Slow(0.001), verifier=stuck, scheduler=scheduler)
+
+    async def frames() -> list[bytes]:
+        return [f async for f in handle.frames("问题")]
+
     try:
-        events = events_of([f async for f in handle.frames("问题")])
+        reading = asyncio.create_task(frames())
+        await until(lambda: clock.sleepers() == 1)  # the verification's time limit runs
+        assert not reading.done()
+        clock.advance(30.0)
+        events = events_of(await asyncio.wait_for(reading, GUARD_S))
     finally:
         release.set()
+        scheduler.close()
     assert events[-2:] == ["workflow_finished", "message_end"]
     assert handle.run.verification is None
     record = store.get_message(message_id)

@@ -15,14 +15,9 @@ import httpx
 from click.testing import CliRunner
 
 from gcite.cli import cli
+from gcite.testing import busy_port, free_port
 
 SAMPLE_WEB = Path(__file__).resolve().parents[2] / "src" / "gcite" / "sample_data" / "web"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start_serve(port: int, data_dir: Path, output: int | None) -> subprocess.Popen[bytes]:
@@ -47,7 +42,7 @@ def _start_serve(port: int, data_dir: Path, output: int | None) -> subprocess.Po
 
 
 def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _start_serve(port, tmp_path / "data", subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}/v1/chat-messages"
@@ -79,10 +74,7 @@ def test_serve_answers_offline_without_any_key(tmp_path: Path) -> None:
 
 
 def test_serve_reports_a_busy_port(tmp_path: Path) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         result = CliRunner().invoke(
             cli, ["serve", "--port", str(port), "--data-dir", str(tmp_path)], env={}
         )
@@ -107,7 +99,7 @@ def _exchange(port: int, request: bytes) -> bytes:
 def test_serve_refuses_an_oversized_request_head(tmp_path: Path) -> None:
     """uvicorn parses with httptools, which takes a head of any size (h11, before, refused
     one past 16 KiB): gcite serve refuses it as h11 did, bodies and keep-alive unaffected."""
-    port = _free_port()
+    port = free_port()
     proc = _start_serve(port, tmp_path / "data", subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

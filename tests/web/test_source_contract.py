@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import gcite
+from gcite.testing.web_contract import WebSourceContract
 from gcite.web import BaiduSearch, BochaWebSearch, OfflineWebSource, TavilySearch
 from gcite.web.http import RetryPolicy
-from support.web_source_contract import WebSourceContract
 from support.web_standin import WebStandin, web_standin
 
 KEY = "sk-contract"

@@ -7,6 +7,9 @@
 import { AnswerStream } from './answer.js';
 import { chunkId, panelView } from './panel.js';
 import { CitationParser, mergeText } from './parser.js';
+import { errorText } from './messages.js';
+import { copyText, sourceRows, sourceSheet } from './sources.js';
+import { supportDisplay } from './verification.js';
 
 /** The three ways of feeding a case: [name, deltas -> deltas]. */
 export var WAYS = [
@@ -287,4 +290,62 @@ export function runStreamVectors(doc) {
     results.push({ name: String(c.name || '#' + k), ok: failures.length === 0, failures: failures, expect: expect });
   }
   return results;
+}
+
+// -- (3) client-rule vectors (tests/vectors/{error-text,source-rows,
+// verification-display,copy-text}.v1.json): one input -> one output per case,
+// shared with the Python client (tests/stream/test_client_rules.py).
+
+function jsRows(panel) {
+  return (Array.isArray(panel) ? panel : []).map(function (r) {
+    return { idx: r.idx, rawId: r.raw_id, chunk: r.chunk };
+  });
+}
+
+/** What each client-rule kind computes from a case: kind -> (case -> output). */
+export var RULES = {
+  'error-text': function (c) {
+    return errorText(c.error);
+  },
+  'source-rows': function (c) {
+    var panel = jsRows(c.panel);
+    return {
+      rows: sourceRows(panel, c.weak).map(function (r) {
+        return { idx: r.idx, raw_id: r.rawId, type: r.type, title: r.title, subtitle: r.subtitle, hint: r.hint, url: r.url, weak: r.weak, label: r.label };
+      }),
+      sheets: panel.map(function (row) {
+        var s = sourceSheet(row);
+        return { type: s.type, tag: s.tag, title: s.title, subtitle: s.subtitle, url: s.url, office: s.office, notice: s.notice, link_hint: s.linkHint, content: s.content };
+      }),
+    };
+  },
+  'verification-display': function (c) {
+    return supportDisplay(c.report);
+  },
+  'copy-text': function (c) {
+    return copyText(c.segments, jsRows(c.panel));
+  },
+};
+
+// The expectation as JavaScript computes it (the terminal line is Python's only).
+function ruleExpect(kind, c) {
+  if (kind !== 'verification-display') return c.expect;
+  return c.expect.map(function (v) {
+    return { id: v.id, weak: v.weak, score: v.score, support: v.support };
+  });
+}
+
+/**
+ * Run a client-rule vectors document: [{name, ok, expect, got}] per case.
+ * @param {{kind: string, cases: Array<object>}} doc
+ * @returns {Array<{name: string, ok: boolean, expect: *, got: *}>}
+ */
+export function runRuleVectors(doc) {
+  var rule = RULES[doc.kind];
+  if (typeof rule !== 'function') throw new TypeError('unknown client-rule kind: ' + doc.kind);
+  return doc.cases.map(function (c) {
+    var got = rule(c);
+    var expect = ruleExpect(doc.kind, c);
+    return { name: c.name, ok: JSON.stringify(got) === JSON.stringify(expect), expect: expect, got: got };
+  });
 }

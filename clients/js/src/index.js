@@ -16,9 +16,9 @@ export {
   MARKDOWN_OPTIONS,
   MarkdownStream,
   appendTree,
-  copyText,
   createMarkdownIt,
   dropDanglingMarker,
+  reasoningDisplay,
   renderMarkdownTree,
   safeLink,
   splitReasoning,
@@ -28,7 +28,6 @@ export {
 } from './markdown.js';
 export {
   escapeHtml,
-  isOfficeUrl,
   renderPanelHtml,
   renderSegmentsHtml,
   safeUrl,
@@ -42,7 +41,10 @@ export {
   hasWeakCitation,
   markWeakCitations,
   supportParts,
+  supportDisplay,
   supportSpan,
   verificationOf,
   weakIds,
 } from './verification.js';
+export { ERROR_SENTENCES, TEXT, UNKNOWN_ERROR, errorText } from './messages.js';
+export { copyText, isOfficeUrl, segmentHint, sheetText, sourceRows, sourceSheet, sourceTypeOf } from './sources.js';

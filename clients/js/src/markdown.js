@@ -46,6 +46,7 @@
  * trailing `*_~` runs) and closes unclosed emphasis/code spans, so no state
  * shows a control sequence that the final rendering consumes.
  */
+import { stripMarkers } from './parser.js';
 
 var PUA_FIRST = 0xe000;
 var PUA_COUNT = 6400; // U+E000..U+F8FF
@@ -72,6 +73,18 @@ export function createMarkdownIt(markdownit) {
     return true;
   };
   if (md.linkify && typeof md.linkify.set === 'function') md.linkify.set({ fuzzyLink: false, fuzzyEmail: false });
+  // A footnote definition written by the model ("[^1]: 《消防法》第十六条") is text, not a
+  // link reference definition (which would make the line vanish).
+  md.block.ruler.__rules__.forEach(function (rule) {
+    if (rule.name !== 'reference') return;
+    var reference = rule.fn;
+    rule.fn = function (state, startLine, endLine, silent) {
+      var pos = state.bMarks[startLine] + state.tShift[startLine];
+      if (state.src.charCodeAt(pos) === 0x5b && state.src.charCodeAt(pos + 1) === 0x5e) return false;
+      return reference(state, startLine, endLine, silent);
+    };
+  });
+  md.block.ruler.__cache__ = null; // the rule chains are rebuilt with the new function
   return md;
 }
 
@@ -116,35 +129,16 @@ export function splitReasoning(segments) {
 }
 
 /**
- * The answer as plain text for copying: Markdown source as written, citations
- * as Unicode superscripts ("一次¹。", adjacent ones "¹˒²"), reasoning left out.
- * @param {Array<object>} segments
+ * The reasoning as shown (collapsed, apart from the answer): citation markers
+ * removed (they are not citations in reasoning, spec §4a), also the start of
+ * one at the end of a reasoning still streaming; trimmed.
+ * @param {string} text the reasoning (splitReasoning().reasoning, MarkdownStream.reasoning)
  * @returns {string}
  */
-export function copyText(segments) {
-  var out = '';
-  var prevCite = false;
-  var list = Array.isArray(segments) ? segments : [];
-  for (var k = 0; k < list.length; k++) {
-    var s = list[k];
-    if (s === null || typeof s !== 'object' || typeof s.reasoning === 'string') continue;
-    if (s.cite !== undefined) {
-      out += (prevCite ? '˒' : '') + superscriptDigits(s.idx);
-      prevCite = true;
-    } else if (typeof s.text === 'string') {
-      out += s.text;
-      prevCite = false;
-    }
-  }
-  return out;
-}
-
-var SUP_DIGITS = '⁰¹²³⁴⁵⁶⁷⁸⁹';
-
-function superscriptDigits(n) {
-  return String(n).replace(/[0-9]/g, function (d) {
-    return SUP_DIGITS.charAt(Number(d));
-  });
+export function reasoningDisplay(text) {
+  if (typeof text !== 'string' || text === '') return '';
+  var out = stripMarkers(text).replace(/[\[【［][ \u3000]*(?:[CcＣｃ][ \u3000]*(?:[:：][ \u3000\d０-９,，、;；\-–~～]*)?)?$/, '');
+  return out.trim();
 }
 
 // ------------------------------------------------------------------ tree builder
@@ -629,8 +623,10 @@ MarkdownStream.prototype.end = function (options) {
   return out;
 };
 
-// "…半截回答[C:" / "【C：1，" / "\[C:1" at the end of a broken stream: drop it.
+// "…半截回答[C:" / "【C：1，" / "\[C:1" at the end of a broken stream: drop it; so is a
+// stream cut inside its opening "<think" tag (the parser releases it as text).
 export function dropDanglingMarker(src) {
+  if (/^[ \t\r\n]*<(?:t(?:h(?:i(?:n(?:k(?:i(?:n(?:g)?)?)?)?)?)?)?)?$/.test(src)) return '';
   var m = /\\?[\[【［][ \t\u00a0\u202f\u3000]*(?:[CcＣｃ](?:[ \t\u00a0\u202f\u3000]*[:：][ \t\u00a0\u202f\u3000,，、;；\-–~～0-9０-９CcＣｃ:：\\]*)?)?$/.exec(src);
   if (m === null) return src.replace(/\\$/, '');
   return src.slice(0, m.index);

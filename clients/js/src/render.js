@@ -5,9 +5,10 @@
  * §5.2/§5.4 (icons by source_type, display_subtitle as is).
  */
 import { safeUrl, subtitleOf, titleOf } from './panel.js';
+import { isOfficeUrl } from './sources.js';
 
 // The panel rules and the URL rule are the stream contract's (docs/stream-contract.md).
-export { safeUrl, subtitleOf, titleOf };
+export { isOfficeUrl, safeUrl, subtitleOf, titleOf };
 
 var ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -21,19 +22,6 @@ export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, function (c) {
     return ESCAPES[c];
   });
-}
-
-/**
- * True when the URL's path ends in .doc, .docx or .pdf (query and fragment
- * ignored, case-insensitive): the half-screen shows the Office hint (mobile
- * seed §5.3).
- * @param {*} url
- * @returns {boolean}
- */
-export function isOfficeUrl(url) {
-  if (typeof url !== 'string') return false;
-  var path = url.trim().split('#')[0].split('?')[0].toLowerCase();
-  return /\.(docx?|pdf)$/.test(path);
 }
 
 function citeHtml(raw, idx) {

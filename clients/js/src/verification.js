@@ -40,10 +40,23 @@ export function verificationOf(metadata) {
   return isObject(report) && Array.isArray(report.sentences) ? report : null;
 }
 
+// The raw id of a citation: a non-empty string, or an integer written in decimal.
+function citeId(v) {
+  if (typeof v === 'string') return v === '' ? null : v;
+  if (typeof v === 'number' && Number.isInteger(v)) return String(v);
+  return null;
+}
+
 /**
- * Per raw chunk id, the best-scoring citation of the report.
+ * Per raw chunk id, the best-scoring citation of the report (the display rule,
+ * tests/vectors/verification-display.v1.json, shared with the Python client
+ * gcite.verify.terminal): sentences and citations that are not objects,
+ * citations without an id (a non-empty string or an integer) are skipped; a
+ * score that is not a finite number counts 0; a later citation of the same id
+ * wins only with a higher score. `supported` is true, false (weak) or null
+ * (not judged: neither highlighted nor marked weak).
  * @param {object|null} report
- * @returns {Map<string, {id: string, score: number, supported: boolean, support: (object|null)}>}
+ * @returns {Map<string, {id: string, score: number, supported: (boolean|null), support: (object|null)}>}
  */
 export function bestSupport(report) {
   var best = new Map();
@@ -52,21 +65,38 @@ export function bestSupport(report) {
     var cites = isObject(sentences[k]) && Array.isArray(sentences[k].citations) ? sentences[k].citations : [];
     for (var j = 0; j < cites.length; j++) {
       var c = cites[j];
-      if (!isObject(c) || c.id === undefined || c.id === null) continue;
-      var id = String(c.id);
-      var score = Number(c.score);
-      if (!(score === score)) score = 0; // NaN
+      if (!isObject(c)) continue;
+      var id = citeId(c.id);
+      if (id === null) continue;
+      var score = typeof c.score === 'number' && isFinite(c.score) ? c.score : 0;
       var prev = best.get(id);
       if (prev && !(score > prev.score)) continue;
       best.set(id, {
         id: id,
         score: score,
-        supported: c.supported !== false,
+        supported: c.supported === true ? true : c.supported === false ? false : null,
         support: isObject(c.support) ? c.support : null,
       });
     }
   }
   return best;
+}
+
+/**
+ * The verification display of a report: per cited raw id, in report order,
+ * `{id, weak, score, support}` — weak: the verifier found no support;
+ * support: the supporting sentence (a non-blank string) of a supported
+ * citation, else null.
+ * @param {object|null} report
+ * @returns {Array<{id: string, weak: boolean, score: number, support: (string|null)}>}
+ */
+export function supportDisplay(report) {
+  var out = [];
+  bestSupport(report).forEach(function (cite, id) {
+    var text = cite.support !== null && typeof cite.support.text === 'string' && cite.support.text.trim() !== '' ? cite.support.text : null;
+    out.push({ id: id, weak: cite.supported === false, score: cite.score, support: cite.supported === true ? text : null });
+  });
+  return out;
 }
 
 /**
@@ -77,7 +107,7 @@ export function bestSupport(report) {
 export function weakIds(report) {
   var out = [];
   bestSupport(report).forEach(function (cite, id) {
-    if (!cite.supported) out.push(id);
+    if (cite.supported === false) out.push(id);
   });
   return out;
 }
@@ -133,9 +163,9 @@ export function chunkSupport(report, rawId, content) {
   if (!cite) return { checked: false, weak: false, score: null, span: null };
   return {
     checked: true,
-    weak: !cite.supported,
+    weak: cite.supported === false,
     score: cite.score,
-    span: cite.supported ? supportSpan(content, cite.support) : null,
+    span: cite.supported === true ? supportSpan(content, cite.support) : null,
   };
 }
 

@@ -10,7 +10,9 @@ import {
   copyText,
   createMarkdownIt,
   dropDanglingMarker,
+  reasoningDisplay,
   renderMarkdownTree,
+  sheetText,
   splitReasoning,
   toRichTextNodes,
   treeText,
@@ -123,7 +125,7 @@ test('labels, adjacent separators and copy text', function () {
   }));
   assert.equal(out, '<p class="md-p">一<span class="g-cite-nb">次<sup class="g-cite" data-raw-id="7" data-idx="1" aria-label="引用 1：文档7">1</sup>' +
     '<sup class="g-cite-sep" aria-hidden="true">,</sup><sup class="g-cite" data-raw-id="2" data-idx="2" aria-label="引用 2：文档2">2</sup>。</span></p>');
-  assert.equal(copyText(segments), '一次¹˒²。');
+  assert.equal(copyText(segments, []), '一次[1][2]。\n\n来源：\n[1] 来源 7\n[2] 来源 2');
 });
 
 test('reasoning segments are split off and never rendered into the answer', function () {
@@ -232,4 +234,37 @@ test('a reference definition after its use: end() renders the whole answer once 
   assert.notEqual(f.replace, null);
   assert.equal(treeToHtml(f.replace), treeToHtml(renderMarkdownTree(parse(answer), { md: md })));
   assert.deepEqual(links(f.replace), ['https://wiki.example/h']);
+});
+
+test('a stream cut inside the opening <think tag shows nothing; reasoning is shown without markers', function () {
+  for (var cut of ['<think', '<thi', '  <thinking', '<']) {
+    var s = new MarkdownStream({ md: md });
+    var p = new CitationParser();
+    s.push(p.feed(cut).concat(p.close()));
+    s.update();
+    var f = s.end({ incomplete: true });
+    assert.equal(treeText(f.commit.concat(f.replace || [])), '', cut);
+  }
+  // a complete answer that is just "<" stays
+  var whole = new MarkdownStream({ md: md });
+  var q = new CitationParser();
+  whole.push(q.feed('a < b').concat(q.close()));
+  whole.update();
+  assert.match(treeText(whole.end().commit), /a < b/);
+  assert.equal(reasoningDisplay('先查[C:3]和【C：4】再答 [C:'), '先查和再答');
+  assert.equal(reasoningDisplay(''), '');
+});
+
+test('footnote definitions written by the model stay visible text; link definitions still work', function () {
+  var p = new CitationParser();
+  var out = treeToHtml(renderMarkdownTree(p.feed('见[^1]。\n\n[^1]: 《消防法》第十六条\n\n[a][x]\n\n[x]: https://e.example').concat(p.close()), { md: md }));
+  assert.match(out, /\[\^1\]: 《消防法》第十六条/);
+  assert.match(out, /<a class="md-link" href="https:\/\/e\.example"/);
+});
+
+test('sheetText shows list markers as bullets, keeping every offset', function () {
+  var text = '规定：\n- 夜间巡更\n  * 日间巡更\n+ 交接\n不是-列表';
+  var shown = sheetText(text);
+  assert.equal(shown, '规定：\n• 夜间巡更\n  • 日间巡更\n• 交接\n不是-列表');
+  assert.equal(shown.length, text.length);
 });

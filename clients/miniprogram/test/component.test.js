@@ -48,8 +48,8 @@ function reset(options) {
   Object.assign(net, { seed: 1, maxChunk: 7 }, options || {});
 }
 
-function mount(props) {
-  return h.mount(Object.assign({ serviceUrl: service.url, apiKey: 'demo-visitor', user: 'mp-test' }, props));
+function mount(props, options) {
+  return h.mount(Object.assign({ serviceUrl: service.url, apiKey: 'demo-visitor', user: 'mp-test' }, props), options);
 }
 
 /** Every recorded render: no raw marker, a valid rich-text tree, numbers never change. */
@@ -97,8 +97,13 @@ for (const [seed, maxChunk] of [[1, 3], [7, 13], [42, 64]]) {
     const firstCite = comp.frames.find(function (f) { return f.sups.length > 0; });
     assert.equal(firstCite.panel[0].rawId, rag);
     assert.notEqual(firstCite.panel[0].title, '来源 ' + rag);
-    assert.ok(comp.frames.some(function (f) { return f.statusText === '正在生成回答…' && f.text === ''; }),
-      'status "正在生成回答…" before the first text');
+    // Renders are batched per frame: the chunk map may arrive in the same frame as the
+    // first text; a render between them says 正在生成回答…, none says 正在检索资料… with text.
+    assert.ok(comp.frames.every(function (f) { return f.text === '' || f.statusText === ''; }),
+      'no status line once text shows');
+    assert.ok(comp.frames.every(function (f) { return f.text !== '' || f.sups.length === 0; }));
+    const before = comp.frames.filter(function (f) { return f.text === '' && f.panel.length > 0; });
+    assert.ok(before.every(function (f) { return f.statusText === '正在生成回答…'; }), 'status "正在生成回答…" before the first text');
 
     // §5.1: collapsed panel, two rows in idMap order once each.
     assert.deepEqual(comp.data.panelRows.map(function (r) { return [r.rawId, r.idx, r.type]; }), [[rag, 1, 'rag'], [web, 2, 'web']]);
@@ -250,7 +255,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   await h.tap(comp, byId(turn.cited.web));
   sheet = domOf(comp, '.sheet');
   assert.equal(sheet.getAttribute('data-source-type'), 'web');
-  assert.match(domOf(comp, '.sheet-head').getAttribute('style'), /background:#f0fdf4;color:#16a34a;/);
+  assert.match(domOf(comp, '.sheet-head').getAttribute('style'), /background:#f0fdf4;color:#15803d;/);
   assert.equal(domOf(comp, '.sheet-tag').textContent, '公网');
   assert.equal(domOf(comp, '.office-notice'), null);
   button = domOf(comp, '.sheet-open');
@@ -650,6 +655,8 @@ test('verified citations (issue 15): the sheet highlights the supporting sentenc
   assert.match(sups[1][2], /text-decoration:underline dotted/);
   assert.doesNotMatch(sups[0][2], /dotted/);
   assert.ok(comp.frames.slice(0, -1).every(function (f) { return !/is-weak/.test(JSON.stringify(f.nodes)); }), 'no weak mark while streaming');
+  // a legend says what the mark means
+  assert.equal(domOf(comp, '.weak-legend').textContent, '虚线下划线的角标：该来源未能直接支持所在的句子');
   h.writeArtifact('17-weak-superscript', '核验后：第 2 个上标为虚线下划线（该来源未能直接支持这句话）', comp);
 
   await h.tap(comp, '.panel-head');
@@ -708,6 +715,104 @@ test('without a verification report (an older service or Dify) nothing is marked
     await h.tap(comp, '.mask');
   }
 });
+
+test('errors show the client\'s one Chinese sentence, never the server\'s or the provider\'s text', { skip }, async function () {
+  const client = require(require('node:path').join(require('./lib/env.js').MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'lib', 'gcite-client', 'index.js'));
+  reset({ seed: 23 });
+  const comp = mount();
+  const done = await h.ask(comp, BROKEN);
+  assert.equal(done.status, 'error');
+  const text = domOf(comp, '.answer-status-text').textContent;
+  assert.equal(text, '回答未完成：' + client.errorText(done.error));
+  assert.doesNotMatch(text.replace('API Key', ''), /[A-Za-z]/);
+  // a refused key: the sentence for 401, not "Access token is invalid"
+  reset();
+  const refused = mount({ apiKey: 'no-such-key' });
+  const r = await h.ask(refused, PATROL);
+  assert.equal(r.status, 'error');
+  assert.equal(domOf(refused, '.answer-status-text').textContent, 'API Key 无效或无权访问，请检查身份设置');
+});
+
+test('rows with the same title get the segment hint, as on the page and in the terminal', { skip }, async function () {
+  reset();
+  const comp = mount();
+  const done = await h.ask(comp, '同名来源：巡更路线与打卡规范的班次、路线、打卡、检查内容和交接班规定');
+  assert.equal(done.status, 'done');
+  const rowsData = comp.data.panelRows;
+  assert.ok(rowsData.length >= 2, 'several passages cited: ' + JSON.stringify(rowsData));
+  const titles = rowsData.map(function (r) { return r.title; });
+  assert.equal(new Set(titles).size, 1, 'one document: ' + titles);
+  const hints = rowsData.map(function (r) { return r.hint; });
+  assert.ok(hints.every(function (x) { return x !== ''; }), 'every same-title row has a hint: ' + JSON.stringify(rowsData));
+  assert.equal(new Set(hints).size, hints.length, 'the hints tell the rows apart: ' + hints);
+  await h.tap(comp, '.panel-head');
+  const shown = rows(comp).map(function (r) { return r.querySelector(h.sel('.g-cite-item-hint')).textContent; });
+  assert.deepEqual(shown, hints);
+  assert.ok(rowsData.every(function (r) { return r.label.indexOf(r.hint) > 0; }), 'the hint is in the accessible label');
+  // WeChat's screen reader reads aria-role / aria-label (the simulator does not render them)
+  assert.match(WXML, /class="g-cite-item[^>]*aria-role="button" aria-label="\{\{item\.label\}\}"/);
+  assert.match(WXML, /class="panel-head"[^>]*aria-role="button"\s+aria-expanded="\{\{panelOpen\}\}"/);
+  assert.match(WXML, /class="sheet"[^>]*aria-role="dialog" aria-label="\{\{sheet\.label\}\}"/);
+});
+
+test('the web sheet button is green, the knowledge-base one blue; sheet text shows bullets; a stopped answer offers 重新回答', { skip }, async function () {
+  reset();
+  const comp = mount();
+  await h.ask(comp, PATROL);
+  const turn = service.lastTurn(PATROL);
+  await h.tap(comp, '.panel-head');
+  comp.instance.onRowTap({ currentTarget: { dataset: { rawId: turn.cited.web } } });
+  await simulate.sleep(10);
+  const wxss = require('node:fs').readFileSync(require('node:path').join(require('./lib/env.js').MINIPROGRAM_ROOT, 'components', 'g-cite-answer', 'index.wxss'), 'utf8');
+  assert.match(domOf(comp, '.sheet-open').getAttribute('class'), /is-web/);
+  assert.match(wxss, /\.sheet-open\.is-web\s*\{[^}]*background:\s*#15803d/);
+  comp.instance.closeSheet();
+  comp.instance.onRowTap({ currentTarget: { dataset: { rawId: turn.cited.rag } } });
+  await simulate.sleep(10);
+  assert.match(domOf(comp, '.sheet-open').getAttribute('class'), /is-rag/);
+  assert.doesNotMatch(comp.data.sheet.content, /^\s*[-*+] /m);
+
+  reset();
+  const stopped = mount();
+  stopped.instance.ask('逐字回答 3000');
+  await h.until(function () { return stopped.data.blocks.length > 0; }, 'first text');
+  stopped.instance.stop();
+  const done = await h.untilFinished(stopped, 1);
+  assert.equal(done.status, 'stopped');
+  assert.equal(domOf(stopped, '.answer-retry').textContent, '重新回答');
+});
+
+for (const deltas of [1000, 4000]) {
+  test('renders are batched: ' + deltas + ' one-character deltas, one setData per frame, each block sent once', { skip }, async function () {
+    reset({ seed: 3, maxChunk: 3 });
+    const frames = h.manualScheduler();
+    const comp = mount({}, { scheduler: frames });
+    comp.instance.ask('逐字回答 ' + deltas);
+    // one frame every few ms of the test's own clock: how many frames there are does not
+    // matter, only that each frame renders at most once
+    while (comp.finished.length === 0) {
+      await simulate.sleep(4);
+      frames.tick();
+    }
+    const done = comp.finished[0];
+    assert.equal(done.status, 'done');
+    // setData: the reset at ask, one per frame that had changes, the final one
+    assert.ok(comp.setDataCalls <= frames.ticks + 2, comp.setDataCalls + ' setData for ' + frames.ticks + ' frames');
+    assert.ok(frames.scheduled <= frames.ticks + 1);
+    const answer = service.lastTurn('逐字回答 ' + deltas).answer;
+    assert.ok(answer.length >= deltas);
+    assert.ok(comp.setDataCalls < answer.length / 4, comp.setDataCalls + ' setData for ' + answer.length + ' deltas');
+    // every committed block is sent once, by its own path, while the answer streams (the
+    // final render may send a block again with its weak superscripts marked)
+    const keys = function (patches) {
+      return [].concat.apply([], patches).filter(function (k) { return /^blocks\[\d+\]$/.test(k); });
+    };
+    const streamed = keys(comp.patches.slice(0, -1));
+    assert.equal(new Set(streamed).size, streamed.length, 'a block was sent twice');
+    assert.equal(new Set(keys(comp.patches)).size, comp.data.blocks.length);
+    assert.equal(comp.data.blocks.length, (answer.match(/\n\n/g) || []).length, JSON.stringify(answer.slice(0, 300)) + ' ' + answer.length);
+  });
+}
 
 test('every state the README describes has its HTML rendering, written by this run', { skip }, function () {
   const fs = require('node:fs');

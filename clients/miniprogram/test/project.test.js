@@ -244,7 +244,7 @@ test('sheetModel: actions, colours and notices by source type and URL', function
   s = view.sheetModel(row({ source_type: 'rag', source_file_url: 'https://docs.example.com/a.html' }), opts);
   assert.deepEqual([s.action, s.office, s.buttonText], ['webview', false, '完整原文']);
   s = view.sheetModel(row({ source_type: 'web', url: 'https://a.example.org/p.pdf' }), opts);
-  assert.deepEqual([s.action, s.office, s.tag, s.headStyle], ['webview', false, '公网', 'background:#f0fdf4;color:#16a34a;']);
+  assert.deepEqual([s.action, s.office, s.tag, s.headStyle], ['webview', false, '公网', 'background:#f0fdf4;color:#15803d;']);
   s = view.sheetModel(row({ source_type: 'web', url: 'https://example.org/' }), opts);
   assert.deepEqual([s.action, s.buttonText], ['copy', '复制链接'], 'the bare domain is not *.example.org');
   s = view.sheetModel(row({ source_type: 'web', url: 'https://docs.example.com.evil.test/' }), opts);

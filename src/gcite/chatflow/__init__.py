@@ -1,9 +1,11 @@
 """The seeds' chatflow without HTTP and without SQL (platform design §2.2).
 
 ``seams`` (the :class:`~typing.Protocol` of each dependency: KnowledgeStore, WebSource,
-LLMBackend), ``events`` (what a run yields), ``nodes`` (one async function per node),
-``history`` (earlier turns and their visibility re-check), ``run`` (:class:`ChatRun`,
-the nodes wired). The service (:mod:`gcite.service`), ``gcite ask`` and the tests consume
+LLMBackend, Scheduler), ``events`` (what a run yields), ``nodes`` (one async function per
+node), ``history`` (earlier turns and their visibility re-check), ``run`` (:class:`ChatRun`,
+the nodes wired), ``scheduler`` (first text first: the one object per process that orders
+runs, paces and coalesces answers and runs the search and verification threads). The
+service (:mod:`gcite.service`), ``gcite ask`` and the tests consume
 the same events; :mod:`gcite.dify.wire` serialises them into Dify's stream.
 """
 

@@ -1,4 +1,4 @@
-"""The retrieval query of a turn, built from the conversation (issue 14 item 2).
+"""The retrieval query of a turn, built from the conversation.
 
 A follow-up such as "那白天呢？" after "夜间巡更多久一次？" has no subject of its own;
 searching it alone finds nothing (or something unrelated). Two ways to give it one:

@@ -1,8 +1,8 @@
 """The history rules of a multi-turn conversation (seed §6), pure plus one store check.
 
 * :func:`earlier_turns` - from the stored earlier turns (oldest first, failed ones left
-  out) to the prompt's history (question, answer) and the ``cited_before`` list (the
-  UnifiedChunks earlier answers cited);
+  out) to the prompt's history (question, answer without its reasoning block) and the
+  ``cited_before`` list (the UnifiedChunks earlier answers cited);
 * :func:`visible_context` - the visibility re-check: earlier answers were given under the
   roles the caller had then, from the documents as they were then. Before they reach the
   prompt, the knowledge-base documents they used are checked again with the caller's
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.chatflow.seams import KnowledgeStore
+from gcite.generate.prompt import strip_reasoning
 
 log = logging.getLogger("gcite.chatflow")
 
@@ -69,9 +70,10 @@ def earlier_turns(past: Sequence[PastTurn]) -> History:
                 if c.get("source_type") != "web" and c.get("document_id")
             )
         )
-        history.turns.append(
-            {"query": turn.query, "answer": turn.answer, "document_ids": documents}
-        )
+        # the reasoning of an earlier answer is never history: not in the prompt, not in
+        # the follow-up rewrite
+        answer = strip_reasoning(turn.answer)
+        history.turns.append({"query": turn.query, "answer": answer, "document_ids": documents})
     return history
 
 

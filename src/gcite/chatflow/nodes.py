@@ -13,6 +13,7 @@ No HTTP, no SQL here: the seams are :mod:`gcite.chatflow.seams`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from typing import Any, Generic, TypeVar
 
 from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
 from gcite.generate.backends import aclose_stream
-from gcite.generate.coalesce import coalesced
 from gcite.generate.fallback import FellBack
 from gcite.merge import MergeResult, merge_chunks
 
@@ -74,12 +74,14 @@ async def retrieve_knowledge(
     dataset: str | None,
     top_k: int,
     score_threshold: float,
+    in_thread: Callable[..., Awaitable[Any]] = asyncio.to_thread,
 ) -> list[dict[str, Any]]:
     """Knowledge retrieval node: Dify KR ``result`` items visible to ``roles``, without
     hidden metadata. ``get_store`` may open the store (blocking), so it and the search run
-    in a worker thread. Raises what the store raises (``StoreError``, ``FilterError``)."""
-    store = await asyncio.to_thread(get_store)
-    items = await asyncio.to_thread(
+    in a worker thread (``in_thread(fn, *args)``: the process scheduler's search threads).
+    Raises what the store raises (``StoreError``, ``FilterError``)."""
+    store = await in_thread(get_store)
+    search = functools.partial(
         store.search,
         query,
         dataset=dataset,
@@ -87,6 +89,7 @@ async def retrieve_knowledge(
         top_k=top_k,
         score_threshold=score_threshold,
     )
+    items = await in_thread(search)
     if not isinstance(items, list):
         raise TypeError("knowledge store returned no list")
     return [without_hidden(item) for item in items]
@@ -121,10 +124,10 @@ async def generate(
     :class:`~gcite.generate.fallback.FellBack` notice of an offline fallback.
 
     The backend's stream is always closed, also when the consumer stops early or is
-    cancelled (that closes the model call). Raises ``LLMError``.
+    cancelled (that closes the model call). Raises ``LLMError``. The chatflow passes the
+    backend paced by its scheduler (:class:`gcite.chatflow.scheduler.PacedBackend`).
     """
-    # many answers at once in this process: fewer, longer deltas (generate/coalesce.py)
-    stream = coalesced(backend.stream(messages, chunks=chunks, query=query, usage=usage))
+    stream = backend.stream(messages, chunks=chunks, query=query, usage=usage)
     try:
         async for delta in stream:
             if isinstance(delta, Reasoning):

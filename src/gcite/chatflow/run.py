@@ -21,7 +21,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,34 +44,23 @@ from gcite.chatflow.events import (
 )
 from gcite.chatflow.followup import search_query
 from gcite.chatflow.history import History, visible_context
-from gcite.chatflow.seams import KnowledgeStore, LLMBackend, Reasoning, Usage, WebSource
+from gcite.chatflow.scheduler import Scheduler as ProcessScheduler
+from gcite.chatflow.seams import (
+    KnowledgeStore,
+    LLMBackend,
+    Reasoning,
+    RunTurn,
+    Scheduler,
+    Usage,
+    WebSource,
+)
 from gcite.config import Settings
 from gcite.errors import LLMError
-from gcite.generate import priority
 from gcite.generate.backends import WEAK_KEY
 from gcite.generate.fallback import FellBack
 from gcite.generate.prompt import build_messages
 
 log = logging.getLogger("gcite.chatflow")
-
-
-#: Verifications running at once in one process, on their own threads (never in the
-#: default executor the searches use). Their offline part (sentence embeddings, CPU) runs
-#: one at a time (``gcite.verify.verifier.OFFLINE_LOCK``); a configured judge's network
-#: calls run concurrently. Under load a ``message_end`` waits its turn; the text never does.
-VERIFY_THREADS = 4
-#: Seconds a run waits for its verification (queueing included) before it ends without
-#: one (``verification`` None, as when no verifier is configured): a stuck verifier never
-#: holds back ``message_end``.
-VERIFY_TIMEOUT_S = 30.0
-_verify_pool: ThreadPoolExecutor | None = None
-
-
-def _verify_threads() -> ThreadPoolExecutor:
-    global _verify_pool
-    if _verify_pool is None:
-        _verify_pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="gcite-verify")
-    return _verify_pool
 
 
 def weak_margin(backend: Any) -> float:
@@ -90,6 +78,16 @@ def mark_weak(chunk: dict[str, Any], threshold: float) -> dict[str, Any]:
     if chunk.get("source_type") == "rag" and isinstance(score, int | float) and score < threshold:
         return {**chunk, WEAK_KEY: True}
     return chunk
+
+
+@dataclass
+class _Found:
+    """What the retrieval nodes found, and the score threshold the model's chunks keep."""
+
+    rag_items: list[Any] = field(default_factory=list)
+    web_payload: Any = field(default_factory=list)
+    threshold: float = 0.0
+    margin: float = 0.0
 
 
 def new_id() -> str:
@@ -121,6 +119,8 @@ class Deps:
     ``max_web_results``. ``verifier``: ``(answer, chunk_metadata) -> report`` (blocking,
     run in a thread after the last answer delta; :func:`gcite.verify.verify_answer`), or
     None; its report becomes :attr:`RunSummary.verification` of a succeeded run.
+    ``scheduler``: the process's (the service's lifespan creates one); a run of its own
+    when not given (``gcite ask``, tests).
     """
 
     settings: Settings
@@ -129,6 +129,7 @@ class Deps:
     web_source: WebSource | None = None
     template: str | None = None
     verifier: Callable[[str, list[dict[str, Any]]], dict[str, Any]] | None = None
+    scheduler: Scheduler = field(default_factory=ProcessScheduler)
 
 
 class ChatRun:
@@ -136,7 +137,7 @@ class ChatRun:
 
     def __init__(self, turn: Turn, deps: Deps, *, arrival: int | None = None) -> None:
         self.turn = turn
-        self.arrival = arrival  # the request's arrival number (generate/priority.py)
+        self.arrival = arrival  # the request's arrival number (Scheduler.arrival)
         self.deps = deps
         self.status: Literal["running", "succeeded", "failed", "stopped"] = "running"
         self.error: str | None = None
@@ -218,10 +219,10 @@ class ChatRun:
     async def events(self) -> AsyncIterator[Event]:
         """The run's events, from the first node to :class:`RunEnded` / :class:`RunFailed`."""
         # until its model is called the run goes before answers already streaming in a
-        # busy process (generate/priority.py)
-        preparing = priority.Preparing(self.arrival)
+        # busy process (gcite.chatflow.scheduler)
+        turn = self.deps.scheduler.turn(self.arrival)
         try:
-            async for event in self._run(preparing):
+            async for event in self._run(turn):
                 yield event
         except LLMError as exc:
             for event in self._failed(f"Run failed: {exc}", "llm"):
@@ -231,74 +232,95 @@ class ChatRun:
             for event in self._failed(f"Run failed: {type(exc).__name__}: {exc}", "internal"):
                 yield event
         finally:
-            preparing.done()
+            turn.done()
 
-    async def _run(self, preparing: priority.Preparing) -> AsyncIterator[Event]:
-        turn, deps, settings = self.turn, self.deps, self.deps.settings
+    async def _run(self, turn: RunTurn) -> AsyncIterator[Event]:
+        """The nodes wired: history, retrieval query, both sources, merge, prompt, model."""
+        question, deps, settings = self.turn, self.deps, self.deps.settings
         history, cited_before = await visible_context(
-            turn.history,
+            question.history,
             deps.get_store,
-            roles=turn.roles,
+            roles=question.roles,
             dataset=settings.knowledge.dataset or None,
         )
-        preparing.away()  # a follow-up's condense call waits for the model
-        query = await search_query(turn.query, history, deps.backend, settings)
-        await preparing.admit()  # CPU steps before the model call, in arrival order
-        threshold = settings.knowledge.score_threshold
+        # a follow-up's condense call waits for the model (unpaced: part of the preparation)
+        query = await turn.wait(search_query(question.query, history, deps.backend, settings))
+        found = _Found()
+        async for event in self._retrieve(query, turn, found):
+            yield event
+        merge_node = self._start(MERGE, {"rag_chunk_count": len(found.rag_items)})
+        yield merge_node
+        t0 = time.monotonic()
+        merged = nodes.merge(
+            found.rag_items, found.web_payload, max_web_results=settings.web.max_results
+        )
+        self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
+        self.timings["merge"] = time.monotonic() - t0
+        yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
+        messages = build_messages(
+            question.query, merged["formatted_chunks"], history, cited_before, deps.template
+        )
+        self._llm = self._start(LLM, {"query": question.query})
+        self._llm_started = time.monotonic()
+        turn.done()
+        yield self._llm
+        async for event in self._generate(messages, query, found.threshold, found.margin):
+            yield event
+        if deps.verifier is not None:  # after the last delta: the text is never delayed
+            await self._verify(deps.verifier)
+        for event in self._ended("succeeded"):
+            yield event
+
+    async def _retrieve(self, query: str, turn: RunTurn, found: _Found) -> AsyncIterator[Event]:
+        """The knowledge and web nodes, in parallel, each with its own timeout; their
+        results (or nothing, for a failed branch) into ``found``."""
+        deps, settings = self.deps, self.deps.settings
         # a backend that weighs evidence itself (the offline answerer) also sees the
         # knowledge-base chunks a little below the threshold, marked as such
-        margin = weak_margin(deps.backend) if threshold > 0 else 0.0
-        kr_threshold = max(0.0, threshold - margin)
+        found.threshold = settings.knowledge.score_threshold
+        found.margin = weak_margin(deps.backend) if found.threshold > 0 else 0.0
         kr_node = web_node = None
-        tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
-        works: list[Coroutine[Any, Any, Any]] = []
-        kr_task: asyncio.Task[nodes.Branch[Any]] | None = None
         if deps.get_store is not None:
             kr_node = self._start(KNOWLEDGE, {"query": query})
             yield kr_node
         if deps.web_source is not None:
             web_node = self._start(WEB, {"query": query, "count": settings.web.count})
             yield web_node
+        works: list[Coroutine[Any, Any, Any]] = []
+        tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
+        if deps.get_store is not None:
+            kr_work = nodes.retrieve_knowledge(
+                deps.get_store,
+                query,
+                roles=self.turn.roles,
+                dataset=settings.knowledge.dataset or None,
+                top_k=settings.knowledge.top_k,
+                score_threshold=max(0.0, found.threshold - found.margin),
+                in_thread=deps.scheduler.search,
+            )
+            works.append(kr_work)
+            tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s)))
+        if deps.web_source is not None:
+            web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
+            works.append(web_work)
+            tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
         try:
-            if deps.get_store is not None:
-                kr_work = nodes.retrieve_knowledge(
-                    deps.get_store,
-                    query,
-                    roles=turn.roles,
-                    dataset=settings.knowledge.dataset or None,
-                    top_k=settings.knowledge.top_k,
-                    score_threshold=kr_threshold,
-                )
-                works.append(kr_work)
-                kr_task = asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s))
-                tasks.append(kr_task)
-            if deps.web_source is not None:
-                web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
-                works.append(web_work)
-                tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
-            # no slot held while the sources answer; counted while the knowledge base
-            # searches (CPU), not after
-            preparing.release()
-            if kr_task is None:
-                preparing.away()
-            else:
-                kr_task.add_done_callback(lambda _task: preparing.away())
-            branches = list(await asyncio.gather(*tasks))
-            await preparing.admit()
+            # counted as preparing while the knowledge base searches (CPU), not after
+            computing = tasks[0] if kr_node is not None else None
+            branches = list(await turn.wait(asyncio.gather(*tasks), computing=computing))
         finally:
             for task in tasks:
                 task.cancel()
             for work in works:  # a branch cancelled before it started never ran its work
                 if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
                     work.close()
-        rag_items: list[Any] = []
-        web_payload: Any = []
         if kr_node is not None:
             kr = branches.pop(0)
             self.timings["retrieval"] = kr.elapsed
             if kr.error is None:
-                rag_items = list(kr.value or [])
-                yield self._finish(kr_node, outputs={"result": rag_items}, elapsed=kr.elapsed)
+                found.rag_items = list(kr.value or [])
+                outputs = {"result": found.rag_items}
+                yield self._finish(kr_node, outputs=outputs, elapsed=kr.elapsed)
             else:
                 log.warning("knowledge retrieval failed: %s", kr.error)
                 yield self._finish(
@@ -308,37 +330,23 @@ class ChatRun:
             web = branches.pop(0)
             self.timings["web"] = web.elapsed
             if web.error is None:
-                web_payload = web.value
+                found.web_payload = web.value
                 yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
             else:
                 yield self._finish(
                     web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
                 )
 
-        merge_node = self._start(MERGE, {"rag_chunk_count": len(rag_items)})
-        yield merge_node
-        t0 = time.monotonic()
-        merged = nodes.merge(rag_items, web_payload, max_web_results=settings.web.max_results)
-        self.chunk_metadata = [dict(c) for c in merged["chunk_metadata"]]
-        self.timings["merge"] = time.monotonic() - t0
-        yield self._finish(merge_node, outputs=dict(merged), elapsed=time.monotonic() - t0)
-
-        messages = build_messages(
-            turn.query, merged["formatted_chunks"], history, cited_before, deps.template
-        )
-        self._llm = self._start(LLM, {"query": turn.query})
-        self._llm_started = time.monotonic()
-        preparing.done()
-        yield self._llm
-        backend_chunks = self.chunk_metadata
+    async def _generate(
+        self, messages: list[dict[str, str]], query: str, threshold: float, margin: float
+    ) -> AsyncIterator[Event]:
+        """The LLM node's deltas, paced and coalesced by the process's scheduler."""
+        chunks = self.chunk_metadata
         if margin > 0:
-            backend_chunks = [mark_weak(c, threshold) for c in self.chunk_metadata]
+            chunks = [mark_weak(c, threshold) for c in self.chunk_metadata]
+        backend = self.deps.scheduler.paced(self.deps.backend)
         async for delta in nodes.generate(
-            deps.backend,
-            messages,
-            chunks=backend_chunks,
-            query=query,
-            usage=self.usage,
+            backend, messages, chunks=chunks, query=query, usage=self.usage
         ):
             if isinstance(delta, FellBack):  # the model is down: the offline answerer
                 self.fallback = {"backend": delta.backend, "reason": delta.reason}
@@ -351,21 +359,18 @@ class ChatRun:
                 self.first_token = time.monotonic()
             self.answer_parts.append(delta)
             yield AnswerDelta(delta)
-        if deps.verifier is not None:  # after the last delta: the text is never delayed
-            try:
-                loop = asyncio.get_running_loop()
-                self.verification = await asyncio.wait_for(
-                    loop.run_in_executor(
-                        _verify_threads(), deps.verifier, self.answer, self.chunk_metadata
-                    ),
-                    VERIFY_TIMEOUT_S,
-                )
-            except TimeoutError:
-                log.warning("citation verification took over %s s: left out", VERIFY_TIMEOUT_S)
-            except Exception:
-                log.exception("citation verification failed")
-        for event in self._ended("succeeded"):
-            yield event
+
+    async def _verify(self, verifier: Callable[[str, list[dict[str, Any]]], Any]) -> None:
+        """The verification report, on the scheduler's threads; left out (None) when it
+        fails or takes too long."""
+        try:
+            report = await self.deps.scheduler.verify(verifier, self.answer, self.chunk_metadata)
+        except Exception:
+            log.exception("citation verification failed")
+            return
+        if report is None:
+            log.warning("citation verification took too long: left out")
+        self.verification = report
 
     # ------------------------------------------------------------------ endings
     def _close_llm(self, status: Status, error: str | None) -> list[Event]:

@@ -1,4 +1,4 @@
-"""The chatflow's three seams, as :class:`typing.Protocol` classes (design.md "Protocols").
+"""The chatflow's seams, as :class:`typing.Protocol` classes (design.md "Protocols").
 
 * :class:`KnowledgeStore` (defined in :mod:`gcite.knowledge.protocol`): the knowledge
   retrieval branch; synchronous, lifecycle ``close()``.
@@ -6,18 +6,25 @@
   branch; async, lifecycle ``aclose()``.
 * :class:`LLMBackend` (defined in :mod:`gcite.generate.backends`): the LLM node; async
   stream of text deltas, lifecycle ``warm_up()`` / ``aclose()``.
+* :class:`Scheduler` (defined here; implemented by :class:`gcite.chatflow.scheduler.Scheduler`,
+  one per process): how a run shares the process with the others - its turns for CPU
+  steps, the pacing of its answer, the threads of its search and verification.
 
-Every implementation passes its seam's contract suite (``tests/knowledge/store_contract.py``,
-``tests/support/web_source_contract.py``, ``tests/support/llm_backend_contract.py``). Importing this
+Every implementation passes its seam's contract suite (:mod:`gcite.testing.store_contract`,
+:mod:`gcite.testing.web_contract`, :mod:`gcite.testing.llm_contract`). Importing this
 module loads no HTTP client, no SQL and no vector database.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from gcite.generate.backends import LLMBackend, Reasoning, Usage
 from gcite.knowledge.protocol import KnowledgeStore
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -43,4 +50,47 @@ class WebSource(Protocol):
         ...
 
 
-__all__ = ["KnowledgeStore", "LLMBackend", "Reasoning", "Usage", "WebSource"]
+class RunTurn(Protocol):
+    """One run's place in the process's schedule, from its start to its model call."""
+
+    async def wait(self, work: Awaitable[T], *, computing: asyncio.Future[Any] | None = None) -> T:
+        """Await ``work`` (sources, a condense call) holding no CPU slot, then take one for
+        the run's next CPU step; counted as preparing meanwhile only while ``computing``
+        (a future: work on this process's CPU) runs."""
+        ...
+
+    def done(self) -> None:
+        """The run's preparation is over (its model is called, or it ended). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Scheduler(Protocol):
+    """How runs share a process: first text first (:mod:`gcite.chatflow.scheduler`)."""
+
+    def turn(self, arrival: int | None = None) -> RunTurn:
+        """A run starting now; ``arrival``: its request's number (None: now)."""
+        ...
+
+    def paced(self, backend: LLMBackend) -> LLMBackend:
+        """``backend`` with its answers paced and coalesced for this process."""
+        ...
+
+    async def search(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` (blocking: a knowledge-base search) on the search threads."""
+        ...
+
+    async def verify(self, fn: Callable[..., T], *args: Any) -> T | None:
+        """``fn(*args)`` on the verification threads; None past its time limit."""
+        ...
+
+
+__all__ = [
+    "KnowledgeStore",
+    "LLMBackend",
+    "Reasoning",
+    "RunTurn",
+    "Scheduler",
+    "Usage",
+    "WebSource",
+]

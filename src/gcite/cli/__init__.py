@@ -21,7 +21,7 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
@@ -41,6 +41,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("gcite.cli.demo", "demo"),
     "export": ("gcite.cli.export", "export"),
     "vectors": ("gcite.cli.vectors", "vectors"),
+    "eval": ("gcite.cli.eval", "eval_command"),
 }
 
 
@@ -150,9 +151,85 @@ def _quiet_stdout() -> None:
         os.close(devnull)
 
 
+# Click's own English in help pages (headings, metavars, the help and version options,
+# defaults), in Chinese: the help formatter of every gcite command.
+_HEADINGS = {"Options": "选项", "Commands": "命令", "Arguments": "参数"}
+_HELP_TEXTS = {
+    "Show this message and exit.": "显示此帮助并退出。",
+    "Show the version and exit.": "显示版本并退出。",
+}
+_METAVARS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bINTEGER RANGE\b"), "整数"),
+    (re.compile(r"\bFLOAT RANGE\b"), "数字"),
+    (re.compile(r"\bINTEGER\b"), "整数"),
+    (re.compile(r"\bFLOAT\b"), "数字"),
+    (re.compile(r"\bTEXT\b"), "文本"),
+    (re.compile(r"\bDIRECTORY\b"), "目录"),
+    (re.compile(r"\bFILE\b"), "文件"),
+    (re.compile(r"\bPATH\b"), "路径"),
+    (re.compile(r"\bBOOLEAN\b"), "布尔值"),
+    (re.compile(r"\[OPTIONS\]"), "[选项]"),
+    (re.compile(r"\bCOMMAND \[ARGS\]\.\.\."), "命令 [参数]..."),
+    (re.compile(r"\[COMMAND\] \[ARGS\]\.\.\."), "[命令] [参数]..."),
+)
+_BRACKETS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\[default: ([^\]]*)\]"), r"[默认：\1]"),
+    (re.compile(r"\[required\]"), "[必填]"),
+    (re.compile(r"\[env var: ([^\]]*)\]"), r"[环境变量：\1]"),
+)
+
+
+def _metavars(text: str) -> str:
+    for pattern, chinese in _METAVARS:
+        text = pattern.sub(chinese, text)
+    return text
+
+
+def _help_text(text: str) -> str:
+    text = _HELP_TEXTS.get(text, text)
+    for pattern, chinese in _BRACKETS:
+        text = pattern.sub(chinese, text)
+    return text
+
+
+class ChineseHelpFormatter(click.HelpFormatter):
+    """Click's help formatter with Click's own words in Chinese (用法、选项、命令, the
+    metavars, the help option, defaults)."""
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        super().write_usage(prog, _metavars(args), "用法：" if prefix is None else prefix)
+
+    def write_heading(self, heading: str) -> None:
+        super().write_heading(_HEADINGS.get(heading, heading))
+
+    def write_dl(
+        self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+    ) -> None:
+        super().write_dl(
+            [(_metavars(term), _help_text(text)) for term, text in rows], col_max, col_spacing
+        )
+
+
+class ChineseContext(click.Context):
+    """The context of every gcite command: help pages through :class:`ChineseHelpFormatter`."""
+
+    formatter_class = ChineseHelpFormatter
+
+
+def _localise(command: click.Command) -> click.Command:
+    """``command`` (and its subcommands) with :class:`ChineseContext`."""
+    command.context_class = ChineseContext
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _localise(sub)
+    return command
+
+
 class LazyGroup(click.Group):
     """A Click group whose subcommands are imported on first use, and whose errors are
     reported in Chinese (see the module docstring)."""
+
+    context_class = ChineseContext
 
     def main(
         self,
@@ -216,11 +293,13 @@ class LazyGroup(click.Group):
         module_name, attr = spec
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
-        return command
+        return _localise(command)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="gcite")
+@click.version_option(
+    package_name="gcite", message="%(prog)s 版本 %(version)s", help="显示版本并退出。"
+)
 def cli() -> None:
     """gcite — 生成时引用（G-Cite）：回答中的每句话都标注实际使用的来源。"""
 
@@ -245,4 +324,12 @@ def main(argv: list[str] | None = None) -> Any:
     return cli.main(args=argv, prog_name="gcite", standalone_mode=True)
 
 
-__all__ = ["LazyGroup", "cli", "main", "os_error_reason", "usage_error_message"]
+__all__ = [
+    "ChineseContext",
+    "ChineseHelpFormatter",
+    "LazyGroup",
+    "cli",
+    "main",
+    "os_error_reason",
+    "usage_error_message",
+]

@@ -1,4 +1,4 @@
-"""``gcite ask "问题"``: one question, the answer streamed in the terminal (issue 7, item 3).
+"""``gcite ask "问题"``: one question, the answer streamed in the terminal.
 
 Two sources of the same Dify chat SSE byte stream, one consumer:
 
@@ -17,14 +17,24 @@ by rich, block by block; piped, as its Markdown source — citations as superscr
 (``1. [知识库] 标题 — 副标题``). ``--json`` prints every event object instead, one JSON
 per line (a ``ping`` as ``{"event": "ping"}``). Progress and errors go to stderr; exit
 status 0, or 1 when the answer failed (error event, broken stream) — the text received
-so far is still printed.
+so far is still printed. Errors are the client's one Chinese sentence
+(:func:`gcite.stream.messages.error_text`), never the server's or the provider's text.
+
+Conversations: every answer belongs to a conversation, whose id is printed on stderr;
+``--conversation ID`` asks a follow-up in it, and without a question (or with ``-i``)
+``gcite ask`` reads questions one per line and keeps the conversation itself. Remotely
+the service keeps the conversation (``conversation_id``); locally the turns are kept in
+``<data_dir>/conversations/<id>.json`` (:class:`LocalConversations`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,31 +44,107 @@ import httpx
 
 from gcite.config import Settings, load_settings
 from gcite.errors import ConfigError, StreamError
-from gcite.stream.sse import AnswerFinished, SegmentsReceived, StreamUpdate
+from gcite.stream.messages import error_text
+from gcite.stream.sse import AnswerFinished, AnswerResult, SegmentsReceived, StreamUpdate
 
 CLI_USER = "gcite-cli"
 MAX_QUESTION = 4000
+_CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+class LocalConversations:
+    """The local mode's conversations: ``<data_dir>/conversations/<id>.json``, one file
+    per conversation holding its turns (``{"turns": [{"query", "answer", "failed",
+    "chunk_metadata", "cited_ids"}]}``, answers as stored by the service: markers and
+    reasoning kept). A write replaces the file atomically (old or new turns, never half).
+    Ids: 1–64 letters, digits, ``-`` or ``_`` (anything else is a :class:`ConfigError`).
+    """
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.root = Path(data_dir).expanduser() / "conversations"
+
+    def path(self, conversation_id: str) -> Path:
+        """The file of ``conversation_id``; :class:`ConfigError` for an id that is not one."""
+        if not _CONVERSATION_ID.fullmatch(conversation_id):
+            raise ConfigError(f"对话 ID 无效：{conversation_id!r}（只能含字母、数字、- 和 _）")
+        return self.root / f"{conversation_id}.json"
+
+    def load(self, conversation_id: str) -> list[Any]:
+        """The earlier turns (:class:`gcite.chatflow.PastTurn`, oldest first).
+
+        Raises :class:`ConfigError` when there is no such conversation or its file is
+        unreadable.
+        """
+        from gcite.chatflow import PastTurn
+
+        path = self.path(conversation_id)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            turns = doc["turns"]
+            return [
+                PastTurn(
+                    query=str(t["query"]),
+                    answer=str(t["answer"]),
+                    failed=bool(t.get("failed")),
+                    chunk_metadata=list(t.get("chunk_metadata") or []),
+                    cited_ids=[str(i) for i in t.get("cited_ids") or []],
+                )
+                for t in turns
+            ]
+        except FileNotFoundError:
+            raise ConfigError(f"没有这个对话：{conversation_id}") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"对话 {conversation_id} 的记录无法读取：{path}") from exc
+
+    def append(self, conversation_id: str, turn: dict[str, Any]) -> None:
+        """Add one turn (written atomically)."""
+        path = self.path(conversation_id)
+        try:
+            turns = json.loads(path.read_text(encoding="utf-8"))["turns"]
+        except FileNotFoundError:
+            turns = []
+        turns.append(turn)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"turns": turns}, f, ensure_ascii=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 async def local_frames(
-    settings: Settings, question: str, roles: Sequence[str]
+    settings: Settings,
+    question: str,
+    roles: Sequence[str],
+    *,
+    conversation_id: str = "",
+    past: Sequence[Any] = (),
 ) -> AsyncIterator[bytes]:
     """Run the chatflow in process; yield its events as Dify SSE ``data:`` frames (bytes).
 
     The frames are made by the service's own serializer (:mod:`gcite.dify.wire`).
-    ``roles``: the caller's roles (trusted: the operator's own machine). Raises
+    ``roles``: the caller's roles (trusted: the operator's own machine);
+    ``conversation_id`` / ``past``: the conversation and its earlier turns
+    (:class:`gcite.chatflow.PastTurn`, oldest first; a new id when empty). Raises
     :class:`~gcite.errors.StoreError` up front when the knowledge base cannot be opened
     and :class:`ConfigError` for bad LLM / web settings.
     """
     import time
 
-    from gcite.chatflow import ChatRun, Deps, Turn, new_id
+    from gcite.chatflow import ChatRun, Deps, Turn, earlier_turns, new_id
+    from gcite.chatflow.scheduler import Scheduler
     from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.factory import make_backend
-    from gcite.knowledge import open_store
+    from gcite.knowledge.access import KnowledgeAccess
     from gcite.web import make_web_source
 
-    store = open_store(settings)  # fail early, as one line, when there is no knowledge base
+    knowledge = KnowledgeAccess(settings)
+    store = knowledge.store()  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings)
     web_source = make_web_source(settings)
     from gcite.verify import make_verifier
@@ -69,11 +155,12 @@ async def local_frames(
         get_store=lambda: store,
         web_source=web_source,
         verifier=make_verifier(settings),
+        scheduler=Scheduler.from_settings(settings),  # its sched_* settings apply here too
     )
     envelope = Envelope(
         task_id=new_id(),
         message_id=new_id(),
-        conversation_id=new_id(),
+        conversation_id=conversation_id or new_id(),
         created_at=int(time.time()),
         stream_event=settings.service.stream_event,
         user=CLI_USER,
@@ -81,7 +168,8 @@ async def local_frames(
     wire = DifyStream(envelope)
     try:
         yield data_frame(wire.start(question))
-        async for event in ChatRun(Turn(question, tuple(roles)), deps).events():
+        turn = Turn(question, tuple(roles), history=earlier_turns(past))
+        async for event in ChatRun(turn, deps).events():
             frames = wire.frames(event)
             if frames:
                 yield frames
@@ -89,7 +177,7 @@ async def local_frames(
         if web_source is not None:
             await web_source.aclose()
         await backend.aclose()
-        store.close()
+        knowledge.close()
 
 
 def chat_url(base: str) -> str:
@@ -150,18 +238,26 @@ async def remote_updates(
     *,
     timeout_s: float = 120.0,
     on_bytes: Callable[[bytes], None] | None = None,
+    conversation_id: str = "",
 ) -> AsyncIterator[StreamUpdate]:
     """POST the question to a gcite / Dify service (streaming) through the one HTTP edge,
     :func:`gcite.stream.sse.consume_chat_stream`; yield its updates.
 
-    ``on_bytes``: also receives the raw body bytes (``--json``). Raises
+    ``on_bytes``: also receives the raw body bytes (``--json``); ``conversation_id``: the
+    conversation to continue (``""``: a new one). Raises
     :class:`StreamError` when no event stream opens (connection refused, timeout, non-2xx
     status with Dify's ``{code, message, status}`` body, wrong content type); once the
     stream is open, a broken connection ends it with a ``StreamFailed`` update.
     """
     from gcite.stream.sse import consume_chat_stream
 
-    body = {"inputs": {}, "query": question, "response_mode": "streaming", "user": CLI_USER}
+    body = {
+        "inputs": {},
+        "query": question,
+        "response_mode": "streaming",
+        "user": CLI_USER,
+        "conversation_id": conversation_id,
+    }
     headers = {"Accept": "text/event-stream"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
@@ -380,11 +476,28 @@ def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
         out.write("\n" + _with_support(sources, result, render_sources_terminal))
     out.flush()
     if result.error is not None:
-        err.write(f"错误: 回答中断：{result.error.message}（{result.error.code}）\n")
+        sentence = error_text({"code": result.error.code, "status": result.error.status})
+        err.write(f"错误: 回答中断：{sentence}\n")
         return 1
     if not wrote and not result.answer:
         err.write("提示: 服务没有返回回答内容\n")
     return 0
+
+
+async def _recorded(
+    updates: AsyncIterator[StreamUpdate], sink: list[AnswerResult]
+) -> AsyncIterator[StreamUpdate]:
+    """``updates`` as they are, the final result also put in ``sink``."""
+    async for update in updates:
+        if isinstance(update, AnswerFinished):
+            sink.append(update.result)
+        yield update
+
+
+def _stream_failure(exc: StreamError, url: str) -> ConfigError:
+    """A remote service that could not be asked, as the client's Chinese sentence."""
+    sentence = error_text({"code": exc.code, "status": exc.status})
+    return ConfigError(f"{sentence.rstrip('。')}（{url}）")
 
 
 def answer_in_terminal(
@@ -397,13 +510,48 @@ def answer_in_terminal(
     key: str = "",
     out: TextIO | None = None,
     err: TextIO | None = None,
+    conversation: str | None = None,
 ) -> int:
     """Answer ``question`` locally (or through ``url``) and print it; returns the exit status.
 
-    Raises :class:`ConfigError` for an empty or over-long question or a bad URL,
-    :class:`StreamError` when the remote service cannot be reached, and
+    ``conversation``: an earlier conversation to continue (its id). The conversation's id
+    is printed on ``err`` after the answer (not with ``as_json``). Raises
+    :class:`ConfigError` for an empty or over-long question, a bad URL, an unknown
+    conversation or a service that cannot be reached (the client's Chinese sentence), and
     :class:`~gcite.errors.StoreError` when there is no local knowledge base.
     """
+    code, conversation_id = ask_turn(
+        settings,
+        question,
+        roles=roles,
+        as_json=as_json,
+        url=url,
+        key=key,
+        out=out,
+        err=err,
+        conversation=conversation,
+    )
+    if conversation_id and not as_json:
+        hint = f'gcite ask --conversation {conversation_id} "…"'
+        (err or sys.stderr).write(f"对话 ID：{conversation_id}（追问：{hint}）\n")
+    return code
+
+
+def ask_turn(
+    settings: Settings,
+    question: str,
+    *,
+    roles: Sequence[str] = (),
+    as_json: bool = False,
+    url: str | None = None,
+    key: str = "",
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    conversation: str | None = None,
+) -> tuple[int, str]:
+    """One turn of a conversation: ``(exit status, conversation id)`` (``""`` when no
+    conversation id is known: ``--json``, or a service that sent none). Errors as
+    :func:`answer_in_terminal`."""
     out = out or sys.stdout
     err = err or sys.stderr
     question = question.strip()
@@ -411,27 +559,134 @@ def answer_in_terminal(
         raise ConfigError("问题不能为空")
     if len(question) > MAX_QUESTION:
         raise ConfigError(f"问题过长（最多 {MAX_QUESTION} 个字符）")
+    results: list[AnswerResult] = []
     if url is not None:
         target, timeout_s = chat_url(url), settings.llm.timeout_s * 2
-        if as_json:
-            return asyncio.run(print_remote_json(target, key, question, out, timeout_s=timeout_s))
-        updates = remote_updates(target, key, question, timeout_s=timeout_s)
-        return asyncio.run(print_answer(updates, out, err))
-    frames = local_frames(settings, question, roles)
+        try:
+            if as_json:
+                code = asyncio.run(
+                    print_remote_json(
+                        target,
+                        key,
+                        question,
+                        out,
+                        timeout_s=timeout_s,
+                        conversation_id=conversation or "",
+                    )
+                )
+                return code, ""
+            updates = remote_updates(
+                target, key, question, timeout_s=timeout_s, conversation_id=conversation or ""
+            )
+            code = asyncio.run(print_answer(_recorded(updates, results), out, err))
+        except StreamError as exc:
+            if exc.status == 404 and conversation:
+                raise ConfigError(f"没有这个对话：{conversation}") from exc
+            raise _stream_failure(exc, target) from exc
+        return code, results[0].conversation_id if results else ""
+    store = LocalConversations(settings.data_dir)
+    if conversation:
+        past = store.load(conversation)
+        conversation_id = conversation
+    else:
+        from gcite.chatflow import new_id
+
+        past, conversation_id = [], new_id()
+    frames = local_frames(settings, question, roles, conversation_id=conversation_id, past=past)
     if as_json:
-        return asyncio.run(print_json_events(frames, out))
-    return asyncio.run(print_answer(local_updates(frames), out, err))
+        return asyncio.run(print_json_events(frames, out)), ""
+    code = asyncio.run(print_answer(_recorded(local_updates(frames), results), out, err))
+    if results:
+        result = results[0]
+        store.append(
+            conversation_id,
+            {
+                "query": question,
+                "answer": result.raw_answer,
+                "failed": result.error is not None,
+                "chunk_metadata": result.chunk_metadata,
+                "cited_ids": [raw for raw, _ in result.citations],
+            },
+        )
+    return code, conversation_id
+
+
+def interactive(
+    settings: Settings,
+    *,
+    roles: Sequence[str] = (),
+    url: str | None = None,
+    key: str = "",
+    conversation: str | None = None,
+    read: Callable[[], str | None] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Questions one per line (``read``: the next line, ``None`` at the end; default: the
+    terminal's prompt ``问题>``), each answered in the same conversation. An empty line or
+    ``退出`` / ``exit`` ends it; errors of one question are printed and the next is read.
+    Returns 0, or 1 when the last answer failed."""
+    err = err or sys.stderr
+
+    def prompt() -> str | None:
+        try:
+            return str(click.prompt("问题", prompt_suffix="> ", default="", show_default=False))
+        except click.Abort:
+            return None
+
+    read = read or prompt
+    err.write("对话模式：每行一个问题，回车提问；空行、“退出”或 Ctrl+D 结束。\n")
+    code = 0
+    while True:
+        line = read()
+        if line is None or line.strip() in ("", "退出", "exit", "quit"):
+            break
+        try:
+            code, conversation_id = ask_turn(
+                settings,
+                line,
+                roles=roles,
+                url=url,
+                key=key,
+                out=out,
+                err=err,
+                conversation=conversation,
+            )
+        except ConfigError as exc:
+            err.write(f"错误: {exc}\n")
+            code = 1
+            continue
+        conversation = conversation_id or conversation
+        (out or sys.stdout).write("\n")
+    if conversation:
+        err.write(f"对话 ID：{conversation}（继续：gcite ask --conversation {conversation}）\n")
+    return code
 
 
 @click.command(
     "ask",
     epilog="示例：\n\n"
     '  gcite ask "夜间巡更要打卡多少个点位？"\n\n'
+    '  gcite ask "那白天呢？" --conversation <上一次打印的对话 ID>\n\n'
+    "  gcite ask                       # 对话模式：逐行提问，自动保持对话\n\n"
     '  gcite ask "监控中心的备用钥匙放在哪里？" --role 安保主管\n\n'
     '  gcite ask "干粉灭火器怎么用？" --json\n\n'
     '  gcite ask "会议室怎么预订？" --url http://127.0.0.1:8000 --key app-xxx',
 )
-@click.argument("question", metavar="问题")
+@click.argument("question", metavar="[问题]", required=False)
+@click.option(
+    "--conversation",
+    metavar="对话ID",
+    default=None,
+    help="在这个对话中继续提问（ID 见上一次回答后打印的“对话 ID”）",
+)
+@click.option(
+    "-i",
+    "--interactive",
+    "interactive_mode",
+    is_flag=True,
+    help="对话模式：逐行读入问题，在同一对话中回答（不给问题时默认如此）",
+)
 @click.option(
     "--role",
     "roles",
@@ -461,7 +716,9 @@ def answer_in_terminal(
     "--key", envvar="GCITE_API_KEY", default="", help="配合 --url 的 API Key（或 $GCITE_API_KEY）"
 )
 def ask(
-    question: str,
+    question: str | None,
+    conversation: str | None,
+    interactive_mode: bool,
     roles: tuple[str, ...],
     as_json: bool,
     data_dir: Path | None,
@@ -475,23 +732,42 @@ def ask(
 
     用 --url 时改为连接已运行的 gcite / Dify 服务，角色由服务端根据 API Key 决定。
 
+    每次回答后在标准错误打印对话 ID；用 --conversation 在该对话中追问。不给问题（或用 -i）
+    进入对话模式：逐行提问，自动保持同一对话。
+
     回答写到标准输出，提示和错误写到标准错误；回答出错时退出码为 1。
     """
     if url is not None and roles:
         raise click.UsageError("--role 只用于本地模式；连接服务时角色由 API Key 决定")
+    if question is not None and interactive_mode:
+        raise click.UsageError("对话模式（-i）不带问题参数：问题逐行输入")
+    if (question is None or interactive_mode) and as_json:
+        raise click.UsageError("--json 需要给出问题，不能用于对话模式")
     settings = load_settings(
         {"data_dir": str(data_dir) if data_dir else None}, config_file=config_file
     )
-    code = answer_in_terminal(
-        settings, question, roles=list(roles), as_json=as_json, url=url, key=key
-    )
+    if question is None or interactive_mode:
+        code = interactive(settings, roles=list(roles), url=url, key=key, conversation=conversation)
+    else:
+        code = answer_in_terminal(
+            settings,
+            question,
+            roles=list(roles),
+            as_json=as_json,
+            url=url,
+            key=key,
+            conversation=conversation,
+        )
     sys.exit(code)
 
 
 __all__ = [
+    "LocalConversations",
     "answer_in_terminal",
     "ask",
+    "ask_turn",
     "chat_url",
+    "interactive",
     "local_frames",
     "print_answer",
     "print_json_events",

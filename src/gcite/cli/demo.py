@@ -1,4 +1,4 @@
-"""``gcite demo``: the offline demo on the bundled sample data (issue 7, item 3 and 4).
+"""``gcite demo``: the offline demo on the bundled sample data.
 
 It needs no network and no API key: the extractive LLM backend (no ``llm_base_url``),
 the bundled embedding model, an embedded Qdrant Edge shard and the offline web source
@@ -16,10 +16,8 @@ reading ``gcite/sample_data/web``. Steps:
 from __future__ import annotations
 
 import asyncio
-import errno
 import hashlib
 import json
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +64,7 @@ def demo_settings(data_dir: Path, **overrides: Any) -> Settings:
         "llm_base_url": "",
         "llm_api_key": "",
         "embed_backend": "use",
+        "store": "qdrant",
         "qdrant_url": "",
         "database_url": "",
         "web_provider": "offline",
@@ -163,17 +162,6 @@ def warm_web_index(settings: Settings) -> None:
     asyncio.run(build())
 
 
-def _check_port(host: str, port: int) -> None:
-    """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
-            raise ConfigError(f"无法监听 {host}:{port}: {exc.strerror or exc}") from exc
-
-
 @click.command(
     "demo",
     epilog="示例：\n\n  gcite demo                      # 浏览器打开打印出的地址\n\n"
@@ -219,7 +207,9 @@ def demo(
         raise click.UsageError("--role 和 --json 只能与 --once 一起使用")
     settings = demo_settings(data_dir or demo_data_dir(), port=port)
     if question is None:
-        _check_port(settings.service.host, port)
+        from gcite.cli.startup import check_port
+
+        check_port(settings.service.host, port)
     click.echo(f"演示数据目录: {settings.data_dir.resolve()}", err=True)
     from gcite.cli.startup import open_demo_stores, translate_in_use
 

@@ -10,6 +10,11 @@ type it says ``没有可导入的文件`` (exit 0) and only touches an existing 
 (to drop documents whose files were removed from the folder). pypdf's own log lines
 about a broken PDF (e.g. ``EOF marker not found``) are silenced: the failure is
 reported by file name with its reason.
+
+With ``knowledge_url`` configured (another service's knowledge base) the files are
+uploaded to that service's Knowledge API with ``knowledge_admin_key`` (or
+``knowledge_key``), as ``--url URL --key KEY`` uploads to any running service: nothing is
+written in the local data dir.
 """
 
 from __future__ import annotations
@@ -118,6 +123,9 @@ def ingest(
             {"data_dir": data_dir, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap},
             config_file=config_file,
         )
+        if settings.knowledge.url.strip():  # another service's knowledge base: upload there
+            _ingest_remote(paths, dataset, manifest, config_file, None, None, data_dir)
+            return
         name = dataset
         if name is None and manifest is not None:
             name = load_manifest(manifest).dataset_name
@@ -149,27 +157,38 @@ def _ingest_remote(
     dataset: str | None,
     manifest: Path | None,
     config_file: Path | None,
-    url: str,
+    url: str | None,
     key: str | None,
+    data_dir: Path | None = None,
 ) -> None:
-    """``--url``: upload through the running service's management API."""
-    from gcite.cli.remote_ingest import ingest_remote
+    """Upload through a service's Knowledge API: ``--url`` with ``--key``, or (``url``
+    None) the ``knowledge_url`` service of the configuration, with its admin key."""
+    from gcite.cli.remote_ingest import ingest_remote, upload
+    from gcite.knowledge.access import KnowledgeAccess
     from gcite.knowledge.convert import load_manifest
 
-    if not key:
+    if url is not None and not key:
         _fail("使用 --url 时需要 --key（服务配置中 [[admin_keys]] 的管理密钥）")
     try:
-        settings = load_settings({}, config_file=config_file)
+        settings = load_settings({"data_dir": data_dir}, config_file=config_file)
         man = load_manifest(manifest) if manifest is not None else None
         name = dataset or (man.dataset_name if man is not None else None)
         name = name or settings.knowledge.dataset or DEFAULT_DATASET
         existing = [p for p in paths if p.expanduser().exists()]
         if not existing:
             _fail("路径不存在: " + "、".join(str(p) for p in paths))
-        report = ingest_remote(existing, url=url, key=str(key), dataset=name, manifest=man)
+        if url is not None:
+            where = url.rstrip("/")
+            report = ingest_remote(existing, url=url, key=str(key), dataset=name, manifest=man)
+        else:
+            where = settings.knowledge.url.rstrip("/")
+            with KnowledgeAccess(settings) as knowledge:
+                report = upload(
+                    knowledge.admin(), existing, dataset=name, manifest=man, where=where
+                )
     except GciteError as exc:
         _fail(str(exc))
-    click.echo(f"已写入服务: {url.rstrip('/')}（由服务写入它的数据目录）")
+    click.echo(f"已写入服务: {where}（由服务写入它的数据目录）")
     click.echo(
         f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
         f"写入分块 {report.chunks}，失败 {len(report.failed)}"

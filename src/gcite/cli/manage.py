@@ -5,8 +5,6 @@ config file), through :mod:`gcite.knowledge.manage`. A knowledge base held by a 
 ``gcite serve`` cannot be opened (one Qdrant Edge process): the error says so; change
 documents of a running service with ``gcite ingest --url URL --key KEY``. Every command
 that deletes prints the data dir it wrote to. ``--json`` prints machine-readable output.
-
-Source: issue 16 item 9.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ import click
 
 from gcite.config import Settings, load_settings
 from gcite.errors import StoreError
+from gcite.knowledge.admin import KnowledgeAdmin, ManageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,18 +39,18 @@ def _settings(data_dir: Path | None, config_file: Path | None) -> Settings:
 
 
 @contextmanager
-def _store(settings: Settings) -> Iterator[Any]:
+def _admin(settings: Settings) -> Iterator[KnowledgeAdmin]:
+    """The knowledge base's KnowledgeAdmin (another service's with ``knowledge_url``)."""
     from gcite.cli.startup import translate_in_use
-    from gcite.knowledge import open_store
+    from gcite.knowledge.access import KnowledgeAccess
 
-    try:
-        store = open_store(settings)
-    except StoreError as exc:
-        raise translate_in_use(exc, settings) from exc
-    try:
-        yield store
-    finally:
-        store.close()
+    with KnowledgeAccess(settings) as knowledge:
+        if not knowledge.remote:
+            try:
+                knowledge.store()  # an existing knowledge base only: nothing is created
+            except StoreError as exc:
+                raise translate_in_use(exc, settings) from exc
+        yield knowledge.admin()
 
 
 def _echo_json(value: Any) -> None:
@@ -87,10 +86,8 @@ def datasets_list(data_dir: Path | None, config_file: Path | None, as_json: bool
 
 
 def _list_datasets(settings: Settings, as_json: bool) -> None:
-    from gcite.knowledge.manage import list_datasets
-
-    with _store(settings) as store:
-        items = list_datasets(store)
+    with _admin(settings) as admin:
+        items = admin.list_datasets()
     if as_json:
         _echo_json([vars(i) for i in items])
         return
@@ -106,13 +103,14 @@ def _list_datasets(settings: Settings, as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="不询问，直接删除")
 def datasets_delete(name: str, data_dir: Path | None, config_file: Path | None, yes: bool) -> None:
     """删除数据集（名称或 id）及其全部文档。"""
-    from gcite.knowledge.manage import delete_dataset
-
     settings = _settings(data_dir, config_file)
-    if not yes:
-        click.confirm(f"删除数据集 {name} 及其全部文档？", abort=True)
-    with _store(settings) as store:
-        info = delete_dataset(store, name)
+    with _admin(settings) as admin:
+        found = next((d.name for d in admin.list_datasets() if name in (d.name, d.id)), None)
+        if found is None:  # a missing dataset is said before any question
+            raise ManageError(f"没有数据集 {name}", status=404, code="dataset_not_found")
+        if not yes:
+            click.confirm(f"删除数据集 {found} 及其全部文档？", abort=True)
+        info = admin.delete_dataset(found)
     click.echo(f"已删除数据集 {info.name}（文档 {info.documents}，分块 {info.chunks}）")
     _wrote(settings)
 
@@ -150,15 +148,13 @@ def documents_list(
 
 
 def _list_documents(settings: Settings, dataset: str | None, as_json: bool) -> None:
-    from gcite.knowledge.manage import list_datasets, list_documents
-
-    with _store(settings) as store:
+    with _admin(settings) as admin:
         names = (
             [dataset or settings.knowledge.dataset]
             if dataset or settings.knowledge.dataset
-            else [d.name for d in list_datasets(store)]
+            else [d.name for d in admin.list_datasets()]
         )
-        docs = [d for name in names for d in list_documents(store, name)]
+        docs = [d for name in names for d in admin.list_documents(name)]
     if as_json:
         _echo_json(
             [
@@ -181,14 +177,12 @@ def documents_delete(
     document: str, data_dir: Path | None, config_file: Path | None, dataset: str | None
 ) -> None:
     """删除一篇文档（文件名或 id）。"""
-    from gcite.knowledge.manage import delete_document
-
     settings = _settings(data_dir, config_file)
     name = dataset or settings.knowledge.dataset
     if not name:
         raise click.UsageError("请用 --dataset 指定数据集")
-    with _store(settings) as store:
-        doc = delete_document(store, name, document)
+    with _admin(settings) as admin:
+        doc = admin.delete_document(name, document)
     click.echo(f"已删除文档 {doc.name}（{doc.id}，分块 {doc.segments}），数据集 {doc.dataset}")
     _wrote(settings)
 
@@ -201,11 +195,22 @@ def documents_delete(
 @click.option("--json", "as_json", is_flag=True, help="输出 JSON")
 def status(data_dir: Path | None, config_file: Path | None, as_json: bool) -> None:
     """显示数据目录、存储、嵌入模型、数据集、文档数和分块数。"""
-    from gcite.knowledge.manage import status as store_status
-
     settings = _settings(data_dir, config_file)
-    with _store(settings) as store:
-        info = store_status(store)
+    with _admin(settings) as admin:
+        found = admin.status()
+    info: dict[str, Any] = {
+        "data_dir": str(Path(settings.data_dir).expanduser().resolve()),
+        "store": found.location,
+        "embedder": found.embedder,
+        "dimensions": found.dimensions,
+        "datasets": [
+            {"id": d.id, "name": d.name, "documents": d.documents, "chunks": d.chunks}
+            for d in found.datasets
+        ],
+        "documents": sum(d.documents for d in found.datasets),
+        "chunks": sum(d.chunks for d in found.datasets),
+        "stored_chunks": found.stored_chunks,
+    }
     if as_json:
         _echo_json(info)
         return

@@ -2,29 +2,24 @@
 
 The running ``gcite serve`` holds the knowledge store, so a second process cannot write
 it; this uploads each file to the service's knowledge-base management API (Dify's
-Knowledge API shape, :mod:`gcite.service.knowledge_api`) with an admin key. The dataset
+Knowledge API shape, :mod:`gcite.service.knowledge_api`) with an admin key, through
+:class:`gcite.knowledge.remote_admin.RemoteAdmin`. Under ``gcite serve --workers N`` the
+worker that takes the call forwards it to the knowledge process. The dataset
 is created when missing; a file whose name is already in the dataset replaces that
 document. Manifest metadata (e.g. ``access_roles``) goes with each file as
 ``doc_metadata``, so a restricted document is never public in between.
-
-Source: issue 16 item 8.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
 
-import httpx
-
-from gcite.errors import ConfigError
+from gcite.errors import ConfigError, StoreError
+from gcite.knowledge.admin import KnowledgeAdmin, ManageError
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES, Manifest
-
-UPLOAD_TIMEOUT_S = 600.0
+from gcite.knowledge.remote_admin import UPLOAD_TIMEOUT_S, KeyRefused, RemoteAdmin
 
 
 @dataclass
@@ -55,16 +50,6 @@ def _files(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
     return out
 
 
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return f"HTTP {response.status_code}"
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])
-    return f"HTTP {response.status_code}"
-
-
 def ingest_remote(
     paths: Sequence[Path],
     *,
@@ -72,73 +57,61 @@ def ingest_remote(
     key: str,
     dataset: str,
     manifest: Manifest | None = None,
-    transport: httpx.BaseTransport | None = None,
 ) -> RemoteReport:
-    """Upload the files under ``paths`` into ``dataset`` of the service at ``url``.
+    """Upload the files under ``paths`` into ``dataset`` of the service at ``url`` with
+    admin key ``key`` (:func:`upload` through a
+    :class:`~gcite.knowledge.remote_admin.RemoteAdmin`)."""
+    with RemoteAdmin(url, key, timeout_s=UPLOAD_TIMEOUT_S) as admin:
+        return upload(admin, paths, dataset=dataset, manifest=manifest, where=admin.base)
+
+
+def upload(
+    admin: KnowledgeAdmin,
+    paths: Sequence[Path],
+    *,
+    dataset: str,
+    manifest: Manifest | None = None,
+    where: str,
+) -> RemoteReport:
+    """Upload the files under ``paths`` into ``dataset`` (created when missing) through
+    ``admin``; ``where`` names the service in messages.
 
     Raises :class:`ConfigError` when the service cannot be reached or refuses the key
     (one line); per-file refusals (e.g. a malformed ``access_roles``) are listed in
     ``RemoteReport.failed`` and the rest is uploaded.
     """
-    base = url.rstrip("/")
-    headers = {"Authorization": f"Bearer {key}"}
     report = RemoteReport(dataset=dataset)
-    with httpx.Client(timeout=UPLOAD_TIMEOUT_S, headers=headers, transport=transport) as http:
+    try:
+        known = admin.list_datasets()
+        if dataset not in {d.name for d in known} | {d.id for d in known}:
+            admin.create_dataset(dataset)
+        existing = {d.name for d in admin.list_documents(dataset)}
+    except KeyRefused as exc:
+        refused = f"服务 {where} 拒绝了这个密钥（需要 admin_keys 中的管理密钥）"
+        raise ConfigError(refused) from exc
+    except StoreError as exc:
+        raise ConfigError(f"无法连接服务 {where}: {exc}") from exc
+    except ManageError as exc:
+        raise ConfigError(f"服务 {where} 的知识库管理接口不可用: {exc}") from exc
+    for file, root in _files(paths):
+        meta = (manifest.metadata_for(file, root) if manifest is not None else None) or {}
         try:
-            listed = http.get(f"{base}/v1/datasets", params={"limit": 100})
-        except httpx.HTTPError as exc:
-            raise ConfigError(f"无法连接服务 {base}: {type(exc).__name__}") from exc
-        if listed.status_code in (401, 403):
-            raise ConfigError(f"服务 {base} 拒绝了这个密钥（需要 admin_keys 中的管理密钥）")
-        if listed.status_code != 200:
-            raise ConfigError(f"服务 {base} 的知识库管理接口不可用: {_message(listed)}")
-        names = {d.get("name") for d in listed.json().get("data", [])}
-        ids = {d.get("id") for d in listed.json().get("data", [])}
-        if dataset not in names and dataset not in ids:
-            made = http.post(f"{base}/v1/datasets", json={"name": dataset})
-            if made.status_code != 200:
-                raise ConfigError(f"无法创建数据集 {dataset}: {_message(made)}")
-        target = f"{base}/v1/datasets/{quote(dataset, safe='')}"
-        existing = _existing(http, target)
-        for file, root in _files(paths):
-            meta: dict[str, Any] = {}
-            if manifest is not None:
-                meta = manifest.metadata_for(file, root) or {}
-            data = {"indexing_technique": "high_quality", "doc_metadata": meta}
-            try:
-                response = http.post(
-                    f"{target}/document/create-by-file",
-                    files={"file": (file.name, file.read_bytes())},
-                    data={"data": json.dumps(data, ensure_ascii=False)},
-                )
-            except (OSError, httpx.HTTPError) as exc:
-                report.failed.append((file, f"上传失败: {type(exc).__name__}"))
-                continue
-            if response.status_code != 200:
-                report.failed.append((file, _message(response)))
-                continue
-            document = response.json().get("document", {})
-            report.chunks += int(document.get("segment_count") or 0)
-            if document.get("name") in existing:
-                report.updated += 1
-            else:
-                report.added += 1
-                existing.add(str(document.get("name")))
+            done = admin.upsert_document(
+                dataset, name=file.name, data=file.read_bytes(), metadata=meta
+            )
+        except OSError as exc:
+            report.failed.append((file, f"读取失败: {type(exc).__name__}"))
+            continue
+        except (ManageError, StoreError) as exc:
+            report.failed.append((file, str(exc)))
+            continue
+        report.chunks += done.document.segments
+        if done.document.name in existing:
+            report.updated += 1
+        else:
+            report.added += 1
+            existing.add(done.document.name)
     return report
 
 
-def _existing(http: httpx.Client, target: str) -> set[str]:
-    names: set[str] = set()
-    page = 1
-    while True:
-        response = http.get(f"{target}/documents", params={"page": page, "limit": 100})
-        if response.status_code != 200:
-            return names
-        body = response.json()
-        names.update(str(d.get("name")) for d in body.get("data", []))
-        if not body.get("has_more"):
-            return names
-        page += 1
-
-
-__all__ = ["RemoteReport", "ingest_remote"]
+__all__ = ["RemoteReport", "ingest_remote", "upload"]

@@ -46,7 +46,7 @@ def search(
     config_file: Path | None,
 ) -> None:
     """在知识库中检索（按角色过滤）。"""
-    from gcite.knowledge import open_store
+    from gcite.knowledge.access import KnowledgeAccess
 
     condition: Any = None
     if filter_json is not None:
@@ -61,8 +61,8 @@ def search(
             {"data_dir": data_dir, "top_k": top_k, "score_threshold": score_threshold},
             config_file=config_file,
         )
-        with open_store(settings) as store:
-            items = store.search(
+        with KnowledgeAccess(settings) as knowledge:
+            items = knowledge.store().search(
                 query,
                 dataset=dataset,
                 roles=list(roles) if roles or no_roles else None,

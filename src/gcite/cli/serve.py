@@ -9,25 +9,12 @@ offline extractive backend answers; set ``GCITE_LLM_BASE_URL``, ``GCITE_LLM_MODE
 
 from __future__ import annotations
 
-import errno
-import socket
+import sys
 from pathlib import Path
 
 import click
 
 from gcite.config import Settings, load_settings
-
-
-def _check_port(host: str, port: int) -> None:
-    """Fail with one Chinese line when the port is taken (instead of a uvicorn traceback)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise click.ClickException(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
-            raise click.ClickException(f"无法监听 {host}:{port}: {exc.strerror}") from exc
 
 
 @click.command("serve")
@@ -46,6 +33,7 @@ def _check_port(host: str, port: int) -> None:
     help="对话工作进程数（>1 时由一个知识库进程通过本机 /retrieval 提供检索）",
 )
 @click.option("--fd", type=int, default=None, hidden=True)
+@click.option("--knowledge-fd", type=int, default=None, hidden=True)
 def serve(
     host: str | None,
     port: int | None,
@@ -53,6 +41,7 @@ def serve(
     config_file: Path | None,
     workers: int,
     fd: int | None,
+    knowledge_fd: int | None,
 ) -> None:
     """启动 Dify 兼容的对话服务（POST /v1/chat-messages，流式 SSE）。"""
     import uvicorn
@@ -63,12 +52,20 @@ def serve(
     settings = load_settings(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
     )
+    if knowledge_fd is not None:  # the knowledge process of `--workers N`
+        _serve_knowledge(settings, knowledge_fd)
+        return
     if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
+        from gcite.cli.workers import exit_with_parent
+
         app = create_app(settings)
         _access_log()
+        exit_with_parent()
         uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
         return
-    _check_port(settings.service.host, settings.service.port)
+    from gcite.cli.startup import check_port
+
+    check_port(settings.service.host, settings.service.port)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
@@ -99,6 +96,41 @@ def serve(
     finally:
         if store is not None:
             store.close()
+
+
+def _serve_knowledge(settings: Settings, fd: int) -> None:
+    """The knowledge process of ``gcite serve --workers N`` (:mod:`gcite.cli.workers`):
+    the internal key arrives on stdin; the store is opened now, so a knowledge base held
+    by another process stops the set with one line (a data dir without one yet is fine:
+    the Knowledge API creates it)."""
+    import dataclasses
+
+    import uvicorn
+
+    from gcite.cli.startup import translate_in_use
+    from gcite.cli.workers import INTERNAL_PREFIX, exit_with_parent
+    from gcite.config import with_internal_key
+    from gcite.errors import StoreError
+    from gcite.service import create_app
+    from gcite.service.http import BoundedHttpToolsProtocol
+
+    key = sys.stdin.readline().strip()
+    if not key:
+        raise click.ClickException("知识库进程没有收到内部密钥（须由 gcite serve --workers 启动）")
+    service = dataclasses.replace(settings.service, retrieval_prefix=INTERNAL_PREFIX)
+    knowledge = dataclasses.replace(settings, service=service, internal_key=key)
+    # The internal key's roles follow the config file: re-derived when the key tables are
+    # re-read (gcite.config.KeyTables, at each request of the knowledge process).
+    with_internal_key(knowledge)
+    app = create_app(knowledge)
+    try:
+        app.state.knowledge.store()
+    except StoreError as exc:
+        translated = translate_in_use(exc, settings)
+        if translated is not exc:
+            raise translated from exc
+    exit_with_parent()
+    uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
 
 
 def _check_model(settings: Settings) -> None:

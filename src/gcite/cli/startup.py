@@ -14,6 +14,9 @@ take the shard between the check and the first question.
 
 from __future__ import annotations
 
+import errno
+import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,56 @@ _IN_USE = "另一个进程"
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
+SERVING_URL_NAME = "serving-url"
+"""The file in a data dir where a serving command notes its URL (for the in-use hint)."""
+
+
+def record_serving_url(settings: Settings) -> None:
+    """Note ``http://host:port`` of the serving command in ``<data_dir>/serving-url``, so
+    the in-use error of another command names the right port. Best effort."""
+    host = (
+        settings.service.host if settings.service.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    )
+    if ":" in host:
+        host = f"[{host}]"
+    path = Path(settings.data_dir).expanduser() / SERVING_URL_NAME
+    try:
+        tmp = path.with_name(f".{SERVING_URL_NAME}.tmp")
+        tmp.write_text(f"http://{host}:{settings.service.port}\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def serving_url(store_dir: Path | str) -> str:
+    """The URL the process serving the store at ``store_dir`` noted (in it or in its
+    parent: the demo's web index is a sub-folder of the data dir), else
+    :data:`DEFAULT_URL`."""
+    for folder in (Path(store_dir), Path(store_dir).parent):
+        try:
+            url = (folder / SERVING_URL_NAME).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if re.fullmatch(r"http://[\w.\[\]:-]+:\d{1,5}", url):
+            return url
+    return DEFAULT_URL
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission).
+
+    Binds as the server will (uvicorn sets ``SO_REUSEADDR``): connections of a stopped
+    server still in ``TIME_WAIT`` (a browser had the page open) do not count as in use.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"端口 {port} 已被占用，请用 --port 换一个端口") from exc
+            raise ConfigError(f"无法监听 {host}:{port}: {exc.strerror or exc}") from exc
+
 
 def is_in_use(exc: StoreError) -> bool:
     """True when ``exc`` says the store is open in another process."""
@@ -41,7 +94,7 @@ def in_use_error(what: str, path: Path | str) -> ConfigError:
     return ConfigError(
         f"{what} {path} 正被另一个进程使用（Qdrant Edge 同一时间只允许一个进程打开）；"
         "请先停止正在运行的 gcite demo/serve，或用 --data-dir 指定另一个目录，"
-        f"或用 gcite ask --url {DEFAULT_URL} 连接它"
+        f"或用 gcite ask --url {serving_url(path)} 连接它"
     )
 
 
@@ -71,6 +124,7 @@ def open_demo_stores(settings: Settings) -> list[Any]:
     :class:`StoreError` when one is missing or corrupt.
     """
     stores = [_open(settings, "知识库")]
+    record_serving_url(settings)
     web_settings = settings.embedded_at(Path(settings.data_dir).expanduser() / "web-offline")
     try:
         stores.append(_open(web_settings, "离线网页索引", create=True))
@@ -81,13 +135,16 @@ def open_demo_stores(settings: Settings) -> list[Any]:
 
 
 def open_serve_store(settings: Settings) -> Any:
-    """Open the knowledge base ``gcite serve`` will answer from.
+    """Open the knowledge base ``gcite serve`` will answer from (``None`` with
+    ``knowledge_url``: the other service's is reached at the first question).
 
     A store held by another process, or a corrupt one, raises (one line, exit 1).
     A data dir without a knowledge base (missing folder, no ``catalog.json``) is an
     error unless a web search provider is configured: serving web-only answers is a
     legitimate setup, so then one ``提示:`` line goes to stderr and ``None`` is returned.
     """
+    if settings.knowledge.url.strip():
+        return None  # another service's knowledge base: nothing to open here
     data_dir = Path(settings.data_dir).expanduser()
     missing = None
     if not data_dir.is_dir():
@@ -106,7 +163,18 @@ def open_serve_store(settings: Settings) -> Any:
             f"{missing}；请先运行 gcite ingest 导入文档，或用 --data-dir 指定已导入的目录"
             "（只用联网搜索时请配置 web_provider）"
         )
-    return _open(settings, "知识库")
+    store = _open(settings, "知识库")
+    record_serving_url(settings)
+    return store
 
 
-__all__ = ["in_use_error", "is_in_use", "open_demo_stores", "open_serve_store", "translate_in_use"]
+__all__ = [
+    "check_port",
+    "in_use_error",
+    "is_in_use",
+    "open_demo_stores",
+    "open_serve_store",
+    "record_serving_url",
+    "serving_url",
+    "translate_in_use",
+]

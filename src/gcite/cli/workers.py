@@ -1,23 +1,35 @@
-"""``gcite serve --workers N``: one knowledge process, N chat worker processes.
+"""``gcite serve --workers N``: one knowledge process, N chat worker processes, one supervisor.
 
-The parent process is the knowledge process: it owns the embedded store and serves
-``POST /retrieval`` (and the management API) on a free 127.0.0.1 port, under
-:data:`INTERNAL_PREFIX`, with an internal key generated at start-up that holds every role a
-configured key may grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets).
-It binds N sockets on the public port (SO_REUSEPORT: the kernel spreads new connections
-evenly among those that listen; each worker's server listens once the worker is ready) and
-starts N ``gcite serve --fd`` children, one per socket; each opens
-the knowledge base through :class:`gcite.knowledge.remote.RemoteStore` (``GCITE_KNOWLEDGE_URL`` /
-``GCITE_KNOWLEDGE_KEY``), or Qdrant directly when ``qdrant_url`` is set, or the configured
-``knowledge_url``. Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL),
-shared by every worker. Key roles follow the config file at each request in every process
-(:class:`gcite.config.KeyTables`), the internal key's included. Ctrl-C / SIGTERM stops the
-children, then the knowledge process.
+The ``gcite serve`` process supervises the set and serves nothing itself:
+
+- **The knowledge process** (``gcite serve --knowledge-fd``, a child) owns the embedded
+  store and serves, on a loopback port the supervisor bound, ``POST /retrieval`` under
+  :data:`INTERNAL_PREFIX` and the Knowledge API (``/v1/datasets``), with an internal key
+  generated at start-up (handed over on the child's stdin, never on a command line) that
+  holds every role a configured key may grant (the union of the ``app_keys`` and
+  ``retrieval_keys`` role sets) and is an admin key there. Its pid and port are printed
+  at start-up.
+- **N chat workers** (``gcite serve --fd``): the supervisor binds N sockets on the public
+  port (SO_REUSEPORT: the kernel spreads new connections evenly among those that listen;
+  each worker's server listens once the worker is ready). Each worker reaches the
+  knowledge base through :class:`gcite.knowledge.access.KnowledgeAccess` with
+  ``GCITE_KNOWLEDGE_URL`` / ``GCITE_KNOWLEDGE_KEY`` pointing at the knowledge process (its
+  chats search it, its Knowledge API is forwarded to it), or Qdrant directly when
+  ``qdrant_url`` is set, or the configured ``knowledge_url``.
+
+Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL), shared by every
+worker. Key roles follow the config file at each request in every process
+(:class:`gcite.config.KeyTables`), the internal key's included.
+
+The set lives and dies together: any child that exits stops the others and the
+supervisor exits with status 1 and the reason on stderr (so that a supervisor of its own,
+systemd ``Restart=on-failure`` or Kubernetes, restarts the whole set); Ctrl-C / SIGTERM
+stops the workers, then the knowledge process; a child whose supervisor is gone (killed)
+stops itself (:func:`exit_with_parent`), so a restart finds the port free.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import secrets
 import signal
@@ -30,7 +42,7 @@ from pathlib import Path
 
 import click
 
-from gcite.config import Settings, every_role, with_internal_key
+from gcite.config import Settings, every_role
 
 INTERNAL_PREFIX = "/internal-knowledge"
 """Where the knowledge process mounts ``/retrieval`` for the workers."""
@@ -41,35 +53,34 @@ WORKER_ENV = "GCITE_WORKER_ID"
 (the offline web index, an embedded Qdrant Edge shard that one process opens) goes to a
 folder of its own."""
 
+START_GUARD_S = 300.0
+"""Longest wait for the knowledge process to answer at start-up (a hang guard)."""
 
-def start_knowledge_process(settings: Settings) -> tuple[str, str, object]:
-    """Serve the store's ``/retrieval`` on a free loopback port (daemon thread).
+STOP_GRACE_S = 10.0
+"""How long a stopping child may take before it is killed."""
 
-    Returns ``(knowledge_url, internal_key, server)``; ``server.should_exit = True`` stops it.
-    """
-    import uvicorn
 
-    from gcite.service import create_app
-    from gcite.service.http import BoundedHttpToolsProtocol
+def exit_with_parent(poll_s: float = 0.5) -> None:
+    """Stop this process (SIGTERM, then exit 1 after :data:`STOP_GRACE_S`) once its parent
+    is gone: a child of the supervisor never outlives it holding the port or the store."""
+    parent = os.getppid()
 
-    key = secrets.token_urlsafe(32)
-    service = dataclasses.replace(settings.service, retrieval_prefix=INTERNAL_PREFIX)
-    knowledge = dataclasses.replace(settings, service=service, internal_key=key)
-    # The internal key's roles follow the config file: re-derived when the key tables are
-    # re-read (gcite.config.KeyTables, at each request of the knowledge process).
-    with_internal_key(knowledge)
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(STOP_GRACE_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gcite-exit-with-parent", daemon=True).start()
+
+
+def _loopback_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(knowledge), log_level="warning", http=BoundedHttpToolsProtocol)
-    )
-    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise click.ClickException("知识库进程未能启动")
-        time.sleep(0.02)
-    return f"http://127.0.0.1:{sock.getsockname()[1]}{INTERNAL_PREFIX}", key, server
+    sock.set_inheritable(True)
+    return sock
 
 
 def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
@@ -90,66 +101,125 @@ def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
+class _Children:
+    """The child processes of the set, in start order, with what each one is."""
+
+    def __init__(self) -> None:
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(
+        self, what: str, command: list[str], env: dict[str, str], fd: int, given: bytes = b""
+    ) -> subprocess.Popen[bytes]:
+        """Start one child with ``fd`` inherited and ``given`` on its stdin."""
+        proc = subprocess.Popen(command, env=env, pass_fds=(fd,), stdin=subprocess.PIPE)
+        assert proc.stdin is not None
+        with proc.stdin:
+            proc.stdin.write(given)
+        self.procs.append((what, proc))
+        return proc
+
+    def dead(self) -> tuple[str, subprocess.Popen[bytes]] | None:
+        return next(((w, p) for w, p in self.procs if p.poll() is not None), None)
+
+    def stop(self) -> None:
+        """Workers first (they use the knowledge process), then the knowledge process."""
+        for _what, proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _start_knowledge(
+    children: _Children, base: list[str], env: dict[str, str]
+) -> tuple[str, str, socket.socket]:
+    """Start the knowledge process on a loopback socket; wait until it answers.
+
+    Returns ``(knowledge_url, internal_key, socket)``. Raises ClickException when it exits
+    before answering."""
+    import httpx
+
+    key = secrets.token_urlsafe(32)
+    sock = _loopback_socket()
+    port = sock.getsockname()[1]
+    command = [*base, "--knowledge-fd", str(sock.fileno())]
+    proc = children.start("knowledge", command, env, sock.fileno(), key.encode() + b"\n")
+    deadline = time.monotonic() + START_GUARD_S
+    while True:
+        if proc.poll() is not None:
+            raise click.ClickException(f"知识库进程未能启动（退出码 {proc.returncode}）")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise click.ClickException("知识库进程未能启动（没有应答）")
+        time.sleep(0.1)
+    click.echo(
+        f"知识库进程 {proc.pid}: http://127.0.0.1:{port}"
+        f"（检索 {INTERNAL_PREFIX}/retrieval，知识库管理 /v1/datasets，仅限本机）"
+    )
+    return f"http://127.0.0.1:{port}{INTERNAL_PREFIX}", key, sock
+
+
+def _death_reason(what: str, proc: subprocess.Popen[bytes]) -> str:
+    if what == "knowledge":
+        return f"知识库进程 {proc.pid} 意外退出（退出码 {proc.returncode}），对话服务已停止"
+    return f"工作进程 {proc.pid} 意外退出（退出码 {proc.returncode}），对话服务已停止"
+
+
 def run_workers(settings: Settings, workers: int, config_file: Path | None) -> None:
-    """Run the knowledge process and ``workers`` chat workers until interrupted."""
+    """Run the knowledge process and ``workers`` chat workers until interrupted or until
+    one of them exits (then ClickException: exit status 1 with the reason)."""
     env = dict(os.environ)
-    server = None
-    if not settings.knowledge.url and not settings.knowledge.qdrant_url:
-        url, key, server = start_knowledge_process(settings)
-        env["GCITE_KNOWLEDGE_URL"] = url
-        env["GCITE_KNOWLEDGE_KEY"] = key
-    # One listening socket per worker on the same port (SO_REUSEPORT): the kernel spreads
-    # new connections evenly over the workers (one shared socket lets the least busy
-    # process win most accepts and leaves the others idle).
-    sockets = _listeners(settings.service.host, settings.service.port, workers)
     base = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
     base += ["--data-dir", str(settings.data_dir)]
     if config_file is not None:
         base += ["--config", str(config_file)]
-    children = [
-        subprocess.Popen(
-            [*base, "--fd", str(s.fileno())],
-            env={**env, WORKER_ENV: str(number)},
-            pass_fds=(s.fileno(),),
-        )
-        for number, s in enumerate(sockets, start=1)
-    ]
-    service = settings.service
-    click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （{workers} 个工作进程）")
+    children = _Children()
+    sockets: list[socket.socket] = []
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    died: subprocess.Popen[bytes] | None = None
+    died: tuple[str, subprocess.Popen[bytes]] | None = None
     try:
+        if not settings.knowledge.url and not settings.knowledge.qdrant_url:
+            url, key, knowledge_sock = _start_knowledge(children, base, env)
+            sockets.append(knowledge_sock)
+            env["GCITE_KNOWLEDGE_URL"] = url
+            env["GCITE_KNOWLEDGE_KEY"] = key
+        # One listening socket per worker on the same port (SO_REUSEPORT): the kernel
+        # spreads new connections evenly over the workers (one shared socket lets the least
+        # busy process win most accepts and leaves the others idle).
+        public = _listeners(settings.service.host, settings.service.port, workers)
+        sockets.extend(public)
+        for number, sock in enumerate(public, start=1):
+            command = [*base, "--fd", str(sock.fileno())]
+            children.start("worker", command, {**env, WORKER_ENV: str(number)}, sock.fileno())
+        for sock in sockets:  # the children hold them now
+            sock.close()
+        address = f"http://{settings.service.host}:{settings.service.port}/"
+        click.echo(f"对话服务已启动: {address}  （{workers} 个工作进程）")
         while not stop.is_set() and died is None:
-            died = next((c for c in children if c.poll() is not None), None)
-            stop.wait(0.5)
+            died = children.dead()
+            stop.wait(0.2)
     except KeyboardInterrupt:
         pass
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        children.stop()
         for sock in sockets:
             sock.close()
-        if server is not None:
-            server.should_exit = True  # type: ignore[attr-defined]
     if died is not None and not stop.is_set():
-        # a worker that dies takes the service down with a failure status, so that a
-        # supervisor (systemd Restart=on-failure, Kubernetes) restarts the whole set
-        raise click.ClickException(
-            f"工作进程 {died.pid} 意外退出（退出码 {died.returncode}），对话服务已停止"
-        )
+        raise click.ClickException(_death_reason(*died))
 
 
 __all__ = [
     "INTERNAL_PREFIX",
     "WORKER_ENV",
     "every_role",
+    "exit_with_parent",
     "run_workers",
-    "start_knowledge_process",
 ]

@@ -1,7 +1,7 @@
 """Dify Service API bodies beyond chat events: app endpoints, history fields, features off.
 
 Pure functions (no I/O) that the service's routers answer with, so that a client written
-for Dify works unchanged (issue 13). Facts come from Dify's OpenAPI spec
+for Dify works unchanged. Facts come from Dify's OpenAPI spec
 (``../shared/reference/dify-openapi-service.json``) and Dify's service-API code
 (dify-protocol.md §1):
 

@@ -9,9 +9,9 @@ streaming mode). Two implementations:
 - :class:`gcite.generate.extractive.ExtractiveBackend`: offline, deterministic, picks
   the chunk sentences that best answer the question (default when no LLM is set).
 
-Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart).
+Backends raise :class:`gcite.errors.LLMError` and nothing else (cancellation apart);
 :func:`gcite.generate.factory.make_backend` builds the configured one.
-Both pass ``tests/support/llm_backend_contract.py``. Lifecycle: :meth:`LLMBackend.warm_up`
+Every backend passes :mod:`gcite.testing.llm_contract`. Lifecycle: :meth:`LLMBackend.warm_up`
 (load what the first answer would, off the event loop) and :meth:`LLMBackend.aclose`
 (release connections); :class:`BackendLifecycle` gives both as no-ops.
 """

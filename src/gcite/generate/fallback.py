@@ -8,8 +8,6 @@ refused key, a deadline), it answers from the retrieved chunks with
 (``message_end.metadata.gcite.fallback``). A failure after answer text has been sent is
 not hidden: it ends the run as usual (a half answer from one source and half from
 another would be worse).
-
-Source: issue 16 item 11.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ must not hold a run (or the process's memory) without bound. Two pieces:
   memory), for the OpenAI backend's SSE reader.
 
 Settings: ``llm_total_timeout_s``, ``llm_idle_timeout_s``, ``max_answer_chars``,
-``max_stream_line_bytes`` (0 or less disables a limit).
+``max_stream_line_bytes``. Inside :class:`Limits` 0 means no limit; the settings reach
+it only through ``llm_total_timeout_s = "none"`` (:mod:`gcite.config_checks` refuses
+0 or less at start).
 
 Source: issue 16 items 4 and 7.
 """

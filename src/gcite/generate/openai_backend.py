@@ -37,7 +37,6 @@ from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
 from gcite.generate.limits import capped_lines
-from gcite.generate.priority import paced
 from gcite.stream.surrogates import SurrogateJoiner
 
 HTTP_POOL: dict[str, Any] = {
@@ -80,7 +79,7 @@ class OpenAIBackend(BackendLifecycle):
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
-        self.max_line_bytes = max_line_bytes  # one SSE line, bytes (issue 16 item 7)
+        self.max_line_bytes = max_line_bytes  # one SSE line, bytes
         self.name = f"openai:{model}"
         # One long-lived client per endpoint for the backend's life (built once per
         # process, never per request), on one HTTP connection pool whose idle connections
@@ -132,21 +131,17 @@ class OpenAIBackend(BackendLifecycle):
         try:
             # The SDK builds, authenticates and sends the request and maps HTTP errors. The
             # body goes through ``post`` as it is: ``chat.completions.create`` first walks it
-            # against the SDK's TypedDicts (``async_maybe_transform``), ~14 % of a chat
+            # against the SDK's TypedDicts (``async_maybe_transform``), a large share of a chat
             # worker's CPU under load, to no effect on a body of plain strings. The chunks
             # are decoded here with json.loads instead of one pydantic model per chunk (that
-            # costs ~0.6 ms of CPU per delta: see docs/benchmarks.md, "Chat service").
+            # costs far more CPU per delta: see docs/benchmarks.md, "Chat service").
             ended = _End()
             thought, said = SurrogateJoiner(), SurrogateJoiner()
-            # after the first text, a busy process reads on only after the runs still
-            # preparing had their turn (generate/priority.py)
-            answering = [False]
             response = await self._client.post(
                 "/chat/completions", cast_to=httpx2.Response, body=kwargs, options=_STREAMED
             )
             try:
-                body = paced(response.aiter_bytes(), answering)
-                async for line in capped_lines(body, self.max_line_bytes):
+                async for line in capped_lines(response.aiter_bytes(), self.max_line_bytes):
                     piece = _delta(line, usage, ended)
                     if piece is _DONE:
                         break
@@ -164,11 +159,9 @@ class OpenAIBackend(BackendLifecycle):
                         if said_tail:
                             yield said_tail
                     if reasoning:
-                        answering[0] = True
                         yield Reasoning(reasoning)
                     text = said.feed(piece.content) if piece.content else ""
                     if text:
-                        answering[0] = True
                         yield text
             finally:
                 await response.aclose()

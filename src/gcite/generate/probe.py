@@ -5,8 +5,6 @@ and by ``GET /ready``. Any answer below 500 other than 401/403 counts as reachab
 OpenAI-compatible servers have no ``/models``: a 404 still proves the server is there);
 401/403 means the key is refused; 5xx, a timeout or no connection means unreachable.
 Without ``llm_base_url`` the offline extractive backend answers: always reachable.
-
-Source: issue 16 item 11.
 """
 
 from __future__ import annotations

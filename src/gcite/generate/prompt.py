@@ -91,6 +91,22 @@ def strip_answer_markers(text: str) -> str:
     return result
 
 
+def strip_reasoning(text: str) -> str:
+    """An earlier answer without its leading reasoning block (``<think>…</think>``,
+    citation-markers.md §4a): reasoning is shown apart and never goes back into a prompt.
+    Markers are kept (as ``[C:id]``); ``text`` unchanged when it has no reasoning."""
+    from gcite.stream import parse_all
+
+    result = parse_all(text)
+    if not result.reasoning:
+        return text
+    return "".join(
+        seg["text"] if "text" in seg else f"[C:{seg['cite']}]"
+        for seg in result.segments
+        if "text" in seg or "cite" in seg
+    )
+
+
 def render_system_prompt(
     formatted_chunks: str,
     cited_before: Sequence[Mapping[str, Any]] = (),
@@ -159,7 +175,7 @@ def build_messages(
     for turn in history:
         for role, content in _turn_messages(turn):
             if role == "assistant":
-                content = strip_answer_markers(content).strip()
+                content = strip_answer_markers(strip_reasoning(content)).strip()
             if content:
                 messages.append({"role": role, "content": content})
     messages.append({"role": "user", "content": query})
@@ -189,4 +205,5 @@ __all__ = [
     "load_template",
     "render_system_prompt",
     "strip_answer_markers",
+    "strip_reasoning",
 ]

@@ -2,14 +2,16 @@
 
 Public contract (docs/architecture.md)::
 
-    open_store(settings) -> HybridStore   # a KnowledgeStore (gcite.knowledge.protocol)
+    KnowledgeAccess(settings).store() -> KnowledgeStore   # THE way to open the knowledge
+    KnowledgeAccess(settings).admin() -> KnowledgeAdmin   # base (local or knowledge_url)
+    open_store(settings) -> HybridStore   # the local store under it
     KnowledgeStore.search(query, *, dataset=None, roles=None, condition=None,
                           top_k=5, score_threshold=0.0) -> list[dict]   # Dify KR result items
     KnowledgeStore.datasets() -> list[str];  KnowledgeStore.close()
     ingest_paths(paths, *, settings, dataset, manifest=None, progress=False) -> IngestReport
 
-``KnowledgeStore`` and ``role_condition`` are light; the store and ingestion (embedders,
-Qdrant, document converters) load on first use of their names.
+``KnowledgeStore``, ``KnowledgeAdmin`` and ``role_condition`` are light; the store and
+ingestion (embedders, Qdrant, document converters) load on first use of their names.
 See docs/knowledge-base.md for formats, metadata, filter syntax and configuration.
 """
 
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gcite.knowledge.admin import KnowledgeAdmin
 from gcite.knowledge.filters import role_condition
 from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
+    from gcite.knowledge.access import KnowledgeAccess
     from gcite.knowledge.ingest import IngestReport, ingest_paths
     from gcite.knowledge.store import HybridStore, open_store
 
 _LAZY = {
+    "KnowledgeAccess": "gcite.knowledge.access",
     "HybridStore": "gcite.knowledge.store",
     "open_store": "gcite.knowledge.store",
     "IngestReport": "gcite.knowledge.ingest",
@@ -44,6 +49,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HybridStore",
     "IngestReport",
+    "KnowledgeAccess",
+    "KnowledgeAdmin",
     "KnowledgeStore",
     "ingest_paths",
     "open_store",

@@ -1,6 +1,6 @@
 """Heading-aware chunking for Chinese text and law-style articles.
 
-Rules (issue 4 item 1), all sizes in characters:
+Rules, all sizes in characters:
 
 * Markdown headings are never separated from their text: a chunk never spans
   two heading sections, and its ``headings`` (the breadcrumb of enclosing

@@ -3,19 +3,28 @@
 Each converter returns Markdown-ish text (headings as ``#`` lines, tables as
 Markdown tables with their header row) so the chunker sees one format:
 
-* DOCX: paragraphs and tables in document order (python-docx);
+* DOCX: paragraphs and top-level tables in document order, streamed from
+  ``word/document.xml`` with lxml ``iterparse`` (no DTD, no entity expansion, no
+  network; each handled element freed), heading styles from ``word/styles.xml``, the
+  title from ``docProps/core.xml``; merged cells repeat their text as python-docx did;
 * HTML: headings, paragraphs, list items, ``pre`` and tables (``th`` cells or the
   first row as the header);
 * PDF: pdfplumber; tables found on a page become Markdown tables at their place,
   the rest of the page is text whose line breaks inside a paragraph are joined
   (:func:`join_pdf_lines`: no break between two CJK characters, a space between
   two Latin words);
-* XLSX: one ``## <sheet>`` section per sheet (openpyxl, values only); CSV: one table.
+* XLSX: one ``## <sheet>`` section per sheet (openpyxl's read-only sheet parser, values
+  only), read by its real cells: the declared ``<dimension>`` is ignored; CSV: one table.
+
+Every zip member is streamed once first, counting its unzipped bytes and ratio. HTML,
+CSV, PDF, DOCX and XLSX are converted in a bounded child process
+(:mod:`gcite.knowledge.sandbox`); every cap is a setting (:class:`ConvertLimits`) and
+every refusal one :class:`ConversionError` (413 a limit, 415 the type, 422 unparsable).
 
 Per-document metadata comes from YAML front matter (Markdown) and/or a sidecar
 manifest; the manifest wins on conflicts.
 
-Source: issue 4 item 1, issue 14 item 3; platform design document §3.2.1
+Source: platform design document §3.2.1
 (``doc_metadata`` fields ``document_title``, ``source_file_url``, ``access_roles``).
 """
 
@@ -36,7 +45,8 @@ from typing import Any
 
 import yaml
 
-from gcite.errors import GciteError
+from gcite.knowledge.limits import MIB, CellBudget, ConversionError, ConvertLimits, over_limit
+from gcite.knowledge.sandbox import run_bounded
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
     {".md", ".markdown", ".txt", ".text", ".html", ".htm", ".pdf", ".docx", ".xlsx", ".csv"}
@@ -44,10 +54,6 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
 TEXT_SUFFIXES: frozenset[str] = frozenset({".md", ".markdown", ".txt", ".text"})
 """Plain-text formats; these are streamed at ingest (:func:`iter_text_lines`)."""
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are refused, not truncated
-
-
-class ConversionError(GciteError):
-    """A file could not be read or converted (the message names the reason)."""
 
 
 @dataclass
@@ -194,7 +200,7 @@ def markdown_table(rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def _html_table(table: Any) -> str:
+def _html_table(table: Any, budget: CellBudget) -> str:
     rows: list[list[str]] = []
     header: list[str] | None = None
     for tr in table.find_all("tr"):
@@ -206,12 +212,13 @@ def _html_table(table: Any) -> str:
             header = texts
         else:
             rows.append(texts)
-    return markdown_table(([header] if header else []) + rows)
+    return _table(([header] if header else []) + rows, budget)
 
 
-def _convert_html(data: bytes) -> tuple[str, str | None]:
+def _convert_html(data: bytes, limits: ConvertLimits) -> tuple[str, str | None]:
     from bs4 import BeautifulSoup
 
+    budget = CellBudget(limits)
     soup = BeautifulSoup(_decode(data), "html.parser")
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
@@ -224,7 +231,7 @@ def _convert_html(data: bytes) -> tuple[str, str | None]:
         if el.find_parent(["p", "li", "pre", "td", "th", "table"]) is not None:
             continue
         if el.name == "table":
-            table = _html_table(el)
+            table = _html_table(el, budget)
             if table:
                 lines.append(table)
             continue
@@ -271,7 +278,7 @@ def join_pdf_lines(text: str) -> str:
     return "\n".join(out)
 
 
-def _pdf_page(page: Any) -> list[str]:
+def _pdf_page(page: Any, budget: CellBudget) -> list[str]:
     """Text and Markdown tables of one pdfplumber page, in reading order (top to bottom)."""
     tables = page.find_tables()
     boxes = [t.bbox for t in tables]
@@ -294,7 +301,7 @@ def _pdf_page(page: Any) -> list[str]:
         items.append((line["top"], ("\n" if gap else "") + line["text"]))
         previous_bottom = line["bottom"]
     for table in tables:
-        md = markdown_table(table.extract())
+        md = _table(table.extract(), budget)
         if md:
             items.append((table.bbox[1], "\n" + md + "\n"))
     items.sort(key=lambda item: item[0])
@@ -313,18 +320,32 @@ def _pdf_page(page: Any) -> list[str]:
     return [b for b in blocks if b.strip()]
 
 
-def _convert_pdf(path: Path) -> str:
+def _table(rows: list[list[Any]], budget: CellBudget) -> str:
+    """:func:`markdown_table` of ``rows`` after counting its cells against ``budget``."""
+    budget.take(sum(len(row) for row in rows))
+    budget.check_area(len(rows), max((len(row) for row in rows), default=0))
+    return markdown_table(rows)
+
+
+def _convert_pdf(path: Path, limits: ConvertLimits) -> str:
     import pdfplumber
     from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfparser import PDFSyntaxError
     from pdfminer.psparser import PSException
     from pdfplumber.utils.exceptions import PdfminerException
 
+    budget = CellBudget(limits)
     blocks: list[str] = []
     try:
         with pdfplumber.open(str(path)) as pdf:
-            for page in pdf.pages:
-                blocks.extend(_pdf_page(page))
+            objects = sum(len(list(xref.get_objids())) for xref in pdf.doc.xrefs)
+            if objects > limits.max_pdf_objects:
+                raise over_limit("PDF 对象数", "convert_max_pdf_objects", limits.max_pdf_objects)
+            pages = pdf.pages
+            if len(pages) > limits.max_pdf_pages:
+                raise over_limit("PDF 页数", "convert_max_pdf_pages", limits.max_pdf_pages)
+            for page in pages:
+                blocks.extend(_pdf_page(page, budget))
                 page.close()
     except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
         raise ConversionError("PDF 已加密，无法提取文本") from exc
@@ -338,55 +359,253 @@ def _convert_pdf(path: Path) -> str:
     return "\n\n".join(blocks)
 
 
-def _convert_docx(path: Path) -> tuple[str, dict[str, Any]]:
-    import docx
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+_STREAM_BLOCK = 1 << 20
+_MAX_SPAN = 64  # grid columns one DOCX cell may span (Word allows 63)
 
+
+def _xml_parser() -> Any:
+    """An lxml parser that loads no DTD, expands no entity and reaches no network."""
+    from lxml import etree
+
+    return etree.XMLParser(resolve_entities=False, load_dtd=False, no_network=True, huge_tree=False)
+
+
+def _check_zip(archive: zipfile.ZipFile, limits: ConvertLimits) -> None:
+    """Stream every member once, counting decompressed bytes against the caps.
+
+    Declared sizes are not trusted: the bytes are counted as they inflate, and a
+    member stops at ``max_unzipped_bytes`` or, past 1 MiB, at ``max_zip_ratio`` times
+    its compressed size. A corrupt member (bad CRC, truncated) is a 422.
+    """
+    for info in archive.infolist():
+        if info.is_dir():
+            continue
+        count = 0
+        with archive.open(info) as member:
+            while block := member.read(_STREAM_BLOCK):
+                count += len(block)
+                if count > limits.max_unzipped_bytes:
+                    raise over_limit(
+                        f"压缩包成员 {info.filename} 解压后大小",
+                        "convert_max_unzipped_bytes",
+                        limits.max_unzipped_bytes,
+                    )
+                if count > MIB and count > limits.max_zip_ratio * max(info.compress_size, 1):
+                    raise over_limit(
+                        f"压缩包成员 {info.filename} 的压缩比",
+                        "convert_max_zip_ratio",
+                        limits.max_zip_ratio,
+                    )
+
+
+def _open_zip(path: Path, kind: str, limits: ConvertLimits) -> zipfile.ZipFile:
     if not zipfile.is_zipfile(path):
-        raise ConversionError("DOCX 文件损坏（不是有效的 zip 包）")
+        raise ConversionError(f"{kind} 文件损坏（不是有效的 zip 包）")
+    archive = zipfile.ZipFile(path)
     try:
-        document = docx.Document(str(path))
-    except (KeyError, ValueError, zipfile.BadZipFile, OSError) as exc:
-        raise ConversionError(f"DOCX 无法解析: {exc}") from exc
-    from docx.table import Table
+        _check_zip(archive, limits)
+    except BaseException:
+        archive.close()
+        raise
+    return archive
 
-    lines: list[str] = []
-    for block in document.iter_inner_content():
-        if isinstance(block, Table):
-            table = markdown_table([[cell.text for cell in row.cells] for row in block.rows])
-            if table:
-                lines.append(table)
-            continue
-        text = block.text.strip()
-        if not text:
-            continue
-        style = (block.style.name if block.style is not None else "") or ""
-        level = re.match(r"Heading (\d)", style)
-        if level:
-            lines.append("#" * int(level.group(1)) + " " + text)
-        elif style == "Title":
-            lines.append("# " + text)
+
+def _part(archive: zipfile.ZipFile, rels: str, kind: str, default: str) -> str | None:
+    """The target of the first relationship of type ``.../<kind>`` in part ``rels``."""
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(archive.read(rels), _xml_parser())
+    except KeyError:
+        root = None
+    if root is not None:
+        base = rels.rsplit("_rels/", 1)[0]
+        for rel in root.iter(_REL):
+            if str(rel.get("Type", "")).endswith("/" + kind):
+                target = str(rel.get("Target", ""))
+                name = target.lstrip("/") if target.startswith("/") else base + target
+                return name if name in archive.namelist() else None
+    return default if default in archive.namelist() else None
+
+
+def _run_text(run: Any) -> str:
+    parts: list[str] = []
+    for child in run:
+        tag = child.tag
+        if tag == _W + "t":
+            parts.append(child.text or "")
+        elif tag in (_W + "tab", _W + "ptab"):
+            parts.append("\t")
+        elif tag in (_W + "br", _W + "cr"):
+            parts.append("\n")
+        elif tag == _W + "noBreakHyphen":
+            parts.append("-")
+    return "".join(parts)
+
+
+def _paragraph_text(paragraph: Any) -> str:
+    """Runs directly in the paragraph and in its hyperlinks, insertions and smart tags."""
+    parts: list[str] = []
+    for child in paragraph:
+        if child.tag == _W + "r":
+            parts.append(_run_text(child))
+        elif child.tag in (_W + "hyperlink", _W + "ins", _W + "smartTag"):
+            parts.extend(_run_text(run) for run in child.iterchildren(_W + "r"))
+    return "".join(parts)
+
+
+def _row_texts(row: Any, above: list[str]) -> list[str]:
+    """One table row as grid cells: spans repeated, vertical merges take the text above."""
+    out: list[str] = []
+    for cell in row.iterchildren(_W + "tc"):
+        span, merged = 1, False
+        props = cell.find(_W + "tcPr")
+        if props is not None:
+            grid = props.find(_W + "gridSpan")
+            if grid is not None:
+                value = str(grid.get(_W + "val", "1"))
+                span = min(max(int(value), 1), _MAX_SPAN) if value.isdigit() else 1
+            vmerge = props.find(_W + "vMerge")
+            merged = vmerge is not None and vmerge.get(_W + "val", "continue") == "continue"
+        if merged and len(above) > len(out):
+            text = above[len(out)]
         else:
-            lines.append(text)
-    meta: dict[str, Any] = {}
-    title = document.core_properties.title
-    if title:
-        meta["document_title"] = title
+            text = "\n".join(_paragraph_text(p) for p in cell.iterchildren(_W + "p"))
+        out.extend([text] * span)
+    return out
+
+
+def _styles(archive: zipfile.ZipFile, part: str | None) -> dict[str, str]:
+    """Paragraph style id -> style name (``Heading 1``, ``Title``...)."""
+    from lxml import etree
+
+    if part is None:
+        return {}
+    root = etree.fromstring(archive.read(part), _xml_parser())
+    names: dict[str, str] = {}
+    for style in root.iter(_W + "style"):
+        name = style.find(_W + "name")
+        style_id = style.get(_W + "styleId")
+        if style_id is not None:
+            names[str(style_id)] = str(name.get(_W + "val", style_id)) if name is not None else ""
+    return names
+
+
+def _heading(style: str) -> str:
+    level = re.match(r"heading (\d)", style.lower())
+    if level:
+        return "#" * int(level.group(1)) + " "
+    return "# " if style.lower() == "title" else ""
+
+
+def _release(element: Any) -> None:
+    """Free a handled element and the siblings before it (the streamed tree stays small)."""
+    element.clear()
+    parent = element.getparent()
+    if parent is not None:
+        while element.getprevious() is not None:
+            del parent[0]
+
+
+def _convert_docx(path: Path, limits: ConvertLimits) -> tuple[str, dict[str, Any]]:
+    """Paragraphs and top-level tables of ``word/document.xml``, streamed (lxml iterparse)."""
+    from lxml import etree
+
+    budget = CellBudget(limits)
+    with _open_zip(path, "DOCX", limits) as archive:
+        main = _part(archive, "_rels/.rels", "officeDocument", "word/document.xml")
+        if main is None:
+            raise ConversionError("DOCX 文件损坏（缺少正文 word/document.xml）")
+        folder, _, leaf = main.rpartition("/")
+        rels = f"{folder}/_rels/{leaf}.rels" if folder else f"_rels/{leaf}.rels"
+        styles = _styles(archive, _part(archive, rels, "styles", "word/styles.xml"))
+        lines: list[str] = []
+        rows: list[list[str]] = []
+        body, table = _W + "body", _W + "tbl"
+        with archive.open(main) as stream:
+            events = etree.iterparse(
+                stream,
+                events=("end",),
+                tag=(_W + "p", _W + "tr", table),
+                resolve_entities=False,
+                load_dtd=False,
+                no_network=True,
+                huge_tree=False,
+            )
+            for _, element in events:
+                parent = element.getparent()
+                if parent is None:
+                    continue
+                if element.tag == _W + "tr":
+                    grand = parent.getparent()
+                    if parent.tag == table and grand is not None and grand.tag == body:
+                        cells = _row_texts(element, rows[-1] if rows else [])
+                        budget.take(len(cells))
+                        rows.append(cells)
+                        _release(element)
+                    continue
+                if parent.tag != body:
+                    continue
+                if element.tag == table:
+                    budget.check_area(len(rows), max((len(r) for r in rows), default=0))
+                    text = markdown_table(rows)
+                    rows = []
+                    if text:
+                        lines.append(text)
+                else:
+                    text = _paragraph_text(element).strip()
+                    if text:
+                        style_ref = element.find(f"{_W}pPr/{_W}pStyle")
+                        style_id = style_ref.get(_W + "val", "") if style_ref is not None else ""
+                        style = styles.get(str(style_id), str(style_id))
+                        lines.append(_heading(style) + text)
+                _release(element)
+        meta: dict[str, Any] = {}
+        core = _part(archive, "_rels/.rels", "core-properties", "docProps/core.xml")
+        if core is not None:
+            root = etree.fromstring(archive.read(core), _xml_parser())
+            title = root.find("{http://purl.org/dc/elements/1.1/}title")
+            if title is not None and title.text and title.text.strip():
+                meta["document_title"] = title.text.strip()
     return "\n\n".join(lines), meta
 
 
-def _convert_xlsx(path: Path) -> str:
+def _convert_xlsx(path: Path, limits: ConvertLimits) -> str:
+    """Every sheet by its real cells: the declared dimension is ignored (never trusted)."""
     import openpyxl
+    from openpyxl.worksheet._reader import WorkSheetParser
 
-    if not zipfile.is_zipfile(path):
-        raise ConversionError("XLSX 文件损坏（不是有效的 zip 包）")
-    try:
-        book = openpyxl.load_workbook(str(path), read_only=True, data_only=True)
-    except (KeyError, ValueError, zipfile.BadZipFile, OSError) as exc:
-        raise ConversionError(f"XLSX 无法解析: {exc}") from exc
+    budget = CellBudget(limits)
+    with _open_zip(path, "XLSX", limits):
+        pass
+    book = openpyxl.load_workbook(str(path), read_only=True, data_only=True)
     parts: list[str] = []
     try:
         for sheet in book.worksheets:
-            table = markdown_table([list(row) for row in sheet.iter_rows(values_only=True)])
+            rows: list[dict[int, Any]] = []
+            with sheet._get_source() as source:
+                parser = WorkSheetParser(
+                    source,
+                    sheet._shared_strings,
+                    data_only=True,
+                    epoch=book.epoch,
+                    date_formats=book._date_formats,
+                    timedelta_formats=book._timedelta_formats,
+                )
+                for _, cells in parser.parse():
+                    values = {
+                        int(c["column"]): c["value"]
+                        for c in cells
+                        if c["value"] is not None and c["value"] != ""
+                    }
+                    if values:
+                        budget.take(len(values))
+                        rows.append(values)
+            columns = sorted(set().union(*rows)) if rows else []
+            budget.check_area(len(rows), len(columns))
+            table = markdown_table([[row.get(c) for c in columns] for row in rows])
             if table:
                 parts.append(f"## {sheet.title}\n\n{table}")
     finally:
@@ -394,17 +613,22 @@ def _convert_xlsx(path: Path) -> str:
     return "\n\n".join(parts)
 
 
-def _convert_csv(data: bytes) -> str:
+def _convert_csv(data: bytes, limits: ConvertLimits) -> str:
     text = _decode(data)
     try:
         dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
+    budget = CellBudget(limits)
+    rows: list[list[Any]] = []
     try:
-        rows = list(csv.reader(io.StringIO(text), dialect))
+        for row in csv.reader(io.StringIO(text), dialect):
+            budget.take(len(row))
+            rows.append(list(row))
     except csv.Error as exc:
         raise ConversionError(f"CSV 无法解析: {exc}") from exc
-    return markdown_table([list(r) for r in rows])
+    budget.check_area(len(rows), max((len(row) for row in rows), default=0))
+    return markdown_table(rows)
 
 
 READ_BLOCK = 1 << 20  # bytes per read of a streamed text file (and the longest line kept whole)
@@ -460,7 +684,7 @@ def scan_text(path: Path) -> TextScan:
     except OSError as exc:
         raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
     if size > MAX_FILE_BYTES:
-        raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节")
+        raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节", status=413)
     markdown = path.suffix.lower() in {".md", ".markdown"}
     for encoding in ("utf-8-sig", "gb18030"):
         digest = hashlib.sha256()
@@ -519,42 +743,62 @@ def iter_text_lines(path: Path, scan: TextScan) -> Iterator[tuple[str, int]]:
         raise ConversionError(f"无法读取文件: {exc}") from exc
 
 
-def convert_file(path: Path) -> ConvertedDocument:
-    """Convert one file to :class:`ConvertedDocument`.
+SANDBOXED_SUFFIXES: frozenset[str] = frozenset({".html", ".htm", ".pdf", ".docx", ".xlsx", ".csv"})
+"""Formats converted in a bounded child process (:func:`~gcite.knowledge.sandbox.run_bounded`)."""
 
-    Raises :class:`ConversionError` naming the reason (unsupported type, too
-    large, unreadable, corrupt, no text).
+
+def _convert_bounded(path: str, limits: ConvertLimits) -> tuple[str, dict[str, Any], str | None]:
+    """The body of a sandboxed conversion: (text, metadata, title) of one non-text file."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        return _convert_pdf(file, limits), {}, None
+    if suffix == ".docx":
+        text, metadata = _convert_docx(file, limits)
+        return text, metadata, None
+    if suffix == ".xlsx":
+        return _convert_xlsx(file, limits), {}, None
+    data = _read(file)
+    if suffix == ".csv":
+        return _convert_csv(data, limits), {}, None
+    text, title = _convert_html(data, limits)
+    return text, {}, title
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
+
+
+def convert_file(path: Path, limits: ConvertLimits | None = None) -> ConvertedDocument:
+    """Convert one file to :class:`ConvertedDocument` within ``limits`` (defaults if None).
+
+    HTML, CSV, PDF, DOCX and XLSX are converted in a child process bounded in memory,
+    CPU and wall-clock time (:mod:`gcite.knowledge.sandbox`); Markdown and text are read
+    here (at most :data:`MAX_FILE_BYTES`). Raises :class:`ConversionError` naming the
+    reason: 415 unsupported type, 413 too large or a limit exceeded (``limit`` names
+    the setting), 422 unreadable, corrupt or no text.
     """
+    limits = limits or ConvertLimits()
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise ConversionError(f"不支持的文件类型: {suffix or '(无扩展名)'}")
+        raise ConversionError(f"不支持的文件类型: {suffix or '(无扩展名)'}", status=415)
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
     if size > MAX_FILE_BYTES:
-        raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节")
+        raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节", status=413)
     metadata: dict[str, Any] = {}
     title: str | None = None
-    if suffix == ".pdf":
-        text = _convert_pdf(path)
-    elif suffix == ".docx":
-        text, metadata = _convert_docx(path)
-    elif suffix == ".xlsx":
-        text = _convert_xlsx(path)
+    if suffix in SANDBOXED_SUFFIXES:
+        text, metadata, title = run_bounded(_convert_bounded, (str(path), limits), limits)
     else:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
-        if suffix in {".html", ".htm"}:
-            text, title = _convert_html(data)
-        elif suffix == ".csv":
-            text = _convert_csv(data)
-        else:
-            text = _decode(data)
-            if suffix in {".md", ".markdown"}:
-                metadata, text = split_front_matter(text)
+        text = _decode(_read(path))
+        if suffix in {".md", ".markdown"}:
+            metadata, text = split_front_matter(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     if not text.strip():
         raise ConversionError("文件中没有可提取的文本")
@@ -563,9 +807,11 @@ def convert_file(path: Path) -> ConvertedDocument:
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "SANDBOXED_SUFFIXES",
     "SUPPORTED_SUFFIXES",
     "TEXT_SUFFIXES",
     "ConversionError",
+    "ConvertLimits",
     "ConvertedDocument",
     "Manifest",
     "TextScan",

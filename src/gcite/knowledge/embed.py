@@ -12,8 +12,8 @@ shape ``(n, dim)``. Failures raise :class:`EmbeddingError` (a ``StoreError``).
 
 Servers: :func:`server_blas_threads` puts the offline models on one BLAS thread (the
 default, one BLAS thread per core, spins and fights the event loop and the other
-processes for the cores: a single query took 0.5-1.5 s instead of ~10 ms on a loaded
-2-core machine). Concurrent :meth:`embed_query` calls of the offline models are
+processes for the cores: a single query took many times longer on a loaded machine).
+Concurrent :meth:`embed_query` calls of the offline models are
 micro-batched: the queries that arrive while one batch is being embedded are embedded
 together in the next batch (one forward pass for many queries costs a fraction of one pass
 each; no waiting when there is no concurrency).
@@ -248,13 +248,12 @@ class OpenAIEmbedder:
         *,
         timeout_s: float = 30.0,
         batch_size: int = 64,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url or not model:
             raise ConfigError("embed_backend=openai 需要配置 embed_base_url 和 embed_model")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
         )
         self._model = model
         self._batch = batch_size

@@ -39,7 +39,7 @@ three lookup objects from ``doc_metadata`` that the compiled filters address:
 (``is not``, ``not contains``, ``not in``, ``≠``, ``not``) are plain logical
 negations, so they also match documents without the field.
 
-Source: issue 4 item 4; platform design document §2.1.1 (the role rule Dify
+Source: platform design document §2.1.1 (the role rule Dify
 cannot express).
 """
 

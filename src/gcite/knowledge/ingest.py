@@ -16,7 +16,8 @@ a second reads them line by line into the streaming chunker
 :data:`EMBED_BATCH` chunks are embedded at once and every :data:`WRITE_BATCH` points
 written (a store write is a WAL append with fsync); so memory does not
 grow with the file and time grows linearly. Other formats are converted whole
-(files are at most 50 MiB) and then take the same batched path. The progress
+(files are at most 50 MiB) in a child process bounded by the ``convert_*`` settings
+(:mod:`gcite.knowledge.sandbox`) and then take the same batched path. The progress
 bar counts bytes of input (and shows the chunks written).
 
 Each chunk's indexed text (dense and BM25) is the document title, cut to
@@ -27,7 +28,12 @@ Files previously ingested into the same dataset from the same root that no
 longer exist are deleted. A file that cannot be read or converted is listed in
 ``IngestReport.failed`` with the reason; its previous version (if any) is kept,
 and the rest is ingested. The catalog is saved after every document, so an
-interrupted run loses at most the document in flight.
+interrupted run loses at most the document in flight (on pgvector a document's chunks
+and its catalog entry are one transaction: it keeps its old version).
+
+After the run the store's dense index is built or brought up to date
+(:meth:`~gcite.knowledge.store.HybridStore.optimize`: Qdrant Edge does not index by
+itself; PostgreSQL maintains its HNSW index on every write).
 
 Source: issue 4 item 1; issue 14 items 3-4.
 """
@@ -49,6 +55,7 @@ from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
     TEXT_SUFFIXES,
     ConversionError,
+    ConvertLimits,
     Manifest,
     convert_file,
     iter_text_lines,
@@ -78,6 +85,9 @@ class IngestReport:
     chunks: int = 0
     failed: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    # HTTP-like status of the first failure (ConversionError.status: 413 a limit, 415 the
+    # type, 422 unparsable; 400 refused metadata); 0 when nothing failed
+    failed_status: int = 0
 
     @property
     def ok(self) -> bool:
@@ -203,7 +213,7 @@ class _Document:
     lines: Any  # () -> Iterator[tuple[str, int]]: lines and the bytes each stands for
 
 
-def _open_document(source: _Source) -> _Document:
+def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     """Scan (text) or convert (other formats) one file; raises :class:`ConversionError`."""
     path = source.path
     if path.suffix.lower() in TEXT_SUFFIXES:
@@ -211,7 +221,7 @@ def _open_document(source: _Source) -> _Document:
         return _Document(
             scan.metadata, scan.title, scan.digest, lambda: iter_text_lines(path, scan)
         )
-    converted = convert_file(path)
+    converted = convert_file(path, limits)
     size = max(path.stat().st_size, 1)
     text_lines = converted.text.split("\n")
     per_line = size / max(len(text_lines), 1)
@@ -256,6 +266,8 @@ def ingest_paths(
     store = open_store(settings, create=True)
     try:
         _run(store, sources, roots, report, settings, dataset, man, progress)
+        if report.chunks or report.deleted:
+            store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
     finally:
         store.close()
     return report
@@ -272,6 +284,7 @@ def _run(
     progress: bool,
 ) -> None:
     embedder = store.embedder(for_write=True)
+    limits = ConvertLimits.from_settings(settings)
     with store.lock:
         entry = store.catalog.dataset(dataset)
         docs: dict[str, dict[str, Any]] = entry["documents"]
@@ -287,7 +300,7 @@ def _run(
                 bar.update(task, description=f"{source.path.name} ({number}/{len(sources)})")
             start = bar.tasks[0].completed if bar is not None else 0.0
             try:
-                document = _open_document(source)
+                document = _open_document(source, limits)
                 meta = _metadata(
                     source,
                     document.metadata,
@@ -370,7 +383,10 @@ def _run(
                 else:
                     report.updated += 1
             except (ConversionError, RoleValueError) as exc:
+                store.rollback()  # where the store can, the document keeps its old version
                 report.failed.append((source.path, str(exc)))
+                if not report.failed_status:
+                    report.failed_status = exc.status if isinstance(exc, ConversionError) else 400
             finally:
                 if bar is not None:
                     bar.update(task, completed=start + _size(source.path))

@@ -1,10 +1,11 @@
 """Knowledge-base management: datasets and documents listed, created, updated, deleted.
 
 One layer used by the CLI (``gcite datasets``, ``gcite documents``, ``gcite status``) and
-by the running service's management API (:mod:`gcite.service.datasets`, Dify's Knowledge
-API shape), so both see and change the same thing. Everything goes through a
-:class:`~gcite.knowledge.store.KnowledgeStore`; handles are shared per data dir within
-a process, so the service's open store is the one written (no second process needed).
+by the running service's management API (:mod:`gcite.service.knowledge_api`, Dify's
+Knowledge API shape) through :class:`LocalAdmin`, so both see and change the same thing.
+Everything goes through a :class:`~gcite.knowledge.store.HybridStore`; handles are
+shared per data dir within a process, so the service's open store is the one written (no
+second process needed).
 
 Documents created through the API (text or an uploaded file) are kept under
 ``<data_dir>/uploads/<dataset_id>/<file name>`` and ingested with
@@ -13,10 +14,10 @@ and fingerprints as ``gcite ingest``); the same name in the same dataset updates
 document (same document id). Metadata given with them goes to a sidecar manifest
 next to the file.
 
-Errors: :class:`ManageError` with an HTTP-like ``status`` (404 unknown dataset or
-document, 409 duplicate name, 400 bad input) and a Chinese message.
+Errors: :class:`~gcite.knowledge.admin.ManageError` with an HTTP-like ``status`` (404
+unknown dataset or document, 409 duplicate name, 400 bad input) and a Chinese message.
 
-Source: issue 16 items 8 and 9; Dify Knowledge API (``/datasets``,
+Source: Dify Knowledge API (``/datasets``,
 ``/datasets/{id}/documents``), ``../shared/reference/dify-openapi-service.json``.
 """
 
@@ -28,14 +29,19 @@ import shutil
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gcite.config import Settings
-from gcite.errors import GciteError
+from gcite.knowledge.admin import (
+    DatasetInfo,
+    DocumentInfo,
+    KnowledgeStatus,
+    ManageError,
+    Upserted,
+)
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
-from gcite.knowledge.ingest import IngestReport, ingest_paths
+from gcite.knowledge.ingest import ingest_paths
 from gcite.knowledge.store import HybridStore as KnowledgeStore
 from gcite.knowledge.store import stable_id
 
@@ -46,42 +52,15 @@ _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
 _write_lock = threading.Lock()
 
 
-class ManageError(GciteError):
-    """A management request that cannot be done; ``status`` is the HTTP status to answer."""
-
-    def __init__(self, message: str, *, status: int = 400, code: str = "invalid_param") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """One dataset: name, stable id, number of documents and chunks."""
-
-    id: str
-    name: str
-    documents: int
-    chunks: int
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """One document of a dataset (``segments`` = stored chunks)."""
-
-    id: str
-    name: str
-    dataset: str
-    path: str
-    segments: int
-    updated_at: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
+# Dify's codes for a refused file (ConversionError.status: 413 a limit, 415 the type)
+_FAILED_CODES = {413: "file_too_large", 415: "unsupported_file_type"}
 
 
 def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
     """Every dataset of the store, sorted by name."""
     with store.lock:
         items = list(store.catalog.datasets.items())
+        embedder = str(store.catalog.embedder or store.settings.embed.backend)
     out = []
     for name, entry in sorted(items):
         docs = entry.get("documents", {})
@@ -91,6 +70,7 @@ def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
                 name=name,
                 documents=len(docs),
                 chunks=sum(int(d.get("segments", 0)) for d in docs.values()),
+                embedding_model=embedder,
             )
         )
     return out
@@ -203,15 +183,6 @@ def _remove_upload(settings: Settings, store: KnowledgeStore, doc: DocumentInfo)
         Path(str(path) + ".meta.json").unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class Upserted:
-    """The result of :func:`upsert_document`: the document and the ingest counts."""
-
-    document: DocumentInfo
-    report: IngestReport
-    created: bool
-
-
 def upsert_document(
     store: KnowledgeStore,
     dataset: str,
@@ -219,6 +190,7 @@ def upsert_document(
     name: Any,
     data: bytes,
     metadata: Mapping[str, Any] | None = None,
+    replace: str | None = None,
 ) -> Upserted:
     """Create or replace document ``name`` of ``dataset`` (name or id) from file bytes.
 
@@ -226,10 +198,19 @@ def upsert_document(
     ``.html``, ``.pdf``, ``.docx``; a name without a supported suffix is taken as
     Markdown text and gets ``.md``). ``metadata`` (``doc_metadata``: e.g.
     ``access_roles``) overrides front matter. Blocking (embeds the text): call it off
-    the event loop. Raises :class:`ManageError` (400) when the document cannot be
-    converted or its metadata is refused (e.g. a malformed ``access_roles``): nothing
-    is changed then.
+    the event loop. Raises :class:`ManageError` when the document cannot be converted
+    (the converter's status: 413 a conversion limit, named in the message; 415 the type;
+    422 unparsable) or its metadata is refused (400, e.g. a malformed ``access_roles``):
+    nothing is changed then, whatever the error (the uploaded file and its
+    ``.meta.json`` are removed, or the previous ones put back). ``replace``: the id or
+    name of the document this updates (``name`` may then be empty; another name is
+    refused: documents are not renamed).
     """
+    if replace is not None:
+        current = find_document(store, dataset, replace)
+        if name and current.name not in (name, f"{name}.md"):
+            raise ManageError("不支持重命名文档", status=400)
+        name = current.name
     name = _check_name(name, "文档")
     if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
         name += ".md"
@@ -243,27 +224,29 @@ def upsert_document(
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / name
         backup = target.read_bytes() if target.exists() else None
-        target.write_bytes(data)
         manifest = Path(str(target) + ".meta.json")
         old_manifest = manifest.read_bytes() if manifest.exists() else None
-        manifest.write_text(
-            json.dumps(
-                {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
-                ensure_ascii=False,
-            ),
-            encoding="utf-8",
-        )
-        try:
+        try:  # whatever happens (a parser's own error too), the old files come back
+            target.write_bytes(data)
+            manifest.write_text(
+                json.dumps(
+                    {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
+                    ensure_ascii=False,
+                ),
+                encoding="utf-8",
+            )
             report = ingest_paths(
                 [target], settings=store.settings, dataset=dataset_name, manifest=manifest
             )
-        except GciteError:
+        except BaseException:
             _restore(target, backup, manifest, old_manifest)
             raise
         if report.failed:
             _restore(target, backup, manifest, old_manifest)
             reason = "; ".join(r for _, r in report.failed)
-            raise ManageError(f"文档 {name} 未能导入: {reason}", status=400)
+            status = report.failed_status or 400
+            code = _FAILED_CODES.get(status, "invalid_param")
+            raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
         document_id = stable_id(dataset_name, str(target))
         with store.lock:
             entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
@@ -271,7 +254,7 @@ def upsert_document(
                 entry["updated_at"] = int(time.time())
                 store.save()
     doc = find_document(store, dataset_name, document_id)
-    return Upserted(doc, report, created=report.added > 0)
+    return Upserted(doc, created=report.added > 0)
 
 
 def _restore(target: Path, backup: bytes | None, manifest: Path, old: bytes | None) -> None:
@@ -282,33 +265,87 @@ def _restore(target: Path, backup: bytes | None, manifest: Path, old: bytes | No
             path.write_bytes(content)
 
 
-def status(store: KnowledgeStore) -> dict[str, Any]:
-    """What ``gcite status`` shows: data dir, store, embedder, datasets with counts."""
-    settings = store.settings
-    datasets = list_datasets(store)
-    with store.lock:
-        embedder = store.catalog.embedder or settings.embed.backend
-        dim = store.catalog.dim
-    return {
-        "data_dir": str(Path(settings.data_dir).expanduser().resolve()),
-        "store": f"Qdrant {settings.knowledge.qdrant_url}"
+def _store_name(settings: Settings) -> str:
+    if settings.knowledge.store == "pgvector":
+        url = settings.knowledge.database_url or settings.service.database_url
+        return f"PostgreSQL + pgvector（{url.rsplit('@', 1)[-1]}）"
+    return (
+        f"Qdrant {settings.knowledge.qdrant_url}"
         if settings.knowledge.qdrant_url
-        else "Qdrant Edge（内嵌）",
-        "embedder": embedder,
-        "dimensions": dim,
-        "datasets": [
-            {"id": d.id, "name": d.name, "documents": d.documents, "chunks": d.chunks}
-            for d in datasets
-        ],
-        "documents": sum(d.documents for d in datasets),
-        "chunks": sum(d.chunks for d in datasets),
-        "stored_chunks": store.count() if dim else 0,
-    }
+        else "Qdrant Edge（内嵌）"
+    )
+
+
+class LocalAdmin:
+    """:class:`~gcite.knowledge.admin.KnowledgeAdmin` over an open store of this process
+    (the functions above). Does not own ``store``: :meth:`close` leaves it open (the
+    :class:`~gcite.knowledge.access.KnowledgeAccess` that opened it closes it)."""
+
+    def __init__(self, store: KnowledgeStore) -> None:
+        self.store = store
+
+    def list_datasets(self) -> list[DatasetInfo]:
+        """See :meth:`KnowledgeAdmin.list_datasets`."""
+        return list_datasets(self.store)
+
+    def create_dataset(self, name: str) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.create_dataset`."""
+        return create_dataset(self.store, name)
+
+    def delete_dataset(self, dataset: str) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.delete_dataset`."""
+        return delete_dataset(self.store, dataset)
+
+    def list_documents(self, dataset: str) -> list[DocumentInfo]:
+        """See :meth:`KnowledgeAdmin.list_documents`."""
+        return list_documents(self.store, dataset)
+
+    def find_document(self, dataset: str, ref: str) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.find_document`."""
+        return find_document(self.store, dataset, ref)
+
+    def upsert_document(
+        self,
+        dataset: str,
+        *,
+        name: str,
+        data: bytes,
+        metadata: Mapping[str, Any] | None = None,
+        replace: str | None = None,
+    ) -> Upserted:
+        """See :meth:`KnowledgeAdmin.upsert_document`."""
+        return upsert_document(
+            self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
+        )
+
+    def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.delete_document`."""
+        return delete_document(self.store, dataset, ref)
+
+    def status(self) -> KnowledgeStatus:
+        """See :meth:`KnowledgeAdmin.status`."""
+        settings = self.store.settings
+        datasets = list_datasets(self.store)
+        with self.store.lock:
+            embedder = str(self.store.catalog.embedder or settings.embed.backend)
+            dim = int(self.store.catalog.dim or 0)
+        location = _store_name(settings)
+        return KnowledgeStatus(
+            location=location,
+            embedder=embedder,
+            dimensions=dim,
+            datasets=datasets,
+            stored_chunks=self.store.count() if dim else 0,
+        )
+
+    def close(self) -> None:
+        """Nothing to release (the store belongs to whoever opened it)."""
 
 
 __all__ = [
     "DatasetInfo",
     "DocumentInfo",
+    "LocalAdmin",
     "ManageError",
     "Upserted",
     "create_dataset",
@@ -318,6 +355,5 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
-    "status",
     "upsert_document",
 ]

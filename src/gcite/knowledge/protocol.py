@@ -2,7 +2,7 @@
 
 :class:`KnowledgeStore` is a :class:`typing.Protocol`; :func:`gcite.knowledge.open_store`
 returns one (:class:`gcite.knowledge.store.HybridStore` on Qdrant Edge or qdrant-client),
-and every implementation passes ``tests/knowledge/store_contract.py``.
+and every implementation passes :mod:`gcite.testing.store_contract`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The relevance score: 0-1, monotone, comparable across queries (issue 14 item 1).
+"""The relevance score: 0-1, monotone, comparable across queries.
 
 A chunk's relevance to a query is a logistic function of two pieces of
 evidence that do not depend on the other chunks returned for the query:

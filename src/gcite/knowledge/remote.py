@@ -6,7 +6,8 @@ key (``knowledge_key``) that holds every role, and narrows each request to the c
 with an ``access_roles`` condition. The server's narrowing rules
 (:mod:`gcite.service.retrieval_roles`) only ever narrow, and ``roles=[]`` or an empty role value
 fails closed (documents without roles only). Dataset listing uses the management API
-(``GET {origin}/v1/datasets``) with the same key.
+(``GET {origin}/v1/datasets``) with an admin key of that service (``knowledge_admin_key``,
+by default the same key).
 
 Mapping of errors: HTTP 400/3002 -> :class:`FilterError`; 404/2001, any other status, a
 timeout or an unreachable endpoint -> :class:`StoreError`. One long-lived ``httpx.Client``
@@ -22,11 +23,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from gcite.dify.external_knowledge import record_item
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Cond, Group, Node, Not, parse_condition
 from gcite.knowledge.results import rank
 
-_TOP_LEVEL = ("document_id", "document_name", "segment_position", "segment_id")
 MAX_TOP_K = 100
 """Largest ``top_k`` the External Knowledge API accepts."""
 
@@ -49,11 +50,12 @@ class RemoteStore:
     """Hybrid search through ``/retrieval``; see the module docstring.
 
     ``url``: the endpoint base (``http://host:port{retrieval_prefix}``; ``/retrieval`` is
-    appended, as Dify does). ``key``: a retrieval key holding every role (and, for
-    :meth:`datasets`, an admin key of the management API). ``timeout_s``: per request.
+    appended, as Dify does). ``key``: a retrieval key holding every role. ``admin_key``:
+    an admin key of the management API, for :meth:`datasets` (default ``key``: the
+    internal key of ``gcite serve --workers`` is both). ``timeout_s``: per request.
     """
 
-    def __init__(self, url: str, key: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, key: str, *, admin_key: str = "", timeout_s: float = 5.0) -> None:
         if not url.strip():
             raise StoreError("knowledge_url 为空")
         self._url = url.rstrip("/")
@@ -64,6 +66,7 @@ class RemoteStore:
             timeout=timeout_s,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
         )
+        self._admin_headers = {"Authorization": f"Bearer {admin_key or key}"}
         self._closed = False
         self._lock = threading.Lock()
 
@@ -98,7 +101,12 @@ class RemoteStore:
         names: list[str] = []
         page = 1
         while True:
-            data = self._call("GET", f"{self._origin}/v1/datasets", params={"page": page})
+            data = self._call(
+                "GET",
+                f"{self._origin}/v1/datasets",
+                params={"page": page},
+                headers=self._admin_headers,
+            )
             rows = data.get("data") if isinstance(data, dict) else None
             if not isinstance(rows, list):
                 raise StoreError("远程知识库返回的数据集列表格式无效")
@@ -182,7 +190,7 @@ class RemoteStore:
         records = data.get("records") if isinstance(data, dict) else None
         if not isinstance(records, list):
             raise StoreError("远程知识库返回的 records 格式无效")
-        return [_item(r, dataset) for r in records if isinstance(r, dict)]
+        return [record_item(r, dataset) for r in records if isinstance(r, dict)]
 
     def _call(self, method: str, url: str, **kwargs: Any) -> Any:
         try:
@@ -210,39 +218,6 @@ def _role_list(roles: Sequence[str] | None) -> list[str] | None:
     if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
         raise FilterError("roles 必须是字符串列表")
     return list(dict.fromkeys(roles))
-
-
-def _item(record: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """An External Knowledge API record back as a Knowledge Retrieval ``result`` item."""
-    raw = record.get("metadata")
-    meta: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
-    top = {k: meta.pop(k) for k in _TOP_LEVEL if k in meta}
-    score = record.get("score")
-    value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else 0.0
-    name = str(top.get("document_name") or record.get("title") or "")
-    content = record.get("content")
-    return {
-        "metadata": {
-            "_source": "knowledge",
-            "dataset_id": dataset,
-            "dataset_name": dataset,
-            "document_id": str(top.get("document_id", "")),
-            "document_name": name,
-            "data_source_type": "upload_file",
-            "segment_id": str(top.get("segment_id", "")),
-            "retriever_from": "workflow",
-            "score": min(max(value, 0.0), 1.0),
-            "segment_hit_count": 0,
-            "segment_word_count": 0,
-            "segment_position": int(top.get("segment_position") or 0),
-            "segment_index_node_hash": "",
-            "doc_metadata": meta,
-            "position": 0,
-        },
-        "title": name,
-        "files": None,
-        "content": content if isinstance(content, str) else "",
-    }
 
 
 __all__ = ["RemoteStore", "condition_json"]

@@ -46,12 +46,11 @@ class RerankClient:
         api_key: str = "",
         *,
         timeout_s: float = 5.0,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url
         self.model = model
-        self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self._client = httpx.Client(headers=headers, timeout=timeout_s)
 
     def rerank(self, query: str, documents: Sequence[str], top_n: int) -> list[tuple[int, float]]:
         """``(index, relevance_score)`` pairs, best first, at most ``top_n``.

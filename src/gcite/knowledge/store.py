@@ -25,7 +25,7 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
-Source: issue 4 items 2-5, issue 14 items 1 and 5; dify-protocol.md §2 (result items).
+Source: dify-protocol.md §2 (result items).
 """
 
 from __future__ import annotations
@@ -208,6 +208,11 @@ class Catalog:
         """Names of list-valued metadata fields over all datasets."""
         return frozenset(f for d in self.datasets.values() for f in d.get("array_fields", []))
 
+    def refresh(self) -> None:
+        """Bring the catalog up to date with changes made by other processes: nothing to
+        do for a data dir, which one process owns (the pgvector catalog reloads)."""
+        return None
+
 
 # --------------------------------------------------------------------------- the store
 
@@ -306,7 +311,7 @@ class HybridStore:
         if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
         text = query.strip()[:MAX_QUERY_CHARS]
-        catalog = self._handle.catalog
+        catalog = self._refreshed()
         flt = build_filter(
             self._handle.index.models,
             dataset=dataset,
@@ -332,7 +337,7 @@ class HybridStore:
         if dense is not None:
             stages.append(Stage(DENSE, dense=dense))
         if sparse is not None and sparse.indices:
-            stages.append(Stage(SPARSE, sparse=sparse))
+            stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
         index = self._handle.index
         # Candidates come without payloads (building 2 x depth payloads as Python objects
@@ -431,7 +436,7 @@ class HybridStore:
         self._check_open()
         if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
             raise FilterError("roles 必须是字符串列表")
-        catalog = self._handle.catalog
+        catalog = self._refreshed()
         if dataset is not None and dataset not in catalog.datasets:
             return set()
         models = self._handle.index.models
@@ -451,7 +456,13 @@ class HybridStore:
     def datasets(self) -> list[str]:
         """Names of the datasets in this store, sorted."""
         self._check_open()
-        return sorted(self._handle.catalog.datasets)
+        return sorted(self._refreshed().datasets)
+
+    def _refreshed(self) -> Catalog:
+        """The catalog, reloaded first when another process changed it (pgvector)."""
+        with self._handle.lock:
+            self._handle.catalog.refresh()
+        return self._handle.catalog
 
     def close(self) -> None:
         """Release this store (the shared shard closes with the last user). Idempotent."""
@@ -512,10 +523,13 @@ class HybridStore:
         return self._embedder
 
     def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
-        """Replace all points of ``document_id`` by ``points`` (catalog untouched)."""
+        """Replace all points of ``document_id`` by ``points`` (catalog untouched). Starts a
+        new document: unsaved writes of an earlier one are discarded where the index keeps
+        them in a transaction (pgvector; :meth:`rollback`)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
         with self._handle.lock:
+            self._handle.index.rollback()
             catalog = self._handle.catalog
             if not catalog.embedder:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim
@@ -543,6 +557,18 @@ class HybridStore:
             self._handle.index.flush()
             self._handle.catalog.save()
 
+    def rollback(self) -> None:
+        """Discard the writes since the last :meth:`save` where the index can (pgvector:
+        the document being written keeps its old version)."""
+        with self._handle.lock:
+            self._handle.index.rollback()
+
+    def optimize(self) -> None:
+        """Build or update the dense vector index after writes (:meth:`VectorIndex.optimize`)."""
+        self._check_open()
+        with self._handle.lock:
+            self._handle.index.optimize()
+
     def count(self) -> int:
         """Number of stored chunks."""
         with self._handle.lock:
@@ -557,10 +583,14 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     """Open the knowledge base of ``settings``.
 
     Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.knowledge.qdrant_url``
-    is set. ``create=False`` (search): a missing or corrupt data dir raises
-    :class:`StoreError` with a clear message; ``create=True`` (ingestion)
-    creates it. Handles are shared per data directory within a process.
+    is set; PostgreSQL + pgvector when ``settings.knowledge.store`` is ``"pgvector"`` (no data dir:
+    the tables are migrated on open and empty until the first ingest). ``create=False``
+    (search): a missing or corrupt data dir raises :class:`StoreError` with a clear
+    message; ``create=True`` (ingestion) creates it. Handles are shared per data directory
+    (per database URL) within a process.
     """
+    if settings.knowledge.store == "pgvector":
+        return _open_pgvector(settings)
     data_dir = Path(settings.data_dir).expanduser().resolve()
     catalog_path = data_dir / CATALOG_NAME
     if not create:
@@ -600,6 +630,28 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
                 from gcite.knowledge.stores.edge import EdgeIndex
 
                 index = EdgeIndex(shard_dir, create=create or not has_docs)
+            handle = _Handle(index, catalog)
+            _handles[key] = handle
+        handle.refs += 1
+    return HybridStore(settings, handle, key)
+
+
+def _open_pgvector(settings: Settings) -> HybridStore:
+    """The store on the PostgreSQL knowledge tables (:mod:`gcite.knowledge.stores.pgvector`),
+    in ``knowledge_database_url`` or else ``database_url``; one handle per URL in a process."""
+    url = settings.knowledge.database_url or settings.service.database_url
+    key = f"pgvector|{url}"
+    with _handles_lock:
+        handle = _handles.get(key)
+        if handle is None:
+            from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
+
+            index = PgIndex(url)
+            try:
+                catalog = PgCatalog(index)
+            except StoreError:
+                index.close()
+                raise
             handle = _Handle(index, catalog)
             _handles[key] = handle
         handle.refs += 1

@@ -12,8 +12,10 @@ the full description with an example stream is ``docs/api.md``):
   ``settings.service.retrieval_prefix``);
 - the H5 page (:mod:`gcite.service.pages`);
 - knowledge-base management in Dify's Knowledge API shape, admin keys only
-  (:mod:`gcite.service.knowledge_api`);
-- ``GET /health`` (liveness) and ``GET /ready`` (store opens, model reachable);
+  (:mod:`gcite.service.knowledge_api`, on ``resources.knowledge``: the same knowledge
+  base the chat searches);
+- ``GET /health`` (liveness) and ``GET /ready`` (store answers, model reachable; 503
+  otherwise);
 - around everything, :class:`gcite.service.ops.OpsMiddleware`: request id, body-read
   deadline, one JSON access log line per request; inside it
   :class:`gcite.service.retrieval.RetrievalFastPath` takes ``POST /retrieval`` straight to
@@ -21,7 +23,9 @@ the full description with an example stream is ``docs/api.md``):
 
 Errors are Dify's ``{"code", "message", "status"}`` objects (400 ``invalid_param``,
 401 ``unauthorized``, 404 ``not_found``, 413 ``request_too_large``, 500
-``internal_server_error``); errors after the stream opened are ``error`` events.
+``internal_server_error``, 503 ``store_unavailable``; gcite's own exceptions through the
+one status table, :func:`gcite.service.errors.api_error`); errors after the stream opened
+are ``error`` events.
 """
 
 from __future__ import annotations
@@ -30,24 +34,26 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
-from gcite.knowledge import open_store
-from gcite.service.auth import AuthError, Caller, authenticate
+from gcite.errors import GciteError
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
-from gcite.service.conversations import build_conversations_router
-from gcite.service.dify_app import build_dify_app_router
-from gcite.service.errors import ApiError, error_response
-from gcite.service.knowledge_api import build_knowledge_router
+from gcite.service.conversations import conversations_router
+from gcite.service.deps import caller_of
+from gcite.service.dify_app import dify_app_router
+from gcite.service.errors import INTERNAL_MESSAGE, ApiError, api_error, error_response
+from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
 from gcite.service.resources import Resources
-from gcite.service.retrieval import RetrievalFastPath, build_retrieval_router
+from gcite.service.retrieval import RetrievalFastPath, retrieval_router, retrieval_setup
 from gcite.service.runs import RunRegistry
 
 log = logging.getLogger("gcite.service")
@@ -64,17 +70,33 @@ def create_app(settings: Settings) -> FastAPI:
     runs = RunRegistry(resources.conversations)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         await asyncio.to_thread(resources.warm_up)
-        yield
+        scheduler = Scheduler.from_settings(settings)  # first text first, per process
+        yield {"scheduler": scheduler}  # request.state.scheduler
+        scheduler.close()
         await resources.aclose()
 
     app = FastAPI(title="gcite", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.resources = resources
+    app.state.settings = settings
+    app.state.knowledge = resources.knowledge
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message)
+        return exc.response()
+
+    @app.exception_handler(GciteError)
+    async def _gcite_error(_request: Request, exc: GciteError) -> JSONResponse:
+        error = api_error(exc)
+        if error.status >= 500:
+            log.warning("%s: %s", type(exc).__name__, exc)
+        return error.response()
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, "internal_server_error", INTERNAL_MESSAGE)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -88,19 +110,6 @@ def create_app(settings: Settings) -> FastAPI:
         return error_response(
             exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail)
         )
-
-    @app.exception_handler(Exception)
-    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return error_response(
-            500, "internal_server_error", "Internal Server Error, please contact support."
-        )
-
-    def caller_of(request: Request) -> Caller:
-        try:
-            return authenticate(settings, request.headers.get("authorization"))
-        except AuthError as exc:
-            raise ApiError(401, "unauthorized", exc.message) from exc
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
@@ -116,13 +125,12 @@ def create_app(settings: Settings) -> FastAPI:
         )
 
     app.include_router(build_chat_router(resources, runs, caller_of))
-    app.include_router(
-        build_conversations_router(resources.conversations, caller_of, resources.visible_documents)
-    )
-    app.include_router(build_dify_app_router(resources.conversations, caller_of))
-    retrieval = build_retrieval_router(settings, resources.get_store)
+    app.include_router(conversations_router())
+    app.include_router(dify_app_router())
+    app.state.retrieval = retrieval_setup(settings, resources.get_store)
+    retrieval = retrieval_router()
     app.include_router(retrieval, prefix=settings.service.retrieval_prefix)
-    app.include_router(build_knowledge_router(settings, lambda: open_store(settings, create=True)))
+    app.include_router(knowledge_router())
     mount_pages(app, settings)
     # innermost first: POST /retrieval straight to its endpoint, inside the ops layer
     app.add_middleware(

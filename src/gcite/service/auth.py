@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gcite.config import ApiKey, Settings
+from gcite.service.errors import ApiError
 
 
 @dataclass(frozen=True)
@@ -61,13 +63,36 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip()
 
 
-def find_key(keys: list[ApiKey], token: str) -> ApiKey | None:
-    """The configured key equal to ``token`` (constant-time comparison), or None."""
+def find_key(keys: Iterable[ApiKey], token: str) -> ApiKey | None:
+    """The configured key equal to ``token``, or None: the one key matcher of the service.
+
+    Constant-time: every key is compared whole (``hmac.compare_digest`` on bytes), and the
+    loop does not stop at a match, so the time does not tell which key, or how much of
+    one, matched."""
     found: ApiKey | None = None
+    secret = token.encode()
     for key in keys:
-        if hmac.compare_digest(key.key.encode(), token.encode()):
+        if hmac.compare_digest(key.key.encode(), secret):
             found = key
     return found
+
+
+def authorise_admin(settings: Settings, header: str | None) -> ApiKey:
+    """The ``[[admin_keys]]`` entry of an ``Authorization`` header (the Knowledge API).
+
+    Raises :class:`~gcite.service.errors.ApiError` 401 without a header or for an unknown
+    key, 403 for a chat or retrieval key (``allow_any_key`` opens nothing here)."""
+    token = bearer_token(header)
+    if token is None:
+        raise ApiError(
+            401, "unauthorized", "Authorization header must be provided and start with 'Bearer'"
+        )
+    key = find_key(settings.admin_keys, token)
+    if key is not None:
+        return key
+    if find_key([*settings.app_keys, *settings.retrieval_keys], token) is not None:
+        raise ApiError(403, "forbidden", "这个密钥不能管理知识库（需要 admin_keys 中的管理密钥）")
+    raise ApiError(401, "unauthorized", "Access token is invalid")
 
 
 def authenticate(settings: Settings, header: str | None) -> Caller:
@@ -83,4 +108,4 @@ def authenticate(settings: Settings, header: str | None) -> Caller:
     raise AuthError("Access token is invalid")
 
 
-__all__ = ["AuthError", "Caller", "authenticate", "bearer_token", "find_key"]
+__all__ = ["AuthError", "Caller", "authenticate", "authorise_admin", "bearer_token", "find_key"]

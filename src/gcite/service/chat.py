@@ -9,15 +9,15 @@ and serialised by :mod:`gcite.dify.wire`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gcite.chatflow import ChatRun, PastTurn, Turn, earlier_turns, new_id
+from gcite.chatflow.scheduler import Scheduler
 from gcite.dify.wire import MEDIA_TYPE, DifyStream, Envelope, blocking_body, error_of
-from gcite.generate import priority
 from gcite.service.auth import Caller
 from gcite.service.errors import ApiError, error_response
 from gcite.service.jsonbody import BodyError, load_json, read_limited
@@ -98,11 +98,16 @@ def parse_chat_body(raw: bytes) -> ChatRequestBody:
 
 
 def prepare(
-    resources: Resources, body: ChatRequestBody, caller: Caller, *, arrival: int | None = None
+    resources: Resources,
+    body: ChatRequestBody,
+    caller: Caller,
+    scheduler: Scheduler,
+    *,
+    arrival: int | None = None,
 ) -> tuple[RunHandle, Envelope]:
     """Create the message row and the run with its history (404: unknown conversation).
-    Synchronous (database); call it from a worker thread. ``arrival``: the request's
-    number in :mod:`gcite.generate.priority`."""
+    Synchronous (database); call it from a worker thread. ``scheduler``: the process's
+    (:mod:`gcite.chatflow.scheduler`); ``arrival``: the request's number in it."""
     conversations = resources.conversations
     try:
         record = conversations.start_message(
@@ -131,7 +136,7 @@ def prepare(
         inputs=body.inputs,
     )
     handle = RunHandle(
-        ChatRun(turn, resources.deps(), arrival=arrival),
+        ChatRun(turn, replace(resources.deps(), scheduler=scheduler), arrival=arrival),
         DifyStream(env),
         conversations=conversations,
         message_id=record.id,
@@ -141,17 +146,20 @@ def prepare(
 
 
 def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -> APIRouter:
-    """The chat endpoints; ``caller_of(request) -> Caller`` authenticates (401)."""
+    """The chat endpoints; ``caller_of(request) -> Caller`` authenticates (401). The
+    process's :class:`~gcite.chatflow.scheduler.Scheduler` is the lifespan state
+    ``scheduler`` (``request.state.scheduler``)."""
     router = APIRouter()
 
     @router.post("/v1/chat-messages", response_model=None)
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
-        number = priority.arrival()  # first text first, in arrival order (issue 19)
-        async with priority.step(number):
+        scheduler: Scheduler = request.state.scheduler
+        number = scheduler.arrival()  # first text first, in arrival order
+        async with scheduler.step(number):
             handle, env = await resources.conversations.call(
-                prepare, resources, body, caller, arrival=number
+                prepare, resources, body, caller, scheduler, arrival=number
             )
         if body.response_mode == "blocking":
             outcome = await handle.result(lambda: wait_for_disconnect(request.receive))

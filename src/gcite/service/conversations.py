@@ -16,23 +16,24 @@ user ``DEFAULT-USER``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from gcite.chatflow.nodes import without_hidden
+from gcite.dify.history import conversation_item, cursor_page_body
 from gcite.dify.service_api import (
     DEFAULT_USER,
     message_usage_fields,
     parse_sort_by,
     resource_items,
 )
-from gcite.service.auth import Caller
+from gcite.service.deps import CallerDep, ConversationsDep, ResourcesDep
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
-from gcite.service.store import ConversationStore, MessageRecord
+from gcite.service.resources import Resources
+from gcite.service.store import MessageRecord
 from gcite.service.visibility import kb_document_ids, redact_chunks, redact_message
 
 
@@ -48,8 +49,7 @@ def _limit(raw: str | None) -> int:
     return value
 
 
-def _required(request: Request, name: str) -> str:
-    value = request.query_params.get(name)
+def _required(value: str | None, name: str) -> str:
     if not value:
         raise ApiError(400, "invalid_param", f"{name} is required.")
     return value
@@ -100,105 +100,134 @@ def chunk_metadata_json(record: MessageRecord) -> dict[str, Any]:
     }
 
 
-def build_conversations_router(
-    store: ConversationStore,
-    caller_of: Any,
-    visible: Callable[[list[str], tuple[str, ...]], set[str]] | None = None,
-) -> APIRouter:
-    """The history and Plan B endpoints; ``caller_of(request) -> Caller`` (401).
+async def _visible_now(
+    resources: Resources, rows: list[MessageRecord], roles: tuple[str, ...]
+) -> set[str]:
+    """The knowledge documents cited in ``rows`` that ``roles`` may see now (fails closed:
+    :meth:`Resources.visible_documents`)."""
+    ids = list(dict.fromkeys(d for r in rows for d in kb_document_ids(r.chunk_metadata)))
+    if not ids:
+        return set()
+    return await asyncio.to_thread(resources.visible_documents, ids, roles)
 
-    ``visible(document_ids, roles)``: the ids the roles may see now (blocking); stored
-    answers and chunks of documents no longer visible are redacted
-    (:mod:`gcite.service.visibility`). ``None``: nothing is visible (fail closed).
-    """
+
+async def messages(
+    caller: CallerDep,
+    store: ConversationsDep,
+    resources: ResourcesDep,
+    conversation_id: str | None = None,
+    user: str | None = None,
+    limit: str | None = None,
+    first_id: str | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/messages``."""
+    conversation = _required(conversation_id, "conversation_id")
+    owner = caller.owner(user or DEFAULT_USER)
+    size = _limit(limit)
+    conv = await store.call(store.get_conversation, conversation, owner)
+    if conv is None:
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    try:
+        rows, has_more = await store.call(
+            store.list_messages, conversation, first_id=first_id or None, limit=size
+        )
+    except KeyError as exc:
+        raise ApiError(404, "not_found", "First Message Not Exists.") from exc
+    seen = await _visible_now(resources, rows, caller.roles)
+    data = [redact_message(message_json(r), r.chunk_metadata, seen) for r in rows]
+    return cursor_page_body(data, limit=size, has_more=has_more)
+
+
+async def conversations(
+    caller: CallerDep,
+    store: ConversationsDep,
+    user: str | None = None,
+    limit: str | None = None,
+    last_id: str | None = None,
+    sort_by: str | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/conversations``."""
+    owner = caller.owner(user or DEFAULT_USER)
+    size = _limit(limit)
+    try:
+        sort_field, descending = parse_sort_by(sort_by)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_param", str(exc)) from exc
+    try:
+        rows, has_more = await store.call(
+            partial(
+                store.list_conversations,
+                owner,
+                last_id=last_id or None,
+                limit=size,
+                sort_by=sort_field,
+                descending=descending,
+            )
+        )
+    except KeyError as exc:
+        raise ApiError(404, "not_found", "Last Conversation Not Exists.") from exc
+    data = [
+        conversation_item(
+            id=c.id,
+            name=c.name,
+            inputs=storable(c.inputs, {}),
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+        )
+        for c in rows
+    ]
+    return cursor_page_body(data, limit=size, has_more=has_more)
+
+
+async def message_chunks(
+    message_id: str,
+    caller: CallerDep,
+    store: ConversationsDep,
+    resources: ResourcesDep,
+    user: str | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/messages/{message_id}/chunk-metadata``."""
+    owner = caller.owner(_required(user, "user"))
+    record = await store.call(store.get_message, message_id, owner)
+    if record is None:
+        raise ApiError(404, "not_found", "Message Not Exists.")
+    seen = await _visible_now(resources, [record], caller.roles)
+    return redact_chunks(chunk_metadata_json(record), seen)
+
+
+async def conversation_chunks(
+    conversation_id: str,
+    caller: CallerDep,
+    store: ConversationsDep,
+    resources: ResourcesDep,
+    user: str | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/conversations/{conversation_id}/chunk-metadata``."""
+    owner = caller.owner(_required(user, "user"))
+    conv = await store.call(store.get_conversation, conversation_id, owner)
+    if conv is None:
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    rows = await store.call(store.conversation_messages, conversation_id)
+    seen = await _visible_now(resources, rows, caller.roles)
+    data = [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
+    return {"conversation_id": conversation_id, "data": data}
+
+
+def conversations_router() -> APIRouter:
+    """The history and Plan B endpoints (module docstring) on the app's state
+    (:mod:`gcite.service.deps`)."""
     router = APIRouter()
-
-    async def visible_now(rows: list[MessageRecord], roles: tuple[str, ...]) -> set[str]:
-        ids = list(dict.fromkeys(d for r in rows for d in kb_document_ids(r.chunk_metadata)))
-        if visible is None or not ids:
-            return set()
-        return await asyncio.to_thread(visible, ids, roles)
-
-    @router.get("/v1/messages")
-    async def messages(request: Request) -> dict[str, Any]:
-        caller: Caller = caller_of(request)
-        conversation_id = _required(request, "conversation_id")
-        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
-        limit = _limit(request.query_params.get("limit"))
-        first_id = request.query_params.get("first_id") or None
-        conv = await store.call(store.get_conversation, conversation_id, user)
-        if conv is None:
-            raise ApiError(404, "not_found", "Conversation Not Exists.")
-        try:
-            rows, has_more = await store.call(
-                store.list_messages, conversation_id, first_id=first_id, limit=limit
-            )
-        except KeyError as exc:
-            raise ApiError(404, "not_found", "First Message Not Exists.") from exc
-        seen = await visible_now(rows, caller.roles)
-        data = [redact_message(message_json(r), r.chunk_metadata, seen) for r in rows]
-        return {"limit": limit, "has_more": has_more, "data": data}
-
-    @router.get("/v1/conversations")
-    async def conversations(request: Request) -> dict[str, Any]:
-        caller: Caller = caller_of(request)
-        user = caller.owner(request.query_params.get("user") or DEFAULT_USER)
-        limit = _limit(request.query_params.get("limit"))
-        last_id = request.query_params.get("last_id") or None
-        try:
-            sort_field, descending = parse_sort_by(request.query_params.get("sort_by"))
-        except ValueError as exc:
-            raise ApiError(400, "invalid_param", str(exc)) from exc
-        try:
-            rows, has_more = await store.call(
-                partial(
-                    store.list_conversations,
-                    user,
-                    last_id=last_id,
-                    limit=limit,
-                    sort_by=sort_field,
-                    descending=descending,
-                )
-            )
-        except KeyError as exc:
-            raise ApiError(404, "not_found", "Last Conversation Not Exists.") from exc
-        data = [
-            {
-                "id": c.id,
-                "name": c.name,
-                "inputs": storable(c.inputs, {}),
-                "status": "normal",
-                "introduction": "",
-                "created_at": c.created_at,
-                "updated_at": c.updated_at,
-            }
-            for c in rows
-        ]
-        return {"limit": limit, "has_more": has_more, "data": data}
-
-    @router.get("/v1/messages/{message_id}/chunk-metadata")
-    async def message_chunks(message_id: str, request: Request) -> dict[str, Any]:
-        caller: Caller = caller_of(request)
-        user = caller.owner(_required(request, "user"))
-        record = await store.call(store.get_message, message_id, user)
-        if record is None:
-            raise ApiError(404, "not_found", "Message Not Exists.")
-        seen = await visible_now([record], caller.roles)
-        return redact_chunks(chunk_metadata_json(record), seen)
-
-    @router.get("/v1/conversations/{conversation_id}/chunk-metadata")
-    async def conversation_chunks(conversation_id: str, request: Request) -> dict[str, Any]:
-        caller: Caller = caller_of(request)
-        user = caller.owner(_required(request, "user"))
-        conv = await store.call(store.get_conversation, conversation_id, user)
-        if conv is None:
-            raise ApiError(404, "not_found", "Conversation Not Exists.")
-        rows = await store.call(store.conversation_messages, conversation_id)
-        seen = await visible_now(rows, caller.roles)
-        data = [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
-        return {"conversation_id": conversation_id, "data": data}
-
+    router.add_api_route("/v1/messages", messages, methods=["GET"])
+    router.add_api_route("/v1/conversations", conversations, methods=["GET"])
+    router.add_api_route(
+        "/v1/messages/{message_id}/chunk-metadata", message_chunks, methods=["GET"]
+    )
+    router.add_api_route(
+        "/v1/conversations/{conversation_id}/chunk-metadata",
+        conversation_chunks,
+        methods=["GET"],
+    )
     return router
 
 
-__all__ = ["build_conversations_router", "chunk_metadata_json", "message_json"]
+__all__ = ["chunk_metadata_json", "conversations_router", "message_json"]

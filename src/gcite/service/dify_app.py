@@ -22,11 +22,11 @@ to Dify's ``DEFAULT-USER``. Conversations and messages of another key or user ar
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from gcite.dify.history import conversation_item
 from gcite.dify.service_api import (
     DEFAULT_USER,
     NO_FILE,
@@ -42,11 +42,10 @@ from gcite.dify.service_api import (
     site_body,
     variables_body,
 )
-from gcite.service.auth import Caller
 from gcite.service.chat import load_body, read_body
+from gcite.service.deps import CallerDep, ConversationsDep
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
-from gcite.service.store import ConversationRecord, ConversationStore
 
 #: Largest upload read before answering (Dify's default ``UPLOAD_FILE_SIZE_LIMIT``, 15 MB).
 MAX_UPLOAD_BYTES = 15 * 1024 * 1024
@@ -56,19 +55,6 @@ _PART = re.compile(rb'content-disposition:[^\r\n]*\bname="([^"]*)"([^\r\n]*)', r
 def _off(spec: ErrorSpec) -> ApiError:
     status, code, message = spec
     return ApiError(status, code, message)
-
-
-def conversation_json(conv: ConversationRecord, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Dify's ``ConversationListItem``."""
-    return {
-        "id": conv.id,
-        "name": conv.name,
-        "inputs": inputs,
-        "status": "normal",
-        "introduction": "",
-        "created_at": conv.created_at,
-        "updated_at": conv.updated_at,
-    }
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:
@@ -102,115 +88,149 @@ def upload_error(content_type: str, body: bytes) -> ErrorSpec:
     return UPLOAD_OFF
 
 
-def build_dify_app_router(
-    store: ConversationStore, caller_of: Callable[[Request], Caller]
-) -> APIRouter:
-    """The router for ``store`` (conversations, messages, feedback); ``caller_of(request)``
-    authenticates (raises ``ApiError`` 401)."""
-    router = APIRouter()
+async def parameters(caller: CallerDep) -> dict[str, Any]:
+    """``GET /v1/parameters``."""
+    return parameters_body(caller.key)
 
-    @router.get("/v1/parameters")
-    async def parameters(request: Request) -> dict[str, Any]:
-        return parameters_body(caller_of(request).key)
 
-    @router.get("/v1/info")
-    async def info(request: Request) -> dict[str, Any]:
-        return info_body(caller_of(request).key)
+async def info(caller: CallerDep) -> dict[str, Any]:
+    """``GET /v1/info``."""
+    return info_body(caller.key)
 
-    @router.get("/v1/meta")
-    async def meta(request: Request) -> dict[str, Any]:
-        caller_of(request)
-        return meta_body()
 
-    @router.get("/v1/site")
-    async def site(request: Request) -> dict[str, Any]:
-        return site_body(caller_of(request).key)
+async def meta(_caller: CallerDep) -> dict[str, Any]:
+    """``GET /v1/meta``."""
+    return meta_body()
 
-    @router.post("/v1/messages/{message_id}/feedbacks")
-    async def feedback(message_id: str, request: Request) -> dict[str, str]:
-        caller = caller_of(request)
-        body = _json_object(await read_body(request))
-        owner = caller.owner(_user(body.get("user"), required=True))
-        rating = body.get("rating")
-        if rating not in (None, "like", "dislike"):
-            raise ApiError(400, "invalid_param", "rating must be like, dislike or null.")
-        content = body.get("content")
-        if content is not None and not isinstance(content, str):
-            raise ApiError(400, "invalid_param", "content must be a string.")
-        stored = await store.call(store.set_feedback, message_id, owner, rating, content)
-        if not stored:
-            raise ApiError(404, "not_found", "Message Not Exists.")
-        return {"result": "success"}
 
-    @router.get("/v1/messages/{message_id}/suggested")
-    async def suggested(message_id: str, request: Request) -> dict[str, Any]:
-        caller = caller_of(request)
-        owner = caller.owner(_user(request.query_params.get("user"), required=True))
-        if await store.call(store.get_message, message_id, owner) is None:
-            raise ApiError(404, "not_found", "Message Not Exists.")
-        raise _off(SUGGESTED_OFF)
+async def site(caller: CallerDep) -> dict[str, Any]:
+    """``GET /v1/site``."""
+    return site_body(caller.key)
 
-    @router.post("/v1/conversations/{conversation_id}/name")
-    async def rename(conversation_id: str, request: Request) -> dict[str, Any]:
-        caller = caller_of(request)
-        body = _json_object(await read_body(request))
-        owner = caller.owner(_user(body.get("user"), required=False))
-        auto = body.get("auto_generate", False)
-        if not isinstance(auto, bool):
-            raise ApiError(400, "invalid_param", "auto_generate must be a boolean.")
-        name = body.get("name")
-        if not auto and (not isinstance(name, str) or not name.strip()):
-            raise ApiError(400, "invalid_param", "name is required.")
-        new_name = None if auto else str(name).strip()[:255]
-        renamed = await store.call(store.rename_conversation, conversation_id, owner, new_name)
-        if renamed is None:
-            raise ApiError(404, "not_found", "Conversation Not Exists.")
-        return conversation_json(renamed, storable(renamed.inputs, {}))
 
-    @router.delete("/v1/conversations/{conversation_id}", status_code=204)
-    async def delete(conversation_id: str, request: Request) -> Response:
-        caller = caller_of(request)
-        body = _json_object(await read_body(request))
-        user = body.get("user") or request.query_params.get("user")
-        owner = caller.owner(_user(user, required=False))
-        if not await store.call(store.delete_conversation, conversation_id, owner):
-            raise ApiError(404, "not_found", "Conversation Not Exists.")
-        return Response(status_code=204)
+async def feedback(
+    message_id: str, request: Request, caller: CallerDep, store: ConversationsDep
+) -> dict[str, str]:
+    """``POST /v1/messages/{message_id}/feedbacks``."""
+    body = _json_object(await read_body(request))
+    owner = caller.owner(_user(body.get("user"), required=True))
+    rating = body.get("rating")
+    if rating not in (None, "like", "dislike"):
+        raise ApiError(400, "invalid_param", "rating must be like, dislike or null.")
+    content = body.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ApiError(400, "invalid_param", "content must be a string.")
+    stored = await store.call(store.set_feedback, message_id, owner, rating, content)
+    if not stored:
+        raise ApiError(404, "not_found", "Message Not Exists.")
+    return {"result": "success"}
 
-    @router.get("/v1/conversations/{conversation_id}/variables")
-    async def variables(conversation_id: str, request: Request) -> dict[str, Any]:
-        caller = caller_of(request)
-        owner = caller.owner(_user(request.query_params.get("user"), required=False))
-        if await store.call(store.get_conversation, conversation_id, owner) is None:
-            raise ApiError(404, "not_found", "Conversation Not Exists.")
-        return variables_body()
 
-    @router.post("/v1/files/upload")
-    async def upload(request: Request) -> None:
-        caller_of(request)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
+async def suggested(
+    message_id: str, caller: CallerDep, store: ConversationsDep, user: str | None = None
+) -> dict[str, Any]:
+    """``GET /v1/messages/{message_id}/suggested``: off (after the message check)."""
+    owner = caller.owner(_user(user, required=True))
+    if await store.call(store.get_message, message_id, owner) is None:
+        raise ApiError(404, "not_found", "Message Not Exists.")
+    raise _off(SUGGESTED_OFF)
+
+
+async def rename(
+    conversation_id: str, request: Request, caller: CallerDep, store: ConversationsDep
+) -> dict[str, Any]:
+    """``POST /v1/conversations/{conversation_id}/name``."""
+    body = _json_object(await read_body(request))
+    owner = caller.owner(_user(body.get("user"), required=False))
+    auto = body.get("auto_generate", False)
+    if not isinstance(auto, bool):
+        raise ApiError(400, "invalid_param", "auto_generate must be a boolean.")
+    name = body.get("name")
+    if not auto and (not isinstance(name, str) or not name.strip()):
+        raise ApiError(400, "invalid_param", "name is required.")
+    new_name = None if auto else str(name).strip()[:255]
+    renamed = await store.call(store.rename_conversation, conversation_id, owner, new_name)
+    if renamed is None:
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    return conversation_item(
+        id=renamed.id,
+        name=renamed.name,
+        inputs=storable(renamed.inputs, {}),
+        created_at=renamed.created_at,
+        updated_at=renamed.updated_at,
+    )
+
+
+async def delete(
+    conversation_id: str,
+    request: Request,
+    caller: CallerDep,
+    store: ConversationsDep,
+    user: str | None = None,
+) -> Response:
+    """``DELETE /v1/conversations/{conversation_id}`` (204); ``user`` in the body or the
+    query."""
+    body = _json_object(await read_body(request))
+    owner = caller.owner(_user(body.get("user") or user, required=False))
+    if not await store.call(store.delete_conversation, conversation_id, owner):
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    return Response(status_code=204)
+
+
+async def variables(
+    conversation_id: str, caller: CallerDep, store: ConversationsDep, user: str | None = None
+) -> dict[str, Any]:
+    """``GET /v1/conversations/{conversation_id}/variables``: always empty."""
+    owner = caller.owner(_user(user, required=False))
+    if await store.call(store.get_conversation, conversation_id, owner) is None:
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    return variables_body()
+
+
+async def upload(request: Request, _caller: CallerDep) -> None:
+    """``POST /v1/files/upload``: read (and drop) the upload, answer Dify's error."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
+        raise ApiError(413, "file_too_large", "File size exceeded.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():  # nothing is stored
+        size += len(chunk)
+        if size > MAX_UPLOAD_BYTES:
             raise ApiError(413, "file_too_large", "File size exceeded.")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():  # read (and drop) the upload: nothing is stored
-            size += len(chunk)
-            if size > MAX_UPLOAD_BYTES:
-                raise ApiError(413, "file_too_large", "File size exceeded.")
-            chunks.append(chunk)
-        raise _off(upload_error(request.headers.get("content-type", ""), b"".join(chunks)))
+        chunks.append(chunk)
+    raise _off(upload_error(request.headers.get("content-type", ""), b"".join(chunks)))
 
-    @router.post("/v1/audio-to-text")
-    async def audio_to_text(request: Request) -> None:
-        caller_of(request)
-        raise _off(SPEECH_OFF)
 
-    @router.post("/v1/text-to-audio")
-    async def text_to_audio(request: Request) -> None:
-        caller_of(request)
-        raise _off(TTS_OFF)
+async def audio_to_text(_caller: CallerDep) -> None:
+    """``POST /v1/audio-to-text``: off."""
+    raise _off(SPEECH_OFF)
 
+
+async def text_to_audio(_caller: CallerDep) -> None:
+    """``POST /v1/text-to-audio``: off."""
+    raise _off(TTS_OFF)
+
+
+def dify_app_router() -> APIRouter:
+    """The endpoints of the module docstring on the app's state (:mod:`gcite.service.deps`)."""
+    router = APIRouter()
+    for path, endpoint, method in (
+        ("/v1/parameters", parameters, "GET"),
+        ("/v1/info", info, "GET"),
+        ("/v1/meta", meta, "GET"),
+        ("/v1/site", site, "GET"),
+        ("/v1/messages/{message_id}/feedbacks", feedback, "POST"),
+        ("/v1/messages/{message_id}/suggested", suggested, "GET"),
+        ("/v1/conversations/{conversation_id}/name", rename, "POST"),
+        ("/v1/conversations/{conversation_id}", delete, "DELETE"),
+        ("/v1/conversations/{conversation_id}/variables", variables, "GET"),
+        ("/v1/files/upload", upload, "POST"),
+        ("/v1/audio-to-text", audio_to_text, "POST"),
+        ("/v1/text-to-audio", text_to_audio, "POST"),
+    ):
+        router.add_api_route(path, endpoint, methods=[method])
     return router
 
 
-__all__ = ["MAX_UPLOAD_BYTES", "build_dify_app_router", "conversation_json", "upload_error"]
+__all__ = ["MAX_UPLOAD_BYTES", "dify_app_router", "upload_error"]

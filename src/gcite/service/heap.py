@@ -2,8 +2,8 @@
 
 A server process holds the knowledge base's index, the models and the imported modules:
 hundreds of thousands of long-lived objects that every full (generation 2) collection
-walks again. In ``gcite serve`` with the law corpus one such pass took ~115 ms of CPU, with
-the event loop stopped, and three bursts of 200 streams ran eight of them.
+walks again, with the event loop stopped, and a burst of streams runs several such
+passes (docs/benchmarks.md).
 :func:`freeze_startup_objects` collects once and moves every object alive to the permanent
 generation (:func:`gc.freeze`), which later collections skip; objects made afterwards are
 collected as before. Called when a warm-up has loaded what the process keeps.

@@ -15,14 +15,11 @@
   merge / first-token times and the
   number of cited chunks (filled in by the run through :func:`current`). An aborted body
   is the same one line with ``"aborted": "body_timeout" | "client_left"`` (no traceback).
-
-Source: issue 16 items 6 and 11.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import os
@@ -35,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.config import ApiKey, KeyTables, Settings
+from gcite.service.auth import bearer_token, find_key
 
 log = logging.getLogger("gcite.access")
 
@@ -100,15 +98,11 @@ def key_name(keys: list[ApiKey], header: str | None) -> str:
     ``-`` without a header, ``unknown`` for a key that is not configured."""
     if not header:
         return "-"
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token(header)
+    if token is None:
         return "unknown"
-    found = "unknown"
-    for key in keys:
-        if hmac.compare_digest(key.key.encode(), token.encode()):
-            found = key.label
-    return found
+    found = find_key(keys, token)
+    return found.label if found is not None else "unknown"
 
 
 class _BodyTimeout(BaseException):

@@ -2,10 +2,12 @@
 
 :class:`Resources`: the settings, the conversation store, the LLM backend
 (:func:`gcite.generate.factory.make_backend`), the web source
-(:func:`gcite.web.make_web_source`), the system prompt template and the knowledge store
-(opened on first use, shared). :meth:`Resources.warm_up` loads what the first request
-would (blocking; run it in a worker thread at start-up); :meth:`Resources.aclose`
-releases everything through each seam's lifecycle method.
+(:func:`gcite.web.make_web_source`), the system prompt template and the knowledge base
+(:class:`gcite.knowledge.access.KnowledgeAccess`: search store and management, opened on
+first use, shared; another service's when ``knowledge_url`` is set).
+:meth:`Resources.warm_up` loads what the first request would (blocking; run it in a
+worker thread at start-up); :meth:`Resources.aclose` releases everything through each
+seam's lifecycle method.
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import threading
 from typing import Any
 
 from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
 from gcite.config import Settings
 from gcite.generate.factory import make_backend
 from gcite.generate.prompt import load_template
+from gcite.knowledge.access import KnowledgeAccess
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.store import ConversationStore
 from gcite.verify import make_verifier
@@ -35,7 +37,9 @@ class Resources:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.conversations = ConversationStore(settings.db_url)
+        # the data dir's own database may create its folder; a database_url only when asked
+        create = not settings.service.database_url or settings.service.create_database_dir
+        self.conversations = ConversationStore(settings.db_url, create_dir=create)
         self.backend: LLMBackend = make_backend(settings)
         self.web_source: WebSource | None = make_web_source(settings)
         self.verifier = make_verifier(settings)
@@ -44,21 +48,21 @@ class Resources:
             if settings.llm.system_prompt_file
             else None
         )
-        self._kb: KnowledgeStore | None = None
-        self._kb_lock = threading.Lock()
+        self.knowledge = KnowledgeAccess(settings)
         self._probe: Any = None
 
     async def readiness(self) -> dict[str, bool]:
-        """``GET /ready``'s checks: the knowledge store opens, and the model is reachable
-        (always, for the offline extractive backend or with ``on_model_error =
-        "extractive"``)."""
+        """``GET /ready``'s checks: the knowledge store answers (it opens and lists its
+        datasets: for a remote store, the knowledge process or ``knowledge_url`` service
+        is reached), and the model is reachable (always, for the offline extractive
+        backend or with ``on_model_error = "extractive"``)."""
         from gcite.generate.probe import ModelProbe
 
         if self._probe is None:
             self._probe = ModelProbe(self.settings)
         checks: dict[str, bool] = {}
         try:
-            await asyncio.to_thread(self.get_store)
+            await asyncio.to_thread(lambda: self.get_store().datasets())
             checks["store"] = True
         except Exception:
             checks["store"] = False
@@ -79,17 +83,7 @@ class Resources:
 
     def get_store(self) -> KnowledgeStore:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""
-        with self._kb_lock:
-            if self._kb is None:
-                if self.settings.knowledge.url:
-                    from gcite.knowledge.remote import RemoteStore
-
-                    self._kb = RemoteStore(self.settings.knowledge.url, self.settings.knowledge.key)
-                else:
-                    from gcite.knowledge import open_store
-
-                    self._kb = open_store(self.settings)
-            return self._kb
+        return self.knowledge.store()
 
     def deps(self) -> Deps:
         """The chatflow's dependencies."""
@@ -125,9 +119,8 @@ class Resources:
                 await self.web_source.aclose()
         with contextlib.suppress(Exception):
             await self.backend.aclose()
-        if self._kb is not None:
-            with contextlib.suppress(Exception):
-                self._kb.close()
+        with contextlib.suppress(Exception):
+            self.knowledge.close()
         self.conversations.close()
 
 

@@ -10,7 +10,7 @@ seeds want solved first). The HTTP contract follows
   application/json``, also accepted without a content type) ``{retrieval_setting:
   {top_k, score_threshold}, query, knowledge_id, metadata_condition?}``.
 * Response 200: ``{"records": [{"content": str, "score": float 0–1, "title":
-  str, "metadata": object}]}``.
+  str, "metadata": object}]}`` (bodies: :mod:`gcite.dify.external_knowledge`).
 * Registration probe: Dify's "save" sends the header and no body; a valid key
   gets 200 ``{"records": []}``, a bad one 403 (so registration fails clearly).
 * Errors: JSON ``{"error_code": int, "error_msg": str}``:
@@ -43,7 +43,6 @@ parsed by the one grammar, :func:`gcite.knowledge.filters.parse_condition`.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import math
 import threading
@@ -60,9 +59,11 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gcite.config import ApiKey, Settings
+from gcite.dify.external_knowledge import build_records, error_body, records_body
 from gcite.errors import FilterError, GciteError, StoreError
-from gcite.knowledge.filters import ROLE_FIELD, Node, parse_condition
+from gcite.knowledge.filters import Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
+from gcite.service.auth import find_key
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.jsonbody import MAX_JSON_DEPTH, BodyError, load_json
 from gcite.service.retrieval_roles import narrow_roles
@@ -81,10 +82,6 @@ MAX_TOP_K = 100
 RETRIEVAL_TIMEOUT_S = 4.5
 """Upper bound of one search (seconds): inside Dify's 5 s SSRF read timeout."""
 
-DIFY_OVERWRITTEN_KEYS: frozenset[str] = frozenset({"score", "title", "dataset_id", "dataset_name"})
-"""``metadata`` keys Dify overwrites on every external record (dify-ecosystem.md §1.4)."""
-
-_TOP_LEVEL_METADATA = ("document_id", "document_name", "segment_position", "segment_id")
 
 ERR_AUTH_FORMAT = 1001
 ERR_AUTH_FAILED = 1002
@@ -113,9 +110,7 @@ class RetrievalAPIError(Exception):
 
     def response(self) -> JSONResponse:
         """The JSON error response ``{"error_code", "error_msg"}``."""
-        return JSONResponse(
-            {"error_code": self.code, "error_msg": self.message}, status_code=self.status
-        )
+        return JSONResponse(error_body(self.code, self.message), status_code=self.status)
 
 
 @dataclass(frozen=True)
@@ -157,10 +152,7 @@ def authenticate(
         raise RetrievalAPIError(
             403, ERR_AUTH_FORMAT, "Authorization 请求头格式无效，应为 Bearer <API key>"
         )
-    found: ApiKey | None = None
-    for candidate in keys:
-        if hmac.compare_digest(candidate.key.encode(), token.encode()):
-            found = candidate
+    found = find_key(keys, token)
     if found is not None:
         return found
     if allow_any_key:
@@ -280,99 +272,6 @@ def _parse_threshold(raw: Any) -> float:
     return value
 
 
-def to_record(item: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn one knowledge-base result item into an External Knowledge API record.
-
-    ``item``: a Dify Knowledge Retrieval ``result`` item as
-    ``KnowledgeStore.search`` returns it (``{content, title, metadata: {score,
-    document_id, document_name, segment_position, doc_metadata: {...}}}``).
-
-    Returns ``{"content": str, "score": float 0–1, "title": non-empty str,
-    "metadata": dict}``. ``metadata`` holds the document's ``doc_metadata``
-    fields plus ``document_id``, ``document_name``, ``segment_position`` (and
-    ``segment_id`` when present), always with ``document_title`` and
-    ``source_file_url`` keys, and never the keys Dify overwrites
-    (:data:`DIFY_OVERWRITTEN_KEYS`). ``title`` is ``document_title``, else the
-    document name, else the item's title, else the document id. Never raises.
-    Source: dify-ecosystem.md §1.3–1.4.
-    """
-    raw_meta = item.get("metadata")
-    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
-    raw_doc = meta.get("doc_metadata")
-    doc: Mapping[str, Any] = raw_doc if isinstance(raw_doc, Mapping) else {}
-
-    metadata: dict[str, Any] = {k: v for k, v in doc.items() if k not in DIFY_OVERWRITTEN_KEYS}
-    for key in _TOP_LEVEL_METADATA:
-        if meta.get(key) is not None:
-            metadata[key] = meta[key]
-    document_name = _text(metadata.get("document_name")) or _text(item.get("title"))
-    title = (
-        _text(metadata.get("document_title"))
-        or document_name
-        or _text(metadata.get("document_id"))
-        or "未命名文档"
-    )
-    if not _text(metadata.get("document_title")):
-        metadata["document_title"] = title
-    if metadata.get("source_file_url") is None:
-        metadata["source_file_url"] = ""
-    if not _text(metadata.get("document_id")):
-        metadata["document_id"] = document_name or title
-    if document_name and not metadata.get("document_name"):
-        metadata["document_name"] = document_name
-
-    content = item.get("content")
-    return {
-        "content": content if isinstance(content, str) else "",
-        "score": _score(meta.get("score", item.get("score"))),
-        "title": title,
-        "metadata": metadata,
-    }
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return ""
-
-
-def _score(raw: Any) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        return 0.0
-    value = float(raw)
-    if not math.isfinite(value):
-        return 0.0
-    return min(1.0, max(0.0, value))
-
-
-def build_records(
-    items: Sequence[Mapping[str, Any]],
-    *,
-    top_k: int,
-    score_threshold: float,
-    expose_roles: bool = False,
-) -> list[dict[str, Any]]:
-    """Records for the response: mapped, thresholded, sorted by score, cut to ``top_k``.
-
-    ``score_threshold`` 0.0 keeps everything; otherwise ``score >=
-    score_threshold``. The store already applies both; this keeps the contract
-    (``len <= top_k``, every ``score >= score_threshold``) whatever it returns.
-    ``metadata.access_roles`` is left out unless ``expose_roles`` (the retrieval key's
-    setting): Dify passes record metadata on to end users (``node_finished``), so role
-    names stay server side by default.
-    """
-    records = [to_record(item) for item in items if isinstance(item, Mapping)]
-    if not expose_roles:
-        for record in records:
-            record["metadata"].pop(ROLE_FIELD, None)
-    if score_threshold > 0.0:
-        records = [r for r in records if r["score"] >= score_threshold]
-    records.sort(key=lambda r: r["score"], reverse=True)
-    return records[:top_k]
-
-
 SEARCH_THREADS = 8
 """Searches running at once in one process (a bounded pool: more threads only add GIL
 contention; concurrent query embeddings are micro-batched, gcite.knowledge.embed)."""
@@ -391,101 +290,113 @@ def _search_limiter() -> anyio.CapacityLimiter:
     return limiter
 
 
-def build_retrieval_router(
-    settings: Settings, get_store: Callable[[], KnowledgeStore]
-) -> APIRouter:
-    """The FastAPI router serving ``POST /retrieval`` (Dify External Knowledge API).
+@dataclass(frozen=True)
+class RetrievalSetup:
+    """What ``POST /retrieval`` works with (``app.state.retrieval``): the settings (their
+    ``retrieval_keys`` follow the config file), the shared store (``get_store()``, called
+    per request so the app may open it lazily; a :class:`StoreError` becomes 503 / 5001)
+    and the search timeout in seconds."""
 
-    ``settings``: uses ``retrieval_keys`` (keys bound to maximum role sets),
-    ``allow_any_key`` (demo mode: unknown keys get no roles), ``top_k`` (when
-    the body has no ``retrieval_setting``) and ``kb_timeout_s`` (the search
-    timeout, capped at :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s).
-    ``get_store``: zero-argument callable returning the shared
-    ``KnowledgeStore`` (``search(...)``, ``datasets()``), called per request so
-    the app may open the store lazily; a :class:`StoreError` it raises becomes
-    503 / 5001.
+    settings: Settings
+    get_store: Callable[[], KnowledgeStore]
+    timeout_s: float
 
-    When keys are configured (or ``allow_any_key``), building the router starts
-    :func:`warm_up` in a daemon thread. The app factory mounts the router under
-    ``settings.service.retrieval_prefix``; Dify is then registered with the endpoint
-    ``http://host:port{prefix}`` (Dify appends ``/retrieval``). Every response
-    is JSON; see the module docstring for the status codes.
+
+def retrieval_setup(settings: Settings, get_store: Callable[[], KnowledgeStore]) -> RetrievalSetup:
+    """The :class:`RetrievalSetup` of an app: the timeout is ``kb_timeout_s``, capped at
+    :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s. When keys are configured (or
+    ``allow_any_key``), starts :func:`warm_up` in a daemon thread: the first search loads
+    the embedding model, the tokenizer and the shard (seconds, which would eat Dify's 5 s).
     """
-    router = APIRouter()
     if settings.retrieval_keys or settings.service.allow_any_key:
-        # The first search loads the embedding model, the tokenizer and the shard:
-        # seconds, which would eat Dify's 5 s. Do it now, in the background.
         threading.Thread(
             target=warm_up, args=(get_store,), name="gcite-retrieval-warm-up", daemon=True
         ).start()
     timeout_s = RETRIEVAL_TIMEOUT_S
     if 0 < settings.knowledge.timeout_s < RETRIEVAL_TIMEOUT_S:
         timeout_s = settings.knowledge.timeout_s
+    return RetrievalSetup(settings, get_store, timeout_s)
 
-    @router.post("/retrieval", summary="Dify External Knowledge API")
-    async def retrieval(request: Request) -> JSONResponse:
-        try:
-            api_key = authenticate(
-                request.headers.get("authorization"),
-                settings.retrieval_keys,  # read per request: the config file may change
-                allow_any_key=settings.service.allow_any_key,
-            )
-            body = decode_body(await _read_body(request))
-            if body is None:
-                return JSONResponse({"records": []})
-            parsed = parse_request(body, default_top_k=settings.knowledge.top_k)
-            try:
-                decision = narrow_roles(api_key.roles, parsed.metadata_condition)
-            except FilterError as exc:
-                raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
-            records = await _search(
-                get_store,
-                parsed,
-                decision.roles,
-                decision.condition,
-                timeout_s,
-                expose_roles=api_key.expose_roles,
-            )
-        except RetrievalAPIError as exc:
-            # Dify turns any non-200 into a silent empty result: log every failure here.
-            logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
-            return exc.response()
-        except ClientDisconnect:
-            raise  # the client left mid-body: the ops layer logs one line
-        except Exception as exc:  # a bug: still Dify's error shape, never the chat one
-            logger.exception("/retrieval internal error", exc_info=exc)
-            return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
-        logger.info(
-            "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
-            "score_threshold=%s records=%d",
-            parsed.knowledge_id,
-            list(decision.roles),
-            decision.narrowed,
-            "yes" if decision.condition else "no",
-            parsed.top_k,
-            parsed.score_threshold,
-            len(records),
+
+async def retrieval(request: Request) -> JSONResponse:
+    """``POST /retrieval`` (module docstring), on ``request.app.state.retrieval``."""
+    setup: RetrievalSetup = request.app.state.retrieval
+    settings = setup.settings
+    try:
+        api_key = authenticate(
+            request.headers.get("authorization"),
+            settings.retrieval_keys,  # read per request: the config file may change
+            allow_any_key=settings.service.allow_any_key,
         )
-        return JSONResponse({"records": records})
+        body = decode_body(await _read_body(request))
+        if body is None:
+            return JSONResponse(records_body([]))
+        parsed = parse_request(body, default_top_k=settings.knowledge.top_k)
+        try:
+            decision = narrow_roles(api_key.roles, parsed.metadata_condition)
+        except FilterError as exc:
+            raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
+        records = await _search(
+            setup.get_store,
+            parsed,
+            decision.roles,
+            decision.condition,
+            setup.timeout_s,
+            expose_roles=api_key.expose_roles,
+        )
+    except RetrievalAPIError as exc:
+        # Dify turns any non-200 into a silent empty result: log every failure here.
+        logger.warning("/retrieval %s error_code=%s: %s", exc.status, exc.code, exc.message)
+        return exc.response()
+    except ClientDisconnect:
+        raise  # the client left mid-body: the ops layer logs one line
+    except Exception as exc:  # a bug: still Dify's error shape, never the chat one
+        logger.exception("/retrieval internal error", exc_info=exc)
+        return RetrievalAPIError(500, ERR_INTERNAL, "内部错误").response()
+    logger.info(
+        "/retrieval knowledge_id=%s roles=%s narrowed=%s condition=%s top_k=%d "
+        "score_threshold=%s records=%d",
+        parsed.knowledge_id,
+        list(decision.roles),
+        decision.narrowed,
+        "yes" if decision.condition else "no",
+        parsed.top_k,
+        parsed.score_threshold,
+        len(records),
+    )
+    return JSONResponse(records_body(records))
 
-    @router.api_route(
+
+async def wrong_method(request: Request) -> JSONResponse:
+    """Any method but ``POST`` on ``/retrieval``: 405 / 3004 with ``Allow: POST``."""
+    response = RetrievalAPIError(
+        405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
+    ).response()
+    response.headers["Allow"] = "POST"
+    return response
+
+
+def retrieval_router() -> APIRouter:
+    """The router serving ``POST /retrieval`` (Dify External Knowledge API) on the app's
+    :class:`RetrievalSetup`. The app factory mounts it under ``settings.service.retrieval_prefix``;
+    Dify is then registered with the endpoint ``http://host:port{prefix}`` (Dify appends
+    ``/retrieval``). Every response is JSON; see the module docstring for the statuses."""
+    router = APIRouter()
+    router.add_api_route(
+        "/retrieval", retrieval, methods=["POST"], summary="Dify External Knowledge API"
+    )
+    router.add_api_route(
         "/retrieval",
+        wrong_method,
         methods=["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
         include_in_schema=False,
     )
-    async def wrong_method(request: Request) -> JSONResponse:
-        response = RetrievalAPIError(
-            405, ERR_METHOD, f"不支持 {request.method}，External Knowledge API 只接受 POST"
-        ).response()
-        response.headers["Allow"] = "POST"
-        return response
-
     return router
 
 
 class RetrievalFastPath:
     """ASGI middleware: ``POST {prefix}/retrieval`` goes straight to the endpoint of
-    :func:`build_retrieval_router`, past the framework's routing and request handling
+    :func:`retrieval_router`, past the framework's routing and request handling
     (route matching over every route of the app, dependency solving: about a quarter of
     the event loop's time per request on the knowledge process, docs/benchmarks.md
     "Knowledge process per request"). Same endpoint, same responses; every other request
@@ -601,7 +512,6 @@ async def _search(
 
 
 __all__ = [
-    "DIFY_OVERWRITTEN_KEYS",
     "MAX_BODY_BYTES",
     "MAX_QUERY_CHARS",
     "MAX_TOP_K",
@@ -609,11 +519,11 @@ __all__ = [
     "RetrievalAPIError",
     "RetrievalFastPath",
     "RetrievalRequest",
+    "RetrievalSetup",
     "authenticate",
-    "build_records",
-    "build_retrieval_router",
     "decode_body",
     "parse_request",
-    "to_record",
+    "retrieval_router",
+    "retrieval_setup",
     "warm_up",
 ]

@@ -62,6 +62,7 @@ from sqlalchemy.engine import Dialect, Engine, Row, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from gcite.config_checks import sqlite_folder
 from gcite.errors import StoreError
 
 CONVERSATION_NAME_CHARS = 20
@@ -184,7 +185,7 @@ _FEEDBACKS = _table(_Feedback)
 
 # The statements of the per-stream calls, built once: Core statements on a connection, with
 # bound parameters (an UPDATE without values() sets the columns named in the parameters).
-# The ORM unit of work (Session.get, then a flush) cost about 5 ms CPU per message.
+# The ORM unit of work (Session.get, then a flush) costs far more CPU per message.
 _NEXT_SEQ = (
     update(_CONVERSATIONS)
     .where(
@@ -317,13 +318,17 @@ class ConversationStore:
     is created. The schema is migrated to the newest revision on open (:func:`migrate`).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create_dir: bool = True) -> None:
         url = sqlalchemy_url(url)
+        folder = sqlite_folder(url)
+        if folder is not None and not create_dir and not folder.is_dir():
+            raise StoreError(
+                f"会话数据库的目录不存在: {folder}"
+                "（请先创建该目录，或设置 create_database_dir = true）"
+            )
         try:
-            if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-                Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(
-                    parents=True, exist_ok=True
-                )
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
             sqlite = url.startswith("sqlite")
             # a liveness check (SELECT 1) per checkout guards against dropped server
             # connections; a SQLite file has no server to lose
@@ -337,15 +342,15 @@ class ConversationStore:
             raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
         # SQLite takes one writer at a time: the threads using this store queue on a lock
         # rather than poll the file lock (busy_timeout retries sleep up to 100 ms each).
-        # Measured with 8 and 40 threads writing: p99 per message about 2x lower, CPU per
-        # message 20-30 % lower than with every pooled connection polling the file lock.
+        # With many threads writing, both the tail latency and the CPU per message are lower
+        # than with every pooled connection polling the file lock (docs/benchmarks.md).
         self._write_lock: AbstractContextManager[object] = (
             threading.Lock() if sqlite else nullcontext()
         )
         # The store's own threads: a database call never waits behind CPU work (searches,
         # verification) in the event loop's default executor, and threads queued on the
-        # write lock never fill that executor (bench_scale, 200 streams on 2 workers: the
-        # Plan B chunk write waited 1.6 s at p50 there).
+        # write lock never fill that executor (under a burst, a Plan B chunk write queued
+        # behind them; benchmarks/bench_scale.py).
         self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="gcite-db")
 
     async def call(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
@@ -677,8 +682,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     # several worker processes write to one file: under a burst on a busy machine a writer
-    # waited more than 5 s for the lock (bench_scale, 400 streams, 2 workers: 3 of 400
-    # requests failed with "database is locked"); waiting is better than failing
+    # waited seconds for the lock and some requests failed with "database is locked"
+    # (benchmarks/bench_scale.py); waiting is better than failing
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 

@@ -17,7 +17,7 @@ Plan B endpoints - the documents are checked against the caller's current roles
 
 Pure functions; the service supplies the visible ids.
 
-Source: issue 16 item 3; platform design §2.1.1 (roles), §2.3 (Plan B).
+Source: platform design §2.1.1 (roles), §2.3 (Plan B).
 """
 
 from __future__ import annotations

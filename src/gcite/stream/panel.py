@@ -219,6 +219,111 @@ def entry_source_type(entry: PanelEntry) -> str:
     return value if isinstance(value, str) else ""
 
 
+# -- what the panel rows and the sheet show (tests/vectors/source-rows.v1.json) -------
+
+_PREVIEW_CHARS: Final = 28
+_SPACE: Final = re.compile("[\\s\u3000]+")
+
+
+def _preview(content: Any) -> str:
+    if not isinstance(content, str):
+        return ""
+    flat = " ".join(part for part in _SPACE.split(content) if part)
+    return flat[:_PREVIEW_CHARS] + "…" if len(flat) > _PREVIEW_CHARS else flat
+
+
+def segment_hint(entry: PanelEntry) -> str:
+    """The hint of a row that looks like another one (same title and subtitle):
+    ``第 N 段`` when the chunk has a ``segment_position`` (an integer 1 … 999999), then
+    the start of its text in quotes (28 characters), joined by `` · ``; else
+    ``来源编号 <raw id>``."""
+    chunk = entry["chunk"]
+    parts: list[str] = []
+    if chunk is not None:
+        pos = chunk.get("segment_position")
+        number = pos if isinstance(pos, int | float) and not isinstance(pos, bool) else 0
+        if 0 < number < 1_000_000 and number == int(number):
+            parts.append(f"第 {int(number)} 段")
+        text = _preview(chunk.get("content"))
+        if text:
+            parts.append(f"“{text}”")
+    return " · ".join(parts) if parts else f"来源编号 {entry['raw_id']}"
+
+
+def source_rows(panel: Sequence[PanelEntry], weak: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """What each panel row shows: ``{idx, raw_id, type, title, subtitle, hint, url, weak,
+    label}``; ``hint`` is ``""`` unless another row has the same title and subtitle
+    (:func:`segment_hint`); ``label`` is the row's accessible name. The rule of
+    ``sourceRows`` in ``clients/js/src/sources.js``."""
+    weak_ids = {str(raw) for raw in weak}
+    keys = [(entry_title(e), entry_subtitle(e)) for e in panel]
+    counts: dict[tuple[str, str], int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    rows: list[dict[str, Any]] = []
+    for entry, (title, subtitle) in zip(panel, keys, strict=True):
+        hint = segment_hint(entry) if counts[(title, subtitle)] > 1 else ""
+        label = f"来源 {entry['idx']}：{title}" + (f"，{subtitle}" if subtitle else "")
+        rows.append(
+            {
+                "idx": entry["idx"],
+                "raw_id": entry["raw_id"],
+                "type": "web" if entry_source_type(entry) == "web" else "rag",
+                "title": title,
+                "subtitle": subtitle,
+                "hint": hint,
+                "url": entry_url(entry),
+                "weak": entry["raw_id"] in weak_ids,
+                "label": label + (f"，{hint}" if hint else ""),
+            }
+        )
+    return rows
+
+
+def is_office_url(url: Any) -> bool:
+    """Whether the URL's path ends in ``.doc``, ``.docx`` or ``.pdf`` (query and fragment
+    ignored, any case)."""
+    if not isinstance(url, str):
+        return False
+    path = url.strip().split("#")[0].split("?")[0].lower()
+    return path.endswith((".doc", ".docx", ".pdf"))
+
+
+def source_sheet(entry: PanelEntry) -> dict[str, Any]:
+    """The sheet of one row: ``{type, tag, title, subtitle, url, office, notice, link_hint,
+    content}`` (``sourceSheet`` in ``clients/js/src/sources.js``): ``url`` the link
+    "完整原文" opens or ``None``; ``office`` for a knowledge-base Office/PDF link (then the
+    Office ``notice``); ``link_hint`` why there is no link; ``content`` the chunk text or
+    a placeholder when it is blank."""
+    from gcite.stream.messages import TEXT
+
+    chunk = entry["chunk"]
+    kind = "web" if entry_source_type(entry) == "web" else "rag"
+    url = entry_url(entry)
+    given = ""
+    if chunk is not None:
+        first = chunk.get("url")
+        second = chunk.get("source_file_url")
+        if isinstance(first, str) and first.strip():
+            given = first.strip()
+        elif isinstance(second, str):
+            given = second.strip()
+    office = kind == "rag" and url is not None and is_office_url(url)
+    content = chunk.get("content") if chunk is not None else None
+    text = content if isinstance(content, str) else ""
+    return {
+        "type": kind,
+        "tag": TEXT[kind],
+        "title": entry_title(entry),
+        "subtitle": entry_subtitle(entry),
+        "url": url,
+        "office": office,
+        "notice": TEXT["office_notice"] if office else "",
+        "link_hint": "" if url is not None else TEXT["bad_link"] if given else TEXT["no_link"],
+        "content": text if text.strip() else TEXT["no_content"],
+    }
+
+
 def panel_view(panel: Sequence[PanelEntry]) -> list[dict[str, Any]]:
     """What a client shows for each row: ``{idx, raw_id, source_type, title, subtitle, url}``
     (the stream contract's panel output, compared by the vectors)."""

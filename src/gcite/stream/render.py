@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
-from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url
+from gcite.stream.panel import PanelEntry, entry_subtitle, entry_title, entry_url, source_rows
 from gcite.stream.parser import Segment
 
 if TYPE_CHECKING:
@@ -210,6 +210,85 @@ def render_markdown(segments: Iterable[Segment], panel: Sequence[PanelEntry]) ->
     return body + "\n\n来源：\n\n" + "\n".join(notes) + "\n"
 
 
+# -- copy text (tests/vectors/copy-text.v1.json) ---------------------------------------
+
+_FENCE: Final = re.compile(r"^\s*(`{3,}|~{3,})")
+_TABLE_RULE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_THEMATIC: Final = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+_LINE_RULES: Final = (
+    (re.compile(r"^\s{0,3}#{1,6}\s+"), ""),
+    (re.compile(r"^(\s{0,3}>\s?)+"), ""),
+    (re.compile(r"^(\s*)[-*+]\s+\[[ xX]\]\s+"), r"\1"),
+    (re.compile(r"^(\s*)[-*+]\s+"), r"\1• "),
+    (re.compile(r"!\[([^\]]*)\]\(([^()\s]*)\)"), r"\1"),
+    (re.compile(r"\[([^\]]+)\]\((https?://[^()\s]+)\)"), r"\1（\2）"),
+    (re.compile(r"\[([^\]]+)\]\(([^()\s]*)\)"), r"\1"),
+    (re.compile(r"(\*\*|__)(?=\S)([\s\S]*?\S)\1"), r"\2"),
+    (re.compile(r"(^|[^\w*])\*(?=\S)([^*]*?\S)\*(?!\w)", re.ASCII), r"\1\2"),
+    (re.compile(r"~~(?=\S)([\s\S]*?\S)~~"), r"\1"),
+    (re.compile(r"`([^`]+)`"), r"\1"),
+)
+_TABLE_ROW: Final = re.compile(r"^\s*\|.*\|\s*$")
+
+
+def _plain_line(line: str) -> str | None:
+    """One Markdown line as plain text (``None``: the line is dropped)."""
+    if _FENCE.match(line):
+        return None
+    if _TABLE_RULE.match(line) and "-" in line and "|" in line:
+        return None
+    if _THEMATIC.match(line):
+        return ""
+    for pattern, repl in _LINE_RULES:
+        line = pattern.sub(repl, line)
+    if _TABLE_ROW.match(line):
+        cells = line.strip().removeprefix("|").removesuffix("|").split("|")
+        line = "\t".join(cell.strip() for cell in cells)
+    return line
+
+
+def copy_text(segments: Iterable[Segment], panel: Sequence[PanelEntry]) -> str:
+    """The copy text of an answer (``copyText`` in ``clients/js/src/sources.js``).
+
+    The answer as plain text — Markdown syntax removed line by line (headings, quotes,
+    bullets as ``•``, fences, table rules; emphasis, code, images; an http(s) link as
+    ``text（url）``), reasoning left out, each citation ``[N]``, control characters
+    removed — then a blank line, ``来源：`` and one line per source
+    ``[N] 标题 · 副标题 https://…`` (a cited index missing from ``panel`` gets
+    ``来源 <raw id>``).
+    """
+    body: list[str] = []
+    cited: list[tuple[int, str]] = []
+    for seg in segments:
+        if "cite" in seg:
+            body.append(f"[{int(seg['idx'])}]")
+            cited.append((int(seg["idx"]), str(seg["cite"])))
+        elif "text" in seg:
+            body.append(seg["text"])
+    lines = []
+    for line in _CONTROL.sub("", "".join(body)).split("\n"):
+        plain = _plain_line(line)
+        if plain is not None:
+            lines.append(plain.rstrip())
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+    rows: dict[int, PanelEntry] = {}
+    for entry in panel:
+        rows.setdefault(int(entry["idx"]), entry)
+    for idx, raw_id in cited:
+        rows.setdefault(idx, {"idx": idx, "raw_id": raw_id, "chunk": None})
+    if not rows:
+        return text
+    out = []
+    for idx in sorted(rows):
+        entry = rows[idx]
+        subtitle = _subtitle(entry)
+        url = _url(entry)
+        line = f"[{idx}] " + " ".join(_title(entry).split())
+        line += (f" · {subtitle}" if subtitle else "") + (f" {url}" if url else "")
+        out.append(_CONTROL.sub("", line))
+    return text + "\n\n来源：\n" + "\n".join(out)
+
+
 # -- terminal -------------------------------------------------------------------------
 
 
@@ -267,18 +346,22 @@ class MarkdownBlocks:
 def render_sources_terminal(panel: Sequence[PanelEntry]) -> str:
     """The numbered source list for a terminal (``""`` when nothing was cited).
 
-    One line per entry, ``N. [知识库|网页] title — subtitle``, then the http(s) URL
-    indented on the next line when there is one.
+    One line per entry, ``N. [知识库|网页] title — subtitle``, rows that look alike (same
+    title and subtitle) followed by their segment hint (``（第 2 段 · “…”）``, the
+    client rule :func:`gcite.stream.panel.source_rows`), then the http(s) URL indented on
+    the next line when there is one.
     """
     if not panel:
         return ""
     lines = ["来源："]
-    for entry in panel:
+    for entry, row in zip(panel, source_rows(panel), strict=True):
         label = SOURCE_LABEL.get(_source_type(entry["chunk"]), "来源")
         line = f"{int(entry['idx'])}. [{label}] {clean_terminal(' '.join(_title(entry).split()))}"
         subtitle = clean_terminal(" ".join(_subtitle(entry).split()))
         if subtitle:
             line += f" — {subtitle}"
+        if row["hint"]:
+            line += f"（{clean_terminal(row['hint'])}）"
         lines.append(line)
         url = _url(entry)
         if url is not None:

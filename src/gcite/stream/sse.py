@@ -623,7 +623,11 @@ def _http_error(status: int, body: bytes) -> StreamError:
     else:
         message = body[:200].decode("utf-8", errors="replace").strip()
     detail = f"（{code}）" if code else ""
-    return StreamError(f"服务返回 HTTP {status}{detail}：{message or '无详细信息'}")
+    return StreamError(
+        f"服务返回 HTTP {status}{detail}：{message or '无详细信息'}",
+        code=code or "http_error",
+        status=status,
+    )
 
 
 async def consume_chat_stream(
@@ -658,7 +662,11 @@ async def consume_chat_stream(
                 raise _http_error(response.status_code, body)
             content_type = response.headers.get("content-type", "")
             if "text/event-stream" not in content_type.lower():
-                raise StreamError(f"服务没有返回事件流（Content-Type: {content_type or '无'}）")
+                raise StreamError(
+                    f"服务没有返回事件流（Content-Type: {content_type or '无'}）",
+                    code="not_event_stream",
+                    status=response.status_code,
+                )
             tail: list[StreamUpdate] = []
             try:
                 async for chunk in response.aiter_bytes():
@@ -673,6 +681,6 @@ async def consume_chat_stream(
             for update in tail or consumer.close():
                 yield update
     except httpx.TimeoutException as exc:
-        raise StreamError(f"连接服务超时：{url}") from exc
+        raise StreamError(f"连接服务超时：{url}", code="timeout") from exc
     except httpx.HTTPError as exc:
-        raise StreamError(f"无法连接服务：{url}（{exc}）") from exc
+        raise StreamError(f"无法连接服务：{url}（{exc}）", code="network_error") from exc

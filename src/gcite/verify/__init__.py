@@ -4,7 +4,7 @@ Offline and deterministic by default (:class:`SupportModel`: lexical evidence, t
 numbers a sentence states, and optionally the bundled embedding model); an optional
 judge through an OpenAI-compatible endpoint (:mod:`gcite.verify.judge`) when configured.
 :func:`verify_answer` turns a finished answer and its chunks into the
-``gcite_verification`` report. Source: platform design §6; issue 15.
+``gcite_verification`` report. Source: platform design §6.
 """
 
 from __future__ import annotations

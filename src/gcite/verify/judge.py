@@ -26,10 +26,7 @@ _YES = ("是", "支持", "yes", "true")
 
 
 class Judge:
-    """Yes/no support verdicts from a chat-completions endpoint (see the module docstring).
-
-    ``transport``: an httpx transport for tests; the default opens real connections.
-    """
+    """Yes/no support verdicts from a chat-completions endpoint (see the module docstring)."""
 
     def __init__(
         self,
@@ -38,12 +35,11 @@ class Judge:
         api_key: str = "",
         *,
         timeout_s: float = 20.0,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
         )
 
     def supports(self, claim: str, passage: str) -> bool:

@@ -17,7 +17,7 @@ in 0..1. Offline and deterministic; three kinds of evidence:
   score away (a fault level "二级" or a time limit "5 分钟" that does not match is not
   support, however many words match).
 
-Source: platform design §6 ("对关键场景可额外加 NLI 验证层"); issue 15.
+Source: platform design §6 ("对关键场景可额外加 NLI 验证层").
 """
 
 from __future__ import annotations

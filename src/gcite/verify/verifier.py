@@ -16,7 +16,7 @@ report, the value of ``message_end.metadata.gcite_verification``::
 ``start``/``end`` of a sentence are offsets in the answer *without markers* (what the
 user reads); ``support.start``/``end`` are offsets in the cited chunk's ``content``.
 A cited id unknown to ``chunks`` is reported with ``score`` 0, ``supported`` false and
-``support`` null. Source: platform design §6; issue 15.
+``support`` null. Source: platform design §6.
 """
 
 from __future__ import annotations
@@ -179,23 +179,66 @@ def verify_answer(
     }
 
 
-def best_support_by_chunk(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _cite_id(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _score(value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        if number == number and abs(number) != float("inf"):
+            return number
+    return 0.0
+
+
+def best_support_by_chunk(report: Any) -> dict[str, dict[str, Any]]:
     """Per cited raw id: its best-scoring citation of the report (for a source list).
 
     ``{"2": {"score": 0.83, "supported": True, "support": {...}, "sentence": 0}}``.
+    The display rule of ``bestSupport`` in ``clients/js/src/verification.js`` (shared
+    through ``tests/vectors/verification-display.v1.json``): anything that is not a
+    mapping with a ``sentences`` list gives ``{}``; sentences and citations that are not
+    mappings, and citations without an id (a non-empty string or an integer), are
+    skipped; a score that is not a finite number counts 0; a later citation of the same
+    id wins only with a higher score; ``supported`` is ``True``, ``False`` or ``None``
+    (anything else: not judged); ``support`` a mapping or ``None``.
     """
     best: dict[str, dict[str, Any]] = {}
-    for sentence in report.get("sentences") or []:
-        for cite in sentence.get("citations") or []:
-            raw = str(cite.get("id"))
-            if raw not in best or float(cite.get("score") or 0) > float(best[raw]["score"] or 0):
-                best[raw] = {**cite, "sentence": sentence.get("index")}
+    sentences = report.get("sentences") if isinstance(report, Mapping) else None
+    if not isinstance(sentences, list):
+        return best
+    for sentence in sentences:
+        cites = sentence.get("citations") if isinstance(sentence, Mapping) else None
+        if not isinstance(cites, list):
+            continue
+        for cite in cites:
+            if not isinstance(cite, Mapping):
+                continue
+            raw = _cite_id(cite.get("id"))
+            if raw is None:
+                continue
+            score = _score(cite.get("score"))
+            if raw in best and not score > best[raw]["score"]:
+                continue
+            supported = cite.get("supported")
+            support = cite.get("support")
+            best[raw] = {
+                "id": raw,
+                "score": score,
+                "supported": supported if isinstance(supported, bool) else None,
+                "support": support if isinstance(support, Mapping) else None,
+                "sentence": sentence.get("index"),
+            }
     return best
 
 
 #: The offline verification (sentence embeddings, CPU) runs one answer at a time in a
 #: process: concurrent ones only take the GIL from the event loop and the searches that
-#: bring other streams their first text (bench_scale, 200 streams).
+#: bring other streams their first text (benchmarks/bench_scale.py).
 OFFLINE_LOCK = threading.Lock()
 #: Seconds the judge may take for one answer; citations it has not reached by then keep
 #: the offline verdict (counted in ``judge_errors``).
@@ -230,7 +273,7 @@ def make_verifier(
 
     def warm_up() -> None:
         # the first verification builds the IDF table, the term cache and the support
-        # model (~1.5 s of CPU); a server does it at start-up, not under load
+        # model (seconds of CPU); a server does it at start-up, not under load
         with OFFLINE_LOCK:
             verify_answer(_WARM_UP[0], list(_WARM_UP[1]), model, threshold=threshold)
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from gcite.errors import SourceAuthError, SourceUnavailable
 from gcite.web.base import HttpWebSource, pick_freshness, require_dict, truncate_list
 from gcite.web.http import RetryPolicy
@@ -66,11 +64,8 @@ class BaiduSearch(HttpWebSource):
         timeout_s: float = 8.0,
         freshness: str = "",
         retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(
-            api_key, base_url=base_url, timeout_s=timeout_s, retry=retry, transport=transport
-        )
+        super().__init__(api_key, base_url=base_url, timeout_s=timeout_s, retry=retry)
         self.recency = pick_freshness(freshness, _RECENCY, source=self.display_name)
 
     def build_body(self, query: str, count: int) -> dict[str, Any]:

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
-import httpx
-
 from gcite.config import Settings
 from gcite.errors import ConfigError, SourceUnavailable
 from gcite.registry import WEB_PROVIDERS
@@ -82,7 +80,7 @@ class HttpWebSource:
     :attr:`path` and :attr:`max_count`, and implement :meth:`build_body`,
     :meth:`empty_payload` and :meth:`enforce` (check the payload's shape and cut
     its result list to ``count``). Their constructors take ``(api_key, *, base_url,
-    timeout_s, freshness, retry, transport)`` (what :meth:`from_settings` passes; the
+    timeout_s, freshness, retry)`` (what :meth:`from_settings` passes; the
     freshness values each provider accepts: see the subclasses).
     """
 
@@ -99,7 +97,6 @@ class HttpWebSource:
         base_url: str = "",
         timeout_s: float = 8.0,
         retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         key = api_key.strip() if isinstance(api_key, str) else ""
         if not key:
@@ -114,7 +111,6 @@ class HttpWebSource:
             headers={"Authorization": f"Bearer {key}"},
             timeout_s=timeout_s,
             retry=retry,
-            transport=transport,
         )
 
     @classmethod

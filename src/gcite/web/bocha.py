@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
-
 from gcite.errors import SourceAuthError, SourceUnavailable
 from gcite.web.base import HttpWebSource, pick_freshness, require_dict, truncate_list
 from gcite.web.http import RetryPolicy, excerpt
@@ -69,11 +67,8 @@ class BochaWebSearch(HttpWebSource):
         freshness: str = "",
         summary: bool = True,
         retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(
-            api_key, base_url=base_url, timeout_s=timeout_s, retry=retry, transport=transport
-        )
+        super().__init__(api_key, base_url=base_url, timeout_s=timeout_s, retry=retry)
         if freshness and _DATE_RANGE.match(freshness.strip()):
             self.freshness = freshness.strip()
         else:

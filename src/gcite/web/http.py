@@ -3,7 +3,7 @@
 Every web search provider (Bocha, Tavily, Baidu) is one ``POST`` of a JSON body
 that answers with a JSON payload. This module owns everything those calls have
 in common, so each provider module only builds its request and checks its
-payload (issue 5, item 1; platform design document §2.2, the web branch):
+payload (platform design document §2.2, the web branch):
 
 * **one time budget per call** (``timeout_s``, seconds): connect, write, read
   and every wait between retries come out of it; each attempt gets what is
@@ -186,8 +186,7 @@ class JsonClient:
     ``timeout_s`` is the whole budget of one :meth:`post_json` call, seconds;
     ``connect_timeout_s`` caps the TCP/TLS connect of each attempt.
 
-    ``transport`` (an httpx transport) and ``sleep`` / ``rand`` exist for
-    embedding and deterministic tests; they default to the network,
+    ``sleep`` / ``rand`` exist for deterministic tests; they default to
     :func:`asyncio.sleep` and :func:`random.random`.
 
     Raises :class:`ConfigError` at construction for a bad URL or timeout.
@@ -203,7 +202,6 @@ class JsonClient:
         connect_timeout_s: float = 3.0,
         retry: RetryPolicy | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
@@ -216,7 +214,6 @@ class JsonClient:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = max_response_bytes
         self._headers = {"User-Agent": _USER_AGENT, "Accept": "application/json", **headers}
-        self._transport = transport
         self._sleep = sleep
         self._rand = rand
         self._client: httpx.AsyncClient | None = None
@@ -235,7 +232,6 @@ class JsonClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 headers=self._headers,
-                transport=self._transport,
                 follow_redirects=False,
                 trust_env=False,
             )

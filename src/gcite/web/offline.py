@@ -1,4 +1,4 @@
-"""The offline web source: a local folder of saved pages answering like Bocha (issue 5, item 2).
+"""The offline web source: a local folder of saved pages answering like Bocha.
 
 So that the whole chatflow (web branch, merge node, citations, the source
 panel's green web entries) runs with no network and no API key, a folder of

@@ -1,7 +1,7 @@
 """Saved web pages on disk → records the offline web source can index and return.
 
 A saved page is a Markdown (``.md``) or text (``.txt``) file with YAML front
-matter (issue 5, item 2)::
+matter::
 
     ---
     title: 物业巡检流程标准是怎样的？ - 问答社区

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from gcite.errors import ConfigError
 from gcite.web.base import HttpWebSource, pick_freshness, require_dict, truncate_list
 from gcite.web.http import RetryPolicy
@@ -68,11 +66,8 @@ class TavilySearch(HttpWebSource):
         search_depth: str = "basic",
         topic: str = "general",
         retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(
-            api_key, base_url=base_url, timeout_s=timeout_s, retry=retry, transport=transport
-        )
+        super().__init__(api_key, base_url=base_url, timeout_s=timeout_s, retry=retry)
         if search_depth not in _DEPTHS:
             raise ConfigError(
                 f"Tavily 搜索不支持 search_depth={search_depth!r}，可选: basic、advanced"

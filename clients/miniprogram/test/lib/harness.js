@@ -17,10 +17,47 @@ const RAW_MARKER = /[[【［]\s*[CcＣｃ]\s*[:：]/;
 let componentId = null;
 
 /**
+ * A scheduler for the component's batched renders that renders once after each
+ * delivered chunk (a microtask): every state a chunk leads to is recorded, with
+ * no timer, so what the tests see does not depend on the machine's speed.
+ */
+const CHUNK_SCHEDULER = {
+  later: function (fn) {
+    let live = true;
+    Promise.resolve().then(function () { if (live) fn(); });
+    return { cancel: function () { live = false; } };
+  },
+  cancel: function (handle) { handle.cancel(); },
+};
+
+/**
+ * A scheduler the test drives: `tick()` runs the pending render (if any) and
+ * says whether there was one; `scheduled` counts the renders asked for.
+ */
+function manualScheduler() {
+  const s = {
+    pending: null,
+    scheduled: 0,
+    ticks: 0,
+    later: function (fn) { s.scheduled++; s.pending = fn; return fn; },
+    cancel: function (handle) { if (s.pending === handle) s.pending = null; },
+    tick: function () {
+      const fn = s.pending;
+      s.pending = null;
+      if (fn) { s.ticks++; fn(); }
+      return Boolean(fn);
+    },
+  };
+  return s;
+}
+
+/**
  * Render a fresh <g-cite-answer> attached to a parent, with `props`.
+ * `options.scheduler`: the render scheduler (default CHUNK_SCHEDULER; "frame":
+ * the component's own, one frame away).
  * @returns {object} the simulator's component wrapper, plus .frames (renders) and .finished (events)
  */
-function mount(props) {
+function mount(props, options) {
   if (componentId === null) {
     componentId = simulate.load(COMPONENT, 'g-cite-answer', { rootPath: MINIPROGRAM_ROOT, compiler: 'official' });
   }
@@ -32,8 +69,14 @@ function mount(props) {
   comp.addEventListener('start', function (evt) { comp.started.push(evt.detail); });
   // Record the state after every setData (every render the user could see).
   const inst = comp.instance;
+  const scheduler = options && options.scheduler ? options.scheduler : CHUNK_SCHEDULER;
+  if (scheduler !== 'frame') inst.setScheduler(scheduler);
+  comp.setDataCalls = 0;
+  comp.patches = []; // the keys of every setData patch
   const setData = inst.setData;
   inst.setData = function () {
+    comp.setDataCalls++;
+    comp.patches.push(Object.keys(arguments[0] || {}));
     const r = setData.apply(this, arguments);
     comp.frames.push(snapshot(comp));
     return r;
@@ -184,4 +227,4 @@ function writeArtifact(name, title, comp) {
   return html;
 }
 
-module.exports = { nodesOf, mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };
+module.exports = { CHUNK_SCHEDULER, manualScheduler, nodesOf, mountPage, until, sel, find, mount, snapshot, ask, tap, untilFinished, writeArtifact, renderHtml, RAW_MARKER, view, rt, ARTIFACTS };

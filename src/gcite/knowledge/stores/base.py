@@ -13,12 +13,12 @@ at one boundary each:
 
 The hybrid query is built once, here (:func:`hybrid_query`): one prefetch per retriever
 (dense, sparse), fused by RRF (k=60), the payload filter inside every stage and on the
-fusion. Source: issue 4 items 2-5 (hybrid search), Qdrant "hybrid queries" docs.
+fusion. Source: Qdrant "hybrid queries" docs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,11 +73,17 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Stage:
-    """One prefetch of the hybrid query: ``using`` (``dense`` | ``bm25``) and its vector."""
+    """One prefetch of the hybrid query: ``using`` (``dense`` | ``bm25``) and its vector.
+
+    ``weights``: token id -> general IDF weight of each query token
+    (:func:`~gcite.knowledge.sparse.query_weights`), for an index that ranks keyword
+    matches without corpus statistics (pgvector); the Qdrant stores apply their own IDF.
+    """
 
     using: str
     dense: list[float] | None = None
     sparse: Sparse | None = None
+    weights: Mapping[int, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,16 @@ class VectorIndex(Protocol):
     def count(self) -> int: ...
     def count_matching(self, flt: Any) -> int: ...
     def flush(self) -> None: ...
+    def rollback(self) -> None:
+        """Discard the writes since the last save where the index keeps them in a
+        transaction (pgvector); the Qdrant adapters write through and do nothing."""
+        ...
+
+    def optimize(self) -> None:
+        """Build (or bring up to date) the dense vector index after writes, where the
+        index does not keep it up to date itself (Qdrant Edge); others do nothing."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -5,7 +5,7 @@ A shard lives in ``<data_dir>/qdrant`` and can be open in one process at a time
 process). The binding raises plain ``Exception``; :func:`edge_errors` is the one place
 those become :class:`~gcite.errors.StoreError` (a held lock gets its own message, since
 it is the usual mistake: two processes on one data dir).
-Source: issue 4 items 2-5; Qdrant Edge docs.
+Source: Qdrant Edge docs.
 """
 
 from __future__ import annotations
@@ -35,12 +35,17 @@ SEARCH_THREADS = 1
 """Threads of a shard's search pool (``max_search_threads``). The binding holds the GIL
 while a query runs, so concurrent searches of one process run one at a time whatever the
 pool; the pool only parallelises the segments of one query, and a gcite shard of a few
-thousand chunks is one or two segments. Measured on the law corpus (484 chunks, one
-segment, 2 cores): the CPU-derived default spent 630-700 us of CPU per query (pool
-wake-ups) for 330-410 us of wall time; one thread 235-290 us of both, with the same
+thousand chunks is one or two segments. On the law corpus the CPU-derived default spent
+more CPU per query (pool wake-ups) and more wall time than one thread, with the same
 results (docs/benchmarks.md, "Knowledge process per request")."""
 
 CONFIG_FILE = "edge_config.json"
+
+INDEXING_THRESHOLD_KB: int | None = None
+"""Vector data (KB) above which a segment gets its HNSW index when the shard is optimized
+(:meth:`EdgeIndex.optimize`, after every ingest); ``None``: Qdrant's default (10,000 KB,
+about 5,000 chunks of 512 dimensions). A smaller segment is searched by a scan, which is
+the faster plan there. Only read when a shard is created."""
 
 
 def map_edge_error(exc: Exception, path: Path, action: str) -> StoreError:
@@ -122,8 +127,8 @@ class EdgeIndex:
     New shards keep their payloads on disk (``Memory.Cold``; search reads the few payloads
     it returns through the page cache), vectors and the sparse index in memory (Qdrant
     Edge's defaults). ``Memory.Cached`` kept a RAM copy of the payload storage: a
-    33 MiB file-backed block from the first write on, growing with the stored text (issue 14
-    item 4). A shard created before keeps its placement until it is rebuilt.
+    33 MiB file-backed block from the first write on, growing with the stored
+    text. A shard created before keeps its placement until it is rebuilt.
     """
 
     def __init__(self, path: Path, *, create: bool) -> None:
@@ -156,6 +161,11 @@ class EdgeIndex:
                 # chunk's text): ingest memory then does not grow with the payload
                 payload_memory=q.Memory.Cold,
                 max_search_threads=SEARCH_THREADS,
+                optimizers=(
+                    None
+                    if INDEXING_THRESHOLD_KB is None
+                    else q.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB)
+                ),
             )
             self.shard = q.EdgeShard.create(str(self.path), config)
             for key in INDEXED_KEYWORDS:
@@ -296,6 +306,18 @@ class EdgeIndex:
         if self.shard is not None:
             with edge_errors(self.path, "write"):
                 self.shard.flush()
+
+    def rollback(self) -> None:
+        """Nothing to discard: every write is in the shard's WAL already."""
+        return None
+
+    def optimize(self) -> None:
+        """Run the shard's optimizers: the dense HNSW index is built for the segments that
+        have grown past Qdrant's indexing threshold (until then a dense search scans them),
+        and small segments are merged. Called after every ingest."""
+        if self.shard is not None:
+            with edge_errors(self.path, "write"):
+                self.shard.optimize()
 
     def close(self) -> None:
         if self.shard is not None:

@@ -3,7 +3,7 @@
 ``url``: ``http(s)://...`` (a server; ``api_key`` optional), ``local:<dir>`` (local mode,
 same API, used by the tests to stand for the server) or ``:memory:``. Collection
 ``gcite``. :func:`client_errors` is the one place the client's exceptions become
-:class:`~gcite.errors.StoreError`. Source: issue 4 item 5; qdrant-client docs.
+:class:`~gcite.errors.StoreError`. Source: qdrant-client docs.
 """
 
 from __future__ import annotations
@@ -255,6 +255,14 @@ class QdrantIndex:
             return int(self.client.count(COLLECTION, count_filter=flt, exact=True).count)
 
     def flush(self) -> None:
+        return None
+
+    def rollback(self) -> None:
+        """Nothing to discard: every write is acknowledged by the server already."""
+        return None
+
+    def optimize(self) -> None:
+        """Nothing to do: a Qdrant server runs its optimizers by itself."""
         return None
 
     def close(self) -> None:

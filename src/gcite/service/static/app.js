@@ -7,21 +7,25 @@
 import {
   streamChat,
   buildPanel,
-  safeUrl,
-  subtitleOf,
-  isOfficeUrl,
   CitationParser,
   MarkdownStream,
   appendTree,
-  copyText,
   createMarkdownIt,
   renderMarkdownTree,
+  reasoningDisplay,
+  sheetText,
   splitReasoning,
   WEAK_SUPPORT_TEXT,
   chunkSupport,
   supportParts,
   verificationOf,
   weakIds,
+  TEXT,
+  copyText,
+  errorText,
+  sourceRows,
+  sourceSheet,
+  titleOf,
 } from "/static/client/index.js";
 
 // markdown-it (static/vendor/markdown-it.min.js, loaded by index.html before this module).
@@ -127,17 +131,17 @@ function endUserId() {
 function citeLabel(metadata) {
   return function (rawId, idx) {
     var chunk = metadata.get(String(rawId));
-    var title = chunk && chunk.document_title ? String(chunk.document_title) : "";
-    return "引用 " + idx + (title ? "：" + title : "");
+    return "引用 " + idx + (chunk ? "：" + titleOf({ rawId: String(rawId), chunk: chunk }) : "");
   };
 }
 
 // Reasoning (§4a) above the answer, collapsed: <details><summary>思考过程</summary>.
-function showReasoning(view, text) {
+function showReasoning(view, raw) {
+  var text = reasoningDisplay(raw);
   if (!text) return;
   if (!view.reasoning) {
     var box = el("details", "reasoning");
-    box.appendChild(el("summary", "reasoning-summary", "思考过程"));
+    box.appendChild(el("summary", "reasoning-summary", TEXT.reasoning));
     view.reasoningText = el("div", "reasoning-text");
     box.appendChild(view.reasoningText);
     view.bubble.insertBefore(box, view.text);
@@ -171,13 +175,28 @@ AnswerView.prototype.push = function (segments) {
   });
 };
 
+// Append rendered nodes to `parent`; their superscripts become focusable (Enter or a
+// click shows that source in the panel).
+function appendAnswer(nodes, parent) {
+  var before = parent.lastChild;
+  appendTree(nodes, parent, document);
+  for (var n = before ? before.nextSibling : parent.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType !== 1) continue;
+    var cites = n.matches("sup.g-cite") ? [n] : n.querySelectorAll("sup.g-cite");
+    Array.prototype.forEach.call(cites, function (sup) {
+      sup.setAttribute("tabindex", "0");
+      sup.setAttribute("role", "button");
+    });
+  }
+}
+
 AnswerView.prototype.paint = function () {
   var u = this.stream.update();
   if (!u.changed) return;
-  if (u.commit.length) appendTree(u.commit, this.view.blocks, document);
+  if (u.commit.length) appendAnswer(u.commit, this.view.blocks);
   var tail = this.view.tail;
   while (tail.firstChild) tail.removeChild(tail.firstChild);
-  appendTree(u.tail, tail, document);
+  appendAnswer(u.tail, tail);
   showReasoning(this.view, this.stream.reasoning);
   scrollToEnd(false);
 };
@@ -195,15 +214,15 @@ AnswerView.prototype.end = function (incomplete) {
     this.scheduled = 0;
   }
   var u = this.stream.update();
-  if (u.commit.length) appendTree(u.commit, this.view.blocks, document);
+  if (u.commit.length) appendAnswer(u.commit, this.view.blocks);
   var f = this.stream.end({ incomplete: incomplete });
   var tail = this.view.tail;
   while (tail.firstChild) tail.removeChild(tail.firstChild);
   if (f.replace) {
     var blocks = this.view.blocks;
     while (blocks.firstChild) blocks.removeChild(blocks.firstChild);
-    appendTree(f.replace, blocks, document);
-  } else appendTree(f.commit, this.view.blocks, document);
+    appendAnswer(f.replace, blocks);
+  } else appendAnswer(f.commit, this.view.blocks);
   showReasoning(this.view, this.stream.reasoning);
 };
 
@@ -212,21 +231,11 @@ function renderWhole(view, segments, metadata) {
   var parts = splitReasoning(segments);
   while (view.blocks.firstChild) view.blocks.removeChild(view.blocks.firstChild);
   while (view.tail.firstChild) view.tail.removeChild(view.tail.firstChild);
-  appendTree(renderMarkdownTree(parts.answer, { md: md, label: citeLabel(metadata) }), view.blocks, document);
+  appendAnswer(renderMarkdownTree(parts.answer, { md: md, label: citeLabel(metadata) }), view.blocks);
   showReasoning(view, parts.reasoning);
 }
 
 // ------------------------------------------------------------------ source panel
-
-function chunkType(chunk) {
-  return chunk && chunk.source_type === "web" ? "web" : "rag";
-}
-
-function chunkUrl(chunk) {
-  if (!chunk) return "";
-  var url = chunk.url || chunk.source_file_url || "";
-  return typeof url === "string" ? url : "";
-}
 
 function createPanel() {
   var root = el("div", "citation-panel");
@@ -237,12 +246,16 @@ function createPanel() {
   head.appendChild(icon("file"));
   var count = el("span", "panel-count", "引用来源（0）");
   var toggle = el("span", "panel-toggle");
-  var toggleText = el("span", "panel-toggle-text", "展开");
+  var toggleText = el("span", "panel-toggle-text", TEXT.expand);
   toggle.appendChild(toggleText);
   toggle.appendChild(icon("chevron"));
   head.appendChild(count);
   head.appendChild(toggle);
   var list = el("div", "panel-list");
+  list.id = "panel-list-" + ++panelSeq;
+  list.setAttribute("role", "list");
+  list.setAttribute("aria-label", "引用来源");
+  head.setAttribute("aria-controls", list.id);
   list.hidden = true;
   root.appendChild(head);
   root.appendChild(list);
@@ -250,95 +263,90 @@ function createPanel() {
     var open = list.hidden;
     list.hidden = !open;
     head.setAttribute("aria-expanded", open ? "true" : "false");
-    toggleText.textContent = open ? "收起" : "展开";
+    toggleText.textContent = open ? TEXT.collapse : TEXT.expand;
   });
-  return { root: root, count: count, list: list, signature: "" };
+  return { root: root, head: head, count: count, list: list, toggleText: toggleText, signature: "", items: [] };
 }
 
-function renderPanel(panel, items) {
+var panelSeq = 0;
+
+// Open the panel (a superscript's source is shown in it).
+function openPanel(panel) {
+  if (!panel.list.hidden) return;
+  panel.list.hidden = false;
+  panel.head.setAttribute("aria-expanded", "true");
+  panel.toggleText.textContent = TEXT.collapse;
+}
+
+function renderPanel(panel, items, weak) {
   var rows = items.filter(function (item) {
     return item && item.chunk;
   });
+  var weakList = weak || [];
   var signature = rows
     .map(function (item) {
       return item.idx + ":" + item.rawId;
     })
-    .join(",");
+    .join(",") + "|" + weakList.join(",");
   if (signature === panel.signature) return;
   panel.signature = signature;
+  panel.items = rows;
   panel.root.hidden = rows.length === 0;
   panel.count.textContent = "引用来源（" + rows.length + "）";
   while (panel.list.firstChild) panel.list.removeChild(panel.list.firstChild);
-  // Rows that would look identical (same title and subtitle) get a visible hint of what
-  // differs: the passage number and the start of the passage.
-  var looks = new Map();
-  rows.forEach(function (item) {
-    var key = (item.chunk.document_title || "") + "\u0000" + subtitleOf(item.chunk);
-    looks.set(key, (looks.get(key) || 0) + 1);
-  });
-  rows.forEach(function (item) {
-    var chunk = item.chunk;
-    var type = chunkType(chunk);
-    var row = el("button", "g-cite-item");
+  // Rows that look the same (same title and subtitle) get the client's segment hint.
+  sourceRows(rows, weakList).forEach(function (view, k) {
+    var item = rows[k];
+    var row = el("button", "g-cite-item" + (view.weak ? " is-weak" : ""));
     row.type = "button";
-    row.setAttribute("data-raw-id", String(item.rawId));
-    row.setAttribute("data-idx", String(item.idx));
-    row.setAttribute("data-source-type", type);
+    row.setAttribute("role", "listitem");
+    row.setAttribute("data-raw-id", view.rawId);
+    row.setAttribute("data-idx", String(view.idx));
+    row.setAttribute("data-source-type", view.type);
     var iconBox = el("span", "g-cite-item-icon");
-    iconBox.appendChild(icon(type === "web" ? "globe" : "file"));
+    iconBox.appendChild(icon(view.type === "web" ? "globe" : "file"));
     row.appendChild(iconBox);
-    row.appendChild(el("span", "g-cite-item-idx", item.idx));
+    row.appendChild(el("span", "g-cite-item-idx", view.idx));
     var texts = el("span", "g-cite-item-texts");
-    texts.appendChild(el("span", "g-cite-item-title", chunk.document_title || "未命名来源"));
-    var subtitle = subtitleOf(chunk);
-    if (subtitle) texts.appendChild(el("span", "g-cite-item-subtitle", subtitle));
-    if (looks.get((chunk.document_title || "") + "\u0000" + subtitle) > 1) {
-      texts.appendChild(el("span", "g-cite-item-hint", passageHint(chunk)));
-    }
+    texts.appendChild(el("span", "g-cite-item-title", view.title));
+    if (view.subtitle) texts.appendChild(el("span", "g-cite-item-subtitle", view.subtitle));
+    if (view.hint) texts.appendChild(el("span", "g-cite-item-hint", view.hint));
     row.appendChild(texts);
-    row.setAttribute("aria-label", "来源 " + item.idx + "：" + (chunk.document_title || "未命名来源") + (subtitle ? "，" + subtitle : ""));
+    row.setAttribute("aria-label", view.label + (view.weak ? "（" + WEAK_SUPPORT_TEXT + "）" : ""));
+    if (view.weak) row.setAttribute("title", WEAK_SUPPORT_TEXT);
     row.addEventListener("click", function () {
-      openSheet(chunk, item.idx);
+      openSheet(item, row);
     });
     panel.list.appendChild(row);
   });
-}
-
-function passageHint(chunk) {
-  var parts = [];
-  var position = Number(chunk.segment_position);
-  if (position > 0 && position < 1e6) parts.push("第 " + Math.floor(position) + " 段");
-  var content = typeof chunk.content === "string" ? chunk.content.replace(/\s+/g, " ").trim() : "";
-  if (content) parts.push("“" + (content.length > 28 ? content.slice(0, 28) + "…" : content) + "”");
-  return parts.join(" · ") || "来源编号 " + String(chunk.id);
 }
 
 // ------------------------------------------------------------------ sheet (§5.3)
 
 var sheetDrag = null;
 
-// The citation verifier's report of each answer (message_end.metadata.gcite_verification,
-// issue 15), per cited chunk object; read through the client's verification.js, which the
+// The citation verifier's report of each answer (message_end.metadata.gcite_verification),
+// per cited chunk object; read through the client's verification.js, which the
 // mini program uses too.
 var reportOf = new WeakMap();
 
 // The sheet text with the supporting sentence highlighted and scrolled to; a weak
-// citation gets a line saying so. Text only (never HTML).
-function showSupport(chunk) {
+// citation gets a line saying so. Text only (never HTML); list markers shown as bullets.
+function showSupport(chunk, sheet) {
   var box = $("sheet-text");
   var weak = $("sheet-weak");
   while (box.firstChild) box.removeChild(box.firstChild);
-  var content = typeof chunk.content === "string" ? chunk.content : "";
+  var content = typeof chunk.content === "string" && chunk.content.trim() !== "" ? chunk.content : "";
   var support = chunkSupport(reportOf.get(chunk) || null, chunk.id, content);
   weak.hidden = !support.weak;
   weak.textContent = WEAK_SUPPORT_TEXT;
   $("sheet-body").scrollTop = 0;
   if (!content) {
-    box.textContent = "（该来源没有可显示的正文片段）";
+    box.textContent = sheet.content;
     return;
   }
   var mark = null;
-  supportParts(content, support.span).forEach(function (part) {
+  supportParts(sheetText(content), support.span).forEach(function (part) {
     if (!part.support) {
       box.appendChild(document.createTextNode(part.text));
       return;
@@ -355,79 +363,122 @@ function showSupport(chunk) {
 
 // After message_end: remember the report for each cited chunk; superscripts and panel rows
 // of a chunk the verifier found no support in are marked weak.
-function applyVerification(root, report, metadata) {
+function applyVerification(view, report, metadata) {
+  if (!report) return;
   metadata.forEach(function (chunk) {
     if (chunk && typeof chunk === "object") reportOf.set(chunk, report);
   });
-  weakIds(report).forEach(function (id) {
-    var sel = '[data-raw-id="' + id.replace(/["\\]/g, "") + '"]';
-    Array.prototype.forEach.call(root.querySelectorAll("sup.g-cite" + sel + ", .g-cite-item" + sel), function (node) {
+  var weak = weakIds(report);
+  if (!weak.length) return;
+  weak.forEach(function (id) {
+    var sel = 'sup.g-cite[data-raw-id="' + id.replace(/["\\]/g, "") + '"]';
+    Array.prototype.forEach.call(view.root.querySelectorAll(sel), function (node) {
       node.classList.add("is-weak");
       node.setAttribute("title", WEAK_SUPPORT_TEXT);
+      node.setAttribute("aria-label", (node.getAttribute("aria-label") || "") + "（" + WEAK_SUPPORT_TEXT + "）");
     });
   });
+  renderPanel(view.panel, view.panel.items, weak);
+  if (!view.legend) {
+    view.legend = el("div", "weak-legend", TEXT.weakLegend);
+    view.bubble.insertBefore(view.legend, view.status);
+  }
 }
 
-function openSheet(chunk, idx) {
-  var type = chunkType(chunk);
+// The element that opened the sheet (focus returns to it when the sheet closes).
+var sheetOpener = null;
+
+function openSheet(item, opener) {
+  var chunk = item.chunk;
+  var view = sourceSheet(item);
+  var type = view.type;
   var sheet = $("sheet");
   var head = $("sheet-head");
   sheet.setAttribute("data-source-type", type);
-  sheet.setAttribute("data-idx", String(idx));
+  sheet.setAttribute("data-idx", String(item.idx));
   head.className = "sheet-head is-" + type;
   var iconBox = $("sheet-icon");
   while (iconBox.firstChild) iconBox.removeChild(iconBox.firstChild);
   iconBox.appendChild(icon(type === "web" ? "globe" : "file"));
-  $("sheet-tag").textContent = type === "web" ? "公网" : "知识库";
-  $("sheet-title").textContent = chunk.document_title || "未命名来源";
-  var subtitle = subtitleOf(chunk);
-  $("sheet-subtitle").textContent = subtitle;
-  $("sheet-subtitle").hidden = !subtitle;
-  showSupport(chunk);
+  $("sheet-tag").textContent = view.tag;
+  $("sheet-title").textContent = view.title;
+  $("sheet-subtitle").textContent = view.subtitle;
+  $("sheet-subtitle").hidden = !view.subtitle;
+  showSupport(chunk, view);
 
-  var url = chunkUrl(chunk);
-  var link = safeUrl(url);
-  $("office-notice").hidden = !(type === "rag" && url && isOfficeUrl(url));
+  $("office-notice").textContent = view.notice;
+  $("office-notice").hidden = !view.office;
   var foot = $("sheet-foot");
   while (foot.firstChild) foot.removeChild(foot.firstChild);
   var button;
-  if (link) {
+  if (view.url) {
     button = el("a", "btn-primary sheet-open is-" + type);
-    button.href = link;
+    button.href = view.url;
     button.target = "_blank";
     button.rel = "noopener noreferrer";
-    button.appendChild(document.createTextNode("完整原文"));
+    button.appendChild(document.createTextNode(TEXT.openOriginal));
     button.appendChild(icon("external"));
   } else {
-    button = el("button", "btn-primary sheet-open is-" + type, "完整原文");
+    button = el("button", "btn-primary sheet-open is-" + type, TEXT.openOriginal);
     button.type = "button";
     button.disabled = true;
     button.setAttribute("aria-disabled", "true");
   }
   foot.appendChild(button);
-  if (!link) {
-    var hint = url ? "原文链接不是网页地址，无法打开" : "该来源没有原文链接";
-    foot.appendChild(el("div", "sheet-hint", hint));
-  }
+  if (view.linkHint) foot.appendChild(el("div", "sheet-hint", view.linkHint));
+  sheetOpener = opener || document.activeElement;
   $("mask").hidden = false;
   sheet.hidden = false;
   sheet.style.transform = "";
+  $("app").setAttribute("aria-hidden", "true");
+  $("sheet-close").focus();
 }
 
 function closeSheet() {
   var sheet = $("sheet");
+  if (sheet.hidden) return;
   sheet.hidden = true;
   sheet.style.transform = "";
   sheet.classList.remove("is-dragging");
   $("mask").hidden = true;
+  $("app").removeAttribute("aria-hidden");
   sheetDrag = null;
+  var back = sheetOpener;
+  sheetOpener = null;
+  if (back && document.contains(back) && typeof back.focus === "function") back.focus();
+}
+
+// Tab and Shift+Tab stay inside the open sheet (a modal dialog).
+function trapFocus(evt) {
+  var sheet = $("sheet");
+  if (evt.key !== "Tab" || sheet.hidden) return;
+  var focusable = Array.prototype.filter.call(
+    sheet.querySelectorAll("button:not([disabled]), a[href], [tabindex]:not([tabindex='-1'])"),
+    function (node) {
+      return !node.hidden && node.offsetParent !== null;
+    }
+  );
+  if (!focusable.length) return;
+  var first = focusable[0];
+  var last = focusable[focusable.length - 1];
+  if (evt.shiftKey && (document.activeElement === first || !sheet.contains(document.activeElement))) {
+    evt.preventDefault();
+    last.focus();
+  } else if (!evt.shiftKey && (document.activeElement === last || !sheet.contains(document.activeElement))) {
+    evt.preventDefault();
+    first.focus();
+  }
 }
 
 function setupSheet() {
   var sheet = $("sheet");
   $("mask").addEventListener("click", closeSheet);
+  $("sheet-close").addEventListener("click", closeSheet);
   document.addEventListener("keydown", function (evt) {
-    if (evt.key === "Escape" && !sheet.hidden) closeSheet();
+    if (evt.key === "Escape" && !sheet.hidden) {
+      evt.preventDefault();
+      closeSheet();
+    } else trapFocus(evt);
   });
   // Drag down (on the grip or the header) to close.
   function start(evt) {
@@ -464,10 +515,66 @@ function setupSheet() {
 
 // ------------------------------------------------------------------ messages
 
+// The source panel of each answer's message element.
+var panelOf = new WeakMap();
+
+// A superscript (focusable; Enter, Space or a click): its row in the panel, opened,
+// scrolled into view, focused and briefly highlighted.
+function showCitedSource(sup) {
+  var msg = sup.closest(".msg");
+  var panel = msg ? panelOf.get(msg) : null;
+  if (!panel || panel.root.hidden) return;
+  var raw = sup.getAttribute("data-raw-id");
+  var row = null;
+  Array.prototype.forEach.call(panel.list.children, function (node) {
+    if (node.getAttribute("data-raw-id") === raw) row = node;
+  });
+  if (!row) return;
+  openPanel(panel);
+  row.classList.add("is-active");
+  setTimeout(function () {
+    row.classList.remove("is-active");
+  }, 1000);
+  row.scrollIntoView({ block: "nearest" });
+  row.focus();
+}
+
+function setupCitations() {
+  var box = $("messages");
+  box.addEventListener("click", function (evt) {
+    var sup = evt.target && evt.target.closest ? evt.target.closest("sup.g-cite") : null;
+    if (sup) showCitedSource(sup);
+  });
+  box.addEventListener("keydown", function (evt) {
+    var sup = evt.target && evt.target.matches && evt.target.matches("sup.g-cite") ? evt.target : null;
+    if (sup && (evt.key === "Enter" || evt.key === " ")) {
+      evt.preventDefault();
+      showCitedSource(sup);
+    }
+  });
+}
+
+// The list follows the newest answer until the user scrolls up; scrolling back to the
+// bottom (or sending a question) follows again.
+var follow = { on: true, top: 0 };
+
 function scrollToEnd(force) {
   var box = $("messages");
-  var near = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
-  if (force || near) box.scrollTop = box.scrollHeight;
+  if (force) follow.on = true;
+  if (!follow.on) return;
+  box.scrollTop = box.scrollHeight;
+  follow.top = box.scrollTop;
+}
+
+function setupFollow() {
+  var box = $("messages");
+  box.addEventListener("scroll", function () {
+    var gap = box.scrollHeight - box.scrollTop - box.clientHeight;
+    if (gap < 24) follow.on = true;
+    else if (box.scrollTop < follow.top - 4) follow.on = false;
+    follow.top = Math.min(follow.top, box.scrollTop);
+    if (follow.on) follow.top = box.scrollTop;
+  });
 }
 
 function addUserMessage(text) {
@@ -485,63 +592,21 @@ function addBotMessage(statusText) {
   var tail = el("div", "answer-tail");
   text.appendChild(blocks);
   text.appendChild(tail);
-  var status = el("div", "answer-status", statusText === undefined ? "正在检索资料…" : statusText);
+  var status = el("div", "answer-status", statusText === undefined ? TEXT.searching : statusText);
   status.setAttribute("role", "status");
   bubble.appendChild(text);
   bubble.appendChild(status);
   msg.appendChild(bubble);
   var panel = createPanel();
+  panelOf.set(msg, panel);
   msg.appendChild(panel.root);
   $("messages").appendChild(msg);
   scrollToEnd(true);
   return { root: msg, bubble: bubble, text: text, blocks: blocks, tail: tail, status: status, panel: panel, reasoning: null };
 }
 
-// Every error the user can see, in Chinese: the server's and the model provider's
-// messages are English (Dify's wording), so they are mapped by code and status and
-// only shown as they are when they are Chinese.
-var ERROR_CODES = {
-  network_error: "无法连接服务，请检查网络后重试",
-  stream_interrupted: "回答中断，请检查网络后重试",
-  timeout: "请求超时，请稍后重试",
-  not_event_stream: "服务返回的内容无法识别，请稍后重试",
-  frame_too_large: "服务返回的数据异常，请稍后重试",
-  invalid_param: "请求参数有误，请刷新页面后重试",
-  request_too_large: "问题太长了，请精简后再试",
-  unauthorized: "API Key 无效或无权访问，请检查身份设置",
-  not_found: "对话不存在或已过期，请开始新对话",
-  method_not_allowed: "服务不支持此请求，请刷新页面后重试",
-  bad_request: "请求有误，请刷新页面后重试",
-  completion_request_error: "模型服务暂时不可用，请稍后重试",
-  provider_not_initialize: "模型服务未配置，请联系管理员",
-  provider_quota_exceeded: "模型服务额度已用完，请联系管理员",
-  model_currently_not_support: "当前模型不可用，请联系管理员",
-  internal_server_error: "服务内部错误，请稍后重试",
-  http_error: "服务暂时不可用，请稍后重试",
-  stream_error: "回答数据异常，请稍后重试",
-};
-
-function isChinese(text) {
-  return /[\u4e00-\u9fff]/.test(text) && !/[A-Za-z]{3,}/.test(text);
-}
-
-function errorText(err) {
-  if (!err) return "出错了，请稍后重试";
-  var status = err.status;
-  if (status === 401 || status === 403) return "出错了：" + ERROR_CODES.unauthorized;
-  if (status === 429) return "出错了：请求过于频繁，请稍后再试";
-  if (err.code === "network_error" || err.name === "TypeError") return ERROR_CODES.network_error;
-  var known = err.code && Object.prototype.hasOwnProperty.call(ERROR_CODES, err.code) ? ERROR_CODES[err.code] : "";
-  if (known) return "出错了：" + known;
-  var message = err.message ? String(err.message) : "";
-  if (message && isChinese(message)) return "出错了：" + message;
-  if (status >= 500) return "出错了：服务暂时不可用，请稍后重试";
-  if (status >= 400) return "出错了：请求未被接受，请稍后重试";
-  return "出错了，请稍后重试";
-}
-
 function retryButton(query, label) {
-  var button = el("button", "answer-retry", label || "重试");
+  var button = el("button", "answer-retry", label || TEXT.retry);
   button.type = "button";
   button.addEventListener("click", function () {
     if (state.busy) {
@@ -560,14 +625,14 @@ function retryButton(query, label) {
 
 // After a failed send: give the question back to the input (unless the user is already
 // typing another one) and add a 重试 button that sends it again.
-function offerRetry(view, query, error, gotText) {
+function offerRetry(view, query, error, gotText, label) {
   var input = $("input");
   if (!gotText && !input.value.trim()) {
     input.value = query;
     input.dispatchEvent(new Event("input"));
   }
   if (error && (error.status === 401 || error.status === 403)) return;
-  var button = retryButton(query);
+  var button = retryButton(query, label);
   button.addEventListener("click", function () {
     if (button.parentNode) button.parentNode.removeChild(button);
   });
@@ -578,15 +643,15 @@ function offerRetry(view, query, error, gotText) {
 // Copy and retry under a finished answer.
 function addActions(view, query, segments) {
   var bar = el("div", "answer-actions");
-  var copy = el("button", "answer-copy", "复制");
+  var copy = el("button", "answer-copy", TEXT.copy);
   copy.type = "button";
-  copy.setAttribute("aria-label", "复制回答");
+  copy.setAttribute("aria-label", "复制回答和来源");
   copy.addEventListener("click", function () {
-    var text = copyText(segments);
+    var text = copyText(segments, view.panel.items);
     var done = function () {
-      copy.textContent = "已复制";
+      copy.textContent = TEXT.copied;
       setTimeout(function () {
-        copy.textContent = "复制";
+        copy.textContent = TEXT.copy;
       }, 1500);
     };
     if (navigator.clipboard && navigator.clipboard.writeText) {
@@ -599,7 +664,7 @@ function addActions(view, query, segments) {
       done();
     }
   });
-  var again = retryButton(query, "重新回答");
+  var again = retryButton(query, TEXT.regenerate);
   again.className = "answer-regenerate";
   again.setAttribute("aria-label", "重新回答这个问题");
   bar.appendChild(copy);
@@ -731,22 +796,23 @@ function ask(query) {
       if (result.conversationId) remember(result.conversationId);
       if (result.panel) renderPanel(view.panel, result.panel);
     }
-    if (verification) applyVerification(view.root, verification, metadata);
+    applyVerification(view, verification, metadata);
     view.status.classList.remove("is-error", "is-incomplete");
     if (aborted) {
       view.status.hidden = false;
-      view.status.textContent = "已停止生成";
+      view.status.textContent = gotText ? TEXT.stoppedPartial : TEXT.stopped;
+      offerRetry(view, query, null, gotText, TEXT.regenerate);
     } else if (error) {
       view.status.textContent = errorText(error);
       view.status.classList.add("is-error");
       offerRetry(view, query, error, gotText);
     } else if (incomplete) {
       view.root.setAttribute("data-incomplete", "true");
-      view.status.textContent = "回答不完整：连接在回答结束前中断";
+      view.status.textContent = TEXT.incomplete;
       view.status.classList.add("is-incomplete");
       offerRetry(view, query, null, gotText);
     } else if (!gotText) {
-      view.status.textContent = "（没有回答内容）";
+      view.status.textContent = TEXT.empty;
     } else {
       view.status.hidden = true;
     }
@@ -778,7 +844,7 @@ function ask(query) {
         if (chunk && chunk.id !== undefined) metadata.set(String(chunk.id), chunk);
       });
       answer.setMetadata(metadata);
-      if (!gotText) view.status.textContent = "正在生成回答…";
+      if (!gotText) view.status.textContent = TEXT.generating;
       livePanel();
     },
     onSegments: function (segments) {
@@ -865,7 +931,7 @@ function restoreConversation() {
       var messages = (parts[0] && parts[0].data) || [];
       var byMessage = new Map();
       ((parts[1] && parts[1].data) || []).forEach(function (entry) {
-        if (entry && entry.message_id) byMessage.set(String(entry.message_id), entry.chunk_metadata || []);
+        if (entry && entry.message_id) byMessage.set(String(entry.message_id), entry);
       });
       if (!messages.length) return false;
       state.conversationId = id;
@@ -883,7 +949,8 @@ function restoreConversation() {
   );
 }
 
-function restoreMessage(message, chunks) {
+function restoreMessage(message, entry) {
+  var chunks = entry && entry.chunk_metadata;
   var question = typeof message.query === "string" ? message.query : "";
   if (question) addUserMessage(question);
   var view = addBotMessage("");
@@ -897,11 +964,12 @@ function restoreMessage(message, chunks) {
   var segments = parser.feed(text).concat(parser.close());
   renderWhole(view, segments, metadata);
   renderPanel(view.panel, buildPanel(parser.citations, metadata));
+  applyVerification(view, verificationOf(entry || null), metadata);
   if (message.failed || message.status === "error") {
     view.status.textContent = "这条回答当时没有完成";
     view.status.classList.add("is-incomplete");
   } else if (message.gcite_status === "stopped") {
-    view.status.textContent = "已停止生成";
+    view.status.textContent = TEXT.stopped;
   } else {
     view.status.hidden = true;
   }
@@ -963,7 +1031,7 @@ function setupIdentity() {
       state.conversationId = "";
       storageSet("gcite.identity", chosen.label);
       showIdentityHint(chosen);
-      addDivider("已切换身份：" + chosen.label + "（新对话）");
+      addDivider(TEXT.identitySwitched.replace("{label}", chosen.label));
     });
   } else {
     var input = $("api-key");
@@ -992,6 +1060,20 @@ function setupSuggestions() {
 
 function setupComposer() {
   var input = $("input");
+  var hint = $("input-hint");
+  var max = Number(input.getAttribute("maxlength")) || 2000;
+  // A paste longer than the limit is cut by the browser: say so.
+  input.addEventListener("paste", function (evt) {
+    var pasted = evt.clipboardData ? evt.clipboardData.getData("text") : "";
+    var kept = input.value.length - (input.selectionEnd - input.selectionStart);
+    if (kept + pasted.length > max) {
+      hint.textContent = "问题最多 " + max + " 个字，粘贴的内容超出的部分（" + (kept + pasted.length - max) + " 个字）没有放进输入框";
+      hint.hidden = false;
+    }
+  });
+  input.addEventListener("input", function () {
+    if (!hint.hidden && input.value.length < max) hint.hidden = true;
+  });
   function grow() {
     input.style.height = "auto";
     input.style.height = Math.min(input.scrollHeight + 2, 120) + "px";
@@ -1039,6 +1121,8 @@ function init() {
   state.user = endUserId();
   setupSheet();
   setupComposer();
+  setupFollow();
+  setupCitations();
   $("new-chat").addEventListener("click", newConversation);
   loadConfig().then(function (config) {
     state.config = {

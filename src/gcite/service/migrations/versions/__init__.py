@@ -1,0 +1,1 @@
+"""Alembic revisions of the conversation store, append-only (one module per revision)."""

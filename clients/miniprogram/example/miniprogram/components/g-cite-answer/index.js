@@ -17,11 +17,30 @@
  * support for; superseded: true when a new question replaced the answer).
  *
  * status: idle | waiting | generating | done | empty | stopped | error | incomplete
+ *
+ * Rendering is batched like the H5 page's: the stream's callbacks only record
+ * what changed; one setData per frame (the scheduler's tick, FRAME_MS by
+ * default) renders it, so the work per delta does not grow with the answer.
+ * Tests inject their own scheduler with setScheduler({later, cancel}).
  */
 var client = require('./lib/gcite-client/index.js');
 var view = require('./view.js');
 
 var CLOSE_DRAG_PX = 80; // drag the sheet down this far to close it
+var FRAME_MS = 16; // one render per frame at most while an answer streams
+var TEXT = client.TEXT;
+
+/** The default scheduler: a timer one frame away. */
+function frameScheduler() {
+  return {
+    later: function (fn) {
+      return setTimeout(fn, FRAME_MS);
+    },
+    cancel: function (handle) {
+      clearTimeout(handle);
+    },
+  };
+}
 
 Component({
   options: { addGlobalClass: false },
@@ -48,6 +67,8 @@ Component({
     statusText: '',
     busy: false,
     canRetry: false,
+    retryText: '重试',
+    weakLegend: '',
     incomplete: false,
     panelRows: [],
     panelOpen: false,
@@ -62,6 +83,9 @@ Component({
       this._seq = 0;
       this._task = null;
       this._panel = [];
+      this._scheduler = this._scheduler || frameScheduler();
+      this._timer = null;
+      this._pending = null;
       if (this.data.autostart && this.data.query) this.ask(this.data.query);
     },
     detached: function () {
@@ -70,6 +94,14 @@ Component({
   },
 
   methods: {
+    /**
+     * Use `scheduler` ({later(fn) -> handle, cancel(handle)}) for the batched
+     * renders (tests drive the frames themselves).
+     */
+    setScheduler: function (scheduler) {
+      this._scheduler = scheduler;
+    },
+
     /**
      * Ask `query` (default: the query property). A running answer is superseded:
      * its callbacks are cut off first (nothing it still delivers reaches the new
@@ -84,7 +116,10 @@ Component({
       if (seq !== this._seq) return; // a finish listener asked another question
       this._query = q;
       var self = this;
+      this._cancelRender();
       this._segments = [];
+      this._reasoningRaw = '';
+      this._dirty = { md: false, reasoning: false, panel: false, replaced: false };
       this._metadata = new Map(); // chunkMetadataMap, new for every answer (seed §3.3)
       this._citations = [];
       this._seen = new Set();
@@ -103,9 +138,11 @@ Component({
         reasoning: '',
         reasoningOpen: false,
         status: 'waiting',
-        statusText: '正在检索资料…',
+        statusText: TEXT.searching,
         busy: true,
         canRetry: false,
+        retryText: TEXT.retry,
+        weakLegend: '',
         incomplete: false,
         panelRows: [],
         panelOpen: false,
@@ -195,46 +232,95 @@ Component({
     _onMetadata: function (chunks) {
       this._metadata = client.chunkMap(chunks);
       var patch = { status: 'generating' };
-      if (!this._gotText) patch.statusText = '正在生成回答…';
-      this._livePanel(patch);
+      if (!this._gotText) patch.statusText = TEXT.generating;
+      this._dirty.panel = true;
+      this._queue(patch);
     },
 
     _onSegments: function (segments) {
       if (!segments || segments.length === 0) return;
-      this._segments = client.mergeText(this._segments.concat(segments));
-      var changed = this._note(segments);
-      var patch = { reasoning: view.reasoningText(this._segments), status: 'generating' };
-      if (this._replaced !== null) {
-        // After message_replace the answer is rendered whole on every change.
-        this._replaced = this._replaced.concat(segments);
-        this._wholeAnswer(patch, this._replaced);
-      } else {
-        this._md.push(segments);
-        var u = this._md.update();
-        if (u.changed) {
-          this._appendBlocks(patch, u.commit);
-          patch.tail = client.toRichTextNodes(u.tail);
+      for (var k = 0; k < segments.length; k++) {
+        if (segments[k] !== null && typeof segments[k] === 'object' && typeof segments[k].reasoning === 'string') {
+          this._reasoningRaw += segments[k].reasoning;
+          this._dirty.reasoning = true;
         }
       }
-      if (!this._gotText && (this._blockCount > 0 || (patch.tail && patch.tail.length > 0))) {
-        this._gotText = true;
-        patch.statusText = '';
+      if (this._note(segments)) this._dirty.panel = true;
+      if (this._replaced !== null) {
+        // After message_replace the answer is rendered whole at the next frame.
+        this._replaced = this._replaced.concat(segments);
+        this._dirty.replaced = true;
+      } else {
+        this._md.push(segments);
+        this._dirty.md = true;
       }
-      if (changed) this._livePanel(patch);
-      else this.setData(patch);
+      this._queue({ status: 'generating' });
     },
 
     _onReplace: function (segments) {
       // message_replace (output moderation): the answer so far is replaced.
       this._segments = client.mergeText((segments || []).slice());
       this._replaced = this._segments.slice();
+      this._reasoningRaw = client.splitReasoning(this._segments).reasoning;
       this._citations = [];
       this._seen = new Set();
       this._note(this._segments);
       this._gotText = true;
-      var patch = { reasoning: view.reasoningText(this._segments), statusText: '' };
-      this._wholeAnswer(patch, this._replaced);
-      this._livePanel(patch);
+      this._dirty = { md: false, reasoning: true, panel: true, replaced: true };
+      this._queue({ statusText: '' });
+    },
+
+    // Merge `patch` into the next render and make sure one is scheduled.
+    _queue: function (patch) {
+      var pending = this._pending || (this._pending = {});
+      for (var key in patch) pending[key] = patch[key];
+      if (this._timer !== null) return;
+      var self = this;
+      var seq = this._seq;
+      this._timer = this._scheduler.later(function () {
+        self._timer = null;
+        if (seq === self._seq && !self._finished) self._flush();
+      });
+    },
+
+    _cancelRender: function () {
+      if (this._timer !== null && this._timer !== undefined) this._scheduler.cancel(this._timer);
+      this._timer = null;
+      this._pending = null;
+    },
+
+    // One render: what changed since the last one, in one setData.
+    _flush: function () {
+      var patch = this._takePending();
+      if (Object.keys(patch).length > 0) this.setData(patch);
+    },
+
+    // The pending patch with the recorded changes rendered into it.
+    _takePending: function () {
+      var patch = this._pending || {};
+      this._pending = null;
+      var dirty = this._dirty;
+      if (dirty.replaced) this._wholeAnswer(patch, this._replaced);
+      else if (dirty.md && this._md) {
+        var u = this._md.update();
+        if (u.changed) {
+          this._appendBlocks(patch, u.commit);
+          patch.tail = client.toRichTextNodes(u.tail);
+        }
+      }
+      if (dirty.reasoning) patch.reasoning = client.reasoningDisplay(this._reasoningRaw);
+      if (!this._gotText && (this._blockCount > 0 || (patch.tail && patch.tail.length > 0))) {
+        this._gotText = true;
+        patch.statusText = '';
+      }
+      if (dirty.panel) {
+        // Without chunk_metadata (an older Dify without node_finished) the rows wait for
+        // message_end's retriever_resources (seed §3.4), so no placeholder rows flash up.
+        this._panel = this._metadata.size > 0 ? client.buildPanel(this._citations, this._metadata) : [];
+        patch.panelRows = view.panelRows(this._panel);
+      }
+      this._dirty = { md: false, reasoning: false, panel: false, replaced: false };
+      return patch;
     },
 
     // Append committed top-level blocks (each sent once, by path).
@@ -280,21 +366,15 @@ Component({
       return changed;
     },
 
-    // The panel while the answer streams. Without chunk_metadata (an older Dify
-    // without node_finished) the rows wait for message_end's retriever_resources
-    // (seed §3.4), so no placeholder rows flash up.
-    _livePanel: function (patch) {
-      this._panel = this._metadata.size > 0 ? client.buildPanel(this._citations, this._metadata) : [];
-      patch.panelRows = view.panelRows(this._panel);
-      this.setData(patch);
-    },
-
     _finish: function (result, seq) {
       if (seq !== this._seq || this._finished) return;
       this._finished = true;
       this._task = null;
+      if (this._timer !== null) this._scheduler.cancel(this._timer);
+      this._timer = null;
       var error = result && result.error ? result.error : null;
-      var patch = { busy: false };
+      var patch = this._dirty ? this._takePending() : {};
+      patch.busy = false;
       var incompleteStream = Boolean(error) || !this._sawEnd;
       if (this._replaced === null && this._md) {
         // What is left, rendered as final; a dangling "[C:" of a broken stream is dropped.
@@ -307,6 +387,7 @@ Component({
         this._gotText = this._gotText || this._blockCount > 0;
       }
       if (result && Array.isArray(result.segments)) patch.reasoning = view.reasoningText(result.segments);
+      if (!this._gotText && this._replaced !== null) this._gotText = true;
       if (result && Array.isArray(result.panel)) {
         // The final panel: chunk_metadata, or message_end.metadata.retriever_resources (seed §3.4).
         this._panel = result.panel;
@@ -319,17 +400,18 @@ Component({
       if (weak.length > 0) {
         this._markWeak(patch, weak);
         patch.panelRows = view.panelRows(this._panel, weak);
+        patch.weakLegend = TEXT.weakLegend;
       }
       var status;
       if (error && error.code === 'aborted') {
         status = 'stopped';
-        patch.statusText = this._gotText ? '已停止生成，回答不完整' : '已停止生成';
+        patch.statusText = this._gotText ? TEXT.stoppedPartial : TEXT.stopped;
       } else if (error) {
         status = 'error';
-        patch.statusText = (this._gotText ? '回答未完成：' : '') + view.errorText(error);
+        patch.statusText = (this._gotText ? TEXT.unfinished : '') + client.errorText(error);
       } else if (!this._gotText) {
         status = 'empty';
-        patch.statusText = '（没有回答内容）';
+        patch.statusText = TEXT.empty;
       } else if (!this._sawEnd) {
         status = 'incomplete';
         patch.statusText = '回答可能不完整：服务没有发送结束信号';
@@ -338,6 +420,7 @@ Component({
         patch.statusText = '';
       }
       patch.status = status;
+      patch.retryText = status === 'stopped' ? TEXT.regenerate : TEXT.retry;
       patch.incomplete = status === 'stopped' || status === 'incomplete' || (status === 'error' && this._gotText);
       patch.canRetry = status === 'stopped' || status === 'incomplete' ||
         (status === 'error' && !(error.status === 401 || error.status === 403) && error.code !== 'config');
@@ -447,7 +530,7 @@ Component({
       wx.setClipboardData({
         data: sheet.url,
         success: function () {
-          wx.showToast({ title: '链接已复制', icon: 'none' });
+          wx.showToast({ title: TEXT.linkCopied, icon: 'none' });
         },
       });
     },

@@ -71,7 +71,7 @@ var SUPPORT_ID = 'g-cite-support';
 /** Header colours of the sheet by source type, mobile seed §5.3. */
 var SHEET_COLORS = {
   rag: { background: '#eff6ff', color: '#2563eb' },
-  web: { background: '#f0fdf4', color: '#16a34a' },
+  web: { background: '#f0fdf4', color: '#15803d' },
 };
 
 /** Tag names the answer's rich-text nodes may use (a subset of rich-text's whitelist). */
@@ -86,59 +86,40 @@ var RICH_TEXT_ATTRS = ['class', 'style', 'start'];
 /**
  * The reasoning of an answer (parser `{reasoning}` segments from a leading
  * <think> block, citation-markers.md §4a): shown apart, collapsed, never in
- * the answer text.
+ * the answer text; markers removed (the client's reasoningDisplay).
  * @param {Array<object>} segments
  * @returns {string}
  */
 function reasoningText(segments) {
-  var out = '';
-  var list = Array.isArray(segments) ? segments : [];
-  for (var k = 0; k < list.length; k++) {
-    if (list[k] !== null && typeof list[k] === 'object' && typeof list[k].reasoning === 'string') out += list[k].reasoning;
-  }
-  // Markers in reasoning are not citations (spec §4a); they are not shown either,
-  // nor the start of one at the end of a reasoning still streaming.
-  out = client.stripMarkers(out).replace(/[\[【［][ \u3000]*(?:[CcＣｃ][ \u3000]*(?:[:：][ \u3000\d０-９,，、;；\-–~～]*)?)?$/, '');
-  return out.trim();
+  return client.reasoningDisplay(client.splitReasoning(segments).reasoning);
 }
 
 /** "rag" or "web" (anything but "web" is the knowledge base). */
-function sourceType(chunk) {
-  return chunk !== null && typeof chunk === 'object' && chunk.source_type === 'web' ? 'web' : 'rag';
-}
-
-/** The chunk's original link as given: `url`, else `source_file_url`, else "". */
-function rawUrl(chunk) {
-  if (chunk === null || typeof chunk !== 'object') return '';
-  var u = typeof chunk.url === 'string' && chunk.url.trim() !== '' ? chunk.url : chunk.source_file_url;
-  return typeof u === 'string' ? u.trim() : '';
-}
+var sourceType = client.sourceTypeOf;
 
 /**
- * Panel rows for the WXML (seed §5.1/§5.2), in the panel's order (the idMap's).
+ * Panel rows for the WXML (seed §5.1/§5.2), in the panel's order (the idMap's):
+ * the client's sourceRows (title, subtitle, the segment hint of same-looking
+ * rows, accessible label) plus the icon.
  * @param {Array<{idx: number, rawId: string, chunk: (object|null)}>} panel buildPanel()
  * @param {Array<string>} [weak] raw ids of weakly supported citations (verification.js weakIds)
- * @returns {Array<{idx: number, rawId: string, type: string, icon: string, title: string, subtitle: string, weak: boolean}>}
+ * @returns {Array<{idx: number, rawId: string, type: string, icon: string, title: string, subtitle: string, hint: string, label: string, weak: boolean}>}
  */
 function panelRows(panel, weak) {
-  var weakSet = new Set((weak || []).map(String));
-  var rows = [];
-  var list = Array.isArray(panel) ? panel : [];
-  for (var k = 0; k < list.length; k++) {
-    var row = list[k];
-    if (row === null || typeof row !== 'object') continue;
-    var type = sourceType(row.chunk);
-    rows.push({
-      idx: row.idx,
-      rawId: String(row.rawId),
-      type: type,
-      icon: type === 'web' ? 'globe' : 'file',
-      title: client.titleOf(row),
-      subtitle: client.subtitleOf(row.chunk),
-      weak: weakSet.has(String(row.rawId)),
-    });
-  }
-  return rows;
+  var list = Array.isArray(panel) ? panel.filter(function (r) { return r !== null && typeof r === 'object'; }) : [];
+  return client.sourceRows(list, weak).map(function (r) {
+    return {
+      idx: r.idx,
+      rawId: r.rawId,
+      type: r.type,
+      icon: r.type === 'web' ? 'globe' : 'file',
+      title: r.title,
+      subtitle: r.subtitle,
+      hint: r.hint,
+      label: r.label + (r.weak ? '（' + client.WEAK_SUPPORT_TEXT + '）' : ''),
+      weak: r.weak,
+    };
+  });
 }
 
 /** The host of an http(s) URL, lower case ("" when there is none). */
@@ -195,7 +176,7 @@ function officeType(url) {
  * report (`options.report`, message_end.metadata.gcite_verification) the
  * supporting sentence is its own part, highlighted, with the id `supportId`
  * the sheet scrolls to; a weakly supported citation gets `weak` and the line
- * `weakText` ("该来源未能直接支持这句话"). Shared with the H5 page through the
+ * `weakText` (the client's WEAK_SUPPORT_TEXT). Shared with the H5 page through the
  * client's verification.js.
  *
  * @param {{idx: number, rawId: string, chunk: (object|null)}} row a panel row
@@ -204,37 +185,37 @@ function officeType(url) {
  */
 function sheetModel(row, options) {
   var opts = options || {};
+  var base = client.sourceSheet(row || { rawId: '', chunk: null });
   var chunk = row && row.chunk !== null && typeof row.chunk === 'object' ? row.chunk : null;
-  var type = sourceType(chunk);
-  var given = rawUrl(chunk);
-  var url = client.safeUrl(given) || '';
-  var office = type === 'rag' && url !== '' ? officeType(url) : '';
+  var type = base.type;
+  var url = base.url || '';
+  var office = base.office ? officeType(url) : '';
   var action = 'none';
-  var hint = '';
+  var hint = base.linkHint;
   if (url === '') {
-    hint = given !== '' ? '原文链接不是网页地址，无法打开' : '该来源没有原文链接';
+    action = 'none';
   } else if (office !== '') {
     action = 'document';
   } else if (opts.webViewPage && webViewAllowed(url, opts.webViewDomains)) {
     action = 'webview';
   } else {
     action = 'copy';
-    hint = '该网页的域名不在小程序的业务域名中，无法在小程序内打开；可复制链接后在浏览器中查看。';
+    hint = client.TEXT.webNotice;
   }
   var colors = SHEET_COLORS[type];
   var content = chunk !== null && typeof chunk.content === 'string' ? chunk.content : '';
-  var shown = content.trim() !== '' ? content : '（该来源没有可显示的正文片段）';
+  var shown = content.trim() !== '' ? client.sheetText(content) : base.content;
   var support = client.chunkSupport(opts.report || null, row ? row.rawId : '', content);
-  var span = shown === content ? support.span : null;
+  var span = content.trim() !== '' ? support.span : null;
   return {
     rawId: String(row ? row.rawId : ''),
     idx: row ? row.idx : 0,
     type: type,
     icon: type === 'web' ? 'globe' : 'file',
-    tag: type === 'web' ? '公网' : '知识库',
+    tag: base.tag,
     headStyle: 'background:' + colors.background + ';color:' + colors.color + ';',
-    title: client.titleOf(row || { rawId: '', chunk: null }),
-    subtitle: client.subtitleOf(chunk),
+    title: base.title,
+    subtitle: base.subtitle,
     content: shown,
     parts: client.supportParts(shown, span),
     supportId: span ? SUPPORT_ID : '',
@@ -243,30 +224,14 @@ function sheetModel(row, options) {
     weakText: support.weak ? client.WEAK_SUPPORT_TEXT : '',
     url: url,
     action: action,
-    buttonText: action === 'copy' ? '复制链接' : '完整原文',
+    buttonText: action === 'copy' ? client.TEXT.copyLink : client.TEXT.openOriginal,
     buttonDisabled: action === 'none',
     hint: hint,
     office: office !== '',
     officeType: office,
-    officeNotice: office !== '' ? '原文是 Office / PDF 文件，将下载后用微信内置的文档查看器打开。' : '',
+    officeNotice: office !== '' ? base.notice : '',
+    label: base.tag + '来源 ' + (row ? row.idx : '') + '：' + base.title,
   };
-}
-
-/**
- * Chinese text for an error of the client (`{code, status, message}`).
- * @param {{code?: string, status?: number, message?: string}|null} err
- * @returns {string}
- */
-function errorText(err) {
-  if (!err) return '出错了，请稍后重试';
-  if (err.status === 401 || err.status === 403) return 'API Key 无效或无权访问，请检查身份设置';
-  if (err.status === 429) return '请求过于频繁，请稍后再试';
-  if (err.code === 'network_error') return '无法连接服务，请检查网络后重试';
-  if (err.code === 'stream_interrupted') return '回答中断，请检查网络后重试';
-  if (err.code === 'timeout') return '请求超时，请稍后重试';
-  if (err.code === 'aborted') return '已停止生成';
-  var message = err.message ? String(err.message) : '';
-  return '出错了：' + (message || '请稍后重试');
 }
 
 module.exports = {
@@ -284,6 +249,5 @@ module.exports = {
   sourceType: sourceType,
   webViewAllowed: webViewAllowed,
   officeType: officeType,
-  errorText: errorText,
   hostOf: hostOf,
 };

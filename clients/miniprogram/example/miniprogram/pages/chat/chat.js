@@ -6,6 +6,7 @@
  * in WeChat and in miniprogram-simulate. Settings: ../../config.js.
  */
 var config = require('../../config.js');
+var client = require('../../components/g-cite-answer/lib/gcite-client/index.js');
 
 function userId() {
   var id = '';
@@ -128,7 +129,7 @@ Component({
       this.stop();
       var patch = { identityIndex: index, conversationId: '' };
       if (this.data.messages.length) {
-        patch.messages = this.data.messages.concat([{ id: this._next++, role: 'divider', text: '已切换身份：' + identity.label + '（新对话）' }]);
+        patch.messages = this.data.messages.concat([{ id: this._next++, role: 'divider', text: client.TEXT.identitySwitched.replace('{label}', identity.label) }]);
       }
       this.setData(patch);
     },

@@ -1,9 +1,10 @@
 """The WebSource contract: one suite every web source passes (haystack style).
 
-A test module subclasses :class:`WebSourceContract` and provides the ``source`` fixture
-(a fresh source, closed by the fixture) and ``query`` (a question the source can
-answer). Nothing here knows the provider: the payload is only ever read by the merge
-node, exactly as the chatflow does.
+Subclass :class:`WebSourceContract` in a pytest module (pytest-asyncio in auto mode) and
+provide two fixtures: ``source`` (a fresh source, closed by the fixture) and ``query``
+(a question the source can answer). Nothing here knows the provider: the payload is
+only ever read by the merge node, exactly as the chatflow does. Needs pytest (the
+``testing`` extra).
 """
 
 from __future__ import annotations
@@ -43,3 +44,6 @@ class WebSourceContract:
     async def test_aclose_is_idempotent(self, source: Any) -> None:
         await source.aclose()
         await source.aclose()
+
+
+__all__ = ["WebSourceContract", "web_chunks"]

@@ -1,8 +1,16 @@
-"""Builders of small real documents (md/txt/html/pdf/docx) for the knowledge tests."""
+"""The contract corpus: small real documents (md/txt/html/pdf/docx) and their manifest.
+
+:func:`write_mixed` writes one file of each supported format (plus broken, hidden and
+unsupported ones) and :data:`MANIFEST` adds metadata and roles; ingested as
+:data:`DATASET` they are the knowledge base the store contract
+(:mod:`gcite.testing.store_contract`) searches. Needs python-docx (a gcite dependency),
+not pytest.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def minimal_pdf(text: str) -> bytes:
@@ -90,11 +98,17 @@ def write_mixed(root: Path) -> None:
     (root / ".hidden.md").write_text("# hidden\n\nskipped", encoding="utf-8")
 
 
-MANIFEST = {
-    "dataset_name": "园区制度库",
+DATASET = "园区制度库"
+"""The dataset the contract corpus is ingested as (the manifest's ``dataset_name``)."""
+
+MANIFEST: dict[str, Any] = {
+    "dataset_name": DATASET,
     "documents": {
         "elevator.txt": {"document_title": "电梯维保规程", "access_roles": ["运维工程师"]},
         "parking.html": {"source_file_url": "https://kb.example.com/parking.html", "year": 2019},
         "water.docx": {"access_roles": None, "effective": "2023-06-01"},
     },
 }
+
+
+__all__ = ["DATASET", "MANIFEST", "minimal_pdf", "write_docx", "write_mixed"]

@@ -1,9 +1,12 @@
 """The KnowledgeStore contract: one suite every store implementation passes (haystack style).
 
-A test module subclasses :class:`KnowledgeStoreContract` and provides the ``store``
-fixture (a store holding :func:`tests.knowledge.docs.write_mixed` ingested with
-``MANIFEST`` as dataset 园区制度库) and ``reopen`` (a function opening another handle on
-the same knowledge base). Nothing here knows which Qdrant runs underneath.
+Subclass :class:`KnowledgeStoreContract` in a pytest module and provide two fixtures:
+
+- ``store``: an open store holding the contract corpus (:func:`gcite.testing.corpus.write_mixed`
+  ingested with :data:`~gcite.testing.corpus.MANIFEST` as dataset :data:`DATASET`);
+- ``reopen``: a function opening another handle on the same knowledge base.
+
+Nothing here knows which index runs underneath. Needs pytest (the ``testing`` extra).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import pytest
 
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge import KnowledgeStore
+from gcite.testing.corpus import DATASET
 
-DATASET = "园区制度库"
 RESTRICTED = {"电梯维保规程": "运维工程师", "园区消防巡查制度": "安保主管"}
 
 
@@ -107,3 +110,6 @@ class KnowledgeStoreContract:
         with pytest.raises(StoreError):
             other.search("停车", roles=None)
         assert store.search("停车", roles=None)  # the shared handle stays open for others
+
+
+__all__ = ["DATASET", "RESTRICTED", "KnowledgeStoreContract"]

@@ -1,0 +1,164 @@
+"""``gcite eval 问题.jsonl``: evaluate answers on a question set (``docs/eval.md``).
+
+Each question of the JSONL file (:mod:`gcite.eval.questions`) is asked - in this process
+on a local knowledge base (default; ``--data-dir`` / ``--config``, or ``--demo`` for the
+bundled sample data), or through a running gcite / Dify service (``--url`` / ``--key``) -
+and judged (:mod:`gcite.eval.scoring`). Progress goes to stderr, the figures to stdout;
+``--json`` and ``--html`` write the full report (written atomically). Exit status 0 when
+the run completed (whatever the figures), 1 when the target could not be used, 2 for
+usage errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from gcite.config import load_settings
+
+
+def _summary_lines(summary: dict[str, Any]) -> list[str]:
+    from gcite.eval.report import HEADLINES
+
+    def fmt(entry: dict[str, Any]) -> str:
+        if not entry["of"]:
+            return "—（无此类问题）"
+        return f"{entry['n']}/{entry['of']}（{entry['share'] * 100:.0f}%）"
+
+    lines = [f"共 {summary['questions']} 题，答对或正确拒答 {fmt(summary['right'])}"]
+    lines += [f"{label}：{fmt(summary[key])}" for key, label, _ in HEADLINES]
+    latency = summary["latency_ms"]
+    if latency["median"] is not None:
+        lines.append(f"用时中位数 {latency['median']:.0f} 毫秒，P90 {latency['p90']:.0f} 毫秒")
+    if summary["errors"]:
+        lines.append(f"出错 {summary['errors']} 题")
+    return lines
+
+
+def _progress(err: TextIO, total: int) -> Any:
+    from gcite.eval.scoring import OUTCOMES, Verdict
+
+    def show(index: int, verdict: Verdict) -> None:
+        err.write(f"[{index + 1}/{total}] {verdict.id} {OUTCOMES[verdict.outcome]}\n")
+        err.flush()
+
+    return show
+
+
+@click.command(
+    "eval",
+    epilog="示例：\n\n"
+    "  gcite eval benchmarks/data/frozen/handbook.jsonl --demo --role 运维工程师 --role 安保主管 "
+    "--html report.html\n\n"
+    "  gcite eval 我的问题.jsonl --data-dir ./gcite-data --json out.json\n\n"
+    "  gcite eval 我的问题.jsonl --url http://127.0.0.1:8000 --key app-xxx --html report.html",
+)
+@click.argument("questions_file", metavar="问题文件", type=click.Path(path_type=Path))
+@click.option(
+    "--url", default=None, help="连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000"
+)
+@click.option(
+    "--key", envvar="GCITE_API_KEY", default="", help="配合 --url 的 API Key（或 $GCITE_API_KEY）"
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="本地模式的知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
+)
+@click.option("--demo", is_flag=True, help="本地模式使用内置示例数据（与 gcite demo 相同，离线）")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="角色",
+    help="本地模式下以这些角色提问（可重复）；问题行自带 roles 时以问题行为准",
+)
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="把完整结果写成 JSON 文件",
+)  # fmt: skip
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="把报告写成 HTML 文件（图表内嵌，无外部资源）",
+)  # fmt: skip
+@click.option("--quiet", "-q", is_flag=True, help="不在标准错误输出逐题进度")
+def eval_command(
+    questions_file: Path,
+    url: str | None,
+    key: str,
+    data_dir: Path | None,
+    config_file: Path | None,
+    demo: bool,
+    roles: tuple[str, ...],
+    json_path: Path | None,
+    html_path: Path | None,
+    quiet: bool,
+) -> None:
+    """评测：逐题提问并判分，输出答对率、拒答率、引用精确率、核验标记和用时。
+
+    问题文件为 JSONL，每行一个问题（格式见 docs/eval.md）。默认在本进程内对本地知识库
+    运行完整流程；用 --url 时改为通过 Dify 流式接口连接已运行的服务，角色由 API Key 决定。
+    """
+    from gcite.cli.ask import chat_url
+    from gcite.cli.export import _write_atomically
+    from gcite.eval.questions import load_questions
+    from gcite.eval.report import render_html, report_document
+    from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
+
+    if url is not None and (roles or demo or data_dir is not None):
+        raise click.UsageError(
+            "--role / --demo / --data-dir 只用于本地模式；连接服务时不能同时使用"
+        )
+    questions = load_questions(questions_file)
+    asker: Asker
+    if url is not None:
+        target: dict[str, Any] = {"mode": "remote", "url": url}
+        settings = load_settings({}, config_file=config_file)
+        asker = RemoteAsker(chat_url(url), key, timeout_s=settings.llm.timeout_s * 2)
+    else:
+        if demo:
+            from gcite.cli.demo import demo_settings, prepare_demo
+            from gcite.config import demo_data_dir
+
+            settings = demo_settings(data_dir or demo_data_dir())
+            prepare_demo(settings)
+        else:
+            settings = load_settings(
+                {"data_dir": str(data_dir) if data_dir else None}, config_file=config_file
+            )
+        target = {
+            "mode": "demo" if demo else "local",
+            "data_dir": str(settings.data_dir),
+            "roles": list(roles),
+        }
+        asker = LocalAsker(settings, roles)
+    progress = None if quiet else _progress(sys.stderr, len(questions))
+    verdicts = asyncio.run(run_questions(questions, asker, on_verdict=progress))
+    document = report_document(
+        verdicts,
+        target=target,
+        questions_file=str(questions_file),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    if json_path is not None:
+        _write_atomically(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+    if html_path is not None:
+        _write_atomically(html_path, render_html(document))
+    click.echo("\n".join(_summary_lines(document["summary"])))
+
+
+__all__ = ["eval_command"]

@@ -1,0 +1,105 @@
+"""The one way to reach the knowledge base of a configuration: search and management.
+
+:class:`KnowledgeAccess` is what the service (:class:`gcite.service.resources.Resources`),
+its Knowledge API and External Knowledge API, ``gcite ask``, ``gcite search``, ``gcite
+ingest`` and the management commands open the knowledge base with:
+
+- ``knowledge_url`` set (another gcite, or the knowledge process of ``gcite serve
+  --workers N``): :meth:`store` is a :class:`~gcite.knowledge.remote.RemoteStore` on its
+  ``/retrieval`` (with ``knowledge_key``) and :meth:`admin` a
+  :class:`~gcite.knowledge.remote_admin.RemoteAdmin` on its Knowledge API (with
+  ``knowledge_admin_key``, by default ``knowledge_key``); nothing is written locally. A
+  key the other service refuses makes management answer 503 with the reason.
+- otherwise the data dir's own store (:func:`gcite.knowledge.store.open_store`, Qdrant
+  Edge or ``qdrant_url``), opened once on first use and shared by :meth:`store` and
+  :meth:`admin` (a :class:`~gcite.knowledge.manage.LocalAdmin`; management creates the
+  knowledge base when the data dir has none yet).
+
+Opening raises :class:`~gcite.errors.StoreError` (missing, corrupt, or held by another
+process); it is retried at the next call. Thread-safe; :meth:`close` releases everything.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from gcite.config import Settings
+from gcite.knowledge.admin import KnowledgeAdmin
+from gcite.knowledge.protocol import KnowledgeStore
+
+if TYPE_CHECKING:
+    from gcite.knowledge.store import HybridStore
+
+
+class KnowledgeAccess:
+    """The knowledge base of ``settings`` (module docstring)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._local: HybridStore | None = None
+        self._remote: KnowledgeStore | None = None
+        self._admin: KnowledgeAdmin | None = None
+
+    @property
+    def remote(self) -> bool:
+        """True when the knowledge base is another service's (``knowledge_url``)."""
+        return bool(self.settings.knowledge.url.strip())
+
+    def store(self) -> KnowledgeStore:
+        """The shared search store, opened on first use (blocking; raises StoreError)."""
+        with self._lock:
+            if self.remote:
+                if self._remote is None:
+                    from gcite.knowledge.remote import RemoteStore
+
+                    self._remote = RemoteStore(
+                        self.settings.knowledge.url,
+                        self.settings.knowledge.key,
+                        admin_key=self.settings.knowledge.admin_key,
+                    )
+                return self._remote
+            return self._open_local(create=False)
+
+    def admin(self) -> KnowledgeAdmin:
+        """The shared management seam, opened on first use (blocking; raises StoreError)."""
+        with self._lock:
+            if self._admin is None:
+                if self.remote:
+                    from gcite.knowledge.remote_admin import RemoteAdmin
+
+                    self._admin = RemoteAdmin(
+                        self.settings.knowledge.url,
+                        self.settings.knowledge.admin_key or self.settings.knowledge.key,
+                    )
+                else:
+                    from gcite.knowledge.manage import LocalAdmin
+
+                    self._admin = LocalAdmin(self._open_local(create=True))
+            return self._admin
+
+    def _open_local(self, *, create: bool) -> HybridStore:
+        if self._local is None:
+            from gcite.knowledge.store import open_store
+
+            self._local = open_store(self.settings, create=create)
+        return self._local
+
+    def close(self) -> None:
+        """Release the stores and the admin. Idempotent."""
+        with self._lock:
+            opened = (self._admin, self._remote, self._local)
+            self._admin = self._remote = self._local = None
+        for item in opened:
+            if item is not None:
+                item.close()
+
+    def __enter__(self) -> KnowledgeAccess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["KnowledgeAccess"]

@@ -1,0 +1,152 @@
+"""The knowledge-management seam: datasets and documents listed, created, replaced, deleted.
+
+:class:`KnowledgeAdmin` is a :class:`typing.Protocol` beside
+:class:`~gcite.knowledge.protocol.KnowledgeStore` (which searches). Two implementations:
+:class:`gcite.knowledge.manage.LocalAdmin` (the data dir's own store) and
+:class:`gcite.knowledge.remote_admin.RemoteAdmin` (Dify's Knowledge API of another gcite,
+e.g. the knowledge process of ``gcite serve --workers N``). Get one from
+:class:`gcite.knowledge.access.KnowledgeAccess`; every implementation passes
+``tests/knowledge/admin_contract.py``.
+
+Records are frozen dataclasses; errors are :class:`ManageError` (the caller's mistake:
+``status`` 400 / 404 / 409 with a Dify ``code``) and
+:class:`~gcite.errors.StoreError` (the store or the remote end failed: not the caller's
+fault). Every method blocks: call it from a worker thread in async code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from gcite.errors import GciteError
+
+
+class ManageError(GciteError):
+    """A management request that cannot be done because of what was asked.
+
+    ``status``: the HTTP status to answer (400 bad input, 404 unknown dataset or document,
+    409 duplicate name); ``code``: Dify's error code; the message is Chinese.
+    """
+
+    def __init__(self, message: str, *, status: int = 400, code: str = "invalid_param") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset: stable id, name, numbers of documents and chunks, and the embedding
+    model its vectors were made with (``""`` before the first document)."""
+
+    id: str
+    name: str
+    documents: int
+    chunks: int
+    embedding_model: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """One document of a dataset: id, file name, dataset name, where its file is kept
+    (``path``, ``""`` when not known), stored chunks (``segments``), last change (Unix
+    seconds) and its metadata (``doc_metadata``; empty when not known)."""
+
+    id: str
+    name: str
+    dataset: str
+    path: str
+    segments: int
+    updated_at: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Upserted:
+    """A document after :meth:`KnowledgeAdmin.upsert_document`; ``created`` is False when
+    it replaced one with the same name (or the one named by ``replace``)."""
+
+    document: DocumentInfo
+    created: bool
+
+
+@dataclass(frozen=True)
+class KnowledgeStatus:
+    """What ``gcite status`` shows: where the store is, its embedder and vector size
+    (0 when not known), the datasets, and the number of stored chunks."""
+
+    location: str
+    embedder: str
+    dimensions: int
+    datasets: list[DatasetInfo]
+    stored_chunks: int
+
+
+@runtime_checkable
+class KnowledgeAdmin(Protocol):
+    """Manage one knowledge base (module docstring). ``dataset`` arguments are a dataset's
+    name or id; document ``ref`` arguments a document's id or file name."""
+
+    def list_datasets(self) -> list[DatasetInfo]:
+        """Every dataset, sorted by name."""
+        ...
+
+    def create_dataset(self, name: str) -> DatasetInfo:
+        """Create an empty dataset; 409 ``dataset_name_duplicate`` when the name exists,
+        400 for an empty or invalid name."""
+        ...
+
+    def delete_dataset(self, dataset: str) -> DatasetInfo:
+        """Remove a dataset with all its documents; returns it as it was. 404 if unknown."""
+        ...
+
+    def list_documents(self, dataset: str) -> list[DocumentInfo]:
+        """The documents of ``dataset``, sorted by name; 404 when the dataset is unknown."""
+        ...
+
+    def find_document(self, dataset: str, ref: str) -> DocumentInfo:
+        """One document; 404 when unknown, 400 when a name matches several documents."""
+        ...
+
+    def upsert_document(
+        self,
+        dataset: str,
+        *,
+        name: str,
+        data: bytes,
+        metadata: Mapping[str, Any] | None = None,
+        replace: str | None = None,
+    ) -> Upserted:
+        """Create document ``name`` from file bytes, or replace the one with that name.
+
+        ``name``'s suffix chooses the converter (without a supported one it is Markdown
+        and gets ``.md``); ``metadata`` (e.g. ``access_roles``) is in force from the first
+        moment. ``replace``: the id or name of the document to replace (an update:
+        ``name`` may be empty, renaming is refused with 400). A document that cannot be
+        converted, or refused metadata, is 400 and changes nothing.
+        """
+        ...
+
+    def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
+        """Remove a document; returns it as it was. 404 when unknown."""
+        ...
+
+    def status(self) -> KnowledgeStatus:
+        """Where the store is and what it holds."""
+        ...
+
+    def close(self) -> None:
+        """Release what this admin holds. Idempotent."""
+        ...
+
+
+__all__ = [
+    "DatasetInfo",
+    "DocumentInfo",
+    "KnowledgeAdmin",
+    "KnowledgeStatus",
+    "ManageError",
+    "Upserted",
+]

@@ -1,0 +1,1 @@
+"""The knowledge tables' Alembic revisions, append-only."""

@@ -1,0 +1,127 @@
+"""What a phone user met on the H5 page: verification marks after a reload, following a
+long answer to its end, reasoning shown without markers, a stream cut inside ``<think``,
+the model's footnote definitions, a paste longer than the limit, list markers in the
+sheet, the weak-support legend."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from browser.scenarios import MARKDOWN_QUESTION, VERIFY_QUESTION, Live
+from browser.test_page import ask
+from support.openai_standin import Script
+
+
+def test_reload_keeps_the_verification_marks(page: Any, live: Live) -> None:
+    message = ask(page, VERIFY_QUESTION)
+    turn = live.scenarios.last(VERIFY_QUESTION)
+    right, wrong = turn.cited["right"], turn.cited["wrong"]
+    message.locator(f"sup.g-cite.is-weak[data-raw-id='{wrong}']").first.wait_for()
+    assert message.locator(".weak-legend").is_visible()
+
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    restored = page.locator(".msg-bot[data-restored='true']").last
+    weak = restored.locator(f"sup.g-cite[data-raw-id='{wrong}']").first
+    assert "is-weak" in (weak.get_attribute("class") or "")
+    assert weak.get_attribute("title") == "该来源未能直接支持这句话"
+    assert restored.locator(".weak-legend").is_visible()
+    restored.locator(".panel-head").click()
+    assert "is-weak" in (
+        restored.locator(f".g-cite-item[data-raw-id='{wrong}']").get_attribute("class") or ""
+    )
+    restored.locator(f".g-cite-item[data-raw-id='{right}']").click()
+    mark = page.locator("#sheet-text mark.sheet-support")
+    mark.wait_for()
+    assert "30 分钟内到场" in mark.inner_text()
+    page.keyboard.press("Escape")
+    restored.locator(f".g-cite-item[data-raw-id='{wrong}']").click()
+    assert page.locator("#sheet-weak").is_visible()
+
+
+def at_bottom(page: Any) -> bool:
+    return bool(
+        page.evaluate(
+            "() => { const b = document.getElementById('messages');"
+            " return b.scrollHeight - b.scrollTop - b.clientHeight < 2; }"
+        )
+    )
+
+
+def test_an_answer_in_large_pieces_is_followed_to_its_end(page: Any, live: Live) -> None:
+    paragraph = "夜间巡更每 1 小时一次，必须走完全部线路并在每个点位打卡。\n\n"
+    live.standin.push(Script(deltas=[paragraph * 12, paragraph * 12], token_delay_s=0.05))
+    message = ask(page, "长回答一")
+    assert message.locator(".answer-actions").is_visible()
+    assert at_bottom(page)
+    # with its source panel too
+    ask(page, MARKDOWN_QUESTION)
+    assert at_bottom(page)
+
+    # scrolled up by the user while the answer streams: the page stays where the user is
+    live.standin.push(Script(deltas=["长回答二"]))  # the follow-up rewrite of the question
+    live.standin.push(Script(deltas=[paragraph] * 30, token_delay_s=0.03))
+    page.fill("#input", "长回答二")
+    page.press("#input", "Enter")
+    last = page.locator(".msg-bot").last
+    page.wait_for_function(
+        "() => document.querySelector('.msg-bot:last-child .answer-text').innerText.length > 60"
+    )
+    page.evaluate("document.getElementById('messages').scrollTop = 0")
+    last.locator("xpath=self::*[@data-done='true']").wait_for()
+    assert page.evaluate("document.getElementById('messages').scrollTop") < 50
+
+
+def test_reasoning_shows_no_markers_and_a_cut_think_tag_shows_nothing(
+    page: Any, live: Live
+) -> None:
+    live.standin.push(Script(deltas=["<think>先查巡更规定[C:3]和【C：4】", "</think>", "答案。"]))
+    message = ask(page, "有思考过程的问题")
+    details = message.locator("details.reasoning")
+    details.locator("summary").click()
+    shown = details.locator(".reasoning-text").inner_text()
+    assert "先查巡更规定" in shown
+    assert not re.search(r"[\[【［]\s*[CcＣｃ]", shown), shown
+    assert message.locator(".answer-text").inner_text().strip() == "答案。"
+
+    page.click("#new-chat")  # no follow-up rewrite call takes the scripted answer
+    live.standin.push(Script(deltas=["<think"], drop_after=1))
+    message = ask(page, "思考标签被截断")
+    assert "<think" not in message.locator(".answer-text").inner_text()
+    assert "<think" not in message.inner_text()
+
+
+def test_a_footnote_definition_line_stays_visible(page: Any, live: Live) -> None:
+    footnote = "[^1]: 《中华人民共和国消防法》第十六条"
+    live.standin.push(Script(deltas=["依据消防法[^1]。\n\n", footnote]))
+    message = ask(page, "脚注")
+    text = message.locator(".answer-text").inner_text()
+    assert "[^1]: 《中华人民共和国消防法》第十六条" in text
+
+
+def test_a_paste_longer_than_the_limit_is_announced(page: Any) -> None:
+    hint = page.locator("#input-hint")
+    assert not hint.is_visible()
+    page.locator("#input").focus()
+    page.evaluate(
+        "() => { const dt = new DataTransfer(); dt.setData('text/plain', '巡'.repeat(2500));"
+        " const input = document.getElementById('input');"
+        " input.dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true,"
+        " cancelable: true})); }"
+    )
+    assert hint.is_visible()
+    assert "2000" in hint.inner_text() and "500" in hint.inner_text()
+    assert hint.get_attribute("role") == "alert"
+
+
+def test_the_sheet_shows_list_items_as_bullets(page: Any, live: Live) -> None:
+    message = ask(page, MARKDOWN_QUESTION)
+    turn = live.scenarios.last(MARKDOWN_QUESTION)
+    content = turn.chunks[turn.cited["rag"]]
+    message.locator(".panel-head").click()
+    message.locator(f".g-cite-item[data-raw-id='{turn.cited['rag']}']").click()
+    text = page.locator("#sheet-text").inner_text()
+    if re.search(r"(?m)^\s*- ", content):
+        assert "• " in text
+    assert not re.search(r"(?m)^\s*[-*+] ", text), text

@@ -1,0 +1,104 @@
+"""The HTML report of ``gcite eval`` in Chromium: charts drawn, verdict table, no requests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gcite.eval import EvalQuestion, Observation, judge, render_html, report_document
+
+pytestmark = pytest.mark.browser
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium (Debian's); skipped when missing, except in CI."""
+    path = os.environ.get("GCITE_CHROMIUM", "/usr/bin/chromium")
+    if not Path(path).exists():
+        message = f"Chromium not found at {path}: run `make browser`"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message + " — required in CI")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=path, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _report(tmp_path: Path) -> Path:
+    patrol = {
+        "id": "1",
+        "source_type": "rag",
+        "document_name": "01-patrol.md",
+        "document_title": "巡更路线与打卡规范",
+        "content": "全部 24 个点位",
+        "score": 0.9,
+    }
+    hostile = "<script>document.title='pwned'</script>"
+    cases = [
+        (EvalQuestion("a", "夜里巡逻刷几个点", True, "colloquial", gold_docs=("01-patrol.md",),
+                      keywords=(("24",),)),
+         Observation("全部 24 个点位。", [patrol], verification={"weak": []}, latency_ms=120)),
+        (EvalQuestion("b", hostile, True, "typo", gold_docs=("01-patrol.md",)),
+         Observation("根据现有资料无法确定", probe=[patrol], latency_ms=80)),
+        (EvalQuestion("c", "巡检终端多少钱", False, "close-unanswerable"),
+         Observation("全部 24 个点位。", [patrol], verification={"weak": [{"id": "1"}]},
+                     latency_ms=300)),
+        (EvalQuestion("d", "明天天气", False, "off-topic"),
+         Observation("根据现有资料无法确定", latency_ms=40)),
+    ]  # fmt: skip
+    verdicts = [judge(q, o) for q, o in cases]
+    document = report_document(
+        verdicts, target={"mode": "demo"}, questions_file="q.jsonl", generated_at="2026-12-03"
+    )
+    path = tmp_path / "report.html"
+    path.write_text(render_html(document), encoding="utf-8")
+    return path
+
+
+def test_report_renders_charts_and_the_verdict_table(chromium: Any, tmp_path: Path) -> None:
+    path = _report(tmp_path)
+    context = chromium.new_context(viewport={"width": 1200, "height": 900}, locale="zh-CN")
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        assert page.title() == "gcite 评测报告"  # the hostile question did not run
+        assert requests == [path.as_uri()] and not errors  # self-contained
+        charts = page.locator("svg.chart")
+        assert charts.count() == 4
+        for name in ("headline", "outcomes", "categories", "latency"):
+            chart = page.locator(f'svg[data-chart="{name}"]')
+            box = chart.bounding_box()
+            assert box is not None and box["width"] > 200 and box["height"] > 60, name
+        # headline bars: answerable right 1/2 is drawn half as long as a full bar
+        right = page.locator('svg[data-chart="headline"] rect.bar[data-label="可答问题答对"]')
+        assert right.get_attribute("data-share") == "0.5000"
+        width = float(right.get_attribute("width") or 0)
+        full = page.locator('svg[data-chart="headline"] rect.bar[data-label="无关问题：拒答"]')
+        assert width > 0 and abs(float(full.get_attribute("width") or 0) - 2 * width) < 0.5
+        assert "答对" in (page.locator('svg[data-chart="outcomes"]').text_content() or "")
+        rows = page.locator("#verdicts tbody tr")
+        assert rows.count() == 4
+        assert rows.nth(0).locator("td.outcome").inner_text() == "答对"
+        assert rows.nth(1).get_attribute("data-outcome") == "false_refusal"
+        assert "<script>" in rows.nth(1).inner_text()  # shown as text
+        assert rows.nth(2).locator("td.outcome").inner_text() == "不可答却作答"
+        assert "标记 1" in rows.nth(2).inner_text()
+        assert page.locator("#verdicts thead th").first.inner_text() == "编号"
+        assert page.locator("#verdicts").is_visible()
+    finally:
+        context.close()

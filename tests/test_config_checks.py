@@ -1,0 +1,123 @@
+"""Limits cannot be switched off by accident: every limit is checked at start (a test per
+setting, below and above its range), "none" only where "no limit" makes sense, and a
+bad start-up setting is one ``错误:`` line from the real command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gcite.config import Settings, load_settings
+from gcite.config_checks import BOUNDS, NO_LIMIT
+from gcite.errors import ConfigError, StoreError
+from gcite.service.store import ConversationStore
+
+INTEGER = {name for name in BOUNDS if isinstance(Settings().value(name), int)}
+
+
+def _load(**env: str) -> Settings:
+    return load_settings(environ={f"GCITE_{k.upper()}": v for k, v in env.items()})
+
+
+def _outside(name: str) -> list[str]:
+    bound = BOUNDS[name]
+    low = bound.low if bound.low_open else bound.low - (1 if name in INTEGER else 0.01)
+    values = [low, bound.high + 1]
+    return [str(int(v)) if name in INTEGER else str(v) for v in values]
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_every_limit_is_refused_outside_its_range(name: str) -> None:
+    for value in [*_outside(name), "-1"]:
+        with pytest.raises(ConfigError) as caught:
+            _load(**{name: value})
+        assert name in str(caught.value) and "\n" not in str(caught.value)
+    default = Settings().value(name)
+    assert _load(**{name: str(default)}).value(name) == default
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("llm_total_timeout_s", "0"),
+        ("llm_idle_timeout_s", "-5"),
+        ("body_read_timeout_s", "0"),
+        ("max_answer_chars", "0"),
+        ("max_stream_line_bytes", "-1"),
+        ("top_k", "-3"),
+        ("score_threshold", "-1"),
+        ("score_threshold", "1.5"),
+        ("ping_interval_s", "0"),
+        ("convert_memory_mb", "0"),
+        ("llm_idle_timeout_s", "none"),
+    ],
+)
+def test_the_reported_values_are_refused_at_start(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        _load(**{name: value})
+
+
+def test_none_is_the_explicit_no_limit_where_it_makes_sense(tmp_path: Path) -> None:
+    assert set(NO_LIMIT) == {"llm_total_timeout_s"}
+    assert _load(llm_total_timeout_s="none").llm_total_timeout_s == 0
+    config = tmp_path / "gcite.toml"
+    config.write_text('llm_total_timeout_s = "none"\n', encoding="utf-8")
+    assert load_settings(config_file=config, environ={}).llm_total_timeout_s == 0
+    with pytest.raises(ConfigError, match="none"):
+        _load(llm_total_timeout_s="-1")  # the message says how to ask for no limit
+
+
+@pytest.mark.parametrize("prefix", ["../x", "x", "/kb/", "/kb/../admin", "/a b", "/./kb"])
+def test_a_bad_retrieval_prefix_is_one_clear_error(prefix: str) -> None:
+    with pytest.raises(ConfigError, match="retrieval_prefix"):
+        _load(retrieval_prefix=prefix)
+
+
+def test_a_good_retrieval_prefix_is_kept() -> None:
+    assert _load(retrieval_prefix="/kb/v1").retrieval_prefix == "/kb/v1"
+
+
+def test_a_missing_database_directory_is_an_error_unless_asked(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/missing/dir/x.db"
+    with pytest.raises(ConfigError, match="create_database_dir"):
+        _load(database_url=url)
+    assert not (tmp_path / "missing").exists()
+    with pytest.raises(StoreError, match="create_database_dir"):
+        ConversationStore(url, create_dir=False)
+    assert not (tmp_path / "missing").exists()
+    settings = _load(database_url=url, create_database_dir="true")
+    ConversationStore(
+        settings.service.database_url, create_dir=settings.service.create_database_dir
+    ).close()
+    assert (tmp_path / "missing" / "dir" / "x.db").is_file()
+
+
+def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+    clean.update({f"GCITE_{k.upper()}": v for k, v in env.items()})
+    clean["GCITE_DATA_DIR"] = str(tmp_path / "data")
+    gcite = Path(sys.executable).parent / "gcite"
+    return subprocess.run(
+        [str(gcite), *args], env=clean, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"database_url": "sqlite:////nonexistent/dir/x.db"}, "database_url"),
+        ({"retrieval_prefix": "../x"}, "retrieval_prefix"),
+        ({"top_k": "-3"}, "top_k"),
+        ({"convert_max_cells": "0"}, "convert_max_cells"),
+    ],
+)
+def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], needle: str) -> None:
+    done = _gcite(tmp_path, "serve", "--port", "0", **env)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("错误: ") and needle in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and not Path("/nonexistent").exists()
