@@ -126,9 +126,10 @@ def worker_synthetic(count: int) -> dict[str, Any]:
     """``count`` random chunks in one Edge shard; raw query latency p50/p95."""
     import numpy as np
 
+    from gcite.knowledge.catalog import stable_id
     from gcite.knowledge.filters import build_filter, filter_payload
     from gcite.knowledge.sparse import Sparse
-    from gcite.knowledge.store import PointData, stable_id
+    from gcite.knowledge.store import PointData
     from gcite.knowledge.stores.base import hybrid_query
     from gcite.knowledge.stores.edge import EdgeIndex, EdgeModels
 

@@ -155,8 +155,8 @@ def grow(store: Any, base: list[Any], copies: range, seed: int = 7) -> float:
     wall seconds of writing and optimizing."""
     import numpy as np
 
+    from gcite.knowledge.catalog import stable_id
     from gcite.knowledge.sparse import Sparse, token_id
-    from gcite.knowledge.store import stable_id
     from gcite.knowledge.stores.base import PointData
 
     rng = np.random.default_rng(seed)

@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 import openai
 
-from gcite.knowledge.store import CATALOG_NAME, Catalog
+from gcite.knowledge.catalog import CATALOG_NAME, Catalog
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable

@@ -63,10 +63,10 @@ def test_the_reported_values_are_refused_at_start(name: str, value: str) -> None
 
 def test_none_is_the_explicit_no_limit_where_it_makes_sense(tmp_path: Path) -> None:
     assert set(NO_LIMIT) == {"llm_total_timeout_s"}
-    assert _load(llm_total_timeout_s="none").llm_total_timeout_s == 0
+    assert _load(llm_total_timeout_s="none").llm.total_timeout_s == 0
     config = tmp_path / "gcite.toml"
     config.write_text('llm_total_timeout_s = "none"\n', encoding="utf-8")
-    assert load_settings(config_file=config, environ={}).llm_total_timeout_s == 0
+    assert load_settings(config_file=config, environ={}).llm.total_timeout_s == 0
     with pytest.raises(ConfigError, match="none"):
         _load(llm_total_timeout_s="-1")  # the message says how to ask for no limit
 
@@ -78,7 +78,7 @@ def test_a_bad_retrieval_prefix_is_one_clear_error(prefix: str) -> None:
 
 
 def test_a_good_retrieval_prefix_is_kept() -> None:
-    assert _load(retrieval_prefix="/kb/v1").retrieval_prefix == "/kb/v1"
+    assert _load(retrieval_prefix="/kb/v1").service.retrieval_prefix == "/kb/v1"
 
 
 def test_a_missing_database_directory_is_an_error_unless_asked(tmp_path: Path) -> None:

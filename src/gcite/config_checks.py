@@ -14,12 +14,19 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gcite.errors import ConfigError
 
-if TYPE_CHECKING:
-    from gcite.config import Settings
+
+class KeyedSettings(Protocol):
+    """What the checks read: a setting's value by config key
+    (:meth:`gcite.config.Settings.value`)."""
+
+    def value(self, key: str) -> Any:
+        """The value of config key ``key``."""
+        ...
+
 
 NONE = "none"
 """The explicit "no limit" value (file or environment), for :data:`NO_LIMIT` only."""
@@ -99,7 +106,7 @@ def no_limit_value(name: str, raw: Any) -> tuple[bool, Any]:
     return False, raw
 
 
-def validate(settings: Settings, *, unlimited: frozenset[str] = frozenset()) -> None:
+def validate(settings: KeyedSettings, *, unlimited: frozenset[str] = frozenset()) -> None:
     """Raise :class:`ConfigError` (one line, the first problem) unless every setting is sane.
 
     ``unlimited``: the settings given as ``"none"`` (skipped by the range check).
@@ -114,9 +121,9 @@ def validate(settings: Settings, *, unlimited: frozenset[str] = frozenset()) -> 
         if not bound.holds(float(value)):
             hint = '；不限制请写 "none"' if name in NO_LIMIT else ""
             raise ConfigError(f"配置项 {name} 的值 {value!r} 超出范围 {bound.text()}{hint}")
-    if settings.knowledge.chunk_overlap >= settings.knowledge.chunk_size:
+    if settings.value("chunk_overlap") >= settings.value("chunk_size"):
         raise ConfigError("配置项 chunk_overlap 必须小于 chunk_size")
-    prefix = settings.service.retrieval_prefix
+    prefix = settings.value("retrieval_prefix")
     if prefix and (
         not _PREFIX.fullmatch(prefix) or any(part in {".", ".."} for part in prefix.split("/"))
     ):
@@ -124,8 +131,8 @@ def validate(settings: Settings, *, unlimited: frozenset[str] = frozenset()) -> 
             f"配置项 retrieval_prefix 的值 {prefix!r} 无效：应为空或以 / 开头的路径，"
             "如 /kb（不能含 . 或 .. 段，不能以 / 结尾）"
         )
-    folder = sqlite_folder(settings.service.database_url)
-    if folder is not None and not settings.service.create_database_dir and not folder.is_dir():
+    folder = sqlite_folder(settings.value("database_url"))
+    if folder is not None and not settings.value("create_database_dir") and not folder.is_dir():
         raise ConfigError(
             f"配置项 database_url 的目录不存在: {folder}"
             "（请先创建该目录，或设置 create_database_dir = true）"
@@ -140,4 +147,13 @@ def sqlite_folder(url: str) -> Path | None:
     return Path(path).expanduser().parent if path else None
 
 
-__all__ = ["BOUNDS", "NONE", "NO_LIMIT", "Bound", "no_limit_value", "sqlite_folder", "validate"]
+__all__ = [
+    "BOUNDS",
+    "NONE",
+    "NO_LIMIT",
+    "Bound",
+    "KeyedSettings",
+    "no_limit_value",
+    "sqlite_folder",
+    "validate",
+]

@@ -18,8 +18,8 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import open_store
+from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.sparse import document_vector
-from gcite.knowledge.store import stable_id
 from gcite.knowledge.stores.base import PointData, Stage
 from gcite.knowledge.stores.pgvector import PgIndex
 from gcite.testing.store_contract import KnowledgeStoreContract

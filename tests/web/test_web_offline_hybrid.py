@@ -16,7 +16,7 @@ import pytest
 import gcite
 from gcite.config import Settings
 from gcite.knowledge import open_store
-from gcite.knowledge.store import CATALOG_NAME
+from gcite.knowledge.catalog import CATALOG_NAME
 from gcite.merge import merge_chunks
 from gcite.web import OfflineWebSource, make_web_source
 from gcite.web.offline import dataset_name

@@ -26,7 +26,7 @@ from gcite.config import Settings
 from gcite.errors import ConfigError, StoreError
 
 CATALOG_NAME = "catalog.json"
-"""The knowledge base's bookkeeping file (``gcite.knowledge.store.CATALOG_NAME``)."""
+"""The knowledge base's bookkeeping file (``gcite.knowledge.catalog.CATALOG_NAME``)."""
 
 _IN_USE = "另一个进程"
 """Part of the store's message for a shard locked by another process."""

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gcite.knowledge.filters import ROLE_FIELD
+from gcite.roles import ROLE_FIELD
 
 DIFY_OVERWRITTEN_KEYS: frozenset[str] = frozenset({"score", "title", "dataset_id", "dataset_name"})
 """``metadata`` keys Dify overwrites on every external record (dify-ecosystem.md §1.4)."""

@@ -2,8 +2,10 @@
 
 Public contract (docs/architecture.md)::
 
-    KnowledgeAccess(settings).store() -> KnowledgeStore   # THE way to open the knowledge
-    KnowledgeAccess(settings).admin() -> KnowledgeAdmin   # base (local or knowledge_url)
+    # THE way to open the knowledge base (local or knowledge_url), in gcite.knowledge.access
+    # (not re-exported here: it reaches the remote clients, which use this package)
+    KnowledgeAccess(settings).store() -> KnowledgeStore
+    KnowledgeAccess(settings).admin() -> KnowledgeAdmin
     open_store(settings) -> HybridStore   # the local store under it
     KnowledgeStore.search(query, *, dataset=None, roles=None, condition=None,
                           top_k=5, score_threshold=0.0) -> list[dict]   # Dify KR result items
@@ -24,12 +26,10 @@ from gcite.knowledge.filters import role_condition
 from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
-    from gcite.knowledge.access import KnowledgeAccess
     from gcite.knowledge.ingest import IngestReport, ingest_paths
     from gcite.knowledge.store import HybridStore, open_store
 
 _LAZY = {
-    "KnowledgeAccess": "gcite.knowledge.access",
     "HybridStore": "gcite.knowledge.store",
     "open_store": "gcite.knowledge.store",
     "IngestReport": "gcite.knowledge.ingest",
@@ -49,7 +49,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HybridStore",
     "IngestReport",
-    "KnowledgeAccess",
     "KnowledgeAdmin",
     "KnowledgeStore",
     "ingest_paths",

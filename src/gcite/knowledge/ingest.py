@@ -50,6 +50,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
+from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.chunking import Chunk, bounded, iter_chunks
 from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
@@ -64,7 +65,7 @@ from gcite.knowledge.convert import (
 )
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.sparse import document_vector
-from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of, stable_id
+from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
 from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion

@@ -40,10 +40,10 @@ from gcite.knowledge.admin import (
     ManageError,
     Upserted,
 )
+from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
 from gcite.knowledge.ingest import ingest_paths
 from gcite.knowledge.store import HybridStore as KnowledgeStore
-from gcite.knowledge.store import stable_id
 
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120

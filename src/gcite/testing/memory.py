@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from gcite.errors import FilterError, StoreError
+from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.chunking import bounded, chunk_text
 from gcite.knowledge.filters import ROLE_FIELD, Node, build_filter, filter_payload
 from gcite.knowledge.ingest import MAX_TITLE_CHARS
 from gcite.knowledge.relevance import LEXICAL_ONLY, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
 from gcite.knowledge.sparse import document_vector, query_weights
-from gcite.knowledge.store import MAX_QUERY_CHARS, MAX_TOP_K, payload_of, stable_id
+from gcite.knowledge.store import MAX_QUERY_CHARS, MAX_TOP_K, payload_of
 from gcite.roles import validate_metadata
 
 Payload = Mapping[str, Any]

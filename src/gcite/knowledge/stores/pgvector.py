@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from gcite.errors import StoreError
+from gcite.knowledge.catalog import Catalog
 from gcite.knowledge.filters import FilterModels
-from gcite.knowledge.store import Catalog
 from gcite.knowledge.stores.base import (
     RRF_K,
     Candidate,
@@ -640,7 +640,7 @@ def _uuids(ids: Sequence[str]) -> list[str]:
 
 
 class PgCatalog(Catalog):
-    """The :class:`~gcite.knowledge.store.Catalog` of a pgvector store, in the knowledge
+    """The :class:`~gcite.knowledge.catalog.Catalog` of a pgvector store, in the knowledge
     tables: :meth:`save` writes what changed since the last save and commits the index's
     write transaction, so a document's chunks and its catalog entry change together."""
 
