@@ -253,7 +253,7 @@ def test_store_setting_is_a_closed_choice(tmp_path: Path) -> None:
 
     settings = load_settings(environ={"GCITE_STORE": "pgvector", "GCITE_DATA_DIR": str(tmp_path)})
     assert settings.knowledge.store == "pgvector"
-    assert load_settings(environ={"GCITE_DATA_DIR": str(tmp_path)}).store == "qdrant"
+    assert load_settings(environ={"GCITE_DATA_DIR": str(tmp_path)}).knowledge.store == "qdrant"
     with pytest.raises(ConfigError, match="store"):
         load_settings(environ={"GCITE_STORE": "postgres", "GCITE_DATA_DIR": str(tmp_path)})
 
