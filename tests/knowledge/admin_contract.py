@@ -138,14 +138,14 @@ class KnowledgeAdminContract:
         assert [d.name for d in admin.list_documents(name)] == ["guarded.md"]
         admin.delete_dataset(name)
 
-    def test_a_document_that_cannot_be_converted_is_400_and_changes_nothing(
+    def test_a_document_that_cannot_be_parsed_is_422_and_changes_nothing(
         self, admin: KnowledgeAdmin
     ) -> None:
         name = _name("库")
         admin.create_dataset(name)
         with pytest.raises(ManageError) as broken:
             admin.upsert_document(name, name="broken.pdf", data=b"not a pdf at all")
-        assert broken.value.status == 400
+        assert broken.value.status == 422  # the converter's status: unparsable
         assert admin.list_documents(name) == []
         admin.delete_dataset(name)
 

@@ -18,8 +18,7 @@ import pytest
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths, open_store
 from gcite.knowledge.stores import edge
-
-from .docs import MANIFEST, write_mixed
+from gcite.testing.corpus import MANIFEST, write_mixed
 
 
 def _indexed(settings: Settings) -> tuple[int, int]:
