@@ -121,3 +121,17 @@ def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], ne
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("错误: ") and needle in lines[0], done.stderr
     assert "Traceback" not in done.stderr and not Path("/nonexistent").exists()
+
+
+def test_section_tables_are_checked_and_take_none_like_top_level_keys(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text(
+        '[llm]\ntotal_timeout_s = "none"\n[scheduling]\nadmit = 2\n[convert]\nmemory_mb = 128\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(config_file=config, environ={})
+    assert settings.llm.total_timeout_s == 0
+    assert (settings.scheduling.admit, settings.convert.memory_mb) == (2, 128)
+    config.write_text("[convert]\nmemory_mb = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="convert_memory_mb"):
+        load_settings(config_file=config, environ={})
