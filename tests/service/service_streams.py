@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -33,6 +33,7 @@ class LiveServer:
 
     base_url: str
     settings: Settings
+    state: dict[str, Any] = field(default_factory=dict)
 
     def headers(self, key: str = "key-guard") -> dict[str, str]:
         """Authorization header for ``key``."""
@@ -41,15 +42,16 @@ class LiveServer:
     @property
     def scheduler(self) -> Scheduler:
         """The app's process scheduler (its lifespan state), for counters read from the test."""
-        scheduler: Scheduler = self.server.lifespan.state["scheduler"]
+        scheduler: Scheduler = self.state["scheduler"]
         return scheduler
 
 
 @contextmanager
 def run_service(settings: Settings) -> Iterator[LiveServer]:
     """Serve ``create_app(settings)`` on a free loopback port until the block ends."""
-    with live_service(create_app(settings)) as base_url:
-        yield LiveServer(base_url, settings)
+    state: dict[str, Any] = {}
+    with live_service(create_app(settings), state=state) as base_url:
+        yield LiveServer(base_url, settings, state)
 
 
 def body(query: str, *, user: str = "u1", mode: str = "streaming", **extra: Any) -> dict[str, Any]:
