@@ -33,7 +33,7 @@ class LiveServer:
 
     base_url: str
     settings: Settings
-    state: dict[str, Any] = field(default_factory=dict)  # the app's lifespan state
+    state: dict[str, Any] = field(default_factory=dict)
 
     def headers(self, key: str = "key-guard") -> dict[str, str]:
         """Authorization header for ``key``."""
