@@ -93,14 +93,31 @@ def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> Non
         assert response.status_code == 200, response.text
         assert any("elevator" in t or "电梯" in t for t in seen_ops), seen_ops
         assert not any("elevator" in t or "电梯" in t for t in seen_pub), seen_pub
-        # a worker that dies takes the service down with a failure status and a reason
+        # a worker killed with SIGKILL is replaced while the other keeps answering
         victim, other = _children(proc.pid)
         os.kill(victim, signal.SIGKILL)
+        for _ in range(6):  # new connections: whichever worker the kernel picks answers
+            r = httpx.post(url, json=payload, headers={"Authorization": "Bearer ops"}, timeout=60)
+            assert r.status_code == 200, r.text
+        deadline = time.monotonic() + 120  # a hang guard
+        while True:
+            now = set(_children(proc.pid))
+            if len(now) == 2 and victim not in now:
+                break
+            assert proc.poll() is None
+            assert time.monotonic() < deadline, now
+            time.sleep(0.2)
+        assert other in now
+        # the knowledge process is the store's single owner: its death stops the set
+        (knowledge,) = _children(proc.pid, "--knowledge-fd")
+        os.kill(knowledge, signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode not in (0, None)
-        assert f"工作进程 {victim} 意外退出" in err.decode()
-        with pytest.raises(ProcessLookupError):  # the other worker was stopped (and reaped)
-            os.kill(other, 0)
+        assert f"知识库进程 {knowledge} 意外退出" in err.decode()
+        assert f"工作进程 {victim} 意外退出（退出码 -9），已启动新的工作进程" in err.decode()
+        for pid in now:  # the workers were stopped (and reaped)
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
     finally:
         proc.terminate()
         try:

@@ -136,10 +136,11 @@ class RunEnded:
 @dataclass(frozen=True)
 class RunFailed:
     """The run failed after it started. ``error``: one line; ``kind``: ``llm`` (the model
-    call failed) or ``internal`` (a bug); ``summary`` holds what was produced before."""
+    call failed), ``internal`` (a bug) or ``interrupted`` (the serving process stopped
+    before the answer ended); ``summary`` holds what was produced before."""
 
     error: str
-    kind: Literal["llm", "internal"]
+    kind: Literal["llm", "internal", "interrupted"]
     summary: RunSummary
 
 

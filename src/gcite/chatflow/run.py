@@ -394,7 +394,13 @@ class ChatRun:
         events.append(RunEnded(self.summary()))
         return events
 
-    def _failed(self, error: str, kind: Literal["llm", "internal"]) -> list[Event]:
+    def interrupted(self, error: str) -> list[Event]:
+        """Terminal events of a run its serving process ended while it ran (after
+        cancelling :meth:`events`): the LLM node failed (when it had started) and
+        :class:`RunFailed` of kind ``interrupted`` with ``error``."""
+        return self._failed(error, "interrupted")
+
+    def _failed(self, error: str, kind: Literal["llm", "internal", "interrupted"]) -> list[Event]:
         self.status, self.error = "failed", error
         events = self._close_llm("failed", error)
         events.append(RunFailed(error, kind, self.summary()))

@@ -30,9 +30,10 @@ from gcite.config import Settings, load_settings
     "--workers",
     type=click.IntRange(1, 64),
     default=1,
-    help="对话工作进程数（>1 时由一个知识库进程通过本机 /retrieval 提供检索）",
+    help="对话工作进程数（>1 时退出的工作进程会被替换；嵌入式知识库由一个知识库进程提供检索）",
 )
 @click.option("--fd", type=int, default=None, hidden=True)
+@click.option("--ready-fd", type=int, default=None, hidden=True)
 @click.option("--knowledge-fd", type=int, default=None, hidden=True)
 def serve(
     host: str | None,
@@ -41,13 +42,12 @@ def serve(
     config_file: Path | None,
     workers: int,
     fd: int | None,
+    ready_fd: int | None,
     knowledge_fd: int | None,
 ) -> None:
     """启动 Dify 兼容的对话服务（POST /v1/chat-messages，流式 SSE）。"""
-    import uvicorn
-
     from gcite.service import create_app
-    from gcite.service.http import BoundedHttpToolsProtocol
+    from gcite.service.server import serve_app
 
     settings = load_settings(
         {"host": host, "port": port, "data_dir": data_dir}, config_file=config_file
@@ -56,12 +56,12 @@ def serve(
         _serve_knowledge(settings, knowledge_fd)
         return
     if fd is not None:  # one chat worker of `--workers N`, on the socket its parent bound
-        from gcite.cli.workers import exit_with_parent
+        from gcite.cli.workers import exit_with_parent, ready_notice
 
         app = create_app(settings)
         _access_log()
         exit_with_parent()
-        uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
+        serve_app(app, fd=fd, on_ready=ready_notice(ready_fd))
         return
     from gcite.cli.startup import check_port
 
@@ -86,13 +86,7 @@ def serve(
     if not settings.app_keys and not settings.service.allow_any_key:
         click.echo("提示: 未配置 app_keys，所有请求都会被拒绝（401）", err=True)
     try:
-        uvicorn.run(
-            app,
-            host=settings.service.host,
-            port=settings.service.port,
-            log_level="warning",
-            http=BoundedHttpToolsProtocol,
-        )
+        serve_app(app, host=settings.service.host, port=settings.service.port)
     finally:
         if store is not None:
             store.close()
@@ -105,14 +99,12 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     the Knowledge API creates it)."""
     import dataclasses
 
-    import uvicorn
-
     from gcite.cli.startup import translate_in_use
     from gcite.cli.workers import INTERNAL_PREFIX, exit_with_parent
     from gcite.config import with_internal_key
     from gcite.errors import StoreError
     from gcite.service import create_app
-    from gcite.service.http import BoundedHttpToolsProtocol
+    from gcite.service.server import serve_app
 
     key = sys.stdin.readline().strip()
     if not key:
@@ -130,7 +122,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
         if translated is not exc:
             raise translated from exc
     exit_with_parent()
-    uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
+    serve_app(app, fd=fd)
 
 
 def _check_model(settings: Settings) -> None:

@@ -1,35 +1,45 @@
-"""``gcite serve --workers N``: one knowledge process, N chat worker processes, one supervisor.
+"""``gcite serve --workers N``: N chat worker processes under one supervisor (and, for an
+embedded store, one knowledge process).
 
 The ``gcite serve`` process supervises the set and serves nothing itself:
 
-- **The knowledge process** (``gcite serve --knowledge-fd``, a child) owns the embedded
-  store and serves, on a loopback port the supervisor bound, ``POST /retrieval`` under
-  :data:`INTERNAL_PREFIX` and the Knowledge API (``/v1/datasets``), with an internal key
-  generated at start-up (handed over on the child's stdin, never on a command line) that
-  holds every role a configured key may grant (the union of the ``app_keys`` and
-  ``retrieval_keys`` role sets) and is an admin key there. Its pid and port are printed
-  at start-up.
-- **N chat workers** (``gcite serve --fd``): the supervisor binds N sockets on the public
-  port (SO_REUSEPORT: the kernel spreads new connections evenly among those that listen;
-  each worker's server listens once the worker is ready). Each worker reaches the
-  knowledge base through :class:`gcite.knowledge.access.KnowledgeAccess` with
-  ``GCITE_KNOWLEDGE_URL`` / ``GCITE_KNOWLEDGE_KEY`` pointing at the knowledge process (its
-  chats search it, its Knowledge API is forwarded to it), or Qdrant directly when
-  ``qdrant_url`` is set, or the configured ``knowledge_url``.
+- **The knowledge process** (``gcite serve --knowledge-fd``, a child), only when the
+  knowledge base is an embedded Qdrant Edge shard (one process may open it,
+  :func:`needs_knowledge_process`): it owns the store and serves, on a loopback port the
+  supervisor bound, ``POST /retrieval`` under :data:`INTERNAL_PREFIX` and the Knowledge
+  API (``/v1/datasets``), with an internal key generated at start-up (handed over on the
+  child's stdin, never on a command line) that holds every role a configured key may
+  grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets) and is an admin
+  key there. Its pid and port are printed at start-up. The workers reach it through
+  :class:`gcite.knowledge.access.KnowledgeAccess` with ``GCITE_KNOWLEDGE_URL`` /
+  ``GCITE_KNOWLEDGE_KEY``. With ``store = "pgvector"``, ``qdrant_url`` or
+  ``knowledge_url`` there is none: every worker opens the knowledge base itself (the same
+  factory), so the workers are stateless and any number of ``gcite serve`` processes on
+  any number of machines serve the same data.
+- **N chat workers** (``gcite serve --fd --ready-fd``): the supervisor binds one socket
+  per worker on the public port (SO_REUSEPORT: the kernel spreads new connections evenly
+  among those that listen; each worker's server listens once the worker is ready, and
+  then writes ``ready`` on its ready pipe).
 
 Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL), shared by every
 worker. Key roles follow the config file at each request in every process
 (:class:`gcite.config.KeyTables`), the internal key's included.
 
-The set lives and dies together: any child that exits stops the others and the
-supervisor exits with status 1 and the reason on stderr (so that a supervisor of its own,
-systemd ``Restart=on-failure`` or Kubernetes, restarts the whole set); Ctrl-C / SIGTERM
-stops the workers, then the knowledge process; a child whose supervisor is gone (killed)
-stops itself (:func:`exit_with_parent`), so a restart finds the port free.
+A worker that exits after it was ready (killed, crashed) is replaced on a new socket of
+the same port while the others go on serving; its messages still ``running`` are marked
+failed by the new worker's start-up (:mod:`gcite.service.instances`). A worker that exits
+before it was ready (a start-up failure another would repeat) and the knowledge process
+exiting (the single owner of the store) stop the set: the supervisor stops the others and
+exits with status 1 and the reason on stderr (so that a supervisor of its own, systemd
+``Restart=on-failure`` or Kubernetes, restarts the whole set). Ctrl-C / SIGTERM stops the
+workers (each ends its answers in flight, :mod:`gcite.service.server`), then the knowledge
+process; a child whose supervisor is gone (killed) stops itself (:func:`exit_with_parent`),
+so a restart finds the port free.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -38,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -108,15 +119,24 @@ class _Children:
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
 
     def start(
-        self, what: str, command: list[str], env: dict[str, str], fd: int, given: bytes = b""
+        self,
+        what: str,
+        command: list[str],
+        env: dict[str, str],
+        fds: tuple[int, ...],
+        given: bytes = b"",
     ) -> subprocess.Popen[bytes]:
-        """Start one child with ``fd`` inherited and ``given`` on its stdin."""
-        proc = subprocess.Popen(command, env=env, pass_fds=(fd,), stdin=subprocess.PIPE)
+        """Start one child with ``fds`` inherited and ``given`` on its stdin."""
+        proc = subprocess.Popen(command, env=env, pass_fds=fds, stdin=subprocess.PIPE)
         assert proc.stdin is not None
         with proc.stdin:
             proc.stdin.write(given)
         self.procs.append((what, proc))
         return proc
+
+    def forget(self, proc: subprocess.Popen[bytes]) -> None:
+        """Drop a child that exited (it was reaped)."""
+        self.procs = [(w, p) for w, p in self.procs if p is not proc]
 
     def dead(self) -> tuple[str, subprocess.Popen[bytes]] | None:
         return next(((w, p) for w, p in self.procs if p.poll() is not None), None)
@@ -133,6 +153,96 @@ class _Children:
                 proc.wait()
 
 
+def ready_notice(fd: int | None) -> Callable[[], None] | None:
+    """What a chat worker calls once it serves: one line on its ``--ready-fd`` pipe."""
+    if fd is None:
+        return None
+
+    def notify() -> None:
+        try:
+            os.write(fd, b"ready\n")
+            os.close(fd)
+        except OSError:  # the supervisor is gone: exit_with_parent stops this process
+            pass
+
+    return notify
+
+
+class _Slot:
+    """One chat worker: its number, process and ready pipe (read end)."""
+
+    def __init__(self, number: int, proc: subprocess.Popen[bytes], ready_fd: int) -> None:
+        self.number = number
+        self.proc = proc
+        self.ready_fd = ready_fd
+        self.ready = False
+
+    def poll_ready(self) -> bool:
+        """True once the worker said it serves (non-blocking read of the pipe)."""
+        if not self.ready:
+            with contextlib.suppress(BlockingIOError):
+                self.ready = os.read(self.ready_fd, 64).startswith(b"ready")
+        return self.ready
+
+    def close(self) -> None:
+        os.close(self.ready_fd)
+
+
+class _Workers:
+    """The chat workers on ``host:port``: each has its own SO_REUSEPORT socket; a worker
+    that exits after it was ready is replaced on a new socket of the same port (the
+    kernel drops the dead one's socket and its queued connections; the other workers go
+    on serving)."""
+
+    def __init__(
+        self, children: _Children, base: list[str], env: dict[str, str], host: str, port: int
+    ) -> None:
+        self.children = children
+        self.base = base
+        self.env = env
+        self.host = host
+        self.port = port
+        self.slots: list[_Slot] = []
+
+    def start(self, number: int) -> _Slot:
+        """Start worker ``number`` (1..N) on a new socket of the port."""
+        (sock,) = _listeners(self.host, self.port, 1)
+        self.port = sock.getsockname()[1]
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        command = [*self.base, "--fd", str(sock.fileno()), "--ready-fd", str(write_fd)]
+        env = {**self.env, WORKER_ENV: str(number)}
+        try:
+            proc = self.children.start("worker", command, env, (sock.fileno(), write_fd))
+        finally:
+            sock.close()  # the child holds it now
+            os.close(write_fd)
+        slot = _Slot(number, proc, read_fd)
+        self.slots = [s for s in self.slots if s.number != number] + [slot]
+        return slot
+
+    def check(self) -> str | None:
+        """Replace the workers that exited; the reason to stop the set when one exited
+        before it was ever ready (a start-up failure: another would fail alike)."""
+        for slot in list(self.slots):
+            slot.poll_ready()
+            code = slot.proc.poll()
+            if code is None:
+                continue
+            self.children.forget(slot.proc)
+            slot.close()
+            if not slot.ready:
+                return f"工作进程 {slot.proc.pid} 启动失败（退出码 {code}），对话服务已停止"
+            new = self.start(slot.number)
+            old = f"工作进程 {slot.proc.pid} 意外退出（退出码 {code}）"
+            click.echo(f"{old}，已启动新的工作进程 {new.proc.pid}", err=True)
+        return None
+
+    def close(self) -> None:
+        for slot in self.slots:
+            slot.close()
+
+
 def _start_knowledge(
     children: _Children, base: list[str], env: dict[str, str]
 ) -> tuple[str, str, socket.socket]:
@@ -146,7 +256,7 @@ def _start_knowledge(
     sock = _loopback_socket()
     port = sock.getsockname()[1]
     command = [*base, "--knowledge-fd", str(sock.fileno())]
-    proc = children.start("knowledge", command, env, sock.fileno(), key.encode() + b"\n")
+    proc = children.start("knowledge", command, env, (sock.fileno(),), key.encode() + b"\n")
     deadline = time.monotonic() + START_GUARD_S
     while True:
         if proc.poll() is not None:
@@ -166,54 +276,73 @@ def _start_knowledge(
     return f"http://127.0.0.1:{port}{INTERNAL_PREFIX}", key, sock
 
 
-def _death_reason(what: str, proc: subprocess.Popen[bytes]) -> str:
-    if what == "knowledge":
-        return f"知识库进程 {proc.pid} 意外退出（退出码 {proc.returncode}），对话服务已停止"
-    return f"工作进程 {proc.pid} 意外退出（退出码 {proc.returncode}），对话服务已停止"
+def needs_knowledge_process(settings: Settings) -> bool:
+    """True when the knowledge base is an embedded Qdrant Edge shard (one process may
+    open it); with pgvector, ``qdrant_url`` or ``knowledge_url`` every worker opens the
+    knowledge base itself."""
+    knowledge = settings.knowledge
+    return not (knowledge.url or knowledge.qdrant_url or knowledge.store == "pgvector")
+
+
+def _supervise(
+    children: _Children, workers: _Workers, knowledge: subprocess.Popen[bytes] | None
+) -> str | None:
+    """Until SIGTERM / Ctrl-C (None) or a reason to stop the set."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            if knowledge is not None and knowledge.poll() is not None:
+                return (
+                    f"知识库进程 {knowledge.pid} 意外退出（退出码 {knowledge.returncode}），"
+                    "对话服务已停止"
+                )
+            reason = workers.check()
+            if reason is not None:
+                return reason
+            stop.wait(0.2)
+    except KeyboardInterrupt:
+        pass
+    return None
 
 
 def run_workers(settings: Settings, workers: int, config_file: Path | None) -> None:
-    """Run the knowledge process and ``workers`` chat workers until interrupted or until
-    one of them exits (then ClickException: exit status 1 with the reason)."""
+    """Run ``workers`` chat workers (and, for an embedded Qdrant Edge store, the
+    knowledge process) until interrupted; a worker that exits is replaced, the knowledge
+    process exiting or a worker failing to start stops the set (ClickException: exit
+    status 1 with the reason)."""
     env = dict(os.environ)
     base = [sys.executable, "-c", "from gcite.cli import main; main()", "serve"]
     base += ["--data-dir", str(settings.data_dir)]
     if config_file is not None:
         base += ["--config", str(config_file)]
     children = _Children()
-    sockets: list[socket.socket] = []
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    died: tuple[str, subprocess.Popen[bytes]] | None = None
+    service = settings.service
+    slots = _Workers(children, base, env, service.host, service.port)
+    knowledge: subprocess.Popen[bytes] | None = None
+    reason: str | None = None
     try:
-        if not settings.knowledge.url and not settings.knowledge.qdrant_url:
+        if needs_knowledge_process(settings):
             url, key, knowledge_sock = _start_knowledge(children, base, env)
-            sockets.append(knowledge_sock)
+            knowledge_sock.close()  # the knowledge process holds it now
+            knowledge = children.procs[0][1]
             env["GCITE_KNOWLEDGE_URL"] = url
             env["GCITE_KNOWLEDGE_KEY"] = key
         # One listening socket per worker on the same port (SO_REUSEPORT): the kernel
         # spreads new connections evenly over the workers (one shared socket lets the least
         # busy process win most accepts and leaves the others idle).
-        public = _listeners(settings.service.host, settings.service.port, workers)
-        sockets.extend(public)
-        for number, sock in enumerate(public, start=1):
-            command = [*base, "--fd", str(sock.fileno())]
-            children.start("worker", command, {**env, WORKER_ENV: str(number)}, sock.fileno())
-        for sock in sockets:  # the children hold them now
-            sock.close()
-        address = f"http://{settings.service.host}:{settings.service.port}/"
+        for number in range(1, workers + 1):
+            slots.start(number)
+        address = f"http://{service.host}:{service.port}/"
         click.echo(f"对话服务已启动: {address}  （{workers} 个工作进程）")
-        while not stop.is_set() and died is None:
-            died = children.dead()
-            stop.wait(0.2)
+        reason = _supervise(children, slots, knowledge)
     except KeyboardInterrupt:
         pass
     finally:
         children.stop()
-        for sock in sockets:
-            sock.close()
-    if died is not None and not stop.is_set():
-        raise click.ClickException(_death_reason(*died))
+        slots.close()
+    if reason is not None:
+        raise click.ClickException(reason)
 
 
 __all__ = [
@@ -221,5 +350,7 @@ __all__ = [
     "WORKER_ENV",
     "every_role",
     "exit_with_parent",
+    "needs_knowledge_process",
+    "ready_notice",
     "run_workers",
 ]

@@ -92,6 +92,7 @@ PREDECESSORS: dict[NodeName, tuple[NodeName, ...]] = {
 ERROR_CODES: dict[str, tuple[str, int]] = {
     "llm": ("completion_request_error", 400),
     "internal": ("internal_server_error", 500),
+    "interrupted": ("service_unavailable", 503),
 }
 """``RunFailed.kind`` -> Dify's in-stream / blocking error ``(code, status)``."""
 

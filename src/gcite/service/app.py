@@ -81,6 +81,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.resources = resources
     app.state.settings = settings
     app.state.knowledge = resources.knowledge
+    app.state.runs = runs  # ended on exit by gcite.service.server
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:

@@ -162,7 +162,8 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
                 prepare, resources, body, caller, scheduler, arrival=number
             )
         if body.response_mode == "blocking":
-            outcome = await handle.result(lambda: wait_for_disconnect(request.receive))
+            with runs.live(handle):
+                outcome = await handle.result(lambda: wait_for_disconnect(request.receive))
             if outcome.abandoned:
                 return error_response(499, "client_disconnected", "Client disconnected.")
             if outcome.crashed:
@@ -175,8 +176,9 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
         async def frames() -> Any:
             runs.add(env.task_id, caller.owner(body.user), handle)
             try:
-                async for frame in handle.frames(body.query):
-                    yield frame
+                with runs.live(handle):
+                    async for frame in handle.frames(body.query):
+                        yield frame
             finally:
                 runs.remove(env.task_id)
 

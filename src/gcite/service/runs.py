@@ -15,6 +15,11 @@ the end unless the client disconnects first.
 
 A database failure is logged and never breaks the answer: the client still gets every
 frame, and the outcome counts as stored (it is not written twice).
+
+When the process stops (SIGTERM), :meth:`RunRegistry.interrupt_all` lets the runs in
+flight end on their own for a while, then ends the rest as failed with :data:`INTERRUPTED`
+(an ``error`` event for a stream, a 503 for a blocking call; the message is stored
+``failed``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +42,13 @@ STOP_POLL_S = 0.25
 """How often (s) a worker with running streams reads the stop records of the shared store."""
 
 ABANDONED = "client disconnected"
+
+INTERRUPTED = "服务正在停止，本次回答已中断，请重新提问"
+"""The error of a run its process ended while it ran (stream ``error`` event, stored)."""
+
+INTERRUPT_WAIT_S = 5.0
+"""Hang guard: how long :meth:`RunRegistry.interrupt_all` waits for the interrupted runs
+to store their outcome."""
 
 _RUNNING: set[asyncio.Task[None]] = set()
 """Strong references to running producers (a cancelled one still stores its outcome)."""
@@ -64,8 +76,34 @@ class RunRegistry:
 
     def __init__(self, conversations: ConversationStore | None = None) -> None:
         self._runs: dict[str, tuple[str, RunHandle]] = {}
+        self._live: set[RunHandle] = set()
         self._conversations = conversations
         self._watcher: asyncio.Task[None] | None = None
+
+    @contextlib.contextmanager
+    def live(self, handle: RunHandle) -> Iterator[None]:
+        """Count ``handle`` as running here (streamed or blocking) while in the block."""
+        self._live.add(handle)
+        try:
+            yield
+        finally:
+            self._live.discard(handle)
+
+    async def interrupt_all(self, grace_s: float) -> int:
+        """The process stops: wait up to ``grace_s`` seconds for the live runs to end,
+        then interrupt the rest (:meth:`RunHandle.interrupt`) and wait until their outcome
+        is stored (at most :data:`INTERRUPT_WAIT_S`). Returns how many were interrupted."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while self._live and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        left = list(self._live)
+        for handle in left:
+            handle.interrupt()
+        waits = [w for w in (h.ending() for h in left) if w is not None]
+        if waits:
+            await asyncio.wait(waits, timeout=INTERRUPT_WAIT_S)
+        return len(left)
 
     def add(self, task_id: str, owner: str, handle: RunHandle) -> None:
         """Register a running run of ``owner``; with a shared conversation store, start the
@@ -132,6 +170,7 @@ class RunHandle:
         self._chunks_stored: asyncio.Task[None] | None = None
         self._producer: asyncio.Task[None] | None = None
         self._stopping = False
+        self._interrupting = False
         self._persisted = False
         self._failure: RunFailed | None = None
         self._ended: RunSummary | None = None
@@ -214,10 +253,14 @@ class RunHandle:
                     await self._handle(event)
                     self._send(event)
             except asyncio.CancelledError:
-                if not self._stopping:  # the client went away: keep what came, then stop
+                if self._interrupting:  # the process stops: a failed run, said so
+                    ending = self.run.interrupted(INTERRUPTED)
+                elif self._stopping:
+                    ending = self.run.stopped()
+                else:  # the client went away: keep what came, then stop
                     await self._persist(self.run.summary(), abandoned=True)
                     raise
-                for event in self.run.stopped():
+                for event in ending:
                     await self._handle(event)
                     self._send(event)
         except asyncio.CancelledError:
@@ -247,6 +290,18 @@ class RunHandle:
         if self.run.status == "running" and producer is not None and not producer.done():
             self._stopping = True
             producer.cancel()
+
+    def interrupt(self) -> None:
+        """The process stops: cancel the producer; the run then ends as failed with
+        :data:`INTERRUPTED` and its partial answer. No effect once the run has ended."""
+        producer = self._producer
+        if self.run.status == "running" and producer is not None and not producer.done():
+            self._interrupting = True
+            producer.cancel()
+
+    def ending(self) -> asyncio.Task[None] | None:
+        """The producer task (done once the outcome is stored), when the run started."""
+        return self._producer
 
     # ------------------------------------------------------------------ streaming
     async def frames(self, query: str) -> AsyncIterator[bytes]:
@@ -332,4 +387,4 @@ async def wait_for_disconnect(receive: Callable[[], Awaitable[Any]]) -> None:
             return
 
 
-__all__ = ["ABANDONED", "Outcome", "RunHandle", "RunRegistry", "wait_for_disconnect"]
+__all__ = ["ABANDONED", "INTERRUPTED", "Outcome", "RunHandle", "RunRegistry", "wait_for_disconnect"]
