@@ -49,6 +49,7 @@ from gcite.service.conversations import conversations_router
 from gcite.service.deps import caller_of
 from gcite.service.dify_app import dify_app_router
 from gcite.service.errors import INTERNAL_MESSAGE, ApiError, api_error, error_response
+from gcite.service.instances import Instances
 from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
@@ -73,7 +74,17 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         await asyncio.to_thread(resources.warm_up)
         scheduler = Scheduler.from_settings(settings)  # first text first, per process
+        # this process in the shared database; what crashed processes left is marked
+        conversations = resources.conversations
+        instances = Instances(conversations)
+        await conversations.call(instances.join)
+        heartbeat = asyncio.create_task(instances.heartbeat())
         yield {"scheduler": scheduler}  # request.state.scheduler
+        heartbeat.cancel()
+        try:
+            await conversations.call(instances.leave)
+        except Exception:
+            log.warning("could not remove this process from the database", exc_info=True)
         scheduler.close()
         await resources.aclose()
 

@@ -151,9 +151,36 @@ class _StopRequest(_Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
 
 
+class _Instance(_Base):
+    """A server process using the database (migration 0005; :mod:`gcite.service.instances`).
+
+    ``host``: the machine (host name and boot id); ``started``: the process's start time
+    on its machine (clock ticks since boot, 0 when unknown); ``seen_at``: its last
+    heartbeat, int seconds since the epoch."""
+
+    __tablename__ = "gcite_instances"
+    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
+    host: Mapped[str] = mapped_column(_Str(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started: Mapped[int] = mapped_column(BigInteger)
+    seen_at: Mapped[int] = mapped_column(BigInteger)
+
+
+_RUNNING_ROWS = text("status = 'running'")
+
+
 class _Message(_Base):
     __tablename__ = "gcite_messages"
-    __table_args__ = (Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),)
+    __table_args__ = (
+        Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),
+        # the messages in flight, by the process that runs them (crash recovery)
+        Index(
+            "ix_gcite_messages_running",
+            "instance_id",
+            postgresql_where=_RUNNING_ROWS,
+            sqlite_where=_RUNNING_ROWS,
+        ),
+    )
 
     id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(_Str(36), index=True)
@@ -170,6 +197,7 @@ class _Message(_Base):
     cited_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     message_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[int] = mapped_column(BigInteger)
+    instance_id: Mapped[str | None] = mapped_column(_Str(36), nullable=True)
 
 
 def _table(model: type[_Base]) -> Table:
@@ -182,6 +210,7 @@ _CONVERSATIONS = _table(_Conversation)
 _MESSAGES = _table(_Message)
 _STOPS = _table(_StopRequest)
 _FEEDBACKS = _table(_Feedback)
+_INSTANCES = _table(_Instance)
 
 # The statements of the per-stream calls, built once: Core statements on a connection, with
 # bound parameters (an UPDATE without values() sets the columns named in the parameters).
@@ -352,6 +381,8 @@ class ConversationStore:
         # write lock never fill that executor (under a burst, a Plan B chunk write queued
         # behind them; benchmarks/bench_scale.py).
         self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="gcite-db")
+        self.instance_id = str(uuid.uuid4())
+        """The id this process's messages are written with (:meth:`register_instance`)."""
 
     async def call(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)`` (blocking database work: a method of this store, or a
@@ -441,6 +472,7 @@ class ConversationStore:
                     "cited_ids": [],
                     "message_metadata": {},
                     "created_at": now,
+                    "instance_id": self.instance_id,
                 },
             )
         return record
@@ -583,6 +615,59 @@ class ConversationStore:
                 .order_by(_MESSAGES.c.seq)
             ).all()
         return [_msg(r) for r in rows]
+
+    # ------------------------------------------------------- server processes
+
+    def register_instance(self, host: str, pid: int, started: int, now: int) -> None:
+        """Record (or refresh) this process as live: its :attr:`instance_id`, ``host``,
+        ``pid``, process start ``started`` and heartbeat time ``now`` (s since the epoch).
+        A row another process removed (it judged this one dead) is written again."""
+        values = {"host": host, "pid": pid, "started": started, "seen_at": now}
+        with self._writing() as connection:
+            done = connection.execute(
+                update(_INSTANCES).where(_INSTANCES.c.id == self.instance_id).values(values)
+            )
+            if done.rowcount == 0:
+                connection.execute(insert(_INSTANCES).values(id=self.instance_id, **values))
+
+    def leave_instance(self) -> None:
+        """Remove this process's row (it stops; its runs have ended)."""
+        with self._writing() as connection:
+            connection.execute(delete(_INSTANCES).where(_INSTANCES.c.id == self.instance_id))
+
+    def instances(self) -> list[tuple[str, str, int, int, int]]:
+        """Every recorded process: ``(id, host, pid, started, seen_at)``."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    _INSTANCES.c.id,
+                    _INSTANCES.c.host,
+                    _INSTANCES.c.pid,
+                    _INSTANCES.c.started,
+                    _INSTANCES.c.seen_at,
+                )
+            ).all()
+        return [(r.id, r.host, r.pid, r.started, r.seen_at) for r in rows]
+
+    def fail_orphans(self, dead: list[str], error: str) -> list[str]:
+        """Forget the processes ``dead`` and mark failed (with ``error``) every message
+        still ``running`` whose process is not recorded any more (``dead``, removed
+        earlier, or none: written before processes were recorded). Returns the ids of
+        the messages marked; their answers so far stay as stored."""
+        live = select(_INSTANCES.c.id)
+        with self._writing() as connection:
+            if dead:
+                connection.execute(delete(_INSTANCES).where(_INSTANCES.c.id.in_(dead)))
+            orphan = (_MESSAGES.c.status == "running") & (
+                _MESSAGES.c.instance_id.is_(None) | _MESSAGES.c.instance_id.not_in(live)
+            )
+            rows = connection.execute(
+                update(_MESSAGES)
+                .where(orphan)
+                .values(status="failed", failed=True, error=error)
+                .returning(_MESSAGES.c.id)
+            ).all()
+        return [row.id for row in rows]
 
     # ------------------------------------------------- Dify's conversation endpoints
 
