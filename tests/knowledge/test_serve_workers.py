@@ -12,11 +12,12 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
+from gcite.service.instances import ORPHANED
+from gcite.service.runs import INTERRUPTED
 from gcite.testing import free_port
 from gcite.testing.corpus import MANIFEST, write_mixed
 from support.openai_standin import SPLIT_DELTAS, SPLIT_SHOWN, OpenAIStandin, Script
@@ -358,3 +361,98 @@ async def test_a_burst_of_100_streams_on_two_workers_loses_no_stream_and_no_text
                     *(_whole_stream(served, client, i) for i in range(100))
                 )
     assert results == [f"succeeded:{SPLIT_SHOWN * 5}"] * 100
+
+
+def _serving_pid(data: Path, message_id: str) -> int:
+    """The pid of the worker running ``message_id``, from the shared database."""
+    with sqlite3.connect(data / "gcite.sqlite3") as db:
+        row = db.execute(
+            "SELECT i.pid FROM gcite_messages m JOIN gcite_instances i ON i.id = m.instance_id"
+            " WHERE m.id = ?",
+            (message_id,),
+        ).fetchone()
+    assert row is not None, message_id
+    return int(row[0])
+
+
+async def _cut_stream(
+    served: ServeWorkers, data: Path, user: str, kill: Callable[[int], None]
+) -> tuple[list[dict[str, Any]], str | None, str, int]:
+    """Open a stream; once its first text came, ``kill(pid of its worker)``; read on.
+
+    Returns ``(events, transport error or None, conversation id, killed pid)``."""
+    events: list[dict[str, Any]] = []
+    payload = {"query": "电梯维保多久一次？", "user": user, "response_mode": "streaming"}
+    pid = 0
+    try:
+        async with (
+            httpx.AsyncClient() as client,
+            client.stream(
+                "POST",
+                f"{served.base}/v1/chat-messages",
+                json=payload,
+                headers={"Authorization": "Bearer ops"},
+                timeout=120,
+            ) as response,
+        ):
+            assert response.status_code == 200
+            async for event in _events(response):
+                events.append(event)
+                if event["event"] == "message" and not pid:
+                    pid = _serving_pid(data, str(event["message_id"]))
+                    kill(pid)
+    except httpx.TransportError as exc:
+        return events, type(exc).__name__, str(events[0]["conversation_id"]), pid
+    return events, None, str(events[0]["conversation_id"]), pid
+
+
+def _status(served: ServeWorkers, conversation_id: str, user: str) -> dict[str, Any]:
+    r = httpx.get(
+        f"{served.base}/v1/messages",
+        params={"conversation_id": conversation_id, "user": user},
+        headers={"Authorization": "Bearer ops"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    (message,) = r.json()["data"]
+    return dict(message)
+
+
+def _signal(sig: signal.Signals) -> Callable[[int], None]:
+    return lambda pid: os.kill(pid, sig)
+
+
+async def test_answers_cut_by_a_dying_worker_are_marked_failed(tmp_path: Path) -> None:
+    """SIGTERM: the worker ends its answer with an ``error`` event and stores it failed
+    before it exits. SIGKILL: the client's stream is cut with nothing more; the worker
+    started in its place marks the message failed at start-up (never left ``running``)."""
+    data = _ingest(tmp_path)
+    env = {"GCITE_LLM_BASE_URL": "", "GCITE_LLM_MODEL": "standin", "GCITE_LLM_API_KEY": "k"}
+    with OpenAIStandin(Script.text(LONG_ANSWER * 3, size=1, token_delay_s=0.05)) as llm:
+        env["GCITE_LLM_BASE_URL"] = llm.base_url
+        with ServeWorkers(data, 2, tmp_path / "serve.log", env) as served:
+            events, cut, conversation, pid = await _cut_stream(
+                served, data, "t", _signal(signal.SIGTERM)
+            )
+            assert cut is None  # the stream ended properly, with the error event
+            last = events[-1]
+            assert last["event"] == "error", events[-3:]
+            assert (last["code"], last["status"]) == ("service_unavailable", 503)
+            assert last["message"] == INTERRUPTED
+            texts = "".join(str(e.get("answer", "")) for e in events if e["event"] == "message")
+            assert 0 < len(texts) < len(LONG_ANSWER * 3)
+            served.replaced(pid)
+            stored = _status(served, conversation, "t")
+            assert (stored["gcite_status"], stored["error"]) == ("failed", INTERRUPTED)
+
+            events, cut, conversation, pid = await _cut_stream(
+                served, data, "k", _signal(signal.SIGKILL)
+            )
+            assert cut is not None  # cut: nothing could be sent
+            assert all(e["event"] != "error" for e in events)
+            served.replaced(pid)  # its replacement marks the message at start-up
+            deadline = time.monotonic() + 120  # a hang guard: until the new one started
+            while (stored := _status(served, conversation, "k"))["gcite_status"] == "running":
+                assert time.monotonic() < deadline, stored
+                await asyncio.sleep(0.2)
+            assert (stored["gcite_status"], stored["error"]) == ("failed", ORPHANED)

@@ -102,7 +102,7 @@ class ServeWorkers:
         """One /health per worker (each answers through its own socket once imported)."""
         deadline = time.monotonic() + 120
         seen: set[int] = set()
-        while seen != self.worker_pids and time.monotonic() < deadline:
+        while not self.worker_pids <= seen and time.monotonic() < deadline:
             request_id = uuid.uuid4().hex
             try:
                 httpx.get(f"{self.base}/health", headers={"X-Request-Id": request_id}, timeout=10)
@@ -110,6 +110,22 @@ class ServeWorkers:
                 time.sleep(0.2)
                 continue
             seen.add(self.pid_of(request_id))
+
+    def replaced(self, pid: int) -> set[int]:
+        """Wait until worker ``pid`` has a replacement and every worker answers (a hang
+        guard, not a speed bound); returns the workers' pids (also :attr:`worker_pids`)."""
+        assert self.proc is not None
+        deadline = time.monotonic() + 120
+        while True:
+            now = set(children(self.proc.pid))
+            if len(now) == self.workers and pid not in now:
+                break
+            assert self.proc.poll() is None, self.log_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, now
+            time.sleep(0.2)
+        self.worker_pids = now
+        self._warm()
+        return now
 
     def __exit__(self, *exc: object) -> None:
         assert self.proc is not None
