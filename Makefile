@@ -19,7 +19,7 @@ SDK := .venv-sdk
 SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
 SDK_JS := tests/sdk/js/node_modules/.installed
 
-.PHONY: demo test test-miniprogram setup browser services sdk lint miniprogram bench clean
+.PHONY: demo test test-miniprogram setup browser services nginx sdk lint miniprogram bench clean
 
 # What the demo needs (the runtime dependencies) ...
 $(RUNTIME): pyproject.toml requirements.lock
@@ -72,6 +72,23 @@ services:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
+# Debian's nginx for the two-machine test (tests/knowledge/test_two_machines.py), which
+# runs it unprivileged from a config it renders into a temp dir. Where apt-get cannot
+# install it, the package is downloaded and unpacked into $(VENV)/nginx instead; where
+# neither works the test skips with the reason, so this target only warns.
+NGINX_LOCAL := $(VENV)/nginx/usr/sbin/nginx
+nginx:
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] && [ ! -x $(NGINX_LOCAL) ]; then \
+	  echo "installing Debian nginx for the load-balancer test"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  { $$SUDO apt-get update -qq && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; } || \
+	  { rm -rf $(VENV)/nginx && mkdir -p $(VENV)/nginx && \
+	    (cd $(VENV)/nginx && apt-get download nginx >/dev/null) && \
+	    dpkg-deb -x $(VENV)/nginx/nginx_*.deb $(VENV)/nginx; } || \
+	  echo "warning: nginx could not be installed: the load-balancer test will skip"; \
+	fi
+
 # The WeChat mini program: copy the JavaScript client into the example as CommonJS
 # (no npm needed), and install its pinned test packages (npm ci, once per lock change).
 miniprogram:
@@ -95,7 +112,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: setup browser services sdk lint miniprogram $(MP_STAMP)
+test: setup browser services nginx sdk lint miniprogram $(MP_STAMP)
 	@if [ -f $(VECTORS) ]; then \
 	  echo "conformance: $(VECTORS)"; \
 	  $(BIN)/gcite vectors $(VECTORS) && node clients/js/bin/vectors.mjs $(VECTORS); \

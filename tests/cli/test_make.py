@@ -43,3 +43,5 @@ def test_make_test_installs_the_test_tools(tmp_path: Path) -> None:
     commands = _dry_run("test", tmp_path)
     assert "-e '.[dev]'" in commands
     assert "pytest -q" in commands
+    assert "apt-get install -y -qq nginx" in commands  # the load-balancer test's nginx
+    assert "apt-get download nginx" in commands  # where apt-get cannot install it

@@ -30,9 +30,13 @@ TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "gcite.con
 START_ATTEMPTS = 3
 
 
+LOCAL = Path(__file__).resolve().parents[2] / ".venv" / "nginx" / "usr" / "sbin" / "nginx"
+"""Where ``make nginx`` unpacks Debian's package when apt-get cannot install it."""
+
+
 def nginx_binary() -> Path | None:
-    """Debian's ``/usr/sbin/nginx`` (or one on PATH)."""
-    for candidate in ("/usr/sbin/nginx", shutil.which("nginx")):
+    """Debian's ``/usr/sbin/nginx``, one on PATH, or the one ``make nginx`` unpacked."""
+    for candidate in ("/usr/sbin/nginx", shutil.which("nginx"), str(LOCAL)):
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     return None
