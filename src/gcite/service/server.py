@@ -34,17 +34,21 @@ below the ``gcite serve --workers`` supervisor's grace, after which it kills a c
 
 
 class GciteServer(uvicorn.Server):
-    """uvicorn's server with the ready notice and the interrupting shutdown (module docs)."""
+    """uvicorn's server with the ready notice and the interrupting shutdown (module docs);
+    ``drain_s``: how long the answers in flight may run on once it stops (s)."""
 
     def __init__(
         self,
         config: uvicorn.Config,
         runs: RunRegistry | None,
         on_ready: Callable[[], None] | None = None,
+        *,
+        drain_s: float = DRAIN_S,
     ) -> None:
         super().__init__(config)
         self.runs = runs
         self.on_ready = on_ready
+        self.drain_s = drain_s
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -55,7 +59,7 @@ class GciteServer(uvicorn.Server):
         for server in self.servers:  # no new connections while the answers end
             server.close()
         if self.runs is not None:
-            await self.runs.interrupt_all(DRAIN_S)
+            await self.runs.interrupt_all(self.drain_s)
         await super().shutdown(sockets)
 
 
