@@ -456,3 +456,22 @@ async def test_answers_cut_by_a_dying_worker_are_marked_failed(tmp_path: Path) -
                 assert time.monotonic() < deadline, stored
                 await asyncio.sleep(0.2)
             assert (stored["gcite_status"], stored["error"]) == ("failed", ORPHANED)
+
+
+def test_a_worker_that_cannot_start_stops_the_set(tmp_path: Path) -> None:
+    """A worker that exits before it was ready would fail again if started again: the
+    supervisor stops the set with the reason instead of starting workers in a loop."""
+    data = _ingest(tmp_path)
+    closed = free_port()  # nothing listens there: every worker fails to open the database
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+    env["GCITE_DATABASE_URL"] = f"postgresql://u:p@127.0.0.1:{closed}/nothing"
+    env["GCITE_KNOWLEDGE_URL"] = f"http://127.0.0.1:{closed}/kb"  # no knowledge process
+    env["GCITE_KNOWLEDGE_KEY"] = "k"
+    gcite = Path(sys.executable).parent / "gcite"
+    command = [str(gcite), "serve", "--port", str(free_port()), "--data-dir", str(data)]
+    done = subprocess.run(
+        [*command, "--workers", "2"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stderr
+    assert "启动失败" in done.stderr and "对话服务已停止" in done.stderr
+    assert "已启动新的工作进程" not in done.stderr

@@ -142,15 +142,22 @@ class _Children:
         return next(((w, p) for w, p in self.procs if p.poll() is not None), None)
 
     def stop(self) -> None:
-        """Workers first (they use the knowledge process), then the knowledge process."""
-        for _what, proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        """The workers all at once (each ends its answers in flight), then the knowledge
+        process (the workers use it until they exit); a child still running
+        :data:`STOP_GRACE_S` after its SIGTERM is killed."""
+        workers = [proc for what, proc in self.procs if what != "knowledge"]
+        knowledge = [proc for what, proc in self.procs if what == "knowledge"]
+        for group in (workers, knowledge):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.terminate()
+            deadline = time.monotonic() + STOP_GRACE_S
+            for proc in group:
+                try:
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 def ready_notice(fd: int | None) -> Callable[[], None] | None:
@@ -181,11 +188,14 @@ class _Slot:
         """True once the worker said it serves (non-blocking read of the pipe)."""
         if not self.ready:
             with contextlib.suppress(BlockingIOError):
-                self.ready = os.read(self.ready_fd, 64).startswith(b"ready")
+                self.ready = self.ready_fd >= 0 and os.read(self.ready_fd, 64).startswith(b"ready")
         return self.ready
 
     def close(self) -> None:
-        os.close(self.ready_fd)
+        """Close the pipe (once)."""
+        if self.ready_fd >= 0:
+            os.close(self.ready_fd)
+            self.ready_fd = -1
 
 
 class _Workers:
