@@ -244,6 +244,38 @@ def test_gcite_ingest_in_another_process_is_seen_by_an_open_store(
         assert store.search("锅炉压力表多久校验", dataset="设备库", roles=[]) == []
 
 
+def test_management_sees_a_change_another_machine_just_committed(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """A dataset created through one machine is at once known to the management of
+    another that had its catalog loaded before (no search in between, no wait for the
+    change's notification): a Knowledge API client behind a load balancer may send its
+    next request to any machine."""
+    from gcite.knowledge.manage import dataset_named, list_datasets
+
+    url = fresh_database(pgvector_url)
+    settings = Settings.from_keys(
+        data_dir=tmp_path / "data", embed_backend="use", store="pgvector",
+        knowledge_database_url=url,
+    )  # fmt: skip
+    code = (
+        "import sys; from pathlib import Path; from gcite.config import Settings;"
+        "from gcite.knowledge import open_store; from gcite.knowledge.manage import create_dataset;"
+        "s = Settings.from_keys(data_dir=Path(sys.argv[2]), embed_backend='use',"
+        " store='pgvector', knowledge_database_url=sys.argv[1]);"
+        "store = open_store(s, create=True); create_dataset(store, '新建库'); store.close()"
+    )
+    with open_store(settings, create=True) as store:
+        assert [d.name for d in list_datasets(store)] == []
+        done = subprocess.run(
+            [sys.executable, "-c", code, url, str(tmp_path / "other")],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert dataset_named(store, "新建库") == "新建库"
+        assert [d.name for d in list_datasets(store)] == ["新建库"]
+
+
 # --------------------------------------------------------------------------- configuration
 
 

@@ -26,10 +26,6 @@ from support.openai_standin import OpenAIStandin, Script
 from support.pg import fresh_database
 from support.serve_workers import ServeWorkers, children
 
-pytestmark = pytest.mark.skipif(
-    nginx_binary() is None, reason="nginx is not installed (Debian package nginx: `make nginx`)"
-)
-
 ADMIN = {"Authorization": "Bearer admin-secret"}
 OPS = {"Authorization": "Bearer ops"}
 SLOW = "慢慢说"  # a question holding this word gets a long, slow answer from the stand-in
@@ -84,16 +80,25 @@ def machines(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Ite
         made = Machines(configs, database_url, llm.base_url)
         made.set_keys(PUBLIC_ONLY)
         with (
-            ServeWorkers(configs[0].parent, 2, base / "a.log") as a,
-            ServeWorkers(configs[1].parent, 2, base / "b.log") as b,
+            ServeWorkers(configs[0].parent, 2, base / "a.log") as made.a,
+            ServeWorkers(configs[1].parent, 2, base / "b.log") as made.b,
         ):
-            lb = Nginx([f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"], fail_timeout_s=2)
-            try:
-                with lb:
-                    made.a, made.b, made.lb = a, b, lb
-                    yield made
-            finally:
-                lb.close()
+            yield made
+
+
+@pytest.fixture(scope="module")
+def lb(machines: Machines) -> Iterator[Nginx]:
+    """nginx over both machines (skips where nginx is not installed)."""
+    if nginx_binary() is None:
+        pytest.skip("nginx is not installed (Debian package nginx: `make nginx`)")
+    servers = [f"127.0.0.1:{machines.a.port}", f"127.0.0.1:{machines.b.port}"]
+    balancer = Nginx(servers, fail_timeout_s=2)
+    try:
+        with balancer:
+            machines.lb = balancer
+            yield balancer
+    finally:
+        balancer.close()
 
 
 def _titles(base: str, query: str, *, request_id: str = "") -> set[str]:
@@ -158,7 +163,7 @@ def test_a_role_change_of_a_key_applies_on_both_machines(
     def seen() -> list[bool]:
         return [
             "钥匙.md" in _titles(base, question)
-            for base in (machines.a.base, machines.b.base, machines.lb.base, machines.lb.base)
+            for base in (machines.a.base, machines.b.base, machines.a.base, machines.b.base)
         ]
 
     assert seen() == [False] * 4
@@ -200,7 +205,7 @@ async def _stop_through_nginx(machines: Machines, on: ServeWorkers) -> tuple[str
 
 
 async def test_stop_sent_through_nginx_stops_a_stream_on_either_machine(
-    machines: Machines, documents: None
+    machines: Machines, lb: Nginx, documents: None
 ) -> None:
     """Streams run on each machine; stops go through nginx, which hands them to either
     machine: every stream ends ``stopped``, and each machine's stream has been stopped by
@@ -223,7 +228,9 @@ async def test_stop_sent_through_nginx_stops_a_stream_on_either_machine(
     assert crossed == set(address.values())
 
 
-def test_a_machine_that_goes_down_leaves_the_rotation(machines: Machines, documents: None) -> None:
+def test_a_machine_that_goes_down_leaves_the_rotation(
+    machines: Machines, lb: Nginx, documents: None
+) -> None:
     """Machine b stops (its /ready, like everything else it served, goes away): every
     request through nginx is answered by a (nginx's passive health check: a refused
     connection is a failure, max_fails=1 takes b out, the request goes on to a), POSTs

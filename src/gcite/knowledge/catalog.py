@@ -78,9 +78,10 @@ class Catalog:
         """Names of list-valued metadata fields over all datasets."""
         return frozenset(f for d in self.datasets.values() for f in d.get("array_fields", []))
 
-    def refresh(self) -> None:
+    def refresh(self, *, sync: bool = False) -> None:
         """Bring the catalog up to date with changes made by other processes: nothing to
-        do for a data dir, which one process owns (the pgvector catalog reloads)."""
+        do for a data dir, which one process owns (the pgvector catalog reloads; ``sync``:
+        also with every change committed before this call, at the cost of a round trip)."""
         return None
 
 

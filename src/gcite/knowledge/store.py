@@ -418,7 +418,12 @@ class HybridStore:
 
     @property
     def catalog(self) -> Catalog:
-        """The dataset bookkeeping (shared by every store on this data dir)."""
+        """The dataset bookkeeping (shared by every store on this data dir), first brought
+        up to date with what any process committed before (pgvector: management through
+        one machine right after a change through another sees it; one round trip, on
+        the management and ingest paths that read this, never on searches)."""
+        with self._handle.lock:
+            self._handle.catalog.refresh(sync=True)
         return self._handle.catalog
 
     @property

@@ -305,12 +305,16 @@ class PgIndex:
             self._stale = True  # changes made while it was away were not heard
         return self._reader
 
-    def catalog_changed(self) -> bool:
+    def catalog_changed(self, *, sync: bool = False) -> bool:
         """Whether a catalog save was committed (by any process) since the last call: the
         notifications of :data:`CHANNEL` that arrived on the reader connection (no round
-        trip), or a new reader connection."""
+        trip), or a new reader connection. ``sync``: one round trip first, after which
+        every save committed before this call has been heard (the server delivers
+        pending notifications before it answers)."""
         with pg_errors("知识库查询失败", self.url):
             reader = self.reader()
+            if sync:
+                reader.execute("SELECT 1")
             heard = bool(list(reader.notifies(timeout=0)))
         stale, self._stale = self._stale, False
         return heard or stale
@@ -655,11 +659,13 @@ class PgCatalog(Catalog):
         self.index.save_catalog(self.embedder, self.dim, self.datasets, self._saved)
         self._saved = copy.deepcopy(self.datasets)
 
-    def refresh(self) -> None:
+    def refresh(self, *, sync: bool = False) -> None:
         """Reload the catalog when another store (this process's or another's) saved one
         since the last load, unless a write of this store is in progress. In place: an
-        entry held by a running ingestion stays the catalog's entry."""
-        if not self.index.catalog_changed() or self.index.writing:
+        entry held by a running ingestion stays the catalog's entry. ``sync``: also
+        what was committed just now, on another machine (read-your-writes through any
+        machine; one round trip)."""
+        if self.index.writing or not self.index.catalog_changed(sync=sync):
             return
         self.embedder, self.dim, fresh = self.index.load_catalog()
         merged: dict[str, dict[str, Any]] = {}
