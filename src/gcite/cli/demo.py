@@ -233,10 +233,8 @@ def demo(
             store.close()
         sys.exit(code)
 
-    import uvicorn
-
     from gcite.service import create_app
-    from gcite.service.http import BoundedHttpToolsProtocol
+    from gcite.service.server import serve_app
 
     app = create_app(settings)
     url = f"http://{settings.service.host}:{port}/"
@@ -244,13 +242,7 @@ def demo(
     click.echo("用手机尺寸的浏览器窗口打开上面的地址；按 Ctrl+C 停止。", err=True)
     sys.stdout.flush()
     try:
-        uvicorn.run(
-            app,
-            host=settings.service.host,
-            port=port,
-            log_level="warning",
-            http=BoundedHttpToolsProtocol,
-        )
+        serve_app(app, host=settings.service.host, port=port)
     finally:
         for store in stores:
             store.close()
