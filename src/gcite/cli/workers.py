@@ -243,7 +243,10 @@ class _Workers:
             slot.close()
             if not slot.ready:
                 return f"工作进程 {slot.proc.pid} 启动失败（退出码 {code}），对话服务已停止"
-            new = self.start(slot.number)
+            try:
+                new = self.start(slot.number)
+            except OSError as exc:  # the port or a pipe could not be had again
+                return f"无法启动新的工作进程替换 {slot.proc.pid}（{exc}），对话服务已停止"
             old = f"工作进程 {slot.proc.pid} 意外退出（退出码 {code}）"
             click.echo(f"{old}，已启动新的工作进程 {new.proc.pid}", err=True)
         return None
@@ -295,11 +298,9 @@ def needs_knowledge_process(settings: Settings) -> bool:
 
 
 def _supervise(
-    children: _Children, workers: _Workers, knowledge: subprocess.Popen[bytes] | None
+    stop: threading.Event, workers: _Workers, knowledge: subprocess.Popen[bytes] | None
 ) -> str | None:
-    """Until SIGTERM / Ctrl-C (None) or a reason to stop the set."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    """Until ``stop`` (SIGTERM) or Ctrl-C (None) or a reason to stop the set."""
     try:
         while not stop.is_set():
             if knowledge is not None and knowledge.poll() is not None:
@@ -331,6 +332,8 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
     slots = _Workers(children, base, env, service.host, service.port)
     knowledge: subprocess.Popen[bytes] | None = None
     reason: str | None = None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         if needs_knowledge_process(settings):
             url, key, knowledge_sock = _start_knowledge(children, base, env)
@@ -345,7 +348,7 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
             slots.start(number)
         address = f"http://{service.host}:{service.port}/"
         click.echo(f"对话服务已启动: {address}  （{workers} 个工作进程）")
-        reason = _supervise(children, slots, knowledge)
+        reason = _supervise(stop, slots, knowledge)
     except KeyboardInterrupt:
         pass
     finally:
