@@ -23,9 +23,10 @@ Per store:
    streams whose knowledge retrieval failed. The stand-in's own CPU per answer is the
    baseline of the same run.
 
-``--profile DIR`` runs each store's service under ``py-spy record`` (raw collapsed stacks in
-``DIR/<store>.txt``, then the top entries by self and inclusive samples): profile runs are
-for finding work, their CPU figures include py-spy's sampling.
+``--profile DIR`` attaches ``py-spy record`` to each store's service after its warm-up, for
+the levels measured (raw collapsed stacks in ``DIR/<store>.txt``, then the top entries by
+self and inclusive samples): profile runs are for finding work; py-spy's sampling slows the
+service down (its CPU figures are then a little higher).
 
 CPU time is what a busy machine distorts least (wall times include waiting for a core): the
 load average is printed before and after.
@@ -39,6 +40,7 @@ import collections
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -134,9 +136,7 @@ def prepare(store: str, root: Path, pg: Postgres | None) -> tuple[Path, dict[str
     return data, {"GCITE_STORE": "pgvector", "GCITE_KNOWLEDGE_DATABASE_URL": pg.url}
 
 
-def start(
-    port: int, llm_port: int, data: Path, extra: dict[str, str], profile: Path | None
-) -> subprocess.Popen[bytes]:
+def start(port: int, llm_port: int, data: Path, extra: dict[str, str]) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     env.update(
         {
@@ -150,9 +150,6 @@ def start(
     )
     command = [str(Path(PY).parent / "gcite"), "serve", "--port", str(port)]
     command += ["--data-dir", str(data)]
-    if profile is not None:
-        spy = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250"]
-        command = [*spy, "--subprocesses", "--nonblocking", "-o", str(profile), "--", *command]
     log = (data.parent / f"{data.name}.log").open("wb")
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO)
 
@@ -239,13 +236,30 @@ def _frame(frame: str) -> str:
     return f"{name} ({path})"
 
 
+def spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """``py-spy record`` attached to ``pid`` and its children until :func:`unspy`."""
+    command = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250"]
+    command += ["--subprocesses", "--nonblocking", "-o", str(out), "--pid", str(pid)]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.0)  # attached
+    return proc
+
+
+def unspy(proc: subprocess.Popen[bytes] | None) -> None:
+    """Stop py-spy (Ctrl-C: it writes its profile)."""
+    if proc is not None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+
+
 def run_store(
     store: str, root: Path, llm: tuple[int, int], pg: Postgres | None, args: argparse.Namespace
 ) -> dict[str, Any]:
     data, extra = prepare(store, root, pg)
     port = free_port()
     profile = args.profile / f"{store}.txt" if args.profile else None
-    proc = start(port, llm[0], data, extra, profile)
+    proc = start(port, llm[0], data, extra)
+    spying = None
     out: dict[str, Any] = {}
     try:
         target = Target(store, port, False, service=proc.pid, standin=llm[1])
@@ -253,11 +267,14 @@ def run_store(
         print(store, "startup", out["startup"], file=sys.stderr, flush=True)
         for _ in range(10):  # warm: connections, caches, every lazy import
             asyncio.run(target.one())
+        if profile is not None:  # the answers only, not the start-up
+            spying = spy(proc.pid, profile)
         for n in args.levels:
             out[str(n)] = measure(target, n, args.answers if n > 1 else args.single, pg, llm[1])
             print(store, n, out[str(n)], file=sys.stderr, flush=True)
             time.sleep(1.0)
     finally:
+        unspy(spying)
         proc.terminate()
         proc.wait(60)
     if profile is not None and profile.exists():
