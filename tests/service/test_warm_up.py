@@ -9,8 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import httpx
+
+from gcite.config import Settings
+from gcite.service import create_app
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin
 
 SCRIPT = """
@@ -79,3 +85,46 @@ def test_warm_up_never_calls_the_model_nor_the_verifier_judge(tmp_path: Path) ->
         assert out.stdout.strip().splitlines()[-1] == "warmed"
         assert "warming up the citation verifier failed" not in out.stderr
         assert judge.requests == []
+
+
+def test_ready_and_answers_do_not_wait_for_the_warm_up(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path
+) -> None:
+    """The warm-up runs in the background: with it blocked (an injected warm-up that waits
+    for the test), ``/ready`` answers 200 and a question is answered; the server then
+    stops only once the warm-up has returned."""
+    settings = Settings.from_keys(
+        data_dir=role_kb,
+        database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
+        llm_base_url=llm.base_url,
+        llm_model="standin-model",
+        allow_any_key=True,
+        web_provider="none",
+    )
+    app = create_app(settings)
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def blocked_warm_up() -> None:
+        started.set()
+        release.wait(120)  # a hang guard
+        finished.set()
+
+    app.state.resources.warm_up = blocked_warm_up
+    try:
+        with live_service(app) as url:
+            assert started.wait(60)
+            ready = httpx.get(f"{url}/ready", timeout=60)
+            assert ready.status_code == 200, ready.text
+            answer = httpx.post(
+                f"{url}/v1/chat-messages",
+                json={"query": "访客怎么登记？", "user": "u1", "response_mode": "blocking"},
+                headers={"Authorization": "Bearer any"},
+                timeout=60,
+            )
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["answer"]
+            assert not finished.is_set()  # all of it before the warm-up returned
+            release.set()
+    finally:
+        release.set()
+    assert finished.is_set()
