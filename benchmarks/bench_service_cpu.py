@@ -113,6 +113,9 @@ class Postgres:
 def prepare(store: str, root: Path, pg: Postgres | None) -> tuple[Path, dict[str, str]]:
     """The data dir and extra environment of a service on ``store``."""
     data = root / f"data-{store}"
+    extra = {"GCITE_STORE": "pgvector", "GCITE_KNOWLEDGE_DATABASE_URL": pg.url} if pg else {}
+    if data.exists():  # prepared for an earlier service of this run
+        return data, extra
     if store == "edge":
         source = Path(open_law_store()[1].data_dir)
         shutil.copytree(source, data)
@@ -133,11 +136,16 @@ def prepare(store: str, root: Path, pg: Postgres | None) -> tuple[Path, dict[str
     # pgvector (whose catalog is in the database): an empty file passes the check
     data.mkdir(exist_ok=True)
     (data / "catalog.json").write_text('{"datasets": {}}', encoding="utf-8")
-    return data, {"GCITE_STORE": "pgvector", "GCITE_KNOWLEDGE_DATABASE_URL": pg.url}
+    return data, extra
 
 
-def start(port: int, llm_port: int, data: Path, extra: dict[str, str]) -> subprocess.Popen[bytes]:
+def start(
+    port: int, llm_port: int, data: Path, extra: dict[str, str], src: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``gcite serve`` on ``data``; ``src``: the source tree to run (default: this one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     env.update(
         {
             "GCITE_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
@@ -252,26 +260,43 @@ def unspy(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(120)
 
 
+def baseline_src(root: Path, rev: str) -> Path:
+    """The ``src`` tree of git revision ``rev``, extracted under ``root``."""
+    out = root / "baseline"
+    out.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out / "src"
+
+
 def run_store(
-    store: str, root: Path, llm: tuple[int, int], pg: Postgres | None, args: argparse.Namespace
+    store: str,
+    root: Path,
+    llm: tuple[int, int],
+    pg: Postgres | None,
+    args: argparse.Namespace,
+    src: Path | None = None,
 ) -> dict[str, Any]:
     data, extra = prepare(store, root, pg)
     port = free_port()
-    profile = args.profile / f"{store}.txt" if args.profile else None
-    proc = start(port, llm[0], data, extra)
+    name = f"{store}-{'baseline' if src else 'current'}"
+    profile = args.profile / f"{name}.txt" if args.profile else None
+    proc = start(port, llm[0], data, extra, src)
     spying = None
     out: dict[str, Any] = {}
     try:
         target = Target(store, port, False, service=proc.pid, standin=llm[1])
         out["startup"] = startup(proc, port, target, root / f"data-{store}.log")
-        print(store, "startup", out["startup"], file=sys.stderr, flush=True)
+        print(name, "startup", out["startup"], file=sys.stderr, flush=True)
         for _ in range(10):  # warm: connections, caches, every lazy import
             asyncio.run(target.one())
         if profile is not None:  # the answers only, not the start-up
             spying = spy(proc.pid, profile)
         for n in args.levels:
             out[str(n)] = measure(target, n, args.answers if n > 1 else args.single, pg, llm[1])
-            print(store, n, out[str(n)], file=sys.stderr, flush=True)
+            print(name, n, out[str(n)], file=sys.stderr, flush=True)
             time.sleep(1.0)
     finally:
         unspy(spying)
@@ -291,6 +316,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=40)
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--baseline", default="", help="git revision to measure too, before this tree (A/B)"
+    )
     args = parser.parse_args()
     args.levels = [int(n) for n in args.levels.split(",")]
     require_corpus()
@@ -311,12 +339,23 @@ def main() -> None:
         wait_port(llm_port)
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
+            sources: list[Path | None] = [None]
+            if args.baseline:
+                sources.insert(0, baseline_src(root, args.baseline))
+                report["baseline"] = args.baseline
             for store in args.stores.split(","):
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
-                report[store] = run_store(
-                    store, root, (llm_port, standin.pid), pg if store == "pgvector" else None, args
-                )
+                for src in sources:
+                    name = f"{store}-{'baseline' if src else 'current'}"
+                    report[name] = run_store(
+                        store,
+                        root,
+                        (llm_port, standin.pid),
+                        pg if store == "pgvector" else None,
+                        args,
+                        src,
+                    )
             if pg is not None:
                 pg.close()
     finally:
