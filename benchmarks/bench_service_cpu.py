@@ -117,8 +117,9 @@ def prepare(store: str, root: Path, pg: Postgres | None) -> tuple[Path, dict[str
     if data.exists():  # prepared for an earlier service of this run
         return data, extra
     if store == "edge":
-        source = Path(open_law_store()[1].data_dir)
-        shutil.copytree(source, data)
+        store, settings = open_law_store()
+        store.close()  # the copy is served by another process
+        shutil.copytree(Path(settings.data_dir), data)
         return data, {}
     assert pg is not None
     from gcite.config import Settings
@@ -280,6 +281,7 @@ def run_store(
     src: Path | None = None,
 ) -> dict[str, Any]:
     data, extra = prepare(store, root, pg)
+    extra = {**extra, **dict(kv.split("=", 1) for kv in args.env)}
     port = free_port()
     name = f"{store}-{'baseline' if src else 'current'}"
     profile = args.profile / f"{name}.txt" if args.profile else None
@@ -316,6 +318,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=40)
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
     parser.add_argument(
         "--baseline", default="", help="git revision to measure too, before this tree (A/B)"
     )
