@@ -292,7 +292,7 @@ def run_store(
         target = Target(store, port, False, service=proc.pid, standin=llm[1])
         out["startup"] = startup(proc, port, target, root / f"data-{store}.log")
         print(name, "startup", out["startup"], file=sys.stderr, flush=True)
-        for _ in range(10):  # warm: connections, caches, every lazy import
+        for _ in range(10 if args.levels else 0):  # warm: connections, caches, imports
             asyncio.run(target.one())
         if profile is not None:  # the answers only, not the start-up
             spying = spy(proc.pid, profile)
@@ -306,6 +306,16 @@ def run_store(
         proc.wait(60)
     if profile is not None and profile.exists():
         out["profile"] = top_entries(profile)
+    for _ in range(args.startups):  # more start-ups: a busy machine scatters them
+        again = start(port, llm[0], data, extra, src)
+        try:
+            target = Target(store, port, False, service=again.pid, standin=llm[1])
+            out.setdefault("startups", []).append(
+                startup(again, port, target, root / f"data-{store}.log")
+            )
+        finally:
+            again.terminate()
+            again.wait(60)
     return out
 
 
@@ -316,6 +326,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=200, help="answers per level N > 1")
     parser.add_argument("--single", type=int, default=30, help="answers at N = 1")
     parser.add_argument("--tokens", type=int, default=40)
+    parser.add_argument("--startups", type=int, default=0, help="more start-ups to time")
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
@@ -323,7 +334,7 @@ def main() -> None:
         "--baseline", default="", help="git revision to measure too, before this tree (A/B)"
     )
     args = parser.parse_args()
-    args.levels = [int(n) for n in args.levels.split(",")]
+    args.levels = [int(n) for n in args.levels.split(",") if n]
     require_corpus()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
