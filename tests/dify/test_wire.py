@@ -121,6 +121,23 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
     }
 
 
+# api/core/app/entities/task_entities.py, NodeStartStreamResponse.Data (Dify 1.12), which the
+# Service API dumps in full (model_dump: defaults and nulls included).
+DIFY_NODE_STARTED_DATA = {
+    "id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs",
+    "inputs_truncated", "created_at", "extras", "iteration_id", "loop_id", "agent_strategy",
+}  # fmt: skip
+
+
+def test_node_started_has_every_field_of_dify_including_agent_strategy() -> None:
+    started = [o["data"] for o in wire(run_events()) if o["event"] == "node_started"]
+    assert len(started) == 4
+    for data in started:
+        assert set(data) == DIFY_NODE_STARTED_DATA
+        assert data["agent_strategy"] is None  # no node of the chatflow is an Agent node
+        assert data["extras"] == {} and data["inputs_truncated"] is False
+
+
 def test_without_web_the_merge_node_follows_knowledge_retrieval() -> None:
     objects = wire(run_events(web=False))
     merge = next(

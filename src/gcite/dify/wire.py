@@ -457,6 +457,9 @@ class DifyStream:
         self._started[event.node] = _Started(new_id(), self._index, predecessor, int(event.at))
         data = self._common(event.node, event.inputs)
         data["extras"] = {}
+        # Dify 1.12's NodeStartStreamResponse.Data has ``agent_strategy`` (``{name, icon}``
+        # on Agent nodes), dumped as null for every other node type; none of ours is one.
+        data["agent_strategy"] = None
         out = self.env.head("node_started")
         out.update({"workflow_run_id": self.env.workflow_run_id, "data": data})
         return out
