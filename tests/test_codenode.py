@@ -329,7 +329,13 @@ def test_dify_post_process_is_the_rule_dify_applies() -> None:
     converted = dify_post_process(
         {"a": "2e-3", "b": ["1E+5", "-3.5e-02"], "c": {"d": "7.e+1\n"}, "e": "12", "f": "2e3"}
     )
-    assert converted == {"a": 0.002, "b": [100000.0, -0.035], "c": {"d": 70.0}, "e": "12", "f": "2e3"}
+    assert converted == {
+        "a": 0.002,
+        "b": [100000.0, -0.035],
+        "c": {"d": 70.0},
+        "e": "12",
+        "f": "2e3",
+    }
     assert dify_post_process("2e-3" + NUMBER_GUARD) == "2e-3" + NUMBER_GUARD
     for text in ("2e-3", "7.e+1\n", "１２E-3", "12", "2e3", "e-3", "2e-3 ", "标题"):
         guarded = guard_number_like(text)

@@ -336,9 +336,9 @@ def fit_dify_limits(
       ``CODE_MAX_NUMBER``.
 
     The ``content`` in ``chunk_metadata`` is the (possibly cut) text the LLM
-    sees (plus the guard where one is needed), ids stay 1..K, and ``formatted_chunks`` cites exactly the chunks of
-    ``chunk_metadata``. Returns a new result; ``result`` is not modified.
-    Objects are flat (depth 2 < ``CODE_MAX_DEPTH`` 5).
+    sees (plus the guard where one is needed), ids stay 1..K, and ``formatted_chunks``
+    cites exactly the chunks of ``chunk_metadata``. Returns a new result; ``result`` is
+    not modified. Objects are flat (depth 2 < ``CODE_MAX_DEPTH`` 5).
     """
     limit = max(0, max_string_length)
     blocks: list[str] = []

@@ -648,7 +648,7 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
 
     store = ConversationStore(empty_url)
     try:
-        assert schema_revision(store.engine) == "0004"
+        assert schema_revision(store.engine) == "0005"
         assert "ix_gcite_messages_conversation_seq" in _indexes(store.engine)
         old = store.get_message("m-old", owner)
         assert old is not None and old.answer == "旧回答[C:1]" and old.chunk_metadata == CHUNKS
@@ -659,7 +659,7 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
         store.close()
     again = ConversationStore(empty_url)  # opening an up-to-date database changes nothing
     try:
-        assert schema_revision(again.engine) == "0004"
+        assert schema_revision(again.engine) == "0005"
         assert len(again.list_messages("c-old")[0]) == 2
     finally:
         again.close()
@@ -695,7 +695,7 @@ def test_services_starting_together_migrate_one_after_the_other(empty_url: str) 
     try:
         assert errors == [], errors
         for store in stores:
-            assert schema_revision(store.engine) == "0004"
+            assert schema_revision(store.engine) == "0005"
     finally:
         for store in stores:
             store.close()
@@ -721,7 +721,7 @@ def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
     assert failures == []
     store = ConversationStore(url)
     try:
-        assert schema_revision(store.engine) == "0004"
+        assert schema_revision(store.engine) == "0005"
     finally:
         store.close()
         engine.dispose()
