@@ -218,13 +218,15 @@ def answer_deltas(objects: list[dict[str, Any]]) -> list[str]:
 def test_numbers_style_renders_every_answer_text_and_numbers_as_the_resources() -> None:
     objects = wire(styled_events(list(RAW), RunEnded), numbers_env())
     deltas = answer_deltas(objects)
-    shown = "共 24 个点位¹。巡检²˒¹，另见。末尾[C:"
-    assert "".join(deltas) == shown
+    shown = "共 24 个点位¹。巡检²˒¹，另见。末尾"
+    assert "".join(deltas) == shown  # the answer's unfinished marker is left out
     assert all(deltas)  # held characters send no empty frame
-    assert not any("[C" in d for d in deltas[:-1])  # only the unresolved end, sent at the end
+    assert not any("[" in d for d in deltas)
     events = [o["event"] for o in objects]
     last_text = max(i for i, e in enumerate(events) if e == "message")
     assert events[last_text + 1] == "node_finished"  # the held rest goes before the LLM ends
+    tail = wire(styled_events(["答[C:1", "]又[C:"], RunEnded), numbers_env())
+    assert answer_deltas(tail) == ["答", "¹又"]
     llm = next(o["data"] for o in objects[last_text:] if o["event"] == "node_finished")
     assert llm["outputs"]["text"] == shown
     finished, end = objects[-2], objects[-1]
@@ -250,7 +252,7 @@ def test_numbers_style_blocking_body_and_failures() -> None:
         "succeeded", RAW, ["2", "3"], ["7"], CHUNKS, "extractive", USAGE, 2.0, 4, 1000.0
     )
     body = blocking_body(numbers_env(), summary_)
-    assert body["answer"] == "共 24 个点位¹。巡检²˒¹，另见。末尾[C:"
+    assert body["answer"] == "共 24 个点位¹。巡检²˒¹，另见。末尾"
     assert [r["position"] for r in body["metadata"]["retriever_resources"]] == [1, 2]
     failed = wire(styled_events(["半句[C:3", "]又"], lambda s: RunFailed("断了", "llm", s)),
                   numbers_env())  # fmt: skip

@@ -31,9 +31,12 @@ def test_code_reasoning_escapes_and_open_markers_stay_as_the_parser_reads_them()
         "- 访客登记¹˒²˒³\n- 代码 `[C:1]` 不算\n\n```\n[C:2]\n```\n结束⁴"
     )
     assert numbered_answer(ANSWERS[2], KNOWN) == "<think>\n想想[C:1]\n</think>答¹，又²"
-    assert numbered_answer(ANSWERS[3], KNOWN) == "未闭合的 [C:1"  # not a marker: literal
+    # an answer cut off inside a marker: the unfinished marker is left out, not shown raw
+    assert numbered_answer(ANSWERS[3], KNOWN) == "未闭合的 "
+    assert numbered_answer("路径 C:\\", KNOWN) == "路径 C:\\"  # no marker start: kept
     assert numbered_answer(ANSWERS[4], KNOWN) == "转义 ¹ 与 ¹˒²"  # an escaped marker counts
     assert numbered_answer("<think>只想了[C:1", KNOWN) == "<think>\n只想了[C:1\n</think>"
+    assert numbered_answer("[C:1 不是标记", KNOWN) == "[C:1 不是标记"  # resolved: literal
 
 
 @pytest.mark.parametrize("answer", ANSWERS)
@@ -65,7 +68,7 @@ def test_the_numbers_of_a_long_answer_and_unknown_ids() -> None:
 def test_close_is_idempotent_and_markers_style_is_the_raw_answer() -> None:
     numbered = NumberedText(KNOWN)
     assert numbered.feed("答[C:1") == "答"  # held: it may still become a marker
-    assert numbered.close() == "[C:1" and numbered.closed
+    assert numbered.close() == "" and numbered.closed  # never finished: left out
     assert numbered.close() == ""
     assert styled_answer(ANSWERS[0], KNOWN, "markers") == ANSWERS[0]
     assert styled_answer(ANSWERS[0], KNOWN, "numbers") == numbered_answer(ANSWERS[0], KNOWN)

@@ -18,7 +18,8 @@ citations of its answers travel:
 (:class:`gcite.stream.parser.CitationParser`): a possible marker is held back until it
 resolves, so no delta ever carries part of a marker, and the text is the same however the
 answer was cut (:func:`numbered_answer` of the whole answer equals the deltas joined).
-Markers naming no chunk are dropped, as every G-Cite client drops them. A leading
+Markers naming no chunk are dropped, as every G-Cite client drops them, and so is a marker
+the answer leaves unfinished (an answer cut off at ``…两人[C:1``). A leading
 ``<think>`` block in the answer text stays a ``<think>`` block (its markers untouched).
 
 Pure: no I/O.
@@ -29,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from gcite.stream.grammar import ESCAPE, OPENERS
 from gcite.stream.parser import CitationParser, Segment
 from gcite.stream.render import CITE_SEPARATOR, superscript
 
@@ -75,10 +77,16 @@ class NumberedText:
         return self._render(self._parser.feed(delta))
 
     def close(self) -> str:
-        """The end of the answer: the held text, released (a marker left open is literal)."""
+        """The end of the answer: the held text, released, except a marker the answer left
+        unfinished (``…两人[C:1`` of an answer cut off): a stock client would show it raw."""
         if self._parser.closed:
             return ""
+        held = self._parser.held
+        opener = held[1:2] if held[:1] == ESCAPE else held[:1]
+        open_marker = opener != "" and opener in OPENERS
         text = self._render(self._parser.close())
+        if open_marker and held and text.endswith(held):
+            text = text[: len(text) - len(held)]
         if self._reasoning:  # the answer ended inside its reasoning block
             self._reasoning = False
             text += _THINK_CLOSE
