@@ -117,6 +117,7 @@ def streamdown_bundle(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("streamdown") / "streamdown.js"
     command = [str(ESBUILD), "streamdown/entry.mjs", "--bundle", "--format=iife"]
     command += ['--define:process.env.NODE_ENV="development"', f"--outfile={out}"]
+    command += ["--external:mermaid"]  # loaded only for a mermaid code block: none here
     command += [
         "--log-level=error",
         *(f"--loader:.{ext}=empty" for ext in ("woff2", "woff", "ttf")),
@@ -200,8 +201,10 @@ def fetch_stream(stock: Stock, key: str) -> list[bytes]:
         return list(r.iter_raw())
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def sd_page(browser: Any, streamdown_bundle: str) -> Iterator[Any]:
+    """One page with the bundle loaded (loading it takes seconds); each render replaces the
+    last one."""
     context = browser.new_context(locale="zh-CN")
     page = context.new_page()
     page.set_content("<!doctype html><meta charset='utf-8'><title>streamdown</title><body></body>")
