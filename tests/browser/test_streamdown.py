@@ -235,7 +235,7 @@ def encoded(pieces: list[bytes]) -> list[str]:
 def test_the_forms_a_renderer_could_get(sd_page: Any) -> None:
     """Why ``numbers`` is superscript digits: a split marker, a bracket number followed by a
     parenthesis and an unfinished bracket become links Streamdown blocks; superscripts stay
-    text, in paragraphs and lists alike."""
+    text, in paragraphs, lists and tables alike."""
 
     def shown(text: str) -> str:
         rendered: dict[str, str] = sd_page.evaluate("t => window.renderStreamdown(t)", text)
@@ -247,6 +247,8 @@ def test_the_forms_a_renderer_could_get(sd_page: Any) -> None:
     assert "[blocked]" in shown("点位[1")
     assert shown("点位¹˒²（见附件）。") == "点位¹˒²（见附件）。"
     assert shown("- 巡检¹\n- 登记²˒³") == "巡检¹\n登记²˒³"
+    table = shown("| 项目 | 说明 |\n|---|---|\n| 巡检¹ | 每两小时²˒³ |")
+    assert "巡检¹" in table and "每两小时²˒³" in table and "[blocked]" not in table
 
 
 def test_a_numbers_stream_renders_cleanly_in_every_frame(sd_page: Any, stock: Stock) -> None:
