@@ -526,65 +526,69 @@ def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
     """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
         raise ConfigError(f"{where}配置项 {name} 必须是表数组 [[{name}]]")
+    return [
+        _parse_key(name, index, item, f"{where}[[{name}]] 第 {index} 项")
+        for index, item in enumerate(raw, 1)
+    ]
+
+
+def _parse_key(name: str, index: int, item: Any, table: str) -> ApiKey:
+    """One ``[[name]]`` table (the ``index``-th; ``table`` names it in errors)."""
+    if not isinstance(item, dict):
+        raise ConfigError(f"{table} 必须是表")
     allowed = _KEY_FIELDS[name]
-    keys: list[ApiKey] = []
-    for index, item in enumerate(raw, 1):
-        table = f"{where}[[{name}]] 第 {index} 项"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{table} 必须是表")
-        for field_name in item:
-            if field_name not in allowed:
-                raise ConfigError(
-                    f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
-                )
-        if not isinstance(item.get("key"), str) or not item["key"].strip():
-            raise ConfigError(f"{table} 需要非空字符串 key")
-        label = item.get("name", f"{name}[{index}]")
-        if not isinstance(label, str) or not label.strip():
-            raise ConfigError(f"{table} 的 name 必须是非空字符串")
-        roles: list[str] = []
-        if name != "admin_keys":
-            if "roles" not in item:
-                raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
-            raw_roles = item["roles"]
-            if isinstance(raw_roles, str):
-                raw_roles = [raw_roles]
-            if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
-                raise ConfigError(f"{table} 的 roles 必须是字符串列表")
-            roles = normalise_roles(raw_roles)
-            public_only = item.get("public_only", False)
-            if not isinstance(public_only, bool):
-                raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
-            if not roles and not public_only:
-                raise ConfigError(
-                    f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true"
-                )
-            if roles and public_only:
-                raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
-        event = _key_choice(item, "stream_event", ("message", "text_chunk"), table)
-        style = _key_choice(item, "citation_style", CITATION_STYLES, table)
-        texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
-        if not all(isinstance(v, str) for v in texts.values()):
-            raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
-        questions = item.get("suggested_questions", [])
-        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
-            raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
-        expose = item.get("expose_roles", False)
-        if not isinstance(expose, bool):
-            raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
-        keys.append(
-            ApiKey(
-                key=item["key"],
-                roles=tuple(roles),
-                stream_event=event,
-                name=label.strip(),
-                suggested_questions=tuple(questions),
-                expose_roles=expose,
-                citation_style=style,
-                **texts,
+    for field_name in item:
+        if field_name not in allowed:
+            raise ConfigError(
+                f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
             )
-        )
-    return keys
+    if not isinstance(item.get("key"), str) or not item["key"].strip():
+        raise ConfigError(f"{table} 需要非空字符串 key")
+    label = item.get("name", f"{name}[{index}]")
+    if not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"{table} 的 name 必须是非空字符串")
+    roles = [] if name == "admin_keys" else _key_roles(item, table)
+    event = _key_choice(item, "stream_event", ("message", "text_chunk"), table)
+    style = _key_choice(item, "citation_style", CITATION_STYLES, table)
+    texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
+    if not all(isinstance(v, str) for v in texts.values()):
+        raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
+    questions = item.get("suggested_questions", [])
+    if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+        raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
+    expose = item.get("expose_roles", False)
+    if not isinstance(expose, bool):
+        raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
+    return ApiKey(
+        key=item["key"],
+        roles=tuple(roles),
+        stream_event=event,
+        name=label.strip(),
+        suggested_questions=tuple(questions),
+        expose_roles=expose,
+        citation_style=style,
+        **texts,
+    )
+
+
+def _key_roles(item: Mapping[str, Any], table: str) -> list[str]:
+    """The normalised ``roles`` of an app or retrieval key table (with ``public_only``)."""
+    if "roles" not in item:
+        raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
+    raw_roles = item["roles"]
+    if isinstance(raw_roles, str):
+        raw_roles = [raw_roles]
+    if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
+        raise ConfigError(f"{table} 的 roles 必须是字符串列表")
+    roles = normalise_roles(raw_roles)
+    public_only = item.get("public_only", False)
+    if not isinstance(public_only, bool):
+        raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
+    if not roles and not public_only:
+        raise ConfigError(f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true")
+    if roles and public_only:
+        raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
+    return roles
 
 
 def _check_unique(settings: Settings, where: str) -> None:

@@ -167,12 +167,14 @@ def test_chunk_metadata_and_outcome_round_trip(store: ConversationStore, owner: 
     assert running is not None and running.status == "running"
     assert running.chunk_metadata == CHUNKS
     resources = [{"position": 1, "document_name": "control-room.md", "score": 0.87}]
-    metadata = {"gcite": {"backend": "extractive", "cited_ids": ["1"], "invalid_ids": ["9"]}}
+    metadata = {
+        "retriever_resources": resources,
+        "gcite": {"backend": "extractive", "cited_ids": ["1"], "invalid_ids": ["9"]},
+    }
     store.finish_message(
         record.id,
         answer="备用钥匙在三号保险柜[C:1]。",
         status="normal",
-        retriever_resources=resources,
         cited_ids=["1"],
         metadata=metadata,
     )

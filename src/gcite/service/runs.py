@@ -148,7 +148,6 @@ class RunHandle:
             shown_answer=None if style == "markers" else shown_answer(summary, style),
             status=status,
             error=error,
-            retriever_resources=metadata["retriever_resources"],
             cited_ids=summary.cited_ids,
             metadata=metadata,
             chunk_metadata=summary.chunk_metadata,

@@ -465,16 +465,16 @@ class ConversationStore:
         answer: str,
         status: str,
         error: str | None = None,
-        retriever_resources: list[dict[str, Any]] | None = None,
         cited_ids: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         chunk_metadata: list[dict[str, Any]] | None = None,
         shown_answer: str | None = None,
     ) -> None:
         """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``;
-        ``chunk_metadata`` (when given) is stored again, so the outcome is complete even
-        when the early Plan B write (:meth:`set_chunks`) failed. ``answer`` is the raw
-        answer, ``shown_answer`` the client's form when it differs (None: the same)."""
+        ``metadata`` is what ``message_end`` carried (its ``retriever_resources`` are stored
+        for the history); ``chunk_metadata`` (when given) is stored again, so the outcome is
+        complete even when the early Plan B write (:meth:`set_chunks`) failed. ``answer`` is
+        the raw answer, ``shown_answer`` the client's form when it differs (None: the same)."""
         values: dict[str, Any] = {
             "b_id": message_id,
             "answer": answer,
@@ -482,7 +482,7 @@ class ConversationStore:
             "status": status,
             "failed": status == "failed",
             "error": error,
-            "retriever_resources": retriever_resources or [],
+            "retriever_resources": (metadata or {}).get("retriever_resources") or [],
             "cited_ids": cited_ids or [],
             "message_metadata": metadata or {},
         }
