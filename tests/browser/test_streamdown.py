@@ -234,8 +234,9 @@ def encoded(pieces: list[bytes]) -> list[str]:
 
 def test_the_forms_a_renderer_could_get(sd_page: Any) -> None:
     """Why ``numbers`` is superscript digits: a split marker, a bracket number followed by a
-    parenthesis and an unfinished bracket become links Streamdown blocks; superscripts stay
-    text, in paragraphs, lists and tables alike."""
+    parenthesis and an unfinished bracket become links Streamdown blocks, a footnote shows
+    raw until its definition (at the answer's end) arrives; superscripts stay text, in
+    paragraphs, lists and tables alike."""
 
     def shown(text: str) -> str:
         rendered: dict[str, str] = sd_page.evaluate("t => window.renderStreamdown(t)", text)
@@ -245,6 +246,7 @@ def test_the_forms_a_renderer_could_get(sd_page: Any) -> None:
     assert "[blocked]" in shown("共 24 个点位[C:1")
     assert "[blocked]" in shown("点位[1](见附件)")  # a `[1]` style meeting a parenthesis
     assert "[blocked]" in shown("点位[1")
+    assert shown("点位[^1]。下一句") == "点位[^1]。下一句"  # a footnote before its definition
     assert shown("点位¹˒²（见附件）。") == "点位¹˒²（见附件）。"
     assert shown("- 巡检¹\n- 登记²˒³") == "巡检¹\n登记²˒³"
     table = shown("| 项目 | 说明 |\n|---|---|\n| 巡检¹ | 每两小时²˒³ |")
