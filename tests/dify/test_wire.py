@@ -264,3 +264,17 @@ def test_markers_style_sends_the_answer_as_written() -> None:
     assert answer_deltas(objects) == list(RAW)
     assert objects[-2]["data"]["outputs"] == {"answer": RAW}
     assert blocking_body(env(), summary())["answer"] == "答[C:1]"
+
+
+def test_numbers_style_keeps_dify_tagged_reasoning_in_front() -> None:
+    events = styled_events(["答[C:", "3]。"], RunEnded)
+    at = next(i for i, e in enumerate(events) if isinstance(e, AnswerDelta))
+    events[at:at] = [ReasoningDelta("想[C:1]")]  # reasoning is never rendered
+    deltas = answer_deltas(wire(events, numbers_env()))
+    assert "".join(deltas) == "<think>\n想[C:1]\n</think>答¹。"
+    only_reasoning = styled_events([], RunEnded)
+    at = next(
+        i for i, e in enumerate(only_reasoning) if isinstance(e, NodeStarted) and e.node == "llm"
+    )
+    only_reasoning.insert(at + 1, ReasoningDelta("想"))
+    assert "".join(answer_deltas(wire(only_reasoning, numbers_env()))) == "<think>\n想\n</think>"
