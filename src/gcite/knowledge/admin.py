@@ -39,20 +39,29 @@ class ManageError(GciteError):
 @dataclass(frozen=True)
 class DatasetInfo:
     """One dataset: stable id, name, numbers of documents and chunks, and the embedding
-    model its vectors were made with (``""`` before the first document)."""
+    model its vectors were made with (``""`` before the first document); ``description``,
+    ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known) and ``word_count``
+    (characters of its documents' text)."""
 
     id: str
     name: str
     documents: int
     chunks: int
     embedding_model: str = ""
+    description: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+    word_count: int = 0
 
 
 @dataclass(frozen=True)
 class DocumentInfo:
     """One document of a dataset: id, file name, dataset name, where its file is kept
     (``path``, ``""`` when not known), stored chunks (``segments``), last change (Unix
-    seconds) and its metadata (``doc_metadata``; empty when not known)."""
+    seconds) and its metadata (``doc_metadata``; empty when not known); ``created_at``
+    (first ingestion, kept on update; Unix seconds), ``position`` (1..n in order of
+    creation), ``word_count`` (characters of its text) and ``tokens`` (its text's tokens
+    as gcite's tokeniser counts them); 0 when not known."""
 
     id: str
     name: str
@@ -61,6 +70,26 @@ class DocumentInfo:
     segments: int
     updated_at: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: int = 0
+    position: int = 0
+    word_count: int = 0
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One stored chunk of a document (Dify's segment): id, document id, ``position``
+    (1-based in the document), text, ``word_count`` (characters), ``tokens`` (gcite's
+    tokeniser), ``index_node_hash`` (hash of the text) and ``created_at`` (Unix seconds)."""
+
+    id: str
+    document_id: str
+    position: int
+    content: str
+    word_count: int
+    tokens: int
+    index_node_hash: str
+    created_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,8 +131,32 @@ class KnowledgeAdmin(Protocol):
         """Remove a dataset with all its documents; returns it as it was. 404 if unknown."""
         ...
 
+    def update_dataset(self, dataset: str, *, description: str | None = None) -> DatasetInfo:
+        """Change a dataset's ``description`` (``None``: keep it); returns it as it is now.
+        404 if unknown, 400 for a description over 400 characters."""
+        ...
+
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """The documents of ``dataset``, sorted by name; 404 when the dataset is unknown."""
+        ...
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """The stored chunks of a document in order of ``position``; 404 when the dataset
+        or the document is unknown."""
+        ...
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search one dataset without a role filter (an admin sees every document):
+        Dify Knowledge Retrieval ``result`` items, best first (:mod:`gcite.knowledge.results`).
+        404 when the dataset is unknown, 400 for a malformed ``condition``."""
         ...
 
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
@@ -148,5 +201,6 @@ __all__ = [
     "KnowledgeAdmin",
     "KnowledgeStatus",
     "ManageError",
+    "SegmentInfo",
     "Upserted",
 ]

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ from gcite.knowledge.convert import (
     scan_text,
 )
 from gcite.knowledge.filters import filter_payload
-from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.sparse import document_vector, tokenize
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
 from gcite.roles import RoleValueError, validate_metadata
 
@@ -238,6 +239,25 @@ def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     return _Document(converted.metadata, converted.title, digest, lines)
 
 
+def _times(previous: dict[str, Any] | None) -> dict[str, int]:
+    """``created_at`` (kept from ``previous``, the document's last catalog entry) and
+    ``updated_at`` (now) of a document written now, Unix seconds."""
+    now = int(time.time())
+    created = (previous or {}).get("created_at")
+    return {"created_at": int(created) if created else now, "updated_at": now}
+
+
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-plain part of a document's metadata (strings, numbers, booleans, lists
+    of strings), as the catalog keeps it for the Knowledge API's ``doc_metadata``."""
+    scalars = (str, int, float, bool)
+    return {
+        k: v
+        for k, v in meta.items()
+        if isinstance(v, scalars) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    }
+
+
 def ingest_paths(
     paths: Sequence[Path],
     *,
@@ -318,11 +338,13 @@ def _run(
                 array_fields.update(k for k, v in meta.items() if isinstance(v, list))
                 title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
                 title = title if MAX_TITLE_CHARS > 0 else ""
-                consumed = [0]
+                consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
 
                 def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
                     for line, size in doc.lines():
                         used[0] += size
+                        used[1] += len(line)
+                        used[2] += len(tokenize(line))
                         yield line
 
                 chunks = iter_chunks(
@@ -376,6 +398,10 @@ def _run(
                         "name": source.path.name,
                         "hash": fingerprint,
                         "segments": written,
+                        **_times(previous),
+                        "word_count": consumed[1],
+                        "tokens": consumed[2],
+                        "doc_metadata": _plain(meta),
                     }
                     entry["array_fields"] = sorted(array_fields)
                     store.save()

@@ -33,16 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from gcite.config import Settings
+from gcite.errors import FilterError
 from gcite.knowledge.admin import (
     DatasetInfo,
     DocumentInfo,
     KnowledgeStatus,
     ManageError,
+    SegmentInfo,
     Upserted,
 )
 from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
 from gcite.knowledge.ingest import ingest_paths
+from gcite.knowledge.sparse import tokenize
 from gcite.knowledge.store import HybridStore as KnowledgeStore
 
 UPLOADS = "uploads"
@@ -61,19 +64,30 @@ def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
     with store.lock:
         items = list(store.catalog.datasets.items())
         embedder = str(store.catalog.embedder or store.settings.embed.backend)
-    out = []
-    for name, entry in sorted(items):
-        docs = entry.get("documents", {})
-        out.append(
-            DatasetInfo(
-                id=str(entry.get("dataset_id") or stable_id("dataset", name)),
-                name=name,
-                documents=len(docs),
-                chunks=sum(int(d.get("segments", 0)) for d in docs.values()),
-                embedding_model=embedder,
-            )
-        )
-    return out
+    return [_dataset_info(name, entry, embedder) for name, entry in sorted(items)]
+
+
+def _dataset_info(name: str, entry: Mapping[str, Any], embedder: str) -> DatasetInfo:
+    docs = entry.get("documents", {}).values()
+    created = _int(entry, "created_at") or min((_int(d, "created_at") for d in docs), default=0)
+    return DatasetInfo(
+        id=str(entry.get("dataset_id") or stable_id("dataset", name)),
+        name=name,
+        documents=len(docs),
+        chunks=sum(_int(d, "segments") for d in docs),
+        embedding_model=embedder,
+        description=str(entry.get("description") or ""),
+        created_at=created,
+        updated_at=max(
+            [created, _int(entry, "updated_at")] + [_int(d, "updated_at") for d in docs]
+        ),
+        word_count=sum(_int(d, "word_count") for d in docs),
+    )
+
+
+def _int(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 def dataset_named(store: KnowledgeStore, ref: str) -> str:
@@ -103,7 +117,12 @@ def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
                 "数据集名称已存在，请换一个名称", status=409, code="dataset_name_duplicate"
             )
         # copy on write: searches read the dataset table without the lock
-        entry = {"dataset_id": stable_id("dataset", name), "array_fields": [], "documents": {}}
+        entry = {
+            "dataset_id": stable_id("dataset", name),
+            "array_fields": [],
+            "documents": {},
+            "created_at": int(time.time()),
+        }
         catalog.datasets = {**catalog.datasets, name: entry}
         catalog.save()
     return next(i for i in list_datasets(store) if i.name == name)
@@ -114,6 +133,8 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
     name = dataset_named(store, dataset)
     with store.lock:
         docs = dict(store.catalog.datasets[name].get("documents", {}))
+    by_age = sorted(docs, key=lambda d: (_int(docs[d], "created_at"), str(docs[d].get("name")), d))
+    position = {doc_id: number for number, doc_id in enumerate(by_age, 1)}
     return sorted(
         (
             DocumentInfo(
@@ -121,8 +142,13 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
                 name=str(info.get("name", "")),
                 dataset=name,
                 path=str(info.get("path", "")),
-                segments=int(info.get("segments", 0)),
-                updated_at=int(info.get("updated_at", 0)),
+                segments=_int(info, "segments"),
+                updated_at=_int(info, "updated_at"),
+                metadata=dict(info.get("doc_metadata") or {}),
+                created_at=_int(info, "created_at"),
+                position=position[doc_id],
+                word_count=_int(info, "word_count"),
+                tokens=_int(info, "tokens"),
             )
             for doc_id, info in docs.items()
         ),
@@ -169,6 +195,79 @@ def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
         if entry is not None:
             shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
     return info
+
+
+def update_dataset(
+    store: KnowledgeStore, dataset: str, *, description: str | None = None
+) -> DatasetInfo:
+    """Change a dataset's description (kept in the catalog entry)."""
+    if description is not None and (not isinstance(description, str) or len(description) > 400):
+        raise ManageError("数据集描述必须是不超过 400 个字符的文本")
+    with _write_lock:
+        name = dataset_named(store, dataset)
+        if description is not None:
+            with store.lock:
+                catalog = store.catalog
+                entry = {**catalog.datasets[name], "description": description}
+                entry["updated_at"] = int(time.time())
+                catalog.datasets = {**catalog.datasets, name: entry}
+                store.save()
+    return next(i for i in list_datasets(store) if i.name == name)
+
+
+def list_segments(store: KnowledgeStore, dataset: str, ref: str) -> list[SegmentInfo]:
+    """The stored chunks of a document (id or name), in order (their ids are those
+    ingestion gave them: see :mod:`gcite.knowledge.ingest`)."""
+    doc = find_document(store, dataset, ref)
+    with store.lock:
+        info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
+    fingerprint = str(info.get("hash", ""))
+    ids = [stable_id(doc.id, fingerprint, str(p)) for p in range(1, doc.segments + 1)]
+    payloads = store.payloads(ids) if ids else {}
+    out = []
+    for segment_id in ids:
+        payload = payloads.get(segment_id)
+        if payload is None:
+            continue
+        content = str(payload.get("content", ""))
+        out.append(
+            SegmentInfo(
+                id=segment_id,
+                document_id=doc.id,
+                position=int(payload.get("segment_position", 0)),
+                content=content,
+                word_count=len(content),
+                tokens=len(tokenize(content)),
+                index_node_hash=str(payload.get("content_hash", "")),
+                created_at=doc.updated_at or doc.created_at,
+            )
+        )
+    return out
+
+
+def retrieve(
+    store: KnowledgeStore,
+    dataset: str,
+    query: str,
+    *,
+    top_k: int,
+    score_threshold: float = 0.0,
+    condition: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Search one dataset (name or id) with no role filter; see
+    :meth:`KnowledgeAdmin.retrieve`."""
+    name = dataset_named(store, dataset)
+    try:
+        return store.search(
+            query,
+            dataset=name,
+            roles=None,
+            condition=condition,
+            top_k=top_k,
+            score_threshold=score_threshold,
+        )
+    except FilterError as exc:
+        raise ManageError(str(exc)) from exc
 
 
 def _upload_dir(settings: Settings, dataset_id: str) -> Path:
@@ -296,9 +395,36 @@ class LocalAdmin:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
         return delete_dataset(self.store, dataset)
 
+    def update_dataset(self, dataset: str, *, description: str | None = None) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.update_dataset`."""
+        return update_dataset(self.store, dataset, description=description)
+
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
         return list_documents(self.store, dataset)
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.list_segments`."""
+        return list_segments(self.store, dataset, ref)
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """See :meth:`KnowledgeAdmin.retrieve`."""
+        return retrieve(
+            self.store,
+            dataset,
+            query,
+            top_k=top_k,
+            score_threshold=score_threshold,
+            condition=condition,
+        )
 
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.find_document`."""
@@ -355,5 +481,8 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
+    "list_segments",
+    "retrieve",
+    "update_dataset",
     "upsert_document",
 ]

@@ -499,6 +499,12 @@ class HybridStore:
         with self._handle.lock:
             self._handle.index.optimize()
 
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored payloads of the chunks ``ids`` that exist, by id."""
+        self._check_open()
+        with self._handle.lock:
+            return self._handle.index.payloads(list(ids))
+
     def count(self) -> int:
         """Number of stored chunks."""
         with self._handle.lock:

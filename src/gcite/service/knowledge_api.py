@@ -38,6 +38,7 @@ built by :mod:`gcite.dify.knowledge_api`.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from collections.abc import AsyncGenerator, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -47,17 +48,22 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from gcite.config import ApiKey, Settings
 from gcite.dify.knowledge_api import (
+    RetrievalSettings,
     batch_documents,
     dataset_body,
+    dataset_metadata_fields,
     doc_metadata,
     document_body,
     indexing_status_body,
     page_body,
     page_bounds,
+    retrieve_body,
+    segment_body,
+    upload_file_body,
     upserted_body,
 )
 from gcite.knowledge.access import KnowledgeAccess
-from gcite.knowledge.admin import DocumentInfo, KnowledgeAdmin, ManageError
+from gcite.knowledge.admin import DatasetInfo, DocumentInfo, KnowledgeAdmin, ManageError
 from gcite.knowledge.convert import MAX_FILE_BYTES
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError
@@ -163,35 +169,149 @@ async def _text_body(request: Request, *, update: bool) -> tuple[dict[str, Any],
 # --------------------------------------------------------------------------- datasets
 
 
+def _retrieval(settings: Settings) -> RetrievalSettings:
+    return RetrievalSettings(
+        top_k=settings.knowledge.top_k,
+        score_threshold=settings.knowledge.score_threshold,
+        rerank_model=settings.rerank.model if settings.rerank.url else "",
+    )
+
+
+def _find_dataset(admin: KnowledgeAdmin, dataset_id: str) -> DatasetInfo:
+    """The dataset whose id or name is ``dataset_id`` (blocking); 404 ``not_found``."""
+    for info in admin.list_datasets():
+        if dataset_id in (info.id, info.name):
+            return info
+    raise ManageError("Dataset not found.", status=404)
+
+
+def _full_dataset(admin: KnowledgeAdmin, info: DatasetInfo, settings: Settings) -> dict[str, Any]:
+    """:func:`dataset_body` with the dataset's metadata fields (blocking)."""
+    fields = dataset_metadata_fields(info.id, admin.list_documents(info.id))
+    return dataset_body(info, _retrieval(settings), fields)
+
+
 async def list_datasets(
-    admin: Admin, page: str | None = None, limit: str | None = None
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+    page: str | None = None,
+    limit: str | None = None,
+    keyword: str | None = None,
 ) -> dict[str, Any]:
-    """``GET /v1/datasets``."""
+    """``GET /v1/datasets`` (``keyword``: part of the name)."""
     number, size = page_bounds(page, limit)
     items = await _blocking(admin.list_datasets)
-    return page_body([dataset_body(i) for i in items], number, size)
+    items = [i for i in items if (keyword or "") in i.name]
+    return page_body([dataset_body(i, _retrieval(settings)) for i in items], number, size)
 
 
-async def create_dataset(request: Request, admin: Admin) -> dict[str, Any]:
-    """``POST /v1/datasets`` ``{"name"}``."""
-    name = (await _json_body(request)).get("name")
+def _description(body: dict[str, Any]) -> str | None:
+    value = body.get("description")
+    if value is not None and not isinstance(value, str):
+        raise ManageError("description 必须是字符串")
+    return value
+
+
+async def create_dataset(
+    request: Request, admin: Admin, settings: Annotated[Settings, Depends(_settings)]
+) -> dict[str, Any]:
+    """``POST /v1/datasets`` ``{"name", "description"?}``."""
+    body = await _json_body(request)
+    name = body.get("name")
+    description = _description(body)
     if not isinstance(name, str):
         raise ManageError("数据集名称不能为空")
-    return dataset_body(await _blocking(lambda: admin.create_dataset(name)))
+
+    def work() -> DatasetInfo:
+        info = admin.create_dataset(name)
+        return admin.update_dataset(info.id, description=description) if description else info
+
+    return dataset_body(await _blocking(work), _retrieval(settings))
 
 
-async def get_dataset(dataset_id: str, admin: Admin) -> dict[str, Any]:
+async def get_dataset(
+    dataset_id: str, admin: Admin, settings: Annotated[Settings, Depends(_settings)]
+) -> dict[str, Any]:
     """``GET /v1/datasets/{dataset_id}``."""
-    for info in await _blocking(admin.list_datasets):
-        if dataset_id in (info.id, info.name):
-            return dataset_body(info)
-    raise ManageError("Dataset not found.", status=404)
+    return await _blocking(lambda: _full_dataset(admin, _find_dataset(admin, dataset_id), settings))
+
+
+async def update_dataset(
+    dataset_id: str,
+    request: Request,
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+) -> dict[str, Any]:
+    """``PATCH /v1/datasets/{dataset_id}``: ``description`` is kept; ``name`` may only
+    repeat the current name (datasets are not renamed: External Knowledge IDs and role
+    filters name them); the other fields (permission, indexing and retrieval settings)
+    are accepted and ignored (the service's own settings apply)."""
+    body = await _json_body(request)
+    description = _description(body)
+
+    def work() -> dict[str, Any]:
+        info = _find_dataset(admin, dataset_id)
+        name = body.get("name")
+        if name is not None and name != info.name:
+            raise ManageError("不支持重命名数据集（外部知识库 ID 和检索都使用数据集名称）")
+        if description is not None:
+            info = admin.update_dataset(info.id, description=description)
+        return _full_dataset(admin, info, settings)
+
+    return await _blocking(work)
 
 
 async def delete_dataset(dataset_id: str, admin: Admin) -> Response:
     """``DELETE /v1/datasets/{dataset_id}`` (204)."""
     await _blocking(lambda: admin.delete_dataset(dataset_id))
     return Response(status_code=204)
+
+
+#: Dify's hit-testing refuses longer queries (``HitTestingService``).
+MAX_RETRIEVE_QUERY_CHARS = 250
+
+
+def _retrieve_args(
+    body: dict[str, Any], settings: Settings
+) -> tuple[str, int, float, dict[str, Any] | None]:
+    """``(query, top_k, score_threshold, metadata condition)`` of a retrieve body."""
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ManageError("query 不能为空")
+    if len(query) > MAX_RETRIEVE_QUERY_CHARS:
+        raise ManageError(f"query 不能超过 {MAX_RETRIEVE_QUERY_CHARS} 个字符")
+    model = body.get("retrieval_model")
+    model = model if isinstance(model, dict) else {}
+    top_k = model.get("top_k")
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        top_k = settings.knowledge.top_k
+    threshold = model.get("score_threshold")
+    if "score_threshold_enabled" in model or threshold is not None:
+        enabled = bool(model.get("score_threshold_enabled")) and isinstance(threshold, int | float)
+        score = float(threshold) if enabled and isinstance(threshold, int | float) else 0.0
+    else:
+        score = settings.knowledge.score_threshold
+    condition = model.get("metadata_filtering_conditions")
+    return query, top_k, score, condition if isinstance(condition, dict) else None
+
+
+async def retrieve(
+    dataset_id: str,
+    request: Request,
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+) -> dict[str, Any]:
+    """``POST /v1/datasets/{dataset_id}/retrieve`` (and ``hit-testing``): ``{"query",
+    "retrieval_model"?: {"top_k", "score_threshold_enabled", "score_threshold",
+    "metadata_filtering_conditions"}}``; the other retrieval settings are ignored (gcite
+    searches hybrid). An admin key sees every document (no role filter)."""
+    query, top_k, score, condition = _retrieve_args(await _json_body(request), settings)
+    items = await _blocking(
+        lambda: admin.retrieve(
+            dataset_id, query, top_k=top_k, score_threshold=score, condition=condition
+        )
+    )
+    return retrieve_body(query, items)
 
 
 # --------------------------------------------------------------------------- documents
@@ -205,12 +325,15 @@ async def _upsert(
 ) -> dict[str, Any]:
     fields, name, data = body
     metadata = doc_metadata(fields.get("doc_metadata"))
-    result = await _blocking(
-        lambda: admin.upsert_document(
-            dataset_id, name=name, data=data, metadata=metadata, replace=replace
+
+    def work() -> dict[str, Any]:
+        info = _find_dataset(admin, dataset_id)
+        result = admin.upsert_document(
+            info.id, name=name, data=data, metadata=metadata, replace=replace
         )
-    )
-    return upserted_body(result.document)
+        return upserted_body(result.document, info.id)
+
+    return await _blocking(work)
 
 
 async def create_by_text(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
@@ -246,14 +369,66 @@ async def list_documents(
 ) -> dict[str, Any]:
     """``GET .../documents`` (``keyword``: part of the file name)."""
     number, size = page_bounds(page, limit)
-    docs = await _blocking(lambda: admin.list_documents(dataset_id))
+
+    def work() -> tuple[str, list[DocumentInfo]]:
+        info = _find_dataset(admin, dataset_id)
+        return info.id, admin.list_documents(info.id)
+
+    ident, docs = await _blocking(work)
     docs = [d for d in docs if (keyword or "") in d.name]
-    return page_body([document_body(d, i + 1) for i, d in enumerate(docs)], number, size)
+    return page_body([document_body(d, ident) for d in docs], number, size)
+
+
+def _document(admin: KnowledgeAdmin, dataset_id: str, document_id: str) -> tuple[str, DocumentInfo]:
+    """``(dataset id, document)`` (blocking); 404 for either unknown."""
+    info = _find_dataset(admin, dataset_id)
+    return info.id, admin.find_document(info.id, document_id)
 
 
 async def get_document(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
     """``GET .../documents/{document_id}``."""
-    return document_body(await _blocking(lambda: admin.find_document(dataset_id, document_id)))
+    ident, doc = await _blocking(lambda: _document(admin, dataset_id, document_id))
+    return document_body(doc, ident)
+
+
+async def upload_file(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
+    """``GET .../documents/{document_id}/upload-file``: the file the document was made
+    from (gcite serves no download: ``url`` and ``download_url`` are empty)."""
+
+    def work() -> dict[str, Any]:
+        _, doc = _document(admin, dataset_id, document_id)
+        path = Path(doc.path) if doc.path else None
+        size = path.stat().st_size if path is not None and path.is_file() else 0
+        return upload_file_body(doc, size)
+
+    return await _blocking(work)
+
+
+#: ``documents/status/{action}``: the actions Dify knows, and those gcite can do
+#: (documents are always enabled and never archived: disabling would need a search
+#: filter; delete the document instead).
+STATUS_ACTIONS = ("enable", "disable", "archive", "un_archive")
+DONE_ACTIONS = ("enable", "un_archive")
+
+
+async def document_status(
+    dataset_id: str, action: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``PATCH .../documents/status/{action}`` ``{"document_ids"}``: ``enable`` and
+    ``un_archive`` succeed (every document is enabled and not archived); ``disable`` and
+    ``archive`` are 400 ``invalid_action`` (not supported); unknown documents 404."""
+    body = await _json_body(request)
+    ids = body.get("document_ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ManageError("document_ids 必须是字符串列表")
+    if action not in STATUS_ACTIONS:
+        raise ApiError(400, "invalid_action", f"Invalid action: {action}")
+    if action not in DONE_ACTIONS:
+        raise ApiError(
+            400, "invalid_action", "gcite 不支持停用或归档文档：文档总是启用的，不需要时请删除"
+        )
+    await _blocking(lambda: [_document(admin, dataset_id, i) for i in ids])
+    return {"result": "success"}
 
 
 async def delete_document(dataset_id: str, document_id: str, admin: Admin) -> Response:
