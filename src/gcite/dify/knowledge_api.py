@@ -316,7 +316,8 @@ def retrieve_items(body: Mapping[str, Any], dataset: DatasetInfo) -> list[dict[s
         segment = record.get("segment") if isinstance(record, dict) else None
         if not isinstance(segment, dict):
             continue
-        document = segment.get("document") if isinstance(segment.get("document"), dict) else {}
+        raw = segment.get("document")
+        document: dict[str, Any] = raw if isinstance(raw, dict) else {}
         payload = {
             "dataset_id": dataset.id,
             "dataset_name": dataset.name,

@@ -36,12 +36,17 @@ class ManageError(GciteError):
         self.code = code
 
 
+#: Dify's metadata field types.
+METADATA_TYPES = ("string", "number", "time")
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """One dataset: stable id, name, numbers of documents and chunks, and the embedding
     model its vectors were made with (``""`` before the first document); ``description``,
-    ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known) and ``word_count``
-    (characters of its documents' text)."""
+    ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known), ``word_count``
+    (characters of its documents' text) and the metadata fields declared for it
+    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry)."""
 
     id: str
     name: str
@@ -52,6 +57,7 @@ class DatasetInfo:
     created_at: int = 0
     updated_at: int = 0
     word_count: int = 0
+    metadata_fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,9 +137,17 @@ class KnowledgeAdmin(Protocol):
         """Remove a dataset with all its documents; returns it as it was. 404 if unknown."""
         ...
 
-    def update_dataset(self, dataset: str, *, description: str | None = None) -> DatasetInfo:
-        """Change a dataset's ``description`` (``None``: keep it); returns it as it is now.
-        404 if unknown, 400 for a description over 400 characters."""
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
+        """Change a dataset's ``description`` and its declared ``metadata_fields``
+        (``{name: "string" | "number" | "time"}``, replacing the declared set; ``None``:
+        keep it); returns the dataset as it is now. 404 if unknown, 400 for a description
+        over 400 characters or a bad field name or type."""
         ...
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
@@ -143,6 +157,19 @@ class KnowledgeAdmin(Protocol):
     def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
         """The stored chunks of a document in order of ``position``; 404 when the dataset
         or the document is unknown."""
+        ...
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """Add chunks with the texts ``contents`` at the end of a document, indexed with
+        its metadata (its roles too); returns them. 404 unknown document, 400 empty text."""
+        ...
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """Replace the text of one chunk (same id and position); 404 when unknown."""
+        ...
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """Remove one chunk; returns it as it was. 404 when unknown."""
         ...
 
     def retrieve(
@@ -182,6 +209,14 @@ class KnowledgeAdmin(Protocol):
         """
         ...
 
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """Set metadata values of a document (the names given; the others, its roles
+        among them, are kept) and re-index it; returns it as it is now. 404 when unknown,
+        400 for refused metadata (e.g. a malformed ``access_roles``: nothing changes)."""
+        ...
+
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """Remove a document; returns it as it was. 404 when unknown."""
         ...
@@ -196,6 +231,7 @@ class KnowledgeAdmin(Protocol):
 
 
 __all__ = [
+    "METADATA_TYPES",
     "DatasetInfo",
     "DocumentInfo",
     "KnowledgeAdmin",

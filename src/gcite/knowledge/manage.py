@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -34,7 +35,9 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import FilterError
+from gcite.knowledge import segments
 from gcite.knowledge.admin import (
+    METADATA_TYPES,
     DatasetInfo,
     DocumentInfo,
     KnowledgeStatus,
@@ -45,7 +48,6 @@ from gcite.knowledge.admin import (
 from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
 from gcite.knowledge.ingest import ingest_paths
-from gcite.knowledge.sparse import tokenize
 from gcite.knowledge.store import HybridStore as KnowledgeStore
 
 UPLOADS = "uploads"
@@ -82,6 +84,7 @@ def _dataset_info(name: str, entry: Mapping[str, Any], embedder: str) -> Dataset
             [created, _int(entry, "updated_at")] + [_int(d, "updated_at") for d in docs]
         ),
         word_count=sum(_int(d, "word_count") for d in docs),
+        metadata_fields=dict(entry.get("metadata_fields") or {}),
     )
 
 
@@ -197,52 +200,86 @@ def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
     return info
 
 
+def _checked_fields(fields: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for name, kind in fields.items():
+        text = _check_name(name, "元数据字段")
+        if kind not in METADATA_TYPES:
+            raise ManageError(f"元数据字段类型必须是 {' / '.join(METADATA_TYPES)}: {kind!r}")
+        out[text] = kind
+    return out
+
+
 def update_dataset(
-    store: KnowledgeStore, dataset: str, *, description: str | None = None
+    store: KnowledgeStore,
+    dataset: str,
+    *,
+    description: str | None = None,
+    metadata_fields: Mapping[str, str] | None = None,
 ) -> DatasetInfo:
-    """Change a dataset's description (kept in the catalog entry)."""
+    """Change a dataset's description and declared metadata fields (kept in its catalog
+    entry); see :meth:`KnowledgeAdmin.update_dataset`."""
     if description is not None and (not isinstance(description, str) or len(description) > 400):
         raise ManageError("数据集描述必须是不超过 400 个字符的文本")
+    fields = None if metadata_fields is None else _checked_fields(metadata_fields)
     with _write_lock:
         name = dataset_named(store, dataset)
-        if description is not None:
-            with store.lock:
-                catalog = store.catalog
-                entry = {**catalog.datasets[name], "description": description}
-                entry["updated_at"] = int(time.time())
-                catalog.datasets = {**catalog.datasets, name: entry}
-                store.save()
+        with store.lock:
+            catalog = store.catalog
+            entry = dict(catalog.datasets[name])
+            if description is not None:
+                entry["description"] = description
+            if fields is not None:
+                entry["metadata_fields"] = fields
+            entry["updated_at"] = int(time.time())
+            catalog.datasets = {**catalog.datasets, name: entry}
+            store.save()
     return next(i for i in list_datasets(store) if i.name == name)
 
 
-def list_segments(store: KnowledgeStore, dataset: str, ref: str) -> list[SegmentInfo]:
-    """The stored chunks of a document (id or name), in order (their ids are those
-    ingestion gave them: see :mod:`gcite.knowledge.ingest`)."""
-    doc = find_document(store, dataset, ref)
-    with store.lock:
-        info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
-    fingerprint = str(info.get("hash", ""))
-    ids = [stable_id(doc.id, fingerprint, str(p)) for p in range(1, doc.segments + 1)]
-    payloads = store.payloads(ids) if ids else {}
-    out = []
-    for segment_id in ids:
-        payload = payloads.get(segment_id)
-        if payload is None:
-            continue
-        content = str(payload.get("content", ""))
-        out.append(
-            SegmentInfo(
-                id=segment_id,
-                document_id=doc.id,
-                position=int(payload.get("segment_position", 0)),
-                content=content,
-                word_count=len(content),
-                tokens=len(tokenize(content)),
-                index_node_hash=str(payload.get("content_hash", "")),
-                created_at=doc.updated_at or doc.created_at,
+def update_document_metadata(
+    store: KnowledgeStore, dataset: str, ref: str, metadata: Mapping[str, Any]
+) -> DocumentInfo:
+    """Set metadata values of a document and re-index it from its file; the names not
+    given keep their values (its ``access_roles`` too, wherever they came from: the
+    catalog records the metadata a document was indexed with). 400 when its file is
+    gone, when it was indexed before the catalog recorded metadata (ingest it again
+    first), or for refused metadata (nothing changes then)."""
+    if not isinstance(metadata, Mapping):
+        raise ManageError("doc_metadata 必须是对象")
+    with _write_lock:
+        doc = find_document(store, dataset, ref)
+        path = Path(doc.path)
+        with store.lock:
+            info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
+        if not path.is_file():
+            raise ManageError(f"文档 {doc.name} 的文件已不在 {doc.path}，无法更新元数据")
+        if not isinstance(info.get("doc_metadata"), dict):
+            raise ManageError(f"文档 {doc.name} 导入时未记录元数据，请先重新导入该文档再更新元数据")
+        merged = {**info["doc_metadata"], **metadata}
+        manifest = {"dataset_name": doc.dataset, "documents": {path.name: merged}}
+        sidecar = Path(str(path) + ".meta.json")
+        old = sidecar.read_bytes() if sidecar.exists() else None
+        uploaded = old is not None  # documents of the API keep theirs next to the file
+        # a document of the CLI: a manifest of this update only, in the data dir
+        scratch = _upload_dir(store.settings, ".metadata") / f"{doc.id}.json"
+        target = sidecar if uploaded else scratch
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+        try:
+            report = ingest_paths(
+                [path], settings=store.settings, dataset=doc.dataset, manifest=target
             )
-        )
-    return out
+        finally:
+            scratch.unlink(missing_ok=True)
+            if uploaded and (sys.exc_info()[0] is not None):
+                sidecar.write_bytes(old or b"")
+        if report.failed:
+            if old is not None:
+                sidecar.write_bytes(old)
+            reason = "; ".join(r for _, r in report.failed)
+            raise ManageError(f"文档 {doc.name} 的元数据未能更新: {reason}")
+    return find_document(store, doc.dataset, doc.id)
 
 
 def retrieve(
@@ -395,9 +432,23 @@ class LocalAdmin:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
         return delete_dataset(self.store, dataset)
 
-    def update_dataset(self, dataset: str, *, description: str | None = None) -> DatasetInfo:
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.update_dataset`."""
-        return update_dataset(self.store, dataset, description=description)
+        return update_dataset(
+            self.store, dataset, description=description, metadata_fields=metadata_fields
+        )
+
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.update_document_metadata`."""
+        return update_document_metadata(self.store, dataset, ref, metadata)
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
@@ -405,7 +456,25 @@ class LocalAdmin:
 
     def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
         """See :meth:`KnowledgeAdmin.list_segments`."""
-        return list_segments(self.store, dataset, ref)
+        return segments.list_segments(self.store, find_document(self.store, dataset, ref))
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.create_segments`."""
+        with _write_lock:
+            doc = find_document(self.store, dataset, ref)
+            return segments.create_segments(self.store, doc, contents)
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.update_segment`."""
+        with _write_lock:
+            doc = find_document(self.store, dataset, ref)
+            return segments.update_segment(self.store, doc, segment_id, content)
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.delete_segment`."""
+        with _write_lock:
+            doc = find_document(self.store, dataset, ref)
+            return segments.delete_segment(self.store, doc, segment_id)
 
     def retrieve(
         self,
@@ -481,8 +550,8 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
-    "list_segments",
     "retrieve",
     "update_dataset",
+    "update_document_metadata",
     "upsert_document",
 ]

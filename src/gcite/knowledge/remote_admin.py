@@ -18,18 +18,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 
-from gcite.dify.knowledge_api import dataset_record, document_record
+from gcite.dify.knowledge_api import (
+    dataset_record,
+    document_record,
+    retrieve_items,
+    segment_record,
+)
 from gcite.errors import StoreError
 from gcite.knowledge.admin import (
     DatasetInfo,
     DocumentInfo,
     KnowledgeStatus,
     ManageError,
+    SegmentInfo,
     Upserted,
 )
 
@@ -84,6 +91,73 @@ class RemoteAdmin:
         self._call("DELETE", _dataset_path(dataset))
         return info
 
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.update_dataset` (``PATCH`` the dataset; the declared
+        metadata fields through ``.../metadata``)."""
+        path = _dataset_path(dataset)
+        if description is not None:
+            self._call("PATCH", path, json={"description": description})
+        if metadata_fields is not None:
+            self._set_fields(path, metadata_fields)
+        return self._dataset(dataset)
+
+    def _set_fields(self, path: str, wanted: Mapping[str, str]) -> None:
+        body = self._call("GET", f"{path}/metadata")
+        rows = body.get("doc_metadata") if isinstance(body, dict) else None
+        current = {
+            str(r.get("name")): r
+            for r in (rows if isinstance(rows, list) else [])
+            if isinstance(r, dict)
+        }
+        for name, row in current.items():
+            if name not in wanted and not row.get("count"):
+                self._call("DELETE", f"{path}/metadata/{_segment(str(row.get('id')))}")
+        for name, kind in wanted.items():
+            if name not in current:
+                self._call("POST", f"{path}/metadata", json={"type": kind, "name": name})
+
+    def _dataset(self, dataset: str) -> DatasetInfo:
+        info = dataset_record(self._call("GET", _dataset_path(dataset)))
+        body = self._call("GET", f"{_dataset_path(dataset)}/metadata")
+        rows = body.get("doc_metadata") if isinstance(body, dict) else None
+        declared = {
+            str(r.get("name")): str(r.get("type"))
+            for r in (rows if isinstance(rows, list) else [])
+            if isinstance(r, dict) and not r.get("count")
+        }
+        return replace(info, metadata_fields=declared)
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """See :meth:`KnowledgeAdmin.retrieve` (``POST .../retrieve``)."""
+        model: dict[str, Any] = {
+            "top_k": top_k,
+            "score_threshold_enabled": score_threshold > 0,
+            "score_threshold": score_threshold,
+        }
+        if condition is not None:
+            model["metadata_filtering_conditions"] = dict(condition)
+        info = dataset_record(self._call("GET", _dataset_path(dataset)))
+        body = self._call(
+            "POST",
+            f"{_dataset_path(dataset)}/retrieve",
+            json={"query": query, "retrieval_model": model},
+        )
+        return retrieve_items(body, info)
+
     # ------------------------------------------------------------------ documents
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
@@ -134,6 +208,54 @@ class RemoteAdmin:
         doc = document_record(document, self._dataset_name(dataset))
         created = replace is None and doc.name not in existing
         return Upserted(doc, created=created)
+
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.update_document_metadata`."""
+        doc = self.find_document(dataset, ref)
+        values = [{"name": k, "value": v} for k, v in metadata.items()]
+        operation = {"document_id": doc.id, "metadata_list": values}
+        path = f"{_dataset_path(dataset)}/documents/metadata"
+        self._call("POST", path, json={"operation_data": [operation]})
+        return self.find_document(dataset, doc.id)
+
+    # ------------------------------------------------------------------ segments
+
+    def _segments_path(self, dataset: str, ref: str) -> str:
+        doc = self.find_document(dataset, ref)
+        return f"{_dataset_path(dataset)}/documents/{_segment(doc.id)}/segments"
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.list_segments`."""
+        return [segment_record(b) for b in self._pages(self._segments_path(dataset, ref))]
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.create_segments`."""
+        segments = [{"content": c} for c in contents]
+        body = self._call("POST", self._segments_path(dataset, ref), json={"segments": segments})
+        rows = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(rows, list):
+            raise StoreError("远程知识库返回的分段格式无效")
+        return [segment_record(r) for r in rows if isinstance(r, dict)]
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.update_segment`."""
+        path = f"{self._segments_path(dataset, ref)}/{_segment(segment_id)}"
+        body = self._call("POST", path, json={"segment": {"content": content}})
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise StoreError("远程知识库返回的分段格式无效")
+        return segment_record(data)
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.delete_segment`."""
+        path = f"{self._segments_path(dataset, ref)}/{_segment(segment_id)}"
+        data = self._call("GET", path).get("data")
+        if not isinstance(data, dict):
+            raise StoreError("远程知识库返回的分段格式无效")
+        self._call("DELETE", path)
+        return segment_record(data)
 
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
