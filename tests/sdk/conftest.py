@@ -50,6 +50,8 @@ SDK_DIR = Path(__file__).resolve().parent
 VENVS = REPO / ".venv-sdk"
 JS_DIR = SDK_DIR / "js"
 PYTHON_SDKS = ("dify-client-python", "dify-client")
+#: Knowledge-base SDKs: driver name -> their venv under ``.venv-sdk`` (one for both).
+KNOWLEDGE_SDKS = {"dify-dataset-sdk": "dify-knowledge", "dify-oapi2": "dify-knowledge"}
 JS_SDKS = ("js",)
 
 
@@ -165,9 +167,10 @@ def _missing(what: str) -> None:
 
 
 def _command(name: str) -> list[str]:
-    if name in PYTHON_SDKS:
-        python = VENVS / name / "bin" / "python"
-        if not (VENVS / name / ".installed").exists():
+    if name in PYTHON_SDKS or name in KNOWLEDGE_SDKS:
+        venv = KNOWLEDGE_SDKS.get(name, name)
+        python = VENVS / venv / "bin" / "python"
+        if not (VENVS / venv / ".installed").exists():
             _missing(f"PyPI {name} ({python.parent.parent})")
         driver = SDK_DIR / "python" / f"drive_{name.replace('-', '_')}.py"
         return [str(python), str(driver)]
@@ -177,13 +180,15 @@ def _command(name: str) -> list[str]:
     return [str(node), str(JS_DIR / "drive.mjs")]
 
 
-def run_driver(name: str, base_url: str, user: str) -> dict[str, dict[str, Any]]:
-    """Run one driver to the end; its steps by name."""
+def run_driver(
+    name: str, base_url: str, user: str, key: str = KEY
+) -> dict[str, dict[str, Any]]:
+    """Run one driver to the end with API key ``key``; its steps by name."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
         "GCITE_SDK_URL": f"{base_url}/v1",
-        "GCITE_SDK_KEY": KEY,
+        "GCITE_SDK_KEY": key,
         "GCITE_SDK_USER": user,
         "NO_PROXY": "127.0.0.1,localhost",
         "PYTHONPATH": str(SDK_DIR / "python"),

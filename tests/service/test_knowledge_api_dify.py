@@ -103,15 +103,15 @@ def _docs(api: httpx.Client, dataset_id: str) -> dict[str, dict[str, Any]]:
 
 def test_dataset_objects_have_every_dify_field_with_real_values(api: httpx.Client) -> None:
     listed = _dataset(api)
-    assert DATASET_FIELDS <= set(listed)
+    assert set(listed) >= DATASET_FIELDS
     one = api.get(f"/datasets/{listed['id']}").json()
-    assert DATASET_FIELDS <= set(one)
+    assert set(one) >= DATASET_FIELDS
     assert one["created_by"] and one["author_name"] and one["updated_by"]
     assert 0 < one["created_at"] <= one["updated_at"] <= time.time() + 1
     assert one["document_count"] == one["total_documents"] == 2
     assert one["total_available_documents"] == 2
     assert one["word_count"] > 40  # characters of both documents
-    assert RETRIEVAL_MODEL_FIELDS <= set(one["retrieval_model_dict"])
+    assert set(one["retrieval_model_dict"]) >= RETRIEVAL_MODEL_FIELDS
     assert one["retrieval_model_dict"]["search_method"] == "hybrid_search"
     assert one["retrieval_model_dict"]["top_k"] >= 1
     names = {m["name"]: m for m in one["doc_metadata"]}
@@ -124,7 +124,7 @@ def test_document_objects_have_every_dify_field_with_real_values(api: httpx.Clie
     docs = _docs(api, dataset_id)
     assert set(docs) == {"visitor.md", "guard.md"}
     for doc in docs.values():
-        assert DOCUMENT_FIELDS <= set(doc)
+        assert set(doc) >= DOCUMENT_FIELDS
         assert doc["created_by"] and 0 < doc["created_at"] <= time.time() + 1  # CLI-ingested
         assert doc["word_count"] > 10 and doc["tokens"] > 3
         assert doc["indexing_status"] == "completed" and doc["display_status"] == "available"
@@ -145,7 +145,7 @@ def test_created_at_is_kept_and_position_grows_on_create_and_update(api: httpx.C
     made = api.post("/datasets", json={"name": "位置库", "description": "测试用"})
     assert made.status_code == 200, made.text
     dataset = made.json()
-    assert dataset["description"] == "测试用" and DATASET_FIELDS <= set(dataset)
+    assert dataset["description"] == "测试用" and set(dataset) >= DATASET_FIELDS
     url = f"/datasets/{dataset['id']}/document/create-by-text"
     first = api.post(url, json={"name": "a", "text": "# 甲\n\n第一份文件的内容。"}).json()
     second = api.post(url, json={"name": "b", "text": "# 乙\n\n第二份文件的内容。"}).json()
@@ -189,7 +189,7 @@ def test_retrieve_answers_dify_records_without_a_role_filter(api: httpx.Client, 
     assert body["query"] == {"content": "备用钥匙放在哪里"}
     [record] = body["records"]
     assert {"segment", "child_chunks", "score", "tsne_position", "files", "summary"} <= set(record)
-    assert SEGMENT_FIELDS <= set(record["segment"])
+    assert set(record["segment"]) >= SEGMENT_FIELDS
     assert "三号保险柜" in record["segment"]["content"]  # a guarded document: admins see it
     assert record["segment"]["document"]["name"] == "guard.md"
     assert 0 < record["score"] <= 1
@@ -209,7 +209,7 @@ def test_segments_are_listed_added_changed_and_removed_keeping_roles(
     listed = api.get(url).json()
     assert listed["doc_form"] == "text_model" and listed["total"] == guard["segment_count"]
     first = listed["data"][0]
-    assert SEGMENT_FIELDS <= set(first) and first["position"] == 1
+    assert set(first) >= SEGMENT_FIELDS and first["position"] == 1
     assert api.get(f"{url}/{first['id']}").json()["data"]["id"] == first["id"]
 
     made = api.post(url, json={"segments": [{"content": "地下车库的消防通道禁止停车。"}]})
