@@ -180,9 +180,7 @@ def _command(name: str) -> list[str]:
     return [str(node), str(JS_DIR / "drive.mjs")]
 
 
-def run_driver(
-    name: str, base_url: str, user: str, key: str = KEY
-) -> dict[str, dict[str, Any]]:
+def run_driver(name: str, base_url: str, user: str, key: str = KEY) -> dict[str, dict[str, Any]]:
     """Run one driver to the end with API key ``key``; its steps by name."""
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -205,6 +203,12 @@ def run_driver(
             steps[record.pop("step")] = record
     assert steps, f"{name} driver reported nothing:\n{stderr[-4000:]}"
     return steps
+
+
+@pytest.fixture(scope="session")
+def sdk_driver() -> Callable[..., dict[str, dict[str, Any]]]:
+    """:func:`run_driver` (``(name, base_url, user, key)``), for services of a test module."""
+    return run_driver
 
 
 @pytest.fixture(scope="session")

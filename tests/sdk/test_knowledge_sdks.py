@@ -9,12 +9,10 @@ every step must succeed with no exception, and what the SDK read back is checked
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import run_driver
 
 from gcite.config import ApiKey, Settings
 from gcite.service import create_app
@@ -37,8 +35,11 @@ def kb_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
-def _steps(name: str, base_url: str) -> Steps:
-    return run_driver(name, base_url, f"user-{name}", key=ADMIN_KEY)
+Driver = Callable[..., Steps]
+
+
+def _steps(driver: Driver, name: str, base_url: str) -> Steps:
+    return driver(name, base_url, f"user-{name}", key=ADMIN_KEY)
 
 
 def ok(steps: Steps, step: str) -> Any:
@@ -58,8 +59,8 @@ DATASET_SDK_STEPS = (
 )  # fmt: skip
 
 
-def test_dify_dataset_sdk_runs_every_call(kb_service: str) -> None:
-    steps = _steps("dify-dataset-sdk", kb_service)
+def test_dify_dataset_sdk_runs_every_call(kb_service: str, sdk_driver: Driver) -> None:
+    steps = _steps(sdk_driver, "dify-dataset-sdk", kb_service)
     for step in DATASET_SDK_STEPS:
         ok(steps, step)
     made = ok(steps, "create_dataset")
@@ -75,5 +76,29 @@ def test_dify_dataset_sdk_runs_every_call(kb_service: str) -> None:
     assert ok(steps, "create_segment")["data"][0]["content"] == "车棚旁边设有充电桩。"
     fields = {m["name"] for m in ok(steps, "metadata_after")["doc_metadata"]}
     assert "值班人" in fields
+    records = ok(steps, "retrieve")["records"]
+    assert records and "二十二点" in records[0]["segment"]["content"]
+
+
+OAPI2_STEPS = (
+    "create_dataset", "list_datasets", "get_dataset", "update_dataset", "create_by_text",
+    "create_by_file", "list_documents", "get_document", "indexing_status", "update_by_text",
+    "status_enable", "upload_file", "list_segments", "create_segment", "get_segment",
+    "update_segment", "child_chunks", "delete_segment", "retrieve", "list_tags",
+    "dataset_tags", "delete_document", "delete_dataset",
+)  # fmt: skip
+
+
+def test_dify_oapi2_runs_every_call(kb_service: str, sdk_driver: Driver) -> None:
+    steps = _steps(sdk_driver, "dify-oapi2", kb_service)
+    for step in OAPI2_STEPS:
+        ok(steps, step)
+    made = ok(steps, "create_dataset")
+    assert made["description"] == "oapi" and made["created_by"] and made["created_at"] > 0
+    text = ok(steps, "create_by_text")
+    assert text["document"]["name"] == "bikes.md" and text["document"]["doc_metadata"] is None
+    listed = ok(steps, "list_documents")
+    assert sorted(d["position"] for d in listed["data"]) == [1, 2]
+    assert ok(steps, "update_segment")["data"]["content"] == "车棚旁边设有两个充电桩。"
     records = ok(steps, "retrieve")["records"]
     assert records and "二十二点" in records[0]["segment"]["content"]

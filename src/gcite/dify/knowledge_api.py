@@ -157,7 +157,8 @@ def document_metadata_list(dataset_id: str, doc: DocumentInfo) -> list[dict[str,
 def document_body(doc: DocumentInfo, dataset_id: str = "") -> dict[str, Any]:
     """A Dify ``Document`` object (every field of Dify's ``DocumentResponse``) for
     ``doc``, a document of dataset ``dataset_id`` (indexing is complete when it is
-    listed)."""
+    listed); ``doc_metadata`` is ``null`` for a document given no metadata, as Dify 1.12
+    answers (``doc_metadata_details`` is ``None`` then)."""
     return {
         "id": doc.id,
         "position": doc.position or 1,
@@ -191,7 +192,7 @@ def document_body(doc: DocumentInfo, dataset_id: str = "") -> dict[str, Any]:
         "word_count": doc.word_count,
         "hit_count": 0,
         "doc_form": "text_model",
-        "doc_metadata": document_metadata_list(dataset_id, doc),
+        "doc_metadata": document_metadata_list(dataset_id, doc) if doc.metadata else None,
         "summary_index_status": None,
         "need_summary": False,
         "segment_count": doc.segments,

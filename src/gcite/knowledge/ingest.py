@@ -247,6 +247,17 @@ def _times(previous: dict[str, Any] | None) -> dict[str, int]:
     return {"created_at": int(created) if created else now, "updated_at": now}
 
 
+def _given(
+    meta: dict[str, Any], front: dict[str, Any], manifest: Manifest | None, source: _Source
+) -> dict[str, Any]:
+    """The part of ``meta`` (validated) the document was given (front matter, manifest),
+    without the defaults ingestion fills in."""
+    keys = set(front)
+    if manifest is not None:
+        keys.update(manifest.metadata_for(source.path, source.root) or {})
+    return {k: v for k, v in meta.items() if k in keys}
+
+
 def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     """The JSON-plain part of a document's metadata (strings, numbers, booleans, lists
     of strings), as the catalog keeps it for the Knowledge API's ``doc_metadata``."""
@@ -401,7 +412,7 @@ def _run(
                         **_times(previous),
                         "word_count": consumed[1],
                         "tokens": consumed[2],
-                        "doc_metadata": _plain(meta),
+                        "doc_metadata": _plain(_given(meta, document.metadata, man, source)),
                     }
                     entry["array_fields"] = sorted(array_fields)
                     store.save()
