@@ -3,8 +3,10 @@
 Pure functions, both ways: the service answers with the ``*_body`` builders, and
 :class:`gcite.knowledge.remote_admin.RemoteAdmin` reads another gcite's answers back into
 records with the ``*_record`` parsers, so the shapes live in one place. Facts come from
-Dify's OpenAPI spec (``../shared/reference/dify-openapi-service.json``, ``/datasets``):
-fields gcite has are filled, the others keep Dify's defaults.
+Dify's source (``api/fields/dataset_fields.py``, ``document_fields.py``,
+``segment_fields.py``, ``hit_testing_fields.py``, ``api/controllers/service_api/dataset``)
+and its OpenAPI spec (``../shared/reference/dify-openapi-service.json``): every field of
+Dify's objects is present; those gcite has are filled, the others keep Dify's defaults.
 
 A ``batch`` (the id Dify returns for an indexing run) is the time of the run followed by
 the document id, so any process of the service can answer its indexing status without

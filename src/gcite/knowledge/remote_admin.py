@@ -366,7 +366,7 @@ class RemoteAdmin:
             body = response.json()
         except ValueError:
             body = None
-        if response.status_code == 200:
+        if response.status_code in (200, 201):
             if not isinstance(body, dict):
                 raise StoreError("远程知识库返回的数据不是 JSON 对象")
             return body

@@ -11,18 +11,23 @@ Only ``[[admin_keys]]`` may call these endpoints (``Authorization: Bearer <admin
 chat keys (``[[app_keys]]``) and retrieval keys (``[[retrieval_keys]]``) get 403, and
 ``allow_any_key`` (the demo) opens nothing here. Without admin keys every call is 401.
 
-Endpoints (Dify's paths under ``/v1``; ``dataset_id`` is the id or the name):
+Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the name,
+``document_id`` the id or the file name; the table in ``docs/api.md`` gives each answer):
 
-- ``GET /v1/datasets`` (``page``, ``limit``), ``POST /v1/datasets`` ``{"name"}`` (409
-  ``dataset_name_duplicate``), ``GET`` / ``DELETE /v1/datasets/{dataset_id}`` (204);
-- ``POST /v1/datasets/{dataset_id}/document/create-by-text`` ``{"name", "text",
-  "doc_metadata"?}`` and ``.../document/create-by-file`` (multipart: ``file`` and a JSON
-  ``data`` field) -> ``{"document", "batch"}``; the same name again replaces the document;
-- ``POST /v1/datasets/{dataset_id}/documents/{document_id}/update-by-text`` /
-  ``update-by-file``;
-- ``GET /v1/datasets/{dataset_id}/documents`` (``page``, ``limit``, ``keyword``),
-  ``GET`` / ``DELETE /v1/datasets/{dataset_id}/documents/{document_id}`` (204);
-- ``GET /v1/datasets/{dataset_id}/documents/{batch}/indexing-status``.
+- datasets: list (``page``, ``limit``, ``keyword``), create ``{"name", "description"?}``
+  (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``; a new name is 400),
+  delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
+- documents: ``document/create-by-text`` / ``create-by-file`` and
+  ``documents/{document_id}/update-by-text`` / ``update-by-file`` -> ``{"document",
+  "batch"}`` (the same name again replaces the document); list, get, delete;
+  ``documents/{batch}/indexing-status``; ``documents/status/{action}`` (``enable`` and
+  ``un_archive`` succeed, ``disable`` and ``archive`` are 400 ``invalid_action``);
+  ``documents/{document_id}/upload-file``;
+- segments of a document: list, create, get, update, delete; child chunks (none: the
+  documents are not split parent-child, writes are 400);
+- metadata fields (list, create 201, rename, delete, built-in), ``documents/metadata``
+  (values set on documents, the names not given kept: roles are never dropped);
+- tags: none (lists are empty, writes 400).
 
 Differences from Dify, on purpose: indexing is done when the create/update call returns
 (``indexing_status: "completed"``, or a 400 naming the reason, nothing changed);
