@@ -51,7 +51,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
-from gcite.knowledge.catalog import stable_id
+from gcite.knowledge.catalog import dataset_by_ref, stable_id
 from gcite.knowledge.chunking import Chunk, bounded, iter_chunks
 from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
@@ -297,6 +297,9 @@ def ingest_paths(
     sources, roots = _walk(paths, report)
     store = open_store(settings, create=True)
     try:
+        with store.lock:  # a dataset's id names it too
+            dataset = dataset_by_ref(store.catalog.datasets, dataset) or dataset
+        report.dataset = dataset
         _run(store, sources, roots, report, settings, dataset, man, progress)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
