@@ -68,7 +68,8 @@ def test_dify_dataset_sdk_runs_every_call(kb_service: str, sdk_driver: Driver) -
     assert ok(steps, "update_dataset")["description"] == "SDK 改"
     text = ok(steps, "create_by_text")
     assert text["batch"] and text["document"]["name"] == "bikes.md"
-    assert text["document"]["word_count"] > 0 and text["document"]["position"] == 1
+    doc = ok(steps, "get_document")  # read once the batch is indexed
+    assert doc["word_count"] > 0 and doc["tokens"] > 0 and doc["position"] == 1
     listed = ok(steps, "list_documents")
     assert sorted(d["position"] for d in listed["data"]) == [1, 2]
     [status] = ok(steps, "indexing_status")["data"]
@@ -96,7 +97,9 @@ def test_dify_oapi2_runs_every_call(kb_service: str, sdk_driver: Driver) -> None
     made = ok(steps, "create_dataset")
     assert made["description"] == "oapi" and made["created_by"] and made["created_at"] > 0
     text = ok(steps, "create_by_text")
-    assert text["document"]["name"] == "bikes.md" and text["document"]["doc_metadata"] is None
+    assert text["batch"] and text["document"]["name"] == "bikes.md"
+    doc = ok(steps, "get_document")  # read once the batch is indexed
+    assert doc["doc_metadata"] is None and doc["created_by"] and doc["word_count"] > 0
     listed = ok(steps, "list_documents")
     assert sorted(d["position"] for d in listed["data"]) == [1, 2]
     assert ok(steps, "update_segment")["data"]["content"] == "车棚旁边设有两个充电桩。"

@@ -95,6 +95,24 @@ def _dataset(api: httpx.Client, name: str = DATASET) -> dict[str, Any]:
     return next(d for d in api.get("/datasets").json()["data"] if d["name"] == name)
 
 
+def _indexed(api: httpx.Client, dataset_id: str, answer: httpx.Response) -> dict[str, Any]:
+    """The document of a create/update ``answer`` once its batch is indexed (as Dify's
+    clients poll ``indexing-status``; a generous hang guard, not a speed limit)."""
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    url = f"/datasets/{dataset_id}/documents/{body['batch']}/indexing-status"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        [status] = api.get(url).json()["data"]
+        if status["indexing_status"] in ("completed", "error"):
+            assert status["indexing_status"] == "completed", status
+            return dict(
+                api.get(f"/datasets/{dataset_id}/documents/{body['document']['id']}").json()
+            )
+        time.sleep(0.05)
+    raise AssertionError(f"batch {body['batch']} not indexed")
+
+
 def _docs(api: httpx.Client, dataset_id: str) -> dict[str, dict[str, Any]]:
     page = api.get(f"/datasets/{dataset_id}/documents")
     assert page.status_code == 200, page.text
@@ -147,18 +165,25 @@ def test_created_at_is_kept_and_position_grows_on_create_and_update(api: httpx.C
     dataset = made.json()
     assert dataset["description"] == "测试用" and set(dataset) >= DATASET_FIELDS
     url = f"/datasets/{dataset['id']}/document/create-by-text"
-    first = api.post(url, json={"name": "a", "text": "# 甲\n\n第一份文件的内容。"}).json()
-    second = api.post(url, json={"name": "b", "text": "# 乙\n\n第二份文件的内容。"}).json()
-    assert (first["document"]["position"], second["document"]["position"]) == (1, 2)
-    assert first["document"]["word_count"] > 0 and first["document"]["tokens"] > 0
-    doc_id = first["document"]["id"]
-    updated = api.post(
-        f"/datasets/{dataset['id']}/documents/{doc_id}/update-by-text",
-        json={"text": "# 甲\n\n第一份文件改过的内容，更长一些。"},
-    ).json()["document"]
-    assert updated["created_at"] == first["document"]["created_at"]
+    first = _indexed(
+        api, dataset["id"], api.post(url, json={"name": "a", "text": "# 甲\n\n第一份文件的内容。"})
+    )
+    second = _indexed(
+        api, dataset["id"], api.post(url, json={"name": "b", "text": "# 乙\n\n第二份文件的内容。"})
+    )
+    assert (first["position"], second["position"]) == (1, 2)
+    assert first["word_count"] > 0 and first["tokens"] > 0
+    updated = _indexed(
+        api,
+        dataset["id"],
+        api.post(
+            f"/datasets/{dataset['id']}/documents/{first['id']}/update-by-text",
+            json={"text": "# 甲\n\n第一份文件改过的内容，更长一些。"},
+        ),
+    )
+    assert updated["created_at"] == first["created_at"]
     assert updated["position"] == 1
-    assert updated["word_count"] > first["document"]["word_count"]
+    assert updated["word_count"] > first["word_count"]
     assert api.delete(f"/datasets/{dataset['id']}").status_code == 204
 
 

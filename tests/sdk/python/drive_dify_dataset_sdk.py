@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,18 @@ def dump(value: Any) -> Any:
     return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
 
 
+def indexed(sdk: DifyDatasetClient, ds: str, answer: Any) -> Any:
+    """``answer`` (a create/update result) once its batch is indexed, polling the SDK's
+    indexing status as Dify's clients do (a hang guard of two minutes)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        [status] = sdk.documents.get_indexing_status(ds, answer.batch).data
+        if status.indexing_status in ("completed", "error"):
+            return dump(answer)
+        time.sleep(0.05)
+    raise TimeoutError(f"batch {answer.batch} not indexed")
+
+
 def main() -> None:
     base = os.environ["GCITE_SDK_URL"].removesuffix("/v1")
     sdk = DifyDatasetClient(api_key=os.environ["GCITE_SDK_KEY"], base_url=base, timeout=120)
@@ -37,14 +50,16 @@ def main() -> None:
     run("update_dataset", lambda: dump(sdk.datasets.update(ds, description="SDK 改")))
     text = run(
         "create_by_text",
-        lambda: dump(sdk.documents.create_by_text(ds, name="bikes", text=f"# 车棚\n\n{FACT}")),
+        lambda: indexed(
+            sdk, ds, sdk.documents.create_by_text(ds, name="bikes", text=f"# 车棚\n\n{FACT}")
+        ),
     )
     doc = ((text or {}).get("document") or {}).get("id", "")
     batch = (text or {}).get("batch", "")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "visitor.md"
         path.write_text("# 访客\n\n访客须在一层大堂登记。", encoding="utf-8")
-        run("create_by_file", lambda: dump(sdk.documents.create_by_file(ds, path)))
+        run("create_by_file", lambda: indexed(sdk, ds, sdk.documents.create_by_file(ds, path)))
         path.write_text("# 访客\n\n访客须在一层大堂服务台登记。", encoding="utf-8")
         listed = run("list_documents", lambda: dump(sdk.documents.list(ds)))
         file_doc = next(
@@ -52,13 +67,15 @@ def main() -> None:
         )
         run(
             "update_by_file",
-            lambda: dump(sdk.documents.update_by_file(ds, file_doc, path)),
+            lambda: indexed(sdk, ds, sdk.documents.update_by_file(ds, file_doc, path)),
         )
     run("get_document", lambda: dump(sdk.documents.get(ds, doc)))
     run("indexing_status", lambda: dump(sdk.documents.get_indexing_status(ds, batch)))
     run(
         "update_by_text",
-        lambda: dump(sdk.documents.update_by_text(ds, doc, text=f"# 车棚\n\n{FACT}更新。")),
+        lambda: indexed(
+            sdk, ds, sdk.documents.update_by_text(ds, doc, text=f"# 车棚\n\n{FACT}更新。")
+        ),
     )
     run("status_enable", lambda: sdk.documents.batch_update_status(ds, "enable", [doc]))
     run("upload_file", lambda: sdk.documents.get_upload_file(ds, doc))

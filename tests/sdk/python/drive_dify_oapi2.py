@@ -10,7 +10,9 @@ responses validate what gcite answers. The SDK reports an error answer on the re
 from __future__ import annotations
 
 import io
+import json
 import os
+import time
 from typing import Any
 
 from dify_oapi.api.knowledge.v1.model import (
@@ -62,6 +64,27 @@ def checked(response: Any) -> Any:
     if not response.success:
         raise RuntimeError(f"{response.code}: {response.msg}")
     return response.model_dump(mode="json", exclude={"raw"})
+
+
+def indexed(kb: Any, option: RequestOption, ds: str, answer: Any) -> Any:
+    """``answer`` (a create/update result, plain data) once its batch is indexed, polling
+    the SDK's batch status call (its model does not read Dify's ``data`` list: the raw
+    body is read); a hang guard of two minutes."""
+    request = (
+        get_batch_indexing_status_request.GetBatchIndexingStatusRequest.builder()
+        .dataset_id(ds)
+        .batch(answer["batch"])
+        .build()
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        response = kb.document.get_batch_status(request, option)
+        checked(response)
+        [status] = json.loads(response.raw.content)["data"]
+        if status["indexing_status"] in ("completed", "error"):
+            return answer
+        time.sleep(0.05)
+    raise TimeoutError(f"batch {answer['batch']} not indexed")
 
 
 def main() -> None:
@@ -119,14 +142,19 @@ def main() -> None:
     )
     text = run(
         "create_by_text",
-        lambda: checked(
-            kb.document.create_by_text(
-                create_document_by_text_request.CreateDocumentByTextRequest.builder()
-                .dataset_id(ds)
-                .request_body(text_body)
-                .build(),
-                option,
-            )
+        lambda: indexed(
+            kb,
+            option,
+            ds,
+            checked(
+                kb.document.create_by_text(
+                    create_document_by_text_request.CreateDocumentByTextRequest.builder()
+                    .dataset_id(ds)
+                    .request_body(text_body)
+                    .build(),
+                    option,
+                )
+            ),
         ),
     )
     doc = ((text or {}).get("document") or {}).get("id", "")
@@ -143,15 +171,20 @@ def main() -> None:
     )
     run(
         "create_by_file",
-        lambda: checked(
-            kb.document.create_by_file(
-                create_document_by_file_request.CreateDocumentByFileRequest.builder()
-                .dataset_id(ds)
-                .request_body(file_body)
-                .file(io.BytesIO("# 访客\n\n访客须在一层大堂登记。".encode()), "visitor.md")
-                .build(),
-                option,
-            )
+        lambda: indexed(
+            kb,
+            option,
+            ds,
+            checked(
+                kb.document.create_by_file(
+                    create_document_by_file_request.CreateDocumentByFileRequest.builder()
+                    .dataset_id(ds)
+                    .request_body(file_body)
+                    .file(io.BytesIO("# 访客\n\n访客须在一层大堂登记。".encode()), "visitor.md")
+                    .build(),
+                    option,
+                )
+            ),
         ),
     )
     run(
@@ -193,15 +226,20 @@ def main() -> None:
     )
     run(
         "update_by_text",
-        lambda: checked(
-            kb.document.update_by_text(
-                update_document_by_text_request.UpdateDocumentByTextRequest.builder()
-                .dataset_id(ds)
-                .document_id(doc)
-                .request_body(update_body)
-                .build(),
-                option,
-            )
+        lambda: indexed(
+            kb,
+            option,
+            ds,
+            checked(
+                kb.document.update_by_text(
+                    update_document_by_text_request.UpdateDocumentByTextRequest.builder()
+                    .dataset_id(ds)
+                    .document_id(doc)
+                    .request_body(update_body)
+                    .build(),
+                    option,
+                )
+            ),
         ),
     )
     ids = update_document_status_request_body.UpdateDocumentStatusRequestBody.builder()
