@@ -122,6 +122,7 @@ def _docs(api: httpx.Client, dataset_id: str) -> dict[str, dict[str, Any]]:
 def test_dataset_objects_have_every_dify_field_with_real_values(api: httpx.Client) -> None:
     listed = _dataset(api)
     assert set(listed) >= DATASET_FIELDS
+    assert {m["name"] for m in listed["doc_metadata"]} >= {"access_roles", "楼栋"}
     one = api.get(f"/datasets/{listed['id']}").json()
     assert set(one) >= DATASET_FIELDS
     assert one["created_by"] and one["author_name"] and one["updated_by"]

@@ -213,9 +213,16 @@ async def list_datasets(
 ) -> dict[str, Any]:
     """``GET /v1/datasets`` (``keyword``: part of the name)."""
     number, size = page_bounds(page, limit)
-    items = await _blocking(admin.list_datasets)
-    items = [i for i in items if (keyword or "") in i.name]
-    return page_body([dataset_body(i, _retrieval(settings)) for i in items], number, size)
+
+    def work() -> list[dict[str, Any]]:
+        items = [i for i in admin.list_datasets() if (keyword or "") in i.name]
+        start = (number - 1) * size  # only the page's datasets are read in full
+        return [
+            _full_dataset(admin, i, settings) if start <= n < start + size else {}
+            for n, i in enumerate(items)
+        ]
+
+    return page_body(await _blocking(work), number, size)
 
 
 def _description(body: dict[str, Any]) -> str | None:
