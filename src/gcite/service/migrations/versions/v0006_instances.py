@@ -4,8 +4,8 @@
 heartbeat); ``gcite_messages.instance_id``: the process that runs a message, with a
 partial index over the messages still ``running`` (the only ones looked up by it).
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
