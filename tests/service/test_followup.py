@@ -39,6 +39,20 @@ def test_followups_are_recognised_and_carry_the_subject() -> None:
     assert carry_subject("那白天呢？", ["夜间巡更多久一次？"]) == "夜间巡更多久一次？ 那白天呢？"
     assert carry_subject("那白天呢？", []) == "那白天呢？"
     assert carry_subject("会议室怎么预订？", ["夜间巡更多久一次？"]) == "会议室怎么预订？"
+    # ellipsis: no leading 那, the subject left out (a predicate or a question alone)
+    for text in (
+        "要提前多久订",
+        "当天能用几次",
+        "大会议室呢，要提前多久订",
+        "刚才说的那个要带证件吗",
+    ):
+        assert looks_like_followup(text), text
+    assert (
+        carry_subject("要提前多久订？", ["会议室怎么预订？"]) == "会议室怎么预订？ 要提前多久订？"
+    )
+    # a question naming its own subject is standalone, however short its predicate
+    for text in ("夜班巡更要打几个点？", "报修电话是多少", "停车场晚上几点关门"):
+        assert not looks_like_followup(text), text
     # a chain of follow-ups keeps the first subject
     assert earlier_queries(["夜间巡更多久一次？", "那白天呢？", "周末呢？"])[-1] == (
         "夜间巡更多久一次？ 那白天呢？ 周末呢？"
