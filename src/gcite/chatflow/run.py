@@ -43,6 +43,7 @@ from gcite.chatflow.events import (
     UsageReport,
 )
 from gcite.chatflow.followup import search_query
+from gcite.chatflow.gate import BACKGROUND_RANK, admit
 from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.scheduler import Scheduler as ProcessScheduler
 from gcite.chatflow.seams import (
@@ -71,11 +72,16 @@ def weak_margin(backend: Any) -> float:
     return float(margin) if isinstance(margin, int | float) and margin > 0 else 0.0
 
 
-def mark_weak(chunk: dict[str, Any], threshold: float) -> dict[str, Any]:
+def mark_weak(
+    chunk: dict[str, Any], threshold: float, promoted: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
     """``chunk``, or a copy with :data:`WEAK_KEY` set when it is a knowledge-base chunk
-    scored below ``threshold``."""
+    scored below ``threshold`` and not admitted by the relevance gate (its ``segment_id``
+    not in ``promoted``, :mod:`gcite.chatflow.gate`)."""
     score = chunk.get("score")
     if chunk.get("source_type") == "rag" and isinstance(score, int | float) and score < threshold:
+        if chunk.get("segment_id") in promoted:
+            return chunk
         return {**chunk, WEAK_KEY: True}
     return chunk
 
@@ -88,6 +94,7 @@ class _Found:
     web_payload: Any = field(default_factory=list)
     threshold: float = 0.0
     margin: float = 0.0
+    promoted: set[str] = field(default_factory=set)
 
 
 def new_id() -> str:
@@ -264,7 +271,7 @@ class ChatRun:
         self._llm_started = time.monotonic()
         turn.done()
         yield self._llm
-        async for event in self._generate(messages, query, found.threshold, found.margin):
+        async for event in self._generate(messages, query, found):
             yield event
         if deps.verifier is not None:  # after the last delta: the text is never delayed
             await self._verify(deps.verifier)
@@ -294,8 +301,9 @@ class ChatRun:
                 query,
                 roles=self.turn.roles,
                 dataset=settings.knowledge.dataset or None,
-                top_k=settings.knowledge.top_k,
-                score_threshold=max(0.0, found.threshold - found.margin),
+                # the gate (gcite.chatflow.gate) weighs the whole ranked list
+                top_k=max(settings.knowledge.top_k, BACKGROUND_RANK),
+                score_threshold=0.0,
                 in_thread=deps.scheduler.search,
             )
             works.append(kr_work)
@@ -318,7 +326,7 @@ class ChatRun:
             kr = branches.pop(0)
             self.timings["retrieval"] = kr.elapsed
             if kr.error is None:
-                found.rag_items = list(kr.value or [])
+                found.rag_items = self._gate(query, list(kr.value or []), found)
                 outputs = {"result": found.rag_items}
                 yield self._finish(kr_node, outputs=outputs, elapsed=kr.elapsed)
             else:
@@ -337,13 +345,21 @@ class ChatRun:
                     web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
                 )
 
+    def _gate(self, query: str, items: list[Any], found: _Found) -> list[Any]:
+        """The retrieved items the relevance gate passes on (:func:`gcite.chatflow.gate.admit`),
+        cut to ``top_k``; the promoted ones into ``found``."""
+        weak_floor = found.threshold - found.margin if found.margin > 0 else None
+        admitted = admit(query, items, found.threshold, weak_floor=weak_floor)
+        found.promoted = admitted.promoted
+        return admitted.items[: self.deps.settings.knowledge.top_k]
+
     async def _generate(
-        self, messages: list[dict[str, str]], query: str, threshold: float, margin: float
+        self, messages: list[dict[str, str]], query: str, found: _Found
     ) -> AsyncIterator[Event]:
         """The LLM node's deltas, paced and coalesced by the process's scheduler."""
         chunks = self.chunk_metadata
-        if margin > 0:
-            chunks = [mark_weak(c, threshold) for c in self.chunk_metadata]
+        if found.margin > 0:
+            chunks = [mark_weak(c, found.threshold, found.promoted) for c in chunks]
         backend = self.deps.scheduler.paced(self.deps.backend)
         async for delta in nodes.generate(
             backend, messages, chunks=chunks, query=query, usage=self.usage
