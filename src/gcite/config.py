@@ -149,6 +149,9 @@ class KnowledgeSettings:
     # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
     # between the best passage of an answerable and of an off-topic question)
     score_threshold: float = _setting(0.5, "score_threshold")
+    # The operator's synonym table (gcite.knowledge.vocabulary; applied with the shipped
+    # one to every search's query); empty: the shipped table only.
+    synonyms_file: str = _setting("", "synonyms_file")
     chunk_size: int = _setting(600, "chunk_size")
     chunk_overlap: int = _setting(80, "chunk_overlap")
     # Metadata field names that look like a misspelt access_roles but are meant

@@ -252,6 +252,7 @@ class ChatRun:
         )
         # a follow-up's condense call waits for the model (unpaced: part of the preparation)
         query = await turn.wait(search_query(question.query, history, deps.backend, settings))
+        query = await turn.wait(self._normalised(query))
         found = _Found()
         async for event in self._retrieve(query, turn, found):
             yield event
@@ -344,6 +345,25 @@ class ChatRun:
                 yield self._finish(
                     web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
                 )
+
+    async def _normalised(self, query: str) -> str:
+        """``query`` in the knowledge base's wording (the store's ``normalise_query``,
+        :mod:`gcite.knowledge.vocabulary`), for retrieval, the gate and the answerer;
+        unchanged for a store without one (a remote knowledge base normalises its own
+        searches) or when the store cannot be opened (the retrieval node reports that)."""
+        get_store = self.deps.get_store
+        if get_store is None:
+            return query
+
+        def normalise() -> str:
+            normalise_query = getattr(get_store(), "normalise_query", None)
+            return str(normalise_query(query)) if callable(normalise_query) else query
+
+        try:
+            return await self.deps.scheduler.search(normalise)
+        except Exception as exc:  # the retrieval node fails (and says why) on its own
+            log.warning("query not normalised: %s", exc)
+            return query
 
     def _gate(self, query: str, items: list[Any], found: _Found) -> list[Any]:
         """The retrieved items the relevance gate passes on (:func:`gcite.chatflow.gate.admit`),

@@ -66,6 +66,7 @@ from gcite.knowledge.convert import (
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
+from gcite.knowledge.vocabulary import CATALOG_KEY, VocabularyBuilder
 from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
@@ -313,12 +314,15 @@ def _run(
                 previous = docs.get(document_id)
                 if previous is not None and previous.get("hash") == fingerprint:
                     report.unchanged += 1
+                    if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
+                        _add_vocabulary(store, previous, document)
                     continue
                 lookups = filter_payload(meta)
                 array_fields.update(k for k, v in meta.items() if isinstance(v, list))
                 title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
                 title = title if MAX_TITLE_CHARS > 0 else ""
                 consumed = [0]
+                vocabulary = VocabularyBuilder()
 
                 def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
                     for line, size in doc.lines():
@@ -334,6 +338,8 @@ def _run(
                 pending: list[PointData] = []
                 for batch in _batches(chunks, EMBED_BATCH):
                     texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
+                    for chunk in batch:
+                        vocabulary.add(chunk.text)
                     vectors = embedder.embed_documents(texts)
                     points = []
                     for chunk, text, vector in zip(batch, texts, vectors, strict=True):
@@ -376,6 +382,7 @@ def _run(
                         "name": source.path.name,
                         "hash": fingerprint,
                         "segments": written,
+                        CATALOG_KEY: vocabulary.entry(),
                     }
                     entry["array_fields"] = sorted(array_fields)
                     store.save()
@@ -402,6 +409,28 @@ def _run(
             store.save()
         report.deleted += 1
     store.save()
+
+
+def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Document) -> None:
+    """Give the catalog entry ``info`` of an unchanged document its vocabulary (read from
+    its lines; nothing re-embedded)."""
+    builder = VocabularyBuilder()
+    piece: list[str] = []
+    size = 0
+    for line, _ in document.lines():
+        piece.append(line)
+        size += len(line)
+        if size >= VOCABULARY_PIECE:
+            builder.add("\n".join(piece))
+            piece, size = [], 0
+    builder.add("\n".join(piece))
+    with store.lock:
+        info[CATALOG_KEY] = builder.entry()
+        store.save()
+
+
+VOCABULARY_PIECE = 20_000
+"""Characters of a document read at once for its vocabulary."""
 
 
 def _write(store: HybridStore, document_id: str, points: list[PointData], *, first: bool) -> None:

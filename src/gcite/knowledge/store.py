@@ -30,6 +30,7 @@ Source: dify-protocol.md §2 (result items).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -60,6 +61,13 @@ from gcite.knowledge.stores.base import (
     Stage,
     VectorIndex,
     hybrid_query,
+)
+from gcite.knowledge.vocabulary import (
+    CATALOG_KEY,
+    Vocabulary,
+    build_vocabulary,
+    read_synonyms,
+    shipped_synonyms,
 )
 
 log = logging.getLogger("gcite.knowledge")
@@ -153,6 +161,38 @@ class _Handle:
     catalog: Catalog
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
+    # the query vocabulary of the catalog state it was built for (vocabulary_key)
+    vocabulary: tuple[Any, Vocabulary] | None = None
+
+
+def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
+    """What a store's :class:`Vocabulary` depends on: each document's content hash, and
+    the operator's synonym table (its path and modification time)."""
+    mtime = 0.0
+    if synonyms_file:
+        with contextlib.suppress(OSError):
+            mtime = Path(synonyms_file).expanduser().stat().st_mtime
+    docs = sorted(
+        (document_id, str(info.get("hash", "")), CATALOG_KEY in info)
+        for entry in catalog.datasets.values()
+        for document_id, info in entry.get("documents", {}).items()
+    )
+    return (tuple(docs), synonyms_file, mtime)
+
+
+def catalog_vocabulary(catalog: Catalog, synonyms_file: str) -> Vocabulary:
+    """The :class:`Vocabulary` of every document of ``catalog`` with the shipped synonym
+    table and the operator's (``synonyms_file``; raises :class:`ConfigError` when it
+    cannot be read)."""
+    groups = list(shipped_synonyms())
+    if synonyms_file:
+        groups.extend(read_synonyms(synonyms_file))
+    entries = [
+        info.get(CATALOG_KEY) or {}
+        for entry in catalog.datasets.values()
+        for info in entry.get("documents", {}).values()
+    ]
+    return build_vocabulary(entries, groups)
 
 
 _handles: dict[str, _Handle] = {}
@@ -254,6 +294,7 @@ class HybridStore:
             raise StoreError(f"知识库中没有数据集 {dataset!r}（现有: {known}）")
         if not text:
             return []
+        text = self.vocabulary().normalise(text)
         limit = min(max(int(top_k), 1), MAX_TOP_K)
         threshold = min(max(float(score_threshold), 0.0), 1.0)
         dense = None
@@ -288,6 +329,26 @@ class HybridStore:
         kept = [h for h in scored if h.score >= threshold][:limit]
         self._fill_payloads(kept)
         return kept
+
+    def vocabulary(self) -> Vocabulary:
+        """The query vocabulary of the knowledge base as it is now (built from the catalog's
+        documents and the synonym tables when either changed; :mod:`gcite.knowledge.vocabulary`).
+        Raises :class:`ConfigError` when ``synonyms_file`` cannot be read."""
+        synonyms_file = self.settings.knowledge.synonyms_file
+        with self._handle.lock:
+            catalog = self._handle.catalog
+            key = vocabulary_key(catalog, synonyms_file)
+            cached = self._handle.vocabulary
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            built = catalog_vocabulary(catalog, synonyms_file)
+            self._handle.vocabulary = (key, built)
+            return built
+
+    def normalise_query(self, query: str) -> str:
+        """``query`` in the knowledge base's wording (:meth:`Vocabulary.normalise`), as
+        :meth:`search` searches it."""
+        return self.vocabulary().normalise(query.strip()[:MAX_QUERY_CHARS])
 
     def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
         """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates

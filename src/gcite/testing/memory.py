@@ -31,6 +31,12 @@ from gcite.knowledge.relevance import LEXICAL_ONLY, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
 from gcite.knowledge.sparse import document_vector, query_weights
 from gcite.knowledge.store import MAX_QUERY_CHARS, MAX_TOP_K, payload_of
+from gcite.knowledge.vocabulary import (
+    Vocabulary,
+    build_vocabulary,
+    document_vocabulary,
+    shipped_synonyms,
+)
 from gcite.roles import validate_metadata
 
 Payload = Mapping[str, Any]
@@ -121,9 +127,20 @@ class MemoryStore:
     chunker's sizes in characters. A closed store raises :class:`StoreError`.
     """
 
-    def __init__(self, *, chunk_size: int = 600, chunk_overlap: int = 80) -> None:
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 600,
+        chunk_overlap: int = 80,
+        synonyms: Sequence[tuple[str, ...]] | None = None,
+    ) -> None:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        # the query vocabulary (gcite.knowledge.vocabulary): each document's words, and
+        # the synonym groups (default: the shipped table)
+        self._synonyms = list(shipped_synonyms() if synonyms is None else synonyms)
+        self._vocabularies: dict[str, dict[str, Any]] = {}
+        self._vocabulary: Vocabulary | None = None
         self._points: dict[str, list[_Point]] = {}  # document id -> its chunks
         self._datasets: dict[str, dict[str, Any]] = {}
         self._array_fields: set[str] = {ROLE_FIELD}
@@ -180,7 +197,20 @@ class MemoryStore:
                 indexed = f"{title}\n{chunk.text}"
                 points.append(_Point(payload, frozenset(document_vector(indexed).indices)))
             self._points[document_id] = points
+            self._vocabularies[document_id] = document_vocabulary(text)
+            self._vocabulary = None
         return document_id
+
+    def vocabulary(self) -> Vocabulary:
+        """The query vocabulary of the documents stored now."""
+        with self._lock:
+            if self._vocabulary is None:
+                self._vocabulary = build_vocabulary(self._vocabularies.values(), self._synonyms)
+            return self._vocabulary
+
+    def normalise_query(self, query: str) -> str:
+        """``query`` in the stored documents' wording, as :meth:`search` searches it."""
+        return self.vocabulary().normalise(query.strip()[:MAX_QUERY_CHARS])
 
     def ingest(
         self, paths: Iterable[Path], *, dataset: str, manifest: Path | None = None
@@ -244,7 +274,7 @@ class MemoryStore:
         text = query.strip()[:MAX_QUERY_CHARS]
         if not text:
             return []
-        weights = query_weights(text)
+        weights = query_weights(self.vocabulary().normalise(text))
         limit = min(max(int(top_k), 1), MAX_TOP_K)
         threshold = min(max(float(score_threshold), 0.0), 1.0)
         scored: list[tuple[float, dict[str, Any]]] = []
