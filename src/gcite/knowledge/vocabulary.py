@@ -37,7 +37,7 @@ from importlib.resources import files
 from typing import Any
 
 from gcite.errors import ConfigError
-from gcite.knowledge.sparse import jieba_module, words
+from gcite.knowledge.sparse import NON_CONTENT, jieba_module, words
 
 #: Key of a document's vocabulary in its catalog entry.
 CATALOG_KEY = "vocabulary"
@@ -61,7 +61,7 @@ _SPLIT = re.compile(r"[\s,，、;；]+")
 def document_vocabulary(text: str) -> dict[str, Any]:
     """The vocabulary entry of one document: ``{"words": "w1 w2 ...", "short": {short:
     long}}`` - its Chinese words (2-8 characters: jieba's search-mode words and pairs of
-    adjacent words, so a compound such as 柴油发电机 is one word) and the short forms it
+    adjacent content words, so a compound such as 柴油发电机 is one word) and the short forms it
     defines in brackets. Pure; bounded by the text's length."""
     found: set[str] = set()
     tokens = words(text, search=False)
@@ -69,8 +69,10 @@ def document_vocabulary(text: str) -> dict[str, Any]:
         if MIN_WORD <= len(token) <= MAX_WORD and _CJK_WORD.match(token):
             found.add(token)
     for first, second in itertools.pairwise(tokens):
+        if min(len(first), len(second)) < MIN_WORD or {first, second} & NON_CONTENT:
+            continue
         pair = first + second
-        if MIN_WORD < len(pair) <= MAX_WORD and _CJK_WORD.match(pair):
+        if len(pair) <= MAX_WORD and _CJK_WORD.match(pair):
             found.add(pair)
     short: dict[str, str] = {}
     for match in _DEFINED.finditer(text):
