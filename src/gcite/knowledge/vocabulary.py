@@ -10,12 +10,13 @@ query is rewritten towards them before it is searched (:meth:`Vocabulary.normali
    a group that the documents do not use is replaced by the group's word they use most;
 2. **defined short forms** - a document defining one ("不间断电源（UPS）") maps the short
    form to the long one, which is added after it;
-3. **homophone typos** - a run of 2-4 Chinese characters that is neither a word of the
-   documents nor a dictionary word, but sounds (toneless pinyin, ``pypinyin``) like a
-   word of the documents, is replaced by that word;
-4. **short forms** - a query word the documents do not use whose characters appear in
-   order in a longer word of theirs starting with the same character ("消控室" in
-   消防控制室) is replaced by it, when that word is unambiguous.
+3. **short forms** - a query word the documents do not use, formed as Chinese
+   abbreviations are from a longer word of theirs (each character the first of one of
+   its parts: "柴发" of 柴油|发电机, "消控室" of 消防|控制|室), is replaced by it when that
+   word is unambiguous;
+4. **homophone typos** - a run of 2-4 Chinese characters that is neither a word of the
+   documents nor a dictionary word nor holds a function character (在, 的...), but sounds
+   (toneless pinyin, ``pypinyin``) like a word of the documents, is replaced by that word.
 
 The vocabulary comes from the documents themselves, at ingest: :func:`document_vocabulary`
 gives a document's words and defined short forms, kept with the document's catalog entry
@@ -189,8 +190,8 @@ class Vocabulary:
         if not self.counts:
             return query
         text = self._synonyms(query)
-        text = self._sounds(text)
         text = self._short_forms(text)
+        text = self._sounds(text)
         return self._defined(text)
 
     def _best(self, candidates: Iterable[str]) -> str | None:
@@ -218,12 +219,15 @@ class Vocabulary:
         return text
 
     def _fix_run(self, run: str) -> str:
+        function = _function_positions(run)
         start = 0
         out: list[str] = []
         while start < len(run):
             for size in range(min(MAX_SHORT_FORM, len(run) - start), MIN_WORD - 1, -1):
                 window = run[start : start + size]
                 if self.known(window) or _dictionary_word(window):
+                    continue
+                if any(start <= i < start + size for i in function):
                     continue
                 match = self._best(self.by_sound.get(_pinyin_key(window), ()))
                 if match is not None and match != window:
@@ -244,7 +248,7 @@ class Vocabulary:
             found = [
                 w
                 for w in self.by_first.get(token[0], ())
-                if len(token) < len(w) <= 3 * len(token) and _in_order(token, w)
+                if len(token) < len(w) <= 3 * len(token) and _abbreviates(token, w)
             ]
             if 0 < len(found) <= MAX_CANDIDATES:
                 target = self._best(found)
@@ -260,6 +264,41 @@ class Vocabulary:
             if _mentions(lowered, short_form) and long_form not in text
         ]
         return f"{text} {' '.join(extra)}" if extra else text
+
+
+def _function_positions(run: str) -> set[int]:
+    """Positions in ``run`` of function words cut as words of their own (在, 的, 吗...): a
+    window holding one spans words, and is never a typo of one word."""
+    positions: set[int] = set()
+    at = 0
+    for token in jieba_module().lcut(run):
+        if len(token) == 1 and token in NON_CONTENT:
+            positions.add(at)
+        at += len(token)
+    return positions
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is formed as Chinese abbreviations are: each character the first
+    of a part of ``long`` (jieba's search-mode words: 柴发 of 柴油|发电机, 冷机 of
+    冷水|机组), in order; a short form of three or more characters may end with the long
+    form's last character (消控室 of 消防|控制|室)."""
+    starts: dict[str, list[int]] = {}
+    for part in jieba_module().cut_for_search(long):
+        index = long.find(part, 0)
+        while index != -1:
+            starts.setdefault(part[0], []).append(index)
+            index = long.find(part, index + 1)
+    position = -1
+    for number, char in enumerate(short):
+        last = number == len(short) - 1 and len(short) >= 3 and long[-1] == char
+        options = [i for i in starts.get(char, []) if i > position]
+        if last and not options:
+            options = [len(long) - 1] if len(long) - 1 > position else []
+        if not options:
+            return False
+        position = min(options)
+    return True
 
 
 def _in_order(short: str, long: str) -> bool:
