@@ -13,10 +13,15 @@ query is rewritten towards them before it is searched (:meth:`Vocabulary.normali
 3. **short forms** - a query word the documents do not use, formed as Chinese
    abbreviations are from a longer word of theirs (each character the first of one of
    its parts: "柴发" of 柴油|发电机, "消控室" of 消防|控制|室), is replaced by it when that
-   word is unambiguous;
-4. **homophone typos** - a run of 2-4 Chinese characters that is neither a word of the
-   documents nor a dictionary word nor holds a function character (在, 的...), but sounds
-   (toneless pinyin, ``pypinyin``) like a word of the documents, is replaced by that word.
+   word is unambiguous (a common dictionary word such as 要是 is never a short form, and a
+   function word such as 是 never a part);
+4. **homophone typos** - 2-4 characters of whole words of the query (jieba's cut; no
+   function word such as 在 or 的 among them) that are neither a word of the documents
+   nor a dictionary word, but sound (toneless pinyin, ``pypinyin``) like a dictionary
+   word the documents use (or a word holding one), are replaced by that word
+   ("巡梗" -> 巡更, "会意室" -> 会议室).
+   A term of the documents that jieba's dictionary does not know is not a target: a
+   rare real word of the user sounding like it would be replaced too.
 
 The vocabulary comes from the documents themselves, at ingest: :func:`document_vocabulary`
 gives a document's words and defined short forms, kept with the document's catalog entry
@@ -47,6 +52,8 @@ MAX_WORD = 8
 MAX_SHORT_FORM = 4
 MAX_CANDIDATES = 3
 """A short form matching more corpus words than this is ambiguous and left alone."""
+COMMON_WORD = 100
+"""A query word this frequent in jieba's dictionary (要是, 伤人) is never a short form."""
 MAX_SYNONYM_LINES = 10_000
 MAX_SYNONYM_BYTES = 1_000_000
 
@@ -56,6 +63,8 @@ _CJK_WORD = re.compile(r"^[\u3400-\u9fff]+$")
 _DEFINED = re.compile(
     r"([\u3400-\u9fff]{3,12})[（(]\s*([A-Za-z][A-Za-z0-9-]{1,9}|[\u3400-\u9fff]{2,4})\s*[)）]"
 )
+# a number or an ordinal (十章, 第三) is never what a typo stands for
+_NUMERALS = frozenset("零一二三四五六七八九十百千万两第")
 _SPLIT = re.compile(r"[\s,，、;；]+")
 
 
@@ -160,8 +169,20 @@ def _pinyin_key(word: str) -> str:
     return " ".join(lazy_pinyin(word))
 
 
+def _frequency(word: str) -> int:
+    return int(jieba_module().dt.FREQ.get(word, 0) or 0)
+
+
 def _dictionary_word(word: str) -> bool:
-    return int(jieba_module().dt.FREQ.get(word, 0) or 0) > 0
+    return _frequency(word) > 0
+
+
+def _has_word(word: str) -> bool:
+    """Whether ``word`` is, or holds, a dictionary word of two or more characters (巡更点:
+    巡更; not 十章, a fragment of 第十章)."""
+    return any(
+        len(part) >= MIN_WORD and _dictionary_word(part) for part in jieba_module().lcut(word)
+    )
 
 
 @dataclass(frozen=True)
@@ -219,36 +240,68 @@ class Vocabulary:
         return text
 
     def _fix_run(self, run: str) -> str:
-        function = _function_positions(run)
-        start = 0
+        """``run`` (Chinese characters only) with its typos replaced: windows of whole
+        jieba words (2-4 characters, no function word), longest first from the left."""
+        tokens = jieba_module().lcut(run)
         out: list[str] = []
-        while start < len(run):
-            for size in range(min(MAX_SHORT_FORM, len(run) - start), MIN_WORD - 1, -1):
-                window = run[start : start + size]
-                if self.known(window) or _dictionary_word(window):
-                    continue
-                if any(start <= i < start + size for i in function):
-                    continue
-                match = self._best(self.by_sound.get(_pinyin_key(window), ()))
-                if match is not None and match != window:
-                    out.append(match)
-                    start += size
-                    break
+        index = 0
+        while index < len(tokens):
+            size, match = self._typo_at(tokens, index)
+            if match is None:
+                out.append(tokens[index])
+                index += 1
             else:
-                out.append(run[start])
-                start += 1
+                out.append(match)
+                index += size
         return "".join(out)
+
+    def _typo_at(self, tokens: list[str], index: int) -> tuple[int, str | None]:
+        """The number of tokens from ``index`` that form a typo, and the word it stands
+        for (``(0, None)``: none)."""
+        for count in range(min(MAX_SHORT_FORM, len(tokens) - index), 0, -1):
+            parts = tokens[index : index + count]
+            window = "".join(parts)
+            if not MIN_WORD <= len(window) <= MAX_SHORT_FORM:
+                continue
+            if any(p in NON_CONTENT for p in parts):
+                continue
+            match = self._sounds_like(window)
+            if match is not None:
+                return count, match
+        token = tokens[index]
+        if len(token) > MIN_WORD and not self.known(token) and not _dictionary_word(token):
+            # a word jieba made up around a typo ("巡梗点"): the typo inside it
+            for size in range(min(MAX_SHORT_FORM, len(token) - 1), MIN_WORD - 1, -1):
+                for offset in range(len(token) - size + 1):
+                    match = self._sounds_like(token[offset : offset + size])
+                    if match is not None:
+                        return 1, token[:offset] + match + token[offset + size :]
+        return 0, None
+
+    def _sounds_like(self, window: str) -> str | None:
+        """The word of the documents ``window`` is a homophone typo of, or None."""
+        if self.known(window) or _dictionary_word(window):
+            return None
+        targets = [
+            w
+            for w in self.by_sound.get(_pinyin_key(window), ())
+            if _has_word(w) and not _NUMERALS.intersection(w)
+        ]
+        match = self._best(targets)
+        return match if match is not None and match != window else None
 
     def _short_forms(self, text: str) -> str:
         for token in dict.fromkeys(words(text, search=False)):
             if not (MIN_WORD <= len(token) <= MAX_SHORT_FORM and _CJK_WORD.match(token)):
                 continue
-            if self.known(token):
+            if self.known(token) or _frequency(token) >= COMMON_WORD:
                 continue
             found = [
                 w
                 for w in self.by_first.get(token[0], ())
-                if len(token) < len(w) <= 3 * len(token) and _abbreviates(token, w)
+                if len(token) < len(w) <= 3 * len(token)
+                and _abbreviates(token, w)
+                and not NON_CONTENT.intersection(jieba_module().lcut(w))
             ]
             if 0 < len(found) <= MAX_CANDIDATES:
                 target = self._best(found)
@@ -264,18 +317,6 @@ class Vocabulary:
             if _mentions(lowered, short_form) and long_form not in text
         ]
         return f"{text} {' '.join(extra)}" if extra else text
-
-
-def _function_positions(run: str) -> set[int]:
-    """Positions in ``run`` of function words cut as words of their own (在, 的, 吗...): a
-    window holding one spans words, and is never a typo of one word."""
-    positions: set[int] = set()
-    at = 0
-    for token in jieba_module().lcut(run):
-        if len(token) == 1 and token in NON_CONTENT:
-            positions.add(at)
-        at += len(token)
-    return positions
 
 
 def _abbreviates(short: str, long: str) -> bool:
