@@ -97,3 +97,27 @@ def test_the_operators_table_extends_the_shipped_one() -> None:
         [document_vocabulary(DOC)], [*shipped_synonyms(), *parse_synonyms("巡更 巡逻\n")]
     )
     assert vocabulary.normalise("巡逻多久一次") == "巡更多久一次"
+
+
+def test_an_older_knowledge_base_gets_its_vocabulary_at_the_next_ingest(tmp_path: Path) -> None:
+    from gcite.config import Settings
+    from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "patrol.md").write_text("# 巡更\n\n" + DOC, encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="d").added == 1
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少") == "报修电话多少"
+        # as a catalog written before vocabularies were kept
+        for entry in store.catalog.datasets.values():
+            for info in entry["documents"].values():
+                del info[CATALOG_KEY]
+        store.save()
+        assert store.normalise_query("报休电话多少") == "报休电话多少"
+    report = ingest_paths([docs], settings=settings, dataset="d")
+    assert report.unchanged == 1 and report.chunks == 0  # nothing re-embedded
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少") == "报修电话多少"
