@@ -35,6 +35,7 @@ from gcite.verify.support import SupportModel, support_model
 #: Chosen from the planted-error curve (docs/benchmarks.md, "Citation verifier").
 DEFAULT_THRESHOLD = 0.45
 _ENDS = "。！？!?；;\n"
+_CLAUSE_ENDS = "；;"
 _CLOSERS = "”’」』）)"
 
 
@@ -52,8 +53,11 @@ def answer_claims(answer: str) -> list[Claim]:
     """The answer's sentences with the raw ids they cite, in order.
 
     A marker belongs to the sentence whose text precedes it; a marker right after a
-    sentence end ("…到场。[C:2]") belongs to that sentence. Sentences without text
-    (punctuation only) are dropped; sentences without a marker are kept with ``ids=[]``.
+    sentence end ("…到场。[C:2]") belongs to that sentence. A clause ended by "；" / ";"
+    is a sentence of its own only when it carries a marker; otherwise it stays joined
+    to the clauses after it, up to their marker ("全部 24 个点位；日间……一条线路[C:1]。" is
+    one claim citing 1). Sentences without text (punctuation only) are dropped;
+    sentences without a marker are kept with ``ids=[]``.
     """
     claims: list[Claim] = []
     current = Claim("", 0, 0)
@@ -86,7 +90,7 @@ def answer_claims(answer: str) -> list[Claim]:
         for ch in text:
             current.text += ch
             pos += 1
-            if ch in _ENDS:
+            if ch in _ENDS and (ch not in _CLAUSE_ENDS or current.ids):
                 close()
         # closers right after an end stay with the closed sentence (rare; ignored)
     close()
