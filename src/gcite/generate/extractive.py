@@ -27,7 +27,7 @@ from typing import Any
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
-from gcite.verify.asks import gives_any, question_parts, question_types
+from gcite.verify.asks import check_part, gives_any, question_parts, question_types
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -747,6 +747,23 @@ def pick_sentences(
     ]
 
 
+def _answering(
+    part: str, picks: list[Pick], chunks: Sequence[dict[str, Any]], *, carried: str = ""
+) -> list[Pick]:
+    """``picks`` when they answer ``part`` by the verifier's second dimension
+    (:func:`gcite.verify.asks.check_part`: the answer type asked, and
+    ``MIN_WORD_COVER`` of the part's content words, the cited documents' titles counting
+    half), else [] (refuse)."""
+    if not picks:
+        return picks
+    ids = {p.chunk_id for p in picks}
+    titles = " ".join(
+        str(c.get("document_title") or "") for c in chunks if str(c.get("id") or "") in ids
+    )
+    text = "".join(p.sentence for p in picks)
+    return picks if check_part(part, text, carried=carried, context=titles).answered else []
+
+
 @dataclass(frozen=True)
 class PartAnswer:
     """One part of a question and the sentences that answer it: ``picks`` the new ones,
@@ -775,6 +792,7 @@ def answer_parts(
         picks = pick_sentences(
             query, chunks, previous=previous, support=support, max_sentences=max_sentences
         )
+        picks = _answering(own, picks, chunks, carried=previous)
         return [PartAnswer(query, picks, bool(picks))]
     out: list[PartAnswer] = []
     used: set[tuple[str, int]] = set()
@@ -788,6 +806,7 @@ def answer_parts(
             max_sentences=max_sentences,
             carried=carried,
         )
+        picks = _answering(part, picks, chunks, carried=f"{previous} {carried}".strip())
         fresh = [p for p in picks if (p.chunk_id, p.position) not in used]
         used.update((p.chunk_id, p.position) for p in picks)
         out.append(PartAnswer(part, fresh, bool(picks)))

@@ -277,25 +277,62 @@ def question_parts(question: str) -> list[str]:
     return parts
 
 
+#: Words that ask rather than say (removed with the answer-type phrases before the
+#: question's content words are taken).
+_ASKING_RE = re.compile(
+    r"什么|啥|哪|怎么|咋|怎样|如何|吗|呢|吧|啊|呀|哈|嘛|多少|几|多久|多长|会怎样|怎么样|请问|一下"
+    r"|那个|哎|嗯|是不是|能不能|可不可以|有没有|要不要|会不会|行不行"
+)
+
+
+def content_terms(question: str) -> dict[str, float]:
+    """The question's content words -> IDF weight (:func:`gcite.knowledge.sparse.terms`),
+    without what only asks: the answer-type phrases ("多长时间", "在哪"), interrogatives
+    and particles, a leading "那 / 还有"."""
+    text = _JOINER_RE.sub("", question.strip())
+    for kind in TYPES:
+        text = kind.asked.sub(" ", text)
+    return dict(terms(_ASKING_RE.sub(" ", text)))
+
+
+def _close_in_order(word: str, text: str) -> bool:
+    """A two-character word whose characters occur in order, close together ("灯坏" in
+    "灯具损坏")."""
+    first = text.find(word[0])
+    while first >= 0:
+        if word[1] in text[first + 1 : first + 4]:
+            return True
+        first = text.find(word[0], first + 1)
+    return False
+
+
 def _word_found(word: str, text: str) -> float:
-    """1 when ``word`` is in ``text``; 0.5 when half its bigrams are (typos, other cuts)."""
+    """1 when ``word`` is in ``text``; 0.5 when half its bigrams are (typos, other cuts)
+    or, for a two-character word, its characters are close together in order."""
     if word in text:
         return 1.0
-    if len(word) >= 2 and bigram_coverage(word, text) >= 0.5:
+    if len(word) > 2 and bigram_coverage(word, text) >= 0.5:
+        return 0.5
+    if len(word) == 2 and _close_in_order(word, text):
         return 0.5
     return 0.0
 
 
-def word_cover(weights: dict[str, float], text: str) -> tuple[float, tuple[str, ...]]:
-    """(share of the weight of ``weights`` found in ``text``, the words not found)."""
+def word_cover(
+    weights: dict[str, float], text: str, context: str = ""
+) -> tuple[float, tuple[str, ...]]:
+    """(share of the weight of ``weights`` found in ``text`` - in ``context``, such as
+    the cited documents' titles, at half - and the words not found in ``text``)."""
     total = sum(weights.values())
     if total <= 0:
         return 1.0, ()
-    low = text.lower()
+    low, ctx = text.lower(), context.lower()
     found = 0.0
     missing: list[str] = []
     for word, weight in weights.items():
         share = _word_found(word, low)
+        if share < 1.0 and ctx:
+            share = max(share, 0.5 * _word_found(word, ctx))
         found += share * weight
         if share < 1.0:
             missing.append(word)
@@ -303,51 +340,70 @@ def word_cover(weights: dict[str, float], text: str) -> tuple[float, tuple[str, 
 
 
 #: A part counts as answered when the answer gives its strict types and holds at least
-#: this share of its content words' weight.
-MIN_WORD_COVER = 0.3
+#: this share of its content words' weight, or ``MIN_WORDS_FOUND`` of its own words
+#: (a long question describes a situation in words the answer need not repeat).
+MIN_WORD_COVER = 0.12
+MIN_WORDS_FOUND = 2
+#: Carried words (another part, the earlier turn) weigh at most this share of the part's
+#: own words in all.
+CARRIED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class PartCheck:
     """One question part against the answer: ``types`` asked, ``typed`` (the answer gives
     a strict type asked, or none is strict), ``cover`` (0..1) and ``missing`` content
-    words, ``answered`` (typed and ``cover >= MIN_WORD_COVER``)."""
+    words, ``found`` (how many of the part's own content words the answer holds),
+    ``answered`` (typed and :meth:`covered`)."""
 
     text: str
     types: tuple[str, ...]
     typed: bool
     cover: float
     missing: tuple[str, ...] = field(default_factory=tuple)
+    found: int = 0
+
+    def covered(self, min_cover: float = MIN_WORD_COVER, min_found: int = MIN_WORDS_FOUND) -> bool:
+        """``min_cover`` of the weight, or ``min_found`` of the part's own words, found."""
+        return self.cover >= min_cover or self.found >= min_found
 
     @property
     def answered(self) -> bool:
         """Typed and covered (see the class docstring)."""
-        return self.typed and self.cover >= MIN_WORD_COVER
+        return self.typed and self.covered()
 
 
-def check_part(part: str, answer: str, *, carried: str = "") -> PartCheck:
+def check_part(part: str, answer: str, *, carried: str = "", context: str = "") -> PartCheck:
     """``part`` of a question against the ``answer`` text (markers removed).
 
     ``carried``: the subject carried from the earlier turn or the other parts; its words
-    join at half weight, and its types apply when the part asks for none itself.
+    join at half weight (all of them together at most ``CARRIED_SHARE`` of the part's
+    own), and its types apply when the part asks for none itself.
+    ``context``: text the answer stands in (the cited documents' titles): words found
+    there count half.
     """
-    weights = dict(terms(part))
-    if carried:
-        for word, weight in terms(carried).items():
-            weights.setdefault(word, 0.5 * weight)
+    weights = content_terms(part)
+    own = sum(weights.values())
+    extra = {w: v for w, v in content_terms(carried).items() if w not in weights}
+    scale = min(0.5, CARRIED_SHARE * own / sum(extra.values())) if own and extra else 0.5
+    for word, weight in extra.items():
+        weights[word] = scale * weight
     types = question_types(part) or (question_types(carried) if carried else ())
-    cover, missing = word_cover(weights, answer)
-    return PartCheck(part, types, gives_any(types, answer), round(cover, 3), missing)
+    cover, missing = word_cover(weights, answer, context)
+    found = sum(1 for word in content_terms(part) if word not in missing)
+    return PartCheck(part, types, gives_any(types, answer), round(cover, 3), missing, found)
 
 
-def answer_check(question: str, answer: str, *, carried: str = "") -> list[PartCheck]:
+def answer_check(
+    question: str, answer: str, *, carried: str = "", context: str = ""
+) -> list[PartCheck]:
     """Every part of ``question`` (:func:`question_parts`) checked against ``answer``."""
     parts = question_parts(question)
     out: list[PartCheck] = []
     for part in parts:
         others = " ".join(p for p in parts if p is not part)
-        context = " ".join(x for x in (carried, others) if x)
-        out.append(check_part(part, answer, carried=context))
+        also = " ".join(x for x in (carried, others) if x)
+        out.append(check_part(part, answer, carried=also, context=context))
     return out
 
 
@@ -358,6 +414,7 @@ __all__ = [
     "PartCheck",
     "answer_check",
     "check_part",
+    "content_terms",
     "gives",
     "gives_any",
     "question_parts",
