@@ -144,6 +144,11 @@ OTHER_CHUNK_SHARE = 0.98
 #: list, up to this many sentences in all, while each keeps this share of its relevance.
 STEP_SENTENCES = 4
 STEP_FLOOR = 0.6
+#: A sentence that says what to do next (a step of a procedure or an emergency plan).
+_STEP_RE = re.compile(
+    r"第[一二三四五六七八九十\d]+步|立即|立刻|马上|然后|随后|接着|再|按下|拨打|撤离|疏散|扑救|关闭"
+    r"|切断|报告|通知|联系|不要|严禁|保持|使用|用湿|捂住"
+)
 #: ... or this share when the second chunk is of the other source type (web vs knowledge
 #: base): an answer may show both kinds of source.
 OTHER_SOURCE_SHARE = 0.9
@@ -622,30 +627,42 @@ def _rank_chunks(
 
 def _steps(best: _Unit, members: Sequence[_Unit], limit: int) -> list[_Unit]:
     """The sentences after ``best`` in its paragraph or list (a procedure's next steps),
-    up to ``limit``, as long as they stay on the question (``STEP_FLOOR`` of its
-    relevance)."""
+    up to ``limit``, as long as each stays on the question (``STEP_FLOOR`` of its
+    relevance) or says what to do (an action: "立即撤离", "拨打", "不要…")."""
     at = {u.position: u for u in members}
     out: list[_Unit] = []
     position = best.position + 1
     while len(out) < limit and position in at and at[position].joined:
         unit = at[position]
-        if unit.relevance < STEP_FLOOR * best.relevance and not unit.cued:
+        on_topic = unit.relevance >= STEP_FLOOR * best.relevance
+        if not (on_topic or unit.cued or _STEP_RE.search(unit.quote)):
             break
         out.append(unit)
         position += 1
     return out
 
 
+def _counts(asked: Asked, unit: _Unit) -> set[str]:
+    """The counts of the thing a "几个 / 多少个" question asks about in a sentence."""
+    if asked.counted is None:
+        return set()
+    return {"".join(m.split()) for m in asked.counted.findall(unit.quote)}
+
+
 def _same_chunk(best: _Unit, members: Sequence[_Unit], asked: Asked, room: int) -> list[_Unit]:
     """Other sentences of the lead's chunk that score ``SAME_CHUNK_SHARE`` of it
-    (``HOW_TO_SHARE`` for a "how do I" question, which first gets its steps)."""
+    (``HOW_TO_SHARE`` for a "how do I" question, which first gets its steps), without
+    those stating another count of what a "几个" question counts (a sub-total)."""
     chosen = _steps(best, members, room) if asked.how_to else []
     share = HOW_TO_SHARE if asked.how_to else SAME_CHUNK_SHARE
+    counts = _counts(asked, best)
     for unit in sorted(members, key=lambda u: (-u.score, u.position)):
         if len(chosen) >= room:
             break
         if unit is best or unit in chosen:
             continue
+        if counts and _counts(asked, unit) - counts:
+            continue  # another count of the thing asked: a sub-total, not the answer
         if unit.score >= share * best.score and unit.relevance >= asked.min_relevance:
             chosen.append(unit)
     return chosen
