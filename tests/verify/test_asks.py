@@ -73,7 +73,9 @@ def test_content_words_leave_out_what_only_asks() -> None:
 def test_a_sentence_on_the_topic_without_the_value_does_not_answer() -> None:
     close = check_part("巡检终端买个新的多少钱", "巡更人员用巡检终端靠近 NFC 标签打卡。")
     assert close.types == ("money",) and not close.typed and not close.answered
-    right = check_part("电梯关人了物业几分钟能到", "一级（紧急）：电梯困人。物业须在 5 分钟内到场。")
+    right = check_part(
+        "电梯关人了物业几分钟能到", "一级（紧急）：电梯困人。物业须在 5 分钟内到场。"
+    )
     assert right.typed and right.answered
     # a follow-up takes the type and subject of the earlier turn
     follow = check_part("那白天呢？", "日间巡更每 2 小时一次。", carried="夜间巡更多久一次？")
