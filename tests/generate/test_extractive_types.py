@@ -4,10 +4,9 @@ multi-part question answered part by part; a procedure with its steps."""
 
 from __future__ import annotations
 
-from generate.test_extractive import CHUNKS, EXTINGUISHER, _answer
-
 from gcite.generate.extractive import answer_parts, compose_parts, pick_sentences
 from gcite.generate.prompt import NO_ANSWER
+from generate.test_extractive import CHUNKS, EXTINGUISHER, _answer
 
 TERMINAL = (
     "巡更路线与打卡规范 > 三、打卡要求\n"
