@@ -50,7 +50,8 @@ $(SDK_JS): tests/sdk/js/package.json tests/sdk/js/package-lock.json
 
 sdk: $(SDK_PY) $(SDK_JS)
 
-# The browser tests' test-only npm packages (axe-core), pinned by tests/browser/package-lock.json.
+# The browser tests' test-only npm packages (axe-core; streamdown, React and esbuild), pinned by
+# tests/browser/package-lock.json.
 BROWSER_NPM := tests/browser/node_modules/.installed
 $(BROWSER_NPM): tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error

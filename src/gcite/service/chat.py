@@ -132,6 +132,7 @@ def prepare(
         conversation_id=record.conversation_id,
         created_at=record.created_at,
         stream_event=caller.stream_event,
+        citation_style=caller.citation_style,
         user=body.user,
         inputs=body.inputs,
     )

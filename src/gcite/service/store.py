@@ -162,6 +162,8 @@ class _Message(_Base):
     query: Mapped[str] = mapped_column(_Text)
     inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     answer: Mapped[str] = mapped_column(_Text, default="")
+    # the answer as the client saw it, when that differs from ``answer`` (migration 0005)
+    shown_answer: Mapped[str | None] = mapped_column(_Text, nullable=True)
     status: Mapped[str] = mapped_column(_Str(16), default="running")
     failed: Mapped[bool] = mapped_column(Boolean, default=False)
     error: Mapped[str | None] = mapped_column(_Text, nullable=True)
@@ -231,7 +233,9 @@ class MessageRecord:
 
     ``status``: ``running`` while generating, then ``normal`` | ``failed`` | ``stopped``;
     ``failed`` is True for a generation that broke off (``error`` says why; ``answer`` holds
-    the text received before the failure, so nothing is lost).
+    the text received before the failure, so nothing is lost). ``answer`` is the raw form
+    (``[C:N]`` markers, what the history sent to the model uses); ``shown_answer`` what the
+    client saw when its key's citation style rendered the markers (``numbers``), else None.
     """
 
     id: str
@@ -249,6 +253,7 @@ class MessageRecord:
     metadata: dict[str, Any]
     created_at: int
     feedback: str | None = None  # the end user's rating: "like" | "dislike" | None
+    shown_answer: str | None = None
 
 
 @dataclass
@@ -272,6 +277,7 @@ def _msg(row: Row[Any], feedback: str | None = None) -> MessageRecord:
         query=row.query,
         inputs=dict(row.inputs or {}),
         answer=row.answer or "",
+        shown_answer=row.shown_answer,
         status=row.status,
         failed=bool(row.failed),
         error=row.error,
@@ -459,21 +465,24 @@ class ConversationStore:
         answer: str,
         status: str,
         error: str | None = None,
-        retriever_resources: list[dict[str, Any]] | None = None,
         cited_ids: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         chunk_metadata: list[dict[str, Any]] | None = None,
+        shown_answer: str | None = None,
     ) -> None:
         """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``;
-        ``chunk_metadata`` (when given) is stored again, so the outcome is complete even
-        when the early Plan B write (:meth:`set_chunks`) failed."""
+        ``metadata`` is what ``message_end`` carried (its ``retriever_resources`` are stored
+        for the history); ``chunk_metadata`` (when given) is stored again, so the outcome is
+        complete even when the early Plan B write (:meth:`set_chunks`) failed. ``answer`` is
+        the raw answer, ``shown_answer`` the client's form when it differs (None: the same)."""
         values: dict[str, Any] = {
             "b_id": message_id,
             "answer": answer,
+            "shown_answer": shown_answer,
             "status": status,
             "failed": status == "failed",
             "error": error,
-            "retriever_resources": retriever_resources or [],
+            "retriever_resources": (metadata or {}).get("retriever_resources") or [],
             "cited_ids": cited_ids or [],
             "message_metadata": metadata or {},
         }
