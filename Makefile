@@ -16,7 +16,7 @@ MP_TEST := clients/miniprogram/test
 MP_STAMP := $(MP_TEST)/node_modules/.installed
 
 SDK := .venv-sdk
-SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
+SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed $(SDK)/dify-knowledge/.installed
 SDK_JS := tests/sdk/js/node_modules/.installed
 
 .PHONY: demo test test-miniprogram setup browser services sdk lint miniprogram bench clean

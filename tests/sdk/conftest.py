@@ -51,6 +51,8 @@ SDK_DIR = Path(__file__).resolve().parent
 VENVS = REPO / ".venv-sdk"
 JS_DIR = SDK_DIR / "js"
 PYTHON_SDKS = ("dify-client-python", "dify-client")
+#: Knowledge-base SDKs: driver name -> their venv under ``.venv-sdk`` (one for both).
+KNOWLEDGE_SDKS = {"dify-dataset-sdk": "dify-knowledge", "dify-oapi2": "dify-knowledge"}
 JS_SDKS = ("js",)
 #: Driver runs by name: the client and the app key it uses (``js-numbers``: the npm clients
 #: on a ``citation_style = "numbers"`` key, as a stock Dify client is configured).
@@ -173,9 +175,10 @@ def _missing(what: str) -> None:
 
 
 def _command(name: str) -> list[str]:
-    if name in PYTHON_SDKS:
-        python = VENVS / name / "bin" / "python"
-        if not (VENVS / name / ".installed").exists():
+    if name in PYTHON_SDKS or name in KNOWLEDGE_SDKS:
+        venv = KNOWLEDGE_SDKS.get(name, name)
+        python = VENVS / venv / "bin" / "python"
+        if not (VENVS / venv / ".installed").exists():
             _missing(f"PyPI {name} ({python.parent.parent})")
         driver = SDK_DIR / "python" / f"drive_{name.replace('-', '_')}.py"
         return [str(python), str(driver)]
@@ -186,7 +189,8 @@ def _command(name: str) -> list[str]:
 
 
 def run_driver(name: str, base_url: str, user: str, key: str = KEY) -> dict[str, dict[str, Any]]:
-    """Run one driver (with app ``key``) to the end; its steps by name."""
+    """Run one driver with API ``key`` (an app key; an admin key for the knowledge-base
+    SDKs) to the end; its steps by name."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
@@ -208,6 +212,12 @@ def run_driver(name: str, base_url: str, user: str, key: str = KEY) -> dict[str,
             steps[record.pop("step")] = record
     assert steps, f"{name} driver reported nothing:\n{stderr[-4000:]}"
     return steps
+
+
+@pytest.fixture(scope="session")
+def sdk_driver() -> Callable[..., dict[str, dict[str, Any]]]:
+    """:func:`run_driver` (``(name, base_url, user, key)``), for services of a test module."""
+    return run_driver
 
 
 @pytest.fixture(scope="session")

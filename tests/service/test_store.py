@@ -44,6 +44,8 @@ from gcite.config import ApiKey, Settings
 from gcite.errors import StoreError
 from gcite.service.auth import Caller
 from gcite.service.store import (
+    MIGRATIONS_DIR,
+    SCHEMA_HEAD,
     ConversationStore,
     _Base,
     _Conversation,
@@ -721,6 +723,42 @@ def test_migrations_build_exactly_the_models_schema(empty_url: str) -> None:
             assert compare_metadata(context, _Base.metadata) == []
     finally:
         store.close()
+
+
+_NO_ALEMBIC = """
+import sys
+from gcite.service.store import ConversationStore
+store = ConversationStore(sys.argv[1])
+store.close()
+print(sorted(m for m in sys.modules if m == "alembic" or m.startswith("alembic.")))
+"""
+
+
+def test_a_database_at_the_newest_schema_is_opened_without_alembic(tmp_path: Path) -> None:
+    """The schema head the store checks is Alembic's own; a database already there is
+    opened without importing Alembic (a fresh one is migrated with it)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(config).get_heads() == [SCHEMA_HEAD]
+    url = f"sqlite:///{tmp_path / 'chat.sqlite3'}"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _NO_ALEMBIC, url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs[0] != "[]"  # the new database: migrated by Alembic
+    assert runs[1] == "[]"  # at the head: Alembic not imported
+    engine = create_engine(url)
+    assert schema_revision(engine) == SCHEMA_HEAD
+    engine.dispose()
 
 
 def test_services_starting_together_migrate_one_after_the_other(empty_url: str) -> None:
