@@ -60,6 +60,9 @@ def test_local_answer_streams_superscripts_and_sources(demo_dir: Path) -> None:
     assert support, sources
     handbook = Path(__file__).resolve().parents[2] / "src/gcite/sample_data/handbook/01-patrol.md"
     assert support.group(1) in handbook.read_text("utf-8")  # verbatim from the cited chunk
+    # the README question: the sentence with the count, its clauses joined by "；" kept
+    # together with their citation, not the route list's sub-total ("共 12 个点位")
+    assert "24 个点位" in support.group(1), support.group(1)
 
 
 def test_roles_decide_what_is_retrieved(demo_dir: Path) -> None:

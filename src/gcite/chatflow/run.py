@@ -123,7 +123,8 @@ class Deps:
     for no knowledge branch; ``web_source``: the web branch or None; ``template``: the
     system prompt template (None: seed §5.2). ``settings``: ``dataset``, ``top_k``,
     ``score_threshold``, ``kb_timeout_s``, ``web_count``, ``web_timeout_s``,
-    ``max_web_results``. ``verifier``: ``(answer, chunk_metadata) -> report`` (blocking,
+    ``max_web_results``. ``verifier``: ``(answer, chunk_metadata, question,
+    search_query) -> report`` (blocking,
     run in a thread after the last answer delta; :func:`gcite.verify.verify_answer`), or
     None; its report becomes :attr:`RunSummary.verification` of a succeeded run.
     ``scheduler``: the process's (the service's lifespan creates one); a run of its own
@@ -135,7 +136,7 @@ class Deps:
     get_store: Callable[[], KnowledgeStore] | None
     web_source: WebSource | None = None
     template: str | None = None
-    verifier: Callable[[str, list[dict[str, Any]]], dict[str, Any]] | None = None
+    verifier: Callable[[str, list[dict[str, Any]], str, str], dict[str, Any]] | None = None
     scheduler: Scheduler = field(default_factory=ProcessScheduler)
 
 
@@ -275,7 +276,7 @@ class ChatRun:
         async for event in self._generate(messages, query, found):
             yield event
         if deps.verifier is not None:  # after the last delta: the text is never delayed
-            await self._verify(deps.verifier)
+            await self._verify(deps.verifier, query)
         for event in self._ended("succeeded"):
             yield event
 
@@ -396,11 +397,16 @@ class ChatRun:
             self.answer_parts.append(delta)
             yield AnswerDelta(delta)
 
-    async def _verify(self, verifier: Callable[[str, list[dict[str, Any]]], Any]) -> None:
-        """The verification report, on the scheduler's threads; left out (None) when it
-        fails or takes too long."""
+    async def _verify(
+        self, verifier: Callable[[str, list[dict[str, Any]], str, str], Any], query: str
+    ) -> None:
+        """The verification report (of the answer against its chunks, and against the
+        question and the retrieval ``query``), on the scheduler's threads; left out (None)
+        when it fails or takes too long."""
         try:
-            report = await self.deps.scheduler.verify(verifier, self.answer, self.chunk_metadata)
+            report = await self.deps.scheduler.verify(
+                verifier, self.answer, self.chunk_metadata, self.turn.query, query
+            )
         except Exception:
             log.exception("citation verification failed")
             return

@@ -468,9 +468,14 @@ def _with_support(sources: str, result: Any, render: Any) -> str:
 
 
 def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
-    """Sources after the answer; the exit status (1 when the answer failed)."""
+    """The verifier's notice and the sources after the answer; the exit status (1 when the
+    answer failed)."""
     from gcite.stream.render import render_sources_terminal
+    from gcite.verify.terminal import notice_line
 
+    notice = notice_line((result.metadata or {}).get("gcite_verification"))
+    if notice is not None:  # the verifier found the question (a part of it) unanswered
+        out.write(notice + "\n")
     sources = render_sources_terminal(result.panel)
     if sources:
         out.write("\n" + _with_support(sources, result, render_sources_terminal))
