@@ -469,107 +469,134 @@ def _coerce(name: str, value: Any, target: Any, where: str = "") -> Any:
     """Convert a raw file/env value to the type of the field's default."""
     try:
         if isinstance(target, bool):
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in {"1", "true", "yes", "on"}:
-                return True
-            if text in {"0", "false", "no", "off", ""}:
-                return False
-            raise ValueError(value)
+            return _as_bool(value)
         if isinstance(target, int):
-            if isinstance(value, bool | float):
-                raise ValueError(value)
-            return int(value)
+            return _as_int(value)
         if isinstance(target, float):
-            if isinstance(value, bool):
-                raise ValueError(value)
-            number = float(value)
-            if number != number or number in (float("inf"), float("-inf")):
-                raise ValueError(value)
-            return number
+            return _as_float(value)
         if isinstance(target, Path):
-            if not isinstance(value, str | Path):
-                raise ValueError(value)
-            return Path(value).expanduser()
+            return _as_path(value)
         if isinstance(target, str):
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise ValueError(value)
-            text = str(value)
-            choices = CHOICES.get(name)
-            if choices is not None and text not in choices:
-                raise ConfigError(
-                    f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}"
-                )
-            return text
+            return _as_choice(name, value, where)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ConfigError(f"{where}配置项 {name} 的值无效: {value!r}") from exc
     return value
+
+
+def _as_bool(value: Any) -> bool:
+    """``true``/``false`` or a usual spelling (``1``, ``yes``, ``off``...); else ``ValueError``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(value)
+
+
+def _as_int(value: Any) -> int:
+    """An integer (or its text); booleans and floats raise ``ValueError``."""
+    if isinstance(value, bool | float):
+        raise ValueError(value)
+    return int(value)
+
+
+def _as_float(value: Any) -> float:
+    """A finite number (or its text); booleans, NaN and infinities raise ``ValueError``."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(value)
+    return number
+
+
+def _as_path(value: Any) -> Path:
+    """A path from text, ``~`` expanded; anything else raises ``ValueError``."""
+    if not isinstance(value, str | Path):
+        raise ValueError(value)
+    return Path(value).expanduser()
+
+
+def _as_choice(name: str, value: Any, where: str) -> str:
+    """Text (numbers as written); one of :data:`CHOICES` when ``name`` has a list."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(value)
+    text = str(value)
+    choices = CHOICES.get(name)
+    if choices is not None and text not in choices:
+        raise ConfigError(f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}")
+    return text
 
 
 def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
     """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
         raise ConfigError(f"{where}配置项 {name} 必须是表数组 [[{name}]]")
+    return [
+        _parse_key(name, index, item, f"{where}[[{name}]] 第 {index} 项")
+        for index, item in enumerate(raw, 1)
+    ]
+
+
+def _parse_key(name: str, index: int, item: Any, table: str) -> ApiKey:
+    """One ``[[name]]`` table (the ``index``-th; ``table`` names it in errors)."""
+    if not isinstance(item, dict):
+        raise ConfigError(f"{table} 必须是表")
     allowed = _KEY_FIELDS[name]
-    keys: list[ApiKey] = []
-    for index, item in enumerate(raw, 1):
-        table = f"{where}[[{name}]] 第 {index} 项"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{table} 必须是表")
-        for field_name in item:
-            if field_name not in allowed:
-                raise ConfigError(
-                    f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
-                )
-        if not isinstance(item.get("key"), str) or not item["key"].strip():
-            raise ConfigError(f"{table} 需要非空字符串 key")
-        label = item.get("name", f"{name}[{index}]")
-        if not isinstance(label, str) or not label.strip():
-            raise ConfigError(f"{table} 的 name 必须是非空字符串")
-        roles: list[str] = []
-        if name != "admin_keys":
-            if "roles" not in item:
-                raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
-            raw_roles = item["roles"]
-            if isinstance(raw_roles, str):
-                raw_roles = [raw_roles]
-            if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
-                raise ConfigError(f"{table} 的 roles 必须是字符串列表")
-            roles = normalise_roles(raw_roles)
-            public_only = item.get("public_only", False)
-            if not isinstance(public_only, bool):
-                raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
-            if not roles and not public_only:
-                raise ConfigError(
-                    f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true"
-                )
-            if roles and public_only:
-                raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
-        event = item.get("stream_event", "message")
-        if event not in {"message", "text_chunk"}:
-            raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
-        texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
-        if not all(isinstance(v, str) for v in texts.values()):
-            raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
-        questions = item.get("suggested_questions", [])
-        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
-            raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
-        expose = item.get("expose_roles", False)
-        if not isinstance(expose, bool):
-            raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
-        keys.append(
-            ApiKey(
-                key=item["key"],
-                roles=tuple(roles),
-                stream_event=event,
-                name=label.strip(),
-                suggested_questions=tuple(questions),
-                expose_roles=expose,
-                **texts,
+    for field_name in item:
+        if field_name not in allowed:
+            raise ConfigError(
+                f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
             )
-        )
-    return keys
+    if not isinstance(item.get("key"), str) or not item["key"].strip():
+        raise ConfigError(f"{table} 需要非空字符串 key")
+    label = item.get("name", f"{name}[{index}]")
+    if not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"{table} 的 name 必须是非空字符串")
+    roles = [] if name == "admin_keys" else _key_roles(item, table)
+    event = item.get("stream_event", "message")
+    if event not in {"message", "text_chunk"}:
+        raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
+    texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
+    if not all(isinstance(v, str) for v in texts.values()):
+        raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
+    questions = item.get("suggested_questions", [])
+    if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+        raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
+    expose = item.get("expose_roles", False)
+    if not isinstance(expose, bool):
+        raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
+    return ApiKey(
+        key=item["key"],
+        roles=tuple(roles),
+        stream_event=event,
+        name=label.strip(),
+        suggested_questions=tuple(questions),
+        expose_roles=expose,
+        **texts,
+    )
+
+
+def _key_roles(item: Mapping[str, Any], table: str) -> list[str]:
+    """The normalised ``roles`` of an app or retrieval key table (with ``public_only``)."""
+    if "roles" not in item:
+        raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
+    raw_roles = item["roles"]
+    if isinstance(raw_roles, str):
+        raw_roles = [raw_roles]
+    if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
+        raise ConfigError(f"{table} 的 roles 必须是字符串列表")
+    roles = normalise_roles(raw_roles)
+    public_only = item.get("public_only", False)
+    if not isinstance(public_only, bool):
+        raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
+    if not roles and not public_only:
+        raise ConfigError(f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true")
+    if roles and public_only:
+        raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
+    return roles
 
 
 def _check_unique(settings: Settings, where: str) -> None:
@@ -615,30 +642,9 @@ def load_settings(
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
 
-    data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
-    path = config_file or env.get(ENV_PREFIX + "CONFIG")
-    if path is None:
-        base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else Settings().data_dir
-        candidate = base / "gcite.toml"
-        path = candidate if candidate.is_file() else None
+    path = _config_path(overrides, env, config_file)
     if path is not None:
-        path = Path(path).expanduser()
-        try:
-            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            duplicate = "overwrite" in str(exc) or "twice" in str(exc)
-            hint = "（有重复的配置项或表）" if duplicate else ""
-            raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
-        for key, raw in _file_keys(file_values, f"配置文件 {path} 中").items():
-            values[key] = raw
-            origin[key] = f"配置文件 {path}: "
-        if isinstance(values.get("data_dir"), str):
-            relative = Path(values["data_dir"]).expanduser()
-            if not relative.is_absolute():
-                values["data_dir"] = str(path.resolve().parent / relative)
-
+        _read_file_values(path, values, origin)
     for name in KEYS:
         if name in _STRUCTURED:
             continue
@@ -649,15 +655,7 @@ def load_settings(
     for name, value in overrides.items():
         values[name] = value
         origin[name] = ""
-    for provider in WEB_PROVIDERS.values():
-        name = f"{provider.name}_api_key"
-        if provider.needs_key and not str(values.get(name) or "").strip():
-            found = [v for v in provider.key_env if env.get(v, "").strip()]
-            if found:
-                values[name] = env[found[0]]
-                origin[name] = f"环境变量 {found[0]}: "
-        if isinstance(values.get(name), str):
-            values[name] = values[name].strip()
+    _provider_keys_from_env(values, origin, env)
 
     unlimited: set[str] = set()
     settings = _build(Settings(), values, origin, unlimited)
@@ -667,6 +665,56 @@ def load_settings(
         settings.config_file = path  # key tables re-read from it (KeyTables); not when a
         # caller passed its own tables, which a re-read would replace
     return settings
+
+
+def _config_path(
+    overrides: Mapping[str, Any], env: Mapping[str, str], config_file: str | Path | None
+) -> Path | None:
+    """The config file to read: ``config_file``, ``GCITE_CONFIG``, or ``gcite.toml`` in
+    the data directory when it exists; ``None`` for none."""
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if path is not None:
+        return Path(path).expanduser()
+    data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
+    base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else Settings().data_dir
+    candidate = base / "gcite.toml"
+    return candidate if candidate.is_file() else None
+
+
+def _read_file_values(path: Path, values: dict[str, Any], origin: dict[str, str]) -> None:
+    """Add the config keys of the file at ``path`` to ``values`` (their source to
+    ``origin``); a relative ``data_dir`` is made relative to the file."""
+    try:
+        file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        duplicate = "overwrite" in str(exc) or "twice" in str(exc)
+        hint = "（有重复的配置项或表）" if duplicate else ""
+        raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
+    for key, raw in _file_keys(file_values, f"配置文件 {path} 中").items():
+        values[key] = raw
+        origin[key] = f"配置文件 {path}: "
+    if isinstance(values.get("data_dir"), str):
+        relative = Path(values["data_dir"]).expanduser()
+        if not relative.is_absolute():
+            values["data_dir"] = str(path.resolve().parent / relative)
+
+
+def _provider_keys_from_env(
+    values: dict[str, Any], origin: dict[str, str], env: Mapping[str, str]
+) -> None:
+    """A web provider's key left empty is taken from the provider's own variables
+    (e.g. ``BOCHA_API_KEY``); every provider key is stripped."""
+    for provider in WEB_PROVIDERS.values():
+        name = f"{provider.name}_api_key"
+        if provider.needs_key and not str(values.get(name) or "").strip():
+            found = [v for v in provider.key_env if env.get(v, "").strip()]
+            if found:
+                values[name] = env[found[0]]
+                origin[name] = f"环境变量 {found[0]}: "
+        if isinstance(values.get(name), str):
+            values[name] = values[name].strip()
 
 
 def _file_paths() -> dict[tuple[str, ...], str]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
-from gcite.config import load_settings
+from gcite.cli.options import SettingsSource, settings_options
 from gcite.errors import GciteError
 
 
@@ -29,10 +28,7 @@ def _fail(message: str) -> None:
 @click.option("--score-threshold", type=click.FloatRange(0, 1), default=None, help="最低分数 0–1")
 @click.option("--dataset", default=None, help="只在该数据集中检索")
 @click.option("--json", "as_json", is_flag=True, help="输出 Dify 知识检索 result JSON")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="知识库数据目录")
-@click.option(
-    "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
-)
+@settings_options()
 def search(
     query: str,
     roles: tuple[str, ...],
@@ -42,8 +38,7 @@ def search(
     score_threshold: float | None,
     dataset: str | None,
     as_json: bool,
-    data_dir: Path | None,
-    config_file: Path | None,
+    source: SettingsSource,
 ) -> None:
     """在知识库中检索（按角色过滤）。"""
     from gcite.knowledge.access import KnowledgeAccess
@@ -57,10 +52,7 @@ def search(
         if not isinstance(condition, dict):
             _fail("--filter 必须是 JSON 对象")
     try:
-        settings = load_settings(
-            {"data_dir": data_dir, "top_k": top_k, "score_threshold": score_threshold},
-            config_file=config_file,
-        )
+        settings = source.load({"top_k": top_k, "score_threshold": score_threshold})
         with KnowledgeAccess(settings) as knowledge:
             items = knowledge.store().search(
                 query,
