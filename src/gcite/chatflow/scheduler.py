@@ -52,7 +52,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from gcite.generate.backends import Reasoning, aclose_stream
 from gcite.generate.coalesce import flush_interval, join
@@ -264,60 +264,24 @@ class Scheduler:
         or cancelled (that closes the model call). An exception of ``source`` is raised
         after the items that came before it.
         """
-        clock = self.clock
-        pending: list[T] = []
-        ready = asyncio.Event()
-        ended = False
-        failure: BaseException | None = None
-
-        async def pump() -> None:
-            nonlocal ended, failure
-            answering = False
-            last = clock.now()
-            free_until = -math.inf
-            try:
-                while True:
-                    if answering and clock.now() >= free_until and await self.hold(last):
-                        free_until = clock.now() + self.knobs.drain_s
-                    last = clock.now()
-                    try:
-                        item = await anext(source)
-                    except StopAsyncIteration:
-                        return
-                    pending.append(item)
-                    ready.set()
-                    answering = answering or _is_text(item)
-            except Exception as exc:  # handed to the consumer, in order
-                failure = exc
-            finally:
-                ended = True
-                ready.set()
-
-        reader = asyncio.create_task(pump())
+        relay: _Relay[T] = _Relay()
+        reader = asyncio.create_task(self._pump(source, relay))
         self._streams += 1
         try:
             last: float | None = None
             while True:
-                await ready.wait()
-                ready.clear()
-                if last is not None and not ended:
-                    interval = flush_interval(
-                        self._streams,
-                        quiet=self.knobs.quiet_streams,
-                        per_stream_s=self.knobs.per_stream_s,
-                        max_interval_s=self.knobs.max_interval_s,
-                    )
-                    delay = last + interval - clock.now()
-                    if delay > 0:
-                        await clock.sleep(delay)
-                items, pending[:] = pending[:], []
+                await relay.ready.wait()
+                relay.ready.clear()
+                if last is not None and not relay.ended:
+                    await self._until_flush(last)
+                items, relay.pending[:] = relay.pending[:], []
                 for item in join(items):
                     yield item
                 if items:
-                    last = clock.now()
-                if ended and not pending:
-                    if failure is not None:
-                        raise failure
+                    last = self.clock.now()
+                if relay.ended and not relay.pending:
+                    if relay.failure is not None:
+                        raise relay.failure
                     return
         finally:
             self._streams -= 1
@@ -325,6 +289,43 @@ class Scheduler:
                 reader.cancel()
                 await asyncio.wait([reader])  # a cancellation of this task still propagates
             await aclose_stream(source)
+
+    async def _pump(self, source: AsyncIterator[T], relay: _Relay[T]) -> None:
+        """Read ``source`` into ``relay``; after the first text each pull may be held
+        (:meth:`hold`), then reads freely for ``drain_s``."""
+        clock = self.clock
+        answering = False
+        last = clock.now()
+        free_until = -math.inf
+        try:
+            while True:
+                if answering and clock.now() >= free_until and await self.hold(last):
+                    free_until = clock.now() + self.knobs.drain_s
+                last = clock.now()
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    return
+                relay.pending.append(item)
+                relay.ready.set()
+                answering = answering or _is_text(item)
+        except Exception as exc:  # handed to the consumer, in order
+            relay.failure = exc
+        finally:
+            relay.ended = True
+            relay.ready.set()
+
+    async def _until_flush(self, last: float) -> None:
+        """Wait until the flush interval for the streams now has passed since ``last``."""
+        interval = flush_interval(
+            self._streams,
+            quiet=self.knobs.quiet_streams,
+            per_stream_s=self.knobs.per_stream_s,
+            max_interval_s=self.knobs.max_interval_s,
+        )
+        delay = last + interval - self.clock.now()
+        if delay > 0:
+            await self.clock.sleep(delay)
 
     # ------------------------------------------------------------------- threads
     async def search(self, fn: Callable[..., T], *args: Any) -> T:
@@ -360,6 +361,17 @@ class Scheduler:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
         self._searchers = self._verifiers = None
+
+
+class _Relay(Generic[T]):
+    """What the reader task of one answer hands on to its consumer: the items read and
+    not yet taken, an event set when there is news, and how the reading ended."""
+
+    def __init__(self) -> None:
+        self.pending: list[T] = []
+        self.ready = asyncio.Event()
+        self.ended = False
+        self.failure: BaseException | None = None
 
 
 class Preparing:

@@ -36,7 +36,6 @@ import re
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -44,7 +43,7 @@ from typing import Any, TextIO
 import click
 import httpx
 
-from gcite.cli.options import SettingsSource, settings_options
+from gcite.cli.options import Service, SettingsSource, service_options, settings_options
 from gcite.config import Settings
 from gcite.errors import ConfigError, StreamError
 from gcite.stream.messages import error_text
@@ -53,15 +52,6 @@ from gcite.stream.sse import AnswerFinished, AnswerResult, SegmentsReceived, Str
 CLI_USER = "gcite-cli"
 MAX_QUESTION = 4000
 _CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-
-
-@dataclass(frozen=True)
-class Service:
-    """A running gcite or Dify service to ask instead of the local chatflow (``--url``,
-    ``--key``)."""
-
-    url: str
-    key: str = ""
 
 
 class LocalConversations:
@@ -772,12 +762,7 @@ def interactive(
     config_help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
     exists_kinds=True,
 )
-@click.option(
-    "--url", default=None, help="改为连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000"
-)
-@click.option(
-    "--key", envvar="GCITE_API_KEY", default="", help="配合 --url 的 API Key（或 $GCITE_API_KEY）"
-)
+@service_options(url_help="改为连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000")
 def ask(
     question: str | None,
     conversation: str | None,
@@ -785,8 +770,7 @@ def ask(
     roles: tuple[str, ...],
     as_json: bool,
     source: SettingsSource,
-    url: str | None,
-    key: str,
+    service: Service | None,
 ) -> None:
     """在终端提问：流式输出带上标引用的回答，最后列出编号的来源（知识库 / 网页）。
 
@@ -799,14 +783,13 @@ def ask(
 
     回答写到标准输出，提示和错误写到标准错误；回答出错时退出码为 1。
     """
-    if url is not None and roles:
+    if service is not None and roles:
         raise click.UsageError("--role 只用于本地模式；连接服务时角色由 API Key 决定")
     if question is not None and interactive_mode:
         raise click.UsageError("对话模式（-i）不带问题参数：问题逐行输入")
     if (question is None or interactive_mode) and as_json:
         raise click.UsageError("--json 需要给出问题，不能用于对话模式")
     settings = source.load()
-    service = None if url is None else Service(url, key)
     if question is None or interactive_mode:
         code = interactive(settings, roles=list(roles), service=service, conversation=conversation)
     else:

@@ -1,8 +1,10 @@
-"""Options several commands share: ``--data-dir`` and ``--config`` as one :class:`SettingsSource`.
+"""Options several commands share, each pair handed to the command as one value.
 
-``@settings_options(...)`` adds both options to a Click command and hands the command
-one ``source`` argument instead of two, whose :meth:`SettingsSource.load` builds the
-settings (flags > ``GCITE_*`` environment > config file, :func:`gcite.config.load_settings`).
+``@settings_options(...)`` adds ``--data-dir`` and ``--config`` to a Click command and
+hands it one ``source`` argument, whose :meth:`SettingsSource.load` builds the settings
+(flags > ``GCITE_*`` environment > config file, :func:`gcite.config.load_settings`).
+``@service_options(...)`` adds ``--url`` and ``--key`` (or ``$GCITE_API_KEY``) and hands
+it ``service``: a :class:`Service`, or ``None`` without ``--url``.
 """
 
 from __future__ import annotations
@@ -61,4 +63,35 @@ def settings_options(
     return decorate
 
 
-__all__ = ["SettingsSource", "settings_options"]
+@dataclass(frozen=True)
+class Service:
+    """A running gcite or Dify service to ask instead of the local chatflow (``--url``,
+    ``--key``)."""
+
+    url: str
+    key: str = ""
+
+
+def service_options(
+    *, url_help: str = "连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding ``--url`` and ``--key`` to a Click command function, which then
+    receives ``service: Service | None`` for them (``None`` without ``--url``)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def command(*args: Any, url: str | None, key: str, **kw: Any) -> Any:
+            return fn(*args, service=None if url is None else Service(url, key), **kw)
+
+        with_key = click.option(
+            "--key",
+            envvar="GCITE_API_KEY",
+            default="",
+            help="配合 --url 的 API Key（或 $GCITE_API_KEY）",
+        )(command)
+        return click.option("--url", default=None, help=url_help)(with_key)
+
+    return decorate
+
+
+__all__ = ["Service", "SettingsSource", "service_options", "settings_options"]

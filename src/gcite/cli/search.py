@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -17,10 +19,25 @@ def _fail(message: str) -> None:
     raise SystemExit(1)
 
 
+def _role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--role`` (repeatable) and ``--no-roles`` as one ``roles`` argument: the roles to
+    search as (``[]`` for a user without roles), ``None`` for no role filter."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, role: tuple[str, ...], no_roles: bool, **kw: Any) -> Any:
+        return fn(*args, roles=list(role) if role or no_roles else None, **kw)
+
+    with_no_roles = click.option("--no-roles", is_flag=True, help="以“没有任何角色”的用户身份检索")(
+        command
+    )
+    return click.option(
+        "--role", "role", multiple=True, help="用户角色（可重复）；不给则不按角色过滤"
+    )(with_no_roles)
+
+
 @click.command("search")
 @click.argument("query")
-@click.option("--role", "roles", multiple=True, help="用户角色（可重复）；不给则不按角色过滤")
-@click.option("--no-roles", is_flag=True, help="以“没有任何角色”的用户身份检索")
+@_role_options
 @click.option(
     "--filter", "filter_json", default=None, help="元数据过滤条件（Dify 格式 JSON，可嵌套）"
 )
@@ -31,8 +48,7 @@ def _fail(message: str) -> None:
 @settings_options()
 def search(
     query: str,
-    roles: tuple[str, ...],
-    no_roles: bool,
+    roles: list[str] | None,
     filter_json: str | None,
     top_k: int | None,
     score_threshold: float | None,
@@ -57,7 +73,7 @@ def search(
             items = knowledge.store().search(
                 query,
                 dataset=dataset,
-                roles=list(roles) if roles or no_roles else None,
+                roles=roles,
                 condition=condition,
                 top_k=settings.knowledge.top_k,
                 score_threshold=settings.knowledge.score_threshold,
