@@ -1,10 +1,14 @@
 """The KnowledgeAdmin contract: one suite every management implementation passes.
 
-A test module subclasses :class:`KnowledgeAdminContract` and provides two fixtures:
-``admin`` (a :class:`gcite.knowledge.admin.KnowledgeAdmin` on a knowledge base with no
-dataset named like the ones below) and ``search`` (a function ``(query, roles) -> set of
-document names`` searching the same knowledge base, as the chat would). Each test uses
-datasets of its own name, so one knowledge base may serve the whole class.
+Subclass :class:`KnowledgeAdminContract` in a pytest module and provide two fixtures:
+
+- ``admin``: a :class:`gcite.knowledge.admin.KnowledgeAdmin` on a knowledge base with no
+  dataset named like the ones the suite makes;
+- ``search``: a function ``(query, roles) -> set of document names`` (:data:`Search`)
+  searching the same knowledge base, as the chat would (``roles=None``: no role filter).
+
+Each test uses datasets of its own name, so one knowledge base may serve the whole class.
+Nothing here knows which backend runs underneath. Needs pytest (the ``testing`` extra).
 """
 
 from __future__ import annotations
