@@ -48,8 +48,6 @@ from gcite.knowledge.store import HybridStore as KnowledgeStore
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
-# One writer at a time per process: ingestion reads-modifies-writes the catalog.
-_write_lock = threading.Lock()
 
 
 # Dify's codes for a refused file (ConversionError.status: 413 a limit, 415 the type)
@@ -96,7 +94,7 @@ def _check_name(name: Any, what: str) -> str:
 def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
-    with _write_lock, store.lock:
+    with store.lock:
         catalog = store.catalog
         if name in catalog.datasets:
             raise ManageError(
@@ -144,30 +142,28 @@ def find_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo
 
 def delete_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo:
     """Remove a document's chunks and its catalog entry (and its uploaded copy)."""
-    with _write_lock:
-        doc = find_document(store, dataset, ref)
-        store.delete_document(doc.id)
-        with store.lock:
-            store.catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
-            store.save()
-        _remove_upload(store.settings, store, doc)
+    doc = find_document(store, dataset, ref)
+    store.delete_document(doc.id)
+    with store.lock:
+        store.catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
+        store.save()
+    _remove_upload(store.settings, store, doc)
     return doc
 
 
 def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
     """Remove a dataset with all its documents."""
-    with _write_lock:
-        name = dataset_named(store, dataset)
-        info = next(i for i in list_datasets(store) if i.name == name)
-        for doc in list_documents(store, name):
-            store.delete_document(doc.id)
-        with store.lock:
-            catalog = store.catalog
-            entry = catalog.datasets.get(name)
-            catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
-            store.save()
-        if entry is not None:
-            shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
+    name = dataset_named(store, dataset)
+    info = next(i for i in list_datasets(store) if i.name == name)
+    for doc in list_documents(store, name):
+        store.delete_document(doc.id)
+    with store.lock:
+        catalog = store.catalog
+        entry = catalog.datasets.get(name)
+        catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
+        store.save()
+    if entry is not None:
+        shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
     return info
 
 
@@ -216,43 +212,42 @@ def upsert_document(
         name += ".md"
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ManageError("doc_metadata 必须是对象")
-    with _write_lock:
-        dataset_name = dataset_named(store, dataset)
-        with store.lock:
-            dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
-        folder = _upload_dir(store.settings, dataset_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        backup = target.read_bytes() if target.exists() else None
-        manifest = Path(str(target) + ".meta.json")
-        old_manifest = manifest.read_bytes() if manifest.exists() else None
-        try:  # whatever happens (a parser's own error too), the old files come back
-            target.write_bytes(data)
-            manifest.write_text(
-                json.dumps(
-                    {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
-                    ensure_ascii=False,
-                ),
-                encoding="utf-8",
-            )
-            report = ingest_paths(
-                [target], settings=store.settings, dataset=dataset_name, manifest=manifest
-            )
-        except BaseException:
-            _restore(target, backup, manifest, old_manifest)
-            raise
-        if report.failed:
-            _restore(target, backup, manifest, old_manifest)
-            reason = "; ".join(r for _, r in report.failed)
-            status = report.failed_status or 400
-            code = _FAILED_CODES.get(status, "invalid_param")
-            raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
-        document_id = stable_id(dataset_name, str(target))
-        with store.lock:
-            entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
-            if entry is not None:
-                entry["updated_at"] = int(time.time())
-                store.save()
+    dataset_name = dataset_named(store, dataset)
+    with store.lock:
+        dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
+    folder = _upload_dir(store.settings, dataset_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    backup = target.read_bytes() if target.exists() else None
+    manifest = Path(str(target) + ".meta.json")
+    old_manifest = manifest.read_bytes() if manifest.exists() else None
+    try:  # whatever happens (a parser's own error too), the old files come back
+        target.write_bytes(data)
+        manifest.write_text(
+            json.dumps(
+                {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
+        report = ingest_paths(
+            [target], settings=store.settings, dataset=dataset_name, manifest=manifest
+        )
+    except BaseException:
+        _restore(target, backup, manifest, old_manifest)
+        raise
+    if report.failed:
+        _restore(target, backup, manifest, old_manifest)
+        reason = "; ".join(r for _, r in report.failed)
+        status = report.failed_status or 400
+        code = _FAILED_CODES.get(status, "invalid_param")
+        raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
+    document_id = stable_id(dataset_name, str(target))
+    with store.lock:
+        entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
+        if entry is not None:
+            entry["updated_at"] = int(time.time())
+            store.save()
     doc = find_document(store, dataset_name, document_id)
     return Upserted(doc, created=report.added > 0)
 
@@ -279,10 +274,15 @@ def _store_name(settings: Settings) -> str:
 class LocalAdmin:
     """:class:`~gcite.knowledge.admin.KnowledgeAdmin` over an open store of this process
     (the functions above). Does not own ``store``: :meth:`close` leaves it open (the
-    :class:`~gcite.knowledge.access.KnowledgeAccess` that opened it closes it)."""
+    :class:`~gcite.knowledge.access.KnowledgeAccess` that opened it closes it).
+
+    Its writes run one at a time (a document's ingestion reads, modifies and writes the
+    catalog); the functions above do not serialise writes themselves, so a process
+    writes a knowledge base through one admin (its ``KnowledgeAccess``'s)."""
 
     def __init__(self, store: KnowledgeStore) -> None:
         self.store = store
+        self._writing = threading.Lock()
 
     def list_datasets(self) -> list[DatasetInfo]:
         """See :meth:`KnowledgeAdmin.list_datasets`."""
@@ -290,11 +290,13 @@ class LocalAdmin:
 
     def create_dataset(self, name: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.create_dataset`."""
-        return create_dataset(self.store, name)
+        with self._writing:
+            return create_dataset(self.store, name)
 
     def delete_dataset(self, dataset: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
-        return delete_dataset(self.store, dataset)
+        with self._writing:
+            return delete_dataset(self.store, dataset)
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
@@ -314,13 +316,15 @@ class LocalAdmin:
         replace: str | None = None,
     ) -> Upserted:
         """See :meth:`KnowledgeAdmin.upsert_document`."""
-        return upsert_document(
-            self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
-        )
+        with self._writing:
+            return upsert_document(
+                self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
+            )
 
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
-        return delete_document(self.store, dataset, ref)
+        with self._writing:
+            return delete_document(self.store, dataset, ref)
 
     def status(self) -> KnowledgeStatus:
         """See :meth:`KnowledgeAdmin.status`."""
