@@ -49,7 +49,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
@@ -57,6 +57,7 @@ from gcite.registry import LLM_PROTOCOLS, STORE_BACKENDS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
 
 ENV_PREFIX = "GCITE_"
+_T = TypeVar("_T")
 
 _log = logging.getLogger("gcite.config")
 
@@ -867,6 +868,15 @@ def blas_thread_defaults(environ: Mapping[str, str] | None = None) -> dict[str, 
     return {name: "1" for name in BLAS_THREAD_VARS if name not in env}
 
 
+def from_section(cls: type[_T], section: object) -> _T:
+    """``cls`` (a dataclass of a component's knobs) with every field taken from the
+    same-named attribute of a settings section, e.g.
+    ``from_section(Knobs, settings.scheduling)``: one way to hand a section to the object
+    it configures, instead of a constructor copying each field by hand."""
+    values = {f.name: getattr(section, f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)
+
+
 __all__ = [
     "BLAS_THREAD_VARS",
     "CHOICES",
@@ -889,6 +899,7 @@ __all__ = [
     "blas_thread_defaults",
     "demo_data_dir",
     "every_role",
+    "from_section",
     "load_settings",
     "with_internal_key",
 ]

