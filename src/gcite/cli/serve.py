@@ -66,10 +66,10 @@ def serve(
     from gcite.cli.startup import check_port, check_service
 
     check_port(settings.service.host, settings.service.port)
-    backend = check_service(settings)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
+        check_service(settings)  # the conversation database migrated once, before the workers
         run_workers(settings, workers, config_file)
         return
     from gcite.cli.startup import open_serve_store
@@ -77,6 +77,7 @@ def serve(
     # The service opens the store on the first question, where a failure would only be
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
     store = open_serve_store(settings)
+    backend = check_service(settings)
     app = create_app(settings)
     service = settings.service
     click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （回答后端: {backend}）")
