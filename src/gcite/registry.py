@@ -1,5 +1,4 @@
-"""Registries of the pluggable backends by name: web search providers, LLM protocols and
-knowledge-store backends.
+"""Registries of the pluggable backends by name: web providers, LLM protocols, store backends.
 
 Adding a web search provider is one module with a class that has
 ``from_settings(settings) -> WebSource`` and one line in :data:`WEB_PROVIDERS`; an LLM
