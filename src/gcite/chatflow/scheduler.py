@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from gcite.config import from_section
-from gcite.generate.backends import Reasoning, aclose_stream
+from gcite.generate.backends import Reasoning, WrappedBackend, aclose_stream
 from gcite.generate.coalesce import flush_interval, join
 
 if TYPE_CHECKING:
@@ -427,26 +427,15 @@ class Preparing:
             self.scheduler._uncount()
 
 
-class PacedBackend:
+class PacedBackend(WrappedBackend):
     """An :class:`~gcite.generate.backends.LLMBackend` whose answers its
     :class:`Scheduler` paces and coalesces (:meth:`Scheduler.answer`); ``name``,
-    :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner backend's."""
+    :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner backend's
+    (:class:`~gcite.generate.backends.WrappedBackend`)."""
 
     def __init__(self, inner: LLMBackend, scheduler: Scheduler) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.scheduler = scheduler
-        self.name = inner.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    def warm_up(self) -> None:
-        """The inner backend's warm-up."""
-        self.inner.warm_up()
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
     def stream(
         self,
