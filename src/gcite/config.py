@@ -21,6 +21,7 @@ Structured settings (API keys bound to roles) come from the file only::
     key = "app-staff"
     roles = ["运维工程师"]
     stream_event = "message"     # or "text_chunk"
+    citation_style = "markers"   # or "numbers": display numbers for stock Dify clients
     app_name = "物业助手"         # the app's name (GET /v1/info, /v1/site)
     opening_statement = "您好！"  # GET /v1/parameters
     suggested_questions = ["访客在哪里登记？"]
@@ -55,6 +56,7 @@ from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
 from gcite.registry import LLM_PROTOCOLS, STORE_BACKENDS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
+from gcite.stream.styles import CITATION_STYLES
 
 ENV_PREFIX = "GCITE_"
 _T = TypeVar("_T")
@@ -68,9 +70,11 @@ class ApiKey:
 
     App keys also carry what Dify keeps per app: ``app_name`` (``GET /v1/info``,
     ``/v1/site``; empty: "gcite"), ``opening_statement`` and ``suggested_questions``
-    (``GET /v1/parameters``). Retrieval keys: ``expose_roles`` keeps the documents'
-    ``access_roles`` in the External Knowledge API records (off by default: Dify
-    streams record metadata to end users).
+    (``GET /v1/parameters``) and ``citation_style``: how its answers' citations travel,
+    ``markers`` (``[C:N]``, for G-Cite clients) or ``numbers`` (display numbers by first
+    appearance, for stock Dify clients; :mod:`gcite.stream.styles`). Retrieval keys:
+    ``expose_roles`` keeps the documents' ``access_roles`` in the External Knowledge API
+    records (off by default: Dify streams record metadata to end users).
     """
 
     key: str
@@ -81,6 +85,7 @@ class ApiKey:
     opening_statement: str = ""
     suggested_questions: tuple[str, ...] = ()
     expose_roles: bool = False
+    citation_style: str = "markers"  # "markers" (G-Cite clients) or "numbers" (stock clients)
 
     def __repr__(self) -> str:  # never print the secret
         return f"ApiKey(name={self.name!r}, roles={self.roles!r})"
@@ -379,6 +384,7 @@ _KEY_FIELDS = {
         "roles",
         "public_only",
         "stream_event",
+        "citation_style",
         "app_name",
         "opening_statement",
         "suggested_questions",
@@ -531,6 +537,15 @@ def _as_choice(name: str, value: Any, where: str) -> str:
     return text
 
 
+def _key_choice(item: dict[str, Any], name: str, choices: tuple[str, ...], table: str) -> str:
+    """The value of a key table's field ``name`` that takes one of ``choices`` (the first is
+    the default); :class:`ConfigError` otherwise."""
+    value = item.get(name, choices[0])
+    if value not in choices:
+        raise ConfigError(f"{table} 的 {name} 只能是 {' 或 '.join(choices)}")
+    return str(value)
+
+
 def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
     """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
@@ -557,9 +572,8 @@ def _parse_key(name: str, index: int, item: Any, table: str) -> ApiKey:
     if not isinstance(label, str) or not label.strip():
         raise ConfigError(f"{table} 的 name 必须是非空字符串")
     roles = [] if name == "admin_keys" else _key_roles(item, table)
-    event = item.get("stream_event", "message")
-    if event not in {"message", "text_chunk"}:
-        raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
+    event = _key_choice(item, "stream_event", ("message", "text_chunk"), table)
+    style = _key_choice(item, "citation_style", CITATION_STYLES, table)
     texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
     if not all(isinstance(v, str) for v in texts.values()):
         raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
@@ -576,6 +590,7 @@ def _parse_key(name: str, index: int, item: Any, table: str) -> ApiKey:
         name=label.strip(),
         suggested_questions=tuple(questions),
         expose_roles=expose,
+        citation_style=style,
         **texts,
     )
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
-from gcite.knowledge.catalog import stable_id
+from gcite.knowledge.catalog import dataset_by_ref, stable_id
 from gcite.knowledge.chunking import Chunk, bounded, iter_chunks
 from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
@@ -64,7 +65,7 @@ from gcite.knowledge.convert import (
     scan_text,
 )
 from gcite.knowledge.filters import filter_payload
-from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.sparse import document_vector, tokenize
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
 from gcite.roles import RoleValueError, validate_metadata
 
@@ -238,6 +239,36 @@ def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     return _Document(converted.metadata, converted.title, digest, lines)
 
 
+def _times(previous: dict[str, Any] | None) -> dict[str, int]:
+    """``created_at`` (kept from ``previous``, the document's last catalog entry) and
+    ``updated_at`` (now) of a document written now, Unix seconds."""
+    now = int(time.time())
+    created = (previous or {}).get("created_at")
+    return {"created_at": int(created) if created else now, "updated_at": now}
+
+
+def _given(
+    meta: dict[str, Any], front: dict[str, Any], manifest: Manifest | None, source: _Source
+) -> dict[str, Any]:
+    """The part of ``meta`` (validated) the document was given (front matter, manifest),
+    without the defaults ingestion fills in."""
+    keys = set(front)
+    if manifest is not None:
+        keys.update(manifest.metadata_for(source.path, source.root) or {})
+    return {k: v for k, v in meta.items() if k in keys}
+
+
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-plain part of a document's metadata (strings, numbers, booleans, lists
+    of strings), as the catalog keeps it for the Knowledge API's ``doc_metadata``."""
+    scalars = (str, int, float, bool)
+    return {
+        k: v
+        for k, v in meta.items()
+        if isinstance(v, scalars) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    }
+
+
 def ingest_paths(
     paths: Sequence[Path],
     *,
@@ -266,6 +297,9 @@ def ingest_paths(
     sources, roots = _walk(paths, report)
     store = open_store(settings, create=True)
     try:
+        with store.lock:  # a dataset's id names it too
+            dataset = dataset_by_ref(store.catalog.datasets, dataset) or dataset
+        report.dataset = dataset
         _run(store, sources, roots, report, settings, dataset, man, progress)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
@@ -318,11 +352,13 @@ def _run(
                 array_fields.update(k for k, v in meta.items() if isinstance(v, list))
                 title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
                 title = title if MAX_TITLE_CHARS > 0 else ""
-                consumed = [0]
+                consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
 
                 def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
                     for line, size in doc.lines():
                         used[0] += size
+                        used[1] += len(line)
+                        used[2] += len(tokenize(line))
                         yield line
 
                 chunks = iter_chunks(
@@ -376,6 +412,10 @@ def _run(
                         "name": source.path.name,
                         "hash": fingerprint,
                         "segments": written,
+                        **_times(previous),
+                        "word_count": consumed[1],
+                        "tokens": consumed[2],
+                        "doc_metadata": _plain(_given(meta, document.metadata, man, source)),
                     }
                     entry["array_fields"] = sorted(array_fields)
                     store.save()

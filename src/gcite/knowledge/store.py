@@ -42,7 +42,7 @@ import numpy as np
 
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
-from gcite.knowledge.catalog import CATALOG_NAME, Catalog, stable_id
+from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stable_id
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
@@ -242,6 +242,8 @@ class HybridStore:
         if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
         catalog = self._refreshed()
+        if dataset is not None:  # a dataset's id names it too
+            dataset = dataset_by_ref(catalog.datasets, dataset) or dataset
         flt = build_filter(
             self._handle.index.models,
             dataset=dataset,
@@ -497,6 +499,12 @@ class HybridStore:
         self._check_open()
         with self._handle.lock:
             self._handle.index.optimize()
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored payloads of the chunks ``ids`` that exist, by id."""
+        self._check_open()
+        with self._handle.lock:
+            return self._handle.index.payloads(list(ids))
 
     def count(self) -> int:
         """Number of stored chunks."""

@@ -65,10 +65,12 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
     :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
     the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
-    (``POST /retrieval``'s setup)."""
+    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task)."""
     resources = Resources(settings)
     try:
-        await asyncio.to_thread(resources.warm_up)
+        # Warmed in the background: the server listens (and /ready answers) at once; a
+        # request that comes first loads what it needs itself, behind the same locks.
+        warming = asyncio.ensure_future(_warm_up(resources))
         scheduler = Scheduler.from_settings(settings)
         try:
             yield {
@@ -77,9 +79,11 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
                 "runs": RunRegistry(resources.conversations),
                 "scheduler": scheduler,
                 "retrieval": retrieval_setup(settings, resources.get_store),
+                "warming": warming,
             }
         finally:
             scheduler.close()
+            await asyncio.wait([warming])  # it uses what aclose releases
     finally:
         await resources.aclose()
 
@@ -158,6 +162,15 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
+
+
+async def _warm_up(resources: Resources) -> None:
+    """:meth:`Resources.warm_up` in a worker thread; a failure is logged (the first
+    request then loads, or fails on, the same thing itself)."""
+    try:
+        await asyncio.to_thread(resources.warm_up)
+    except Exception:
+        log.exception("start-up warm-up failed")
 
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]

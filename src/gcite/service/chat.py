@@ -9,6 +9,7 @@ and serialised by :mod:`gcite.dify.wire`.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -134,6 +135,7 @@ def prepare(
         conversation_id=record.conversation_id,
         created_at=record.created_at,
         stream_event=caller.stream_event,
+        citation_style=caller.citation_style,
         user=body.user,
         inputs=body.inputs,
     )
@@ -161,6 +163,11 @@ def build_chat_router(caller_of: Any) -> APIRouter:
         body = parse_chat_body(await read_body(request))
         resources: Resources = request.state.resources
         runs: RunRegistry = request.state.runs
+        # an answer needs what the start-up warm-up loads: one that comes before the
+        # warm-up ends waits for it (GET /ready does not)
+        warming: asyncio.Future[None] | None = getattr(request.state, "warming", None)
+        if warming is not None and not warming.done():
+            await asyncio.wait([warming])
         scheduler: Scheduler = request.state.scheduler
         number = scheduler.arrival()  # first text first, in arrival order
         async with scheduler.step(number):
