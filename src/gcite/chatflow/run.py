@@ -295,6 +295,36 @@ class ChatRun:
         if deps.web_source is not None:
             web_node = self._start(WEB, {"query": query, "count": settings.web.count})
             yield web_node
+        works, tasks = self._branch_tasks(query, found)
+        try:
+            # counted as preparing while the knowledge base searches (CPU), not after
+            computing = tasks[0] if kr_node is not None else None
+            branches = list(await turn.wait(asyncio.gather(*tasks), computing=computing))
+        finally:
+            for task in tasks:
+                task.cancel()
+            for work in works:  # a branch cancelled before it started never ran its work
+                if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+                    work.close()
+        if kr_node is not None:
+            kr = branches.pop(0)
+            if kr.error is None:
+                found.rag_items = self._gate(query, list(kr.value or []), found)
+            else:
+                log.warning("knowledge retrieval failed: %s", kr.error)
+            yield self._branch_finished(kr_node, kr, "retrieval", {"result": found.rag_items})
+        if web_node is not None:
+            web = branches.pop(0)
+            if web.error is None:
+                found.web_payload = web.value
+            yield self._branch_finished(web_node, web, "web", {"payload": web.value})
+
+    def _branch_tasks(
+        self, query: str, found: _Found
+    ) -> tuple[list[Coroutine[Any, Any, Any]], list[asyncio.Task[nodes.Branch[Any]]]]:
+        """The retrieval branches' works (knowledge first, then web, as configured) and
+        the tasks running each under its own timeout."""
+        deps, settings = self.deps, self.deps.settings
         works: list[Coroutine[Any, Any, Any]] = []
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
         if deps.get_store is not None:
@@ -314,38 +344,23 @@ class ChatRun:
             web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
             works.append(web_work)
             tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
-        try:
-            # counted as preparing while the knowledge base searches (CPU), not after
-            computing = tasks[0] if kr_node is not None else None
-            branches = list(await turn.wait(asyncio.gather(*tasks), computing=computing))
-        finally:
-            for task in tasks:
-                task.cancel()
-            for work in works:  # a branch cancelled before it started never ran its work
-                if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
-                    work.close()
-        if kr_node is not None:
-            kr = branches.pop(0)
-            self.timings["retrieval"] = kr.elapsed
-            if kr.error is None:
-                found.rag_items = self._gate(query, list(kr.value or []), found)
-                outputs = {"result": found.rag_items}
-                yield self._finish(kr_node, outputs=outputs, elapsed=kr.elapsed)
-            else:
-                log.warning("knowledge retrieval failed: %s", kr.error)
-                yield self._finish(
-                    kr_node, outputs=None, status="failed", error=kr.error, elapsed=kr.elapsed
-                )
-        if web_node is not None:
-            web = branches.pop(0)
-            self.timings["web"] = web.elapsed
-            if web.error is None:
-                found.web_payload = web.value
-                yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
-            else:
-                yield self._finish(
-                    web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
-                )
+        return works, tasks
+
+    def _branch_finished(
+        self,
+        node: NodeStarted,
+        branch: nodes.Branch[Any],
+        timing: str,
+        outputs: dict[str, Any],
+    ) -> NodeFinished:
+        """The finish event of a retrieval node (``outputs`` when it succeeded); its
+        elapsed time into :attr:`timings` under ``timing``."""
+        self.timings[timing] = branch.elapsed
+        if branch.error is None:
+            return self._finish(node, outputs=outputs, elapsed=branch.elapsed)
+        return self._finish(
+            node, outputs=None, status="failed", error=branch.error, elapsed=branch.elapsed
+        )
 
     async def _normalised(self, query: str) -> str:
         """``query`` in the knowledge base's wording (the store's ``normalise_query``,
