@@ -35,7 +35,8 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -241,12 +242,14 @@ async def remote_updates(
     timeout_s: float = 120.0,
     on_bytes: Callable[[bytes], None] | None = None,
     conversation_id: str = "",
+    inputs: Mapping[str, str] | None = None,
 ) -> AsyncIterator[StreamUpdate]:
     """POST the question to a gcite / Dify service (streaming) through the one HTTP edge,
     :func:`gcite.stream.sse.consume_chat_stream`; yield its updates.
 
     ``on_bytes``: also receives the raw body bytes (``--json``); ``conversation_id``: the
-    conversation to continue (``""``: a new one). Raises
+    conversation to continue (``""``: a new one); ``inputs``: the request's ``inputs``
+    (a chatflow's Start-node variables). Raises
     :class:`StreamError` when no event stream opens (connection refused, timeout, non-2xx
     status with Dify's ``{code, message, status}`` body, wrong content type); once the
     stream is open, a broken connection ends it with a ``StreamFailed`` update.
@@ -254,7 +257,7 @@ async def remote_updates(
     from gcite.stream.sse import consume_chat_stream
 
     body = {
-        "inputs": {},
+        "inputs": dict(inputs or {}),
         "query": question,
         "response_mode": "streaming",
         "user": CLI_USER,
@@ -643,6 +646,24 @@ def ask_turn(
     return code, conversation_id
 
 
+def parse_inputs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--input`` values (``名称=值``) as Dify ``inputs``; the value may contain ``=`` and be
+    empty. Raises :class:`click.UsageError` (Chinese) for a pair without ``=`` or a name
+    that is not a Dify variable name, or a name given twice."""
+    inputs: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,29}", name):
+            raise click.UsageError(
+                f"--input 应写成 名称=值，名称为字母、数字、下划线（收到 {pair!r}）"
+            )
+        if name in inputs:
+            raise click.UsageError(f"--input 重复给出了 {name}")
+        inputs[name] = value
+    return inputs
+
+
 def _remote_turn(
     settings: Settings,
     question: str,
@@ -665,11 +686,17 @@ def _remote_turn(
                     out,
                     timeout_s=timeout_s,
                     conversation_id=conversation or "",
+                    inputs=service.inputs,
                 )
             )
             return code, ""
         updates = remote_updates(
-            target, service.key, question, timeout_s=timeout_s, conversation_id=conversation or ""
+            target,
+            service.key,
+            question,
+            timeout_s=timeout_s,
+            conversation_id=conversation or "",
+            inputs=service.inputs,
         )
         code = asyncio.run(print_answer(_recorded(updates, results), out, err))
     except StreamError as exc:
@@ -737,7 +764,9 @@ def interactive(
     "  gcite ask                       # 对话模式：逐行提问，自动保持对话\n\n"
     '  gcite ask "监控中心的备用钥匙放在哪里？" --role 安保主管\n\n'
     '  gcite ask "干粉灭火器怎么用？" --json\n\n'
-    '  gcite ask "会议室怎么预订？" --url http://127.0.0.1:8000 --key app-xxx',
+    '  gcite ask "会议室怎么预订？" --url http://127.0.0.1:8000 --key app-xxx\n\n'
+    '  gcite ask "消防通道能停车吗？" --url http://dify.example/v1 --key app-xxx '
+    "--input user_roles=物业经理,运维工程师",
 )
 @click.argument("question", metavar="[问题]", required=False)
 @click.option(
@@ -762,6 +791,14 @@ def interactive(
     "不经过 API Key 校验；不给则只看到不设角色限制的文档。",
 )
 @click.option("--json", "as_json", is_flag=True, help="不渲染回答：每行输出一个 Dify 事件 JSON")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="名称=值",
+    help="配合 --url：请求的 inputs（Dify chatflow 开始节点的变量，"
+    "如 user_roles=物业经理），可重复",
+)
 @settings_options(
     data_dir_help="知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
     config_help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
@@ -774,6 +811,7 @@ def ask(
     interactive_mode: bool,
     roles: tuple[str, ...],
     as_json: bool,
+    inputs: tuple[str, ...],
     source: SettingsSource,
     service: Service | None,
 ) -> None:
@@ -790,6 +828,10 @@ def ask(
     """
     if service is not None and roles:
         raise click.UsageError("--role 只用于本地模式；连接服务时角色由 API Key 决定")
+    if inputs:
+        if service is None:
+            raise click.UsageError("--input 只用于 --url：本地模式没有 chatflow 的开始节点变量")
+        service = replace(service, inputs=parse_inputs(inputs))
     if question is not None and interactive_mode:
         raise click.UsageError("对话模式（-i）不带问题参数：问题逐行输入")
     if (question is None or interactive_mode) and as_json:

@@ -10,8 +10,8 @@ it ``service``: a :class:`Service`, or ``None`` without ``--url``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +66,12 @@ def settings_options(
 @dataclass(frozen=True)
 class Service:
     """A running gcite or Dify service to ask instead of the local chatflow (``--url``,
-    ``--key``)."""
+    ``--key``); ``inputs`` are the request's Dify ``inputs`` (``gcite ask --input``: the
+    chatflow's Start-node variables, e.g. the user's roles)."""
 
     url: str
     key: str = ""
+    inputs: Mapping[str, str] = field(default_factory=dict)
 
 
 def service_options(
