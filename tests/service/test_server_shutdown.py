@@ -38,7 +38,7 @@ def _serving(app: Any, drain_s: float) -> Iterator[tuple[str, GciteServer, threa
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="warning", http=BoundedHttpToolsProtocol)
-    server = GciteServer(config, app.state.runs, drain_s=drain_s)
+    server = GciteServer(config, drain_s=drain_s)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -40,15 +40,19 @@ class GciteServer(uvicorn.Server):
     def __init__(
         self,
         config: uvicorn.Config,
-        runs: RunRegistry | None,
         on_ready: Callable[[], None] | None = None,
         *,
         drain_s: float = DRAIN_S,
     ) -> None:
         super().__init__(config)
-        self.runs = runs
         self.on_ready = on_ready
         self.drain_s = drain_s
+
+    def runs(self) -> RunRegistry | None:
+        """The app's run registry: its lifespan state ``runs`` (gcite.service.app)."""
+        state = getattr(getattr(self, "lifespan", None), "state", None) or {}
+        runs = state.get("runs")
+        return runs if isinstance(runs, RunRegistry) else None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -58,8 +62,9 @@ class GciteServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:  # no new connections while the answers end
             server.close()
-        if self.runs is not None:
-            await self.runs.interrupt_all(self.drain_s)
+        runs = self.runs()
+        if runs is not None:
+            await runs.interrupt_all(self.drain_s)
         await super().shutdown(sockets)
 
 
@@ -71,15 +76,15 @@ def serve_app(
     port: int = 8000,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``app`` (made by :func:`gcite.service.create_app`: its run registry is
-    ``app.state.runs``) until SIGTERM / SIGINT; blocking."""
+    """Serve ``app`` (made by :func:`gcite.service.create_app`: its lifespan state holds
+    the run registry, ``runs``) until SIGTERM / SIGINT; blocking."""
     if fd is not None:
         config = uvicorn.Config(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
     else:
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", http=BoundedHttpToolsProtocol
         )
-    GciteServer(config, getattr(app.state, "runs", None), on_ready).run()
+    GciteServer(config, on_ready).run()
 
 
 __all__ = ["DRAIN_S", "GciteServer", "serve_app"]
