@@ -26,7 +26,7 @@ import pytest
 
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths
-from gcite.service.instances import ORPHANED
+from gcite.service.instances import ORPHANED, process_start
 from gcite.service.runs import INTERRUPTED
 from gcite.testing import free_port
 from gcite.testing.corpus import MANIFEST, write_mixed
@@ -99,6 +99,10 @@ def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> Non
         # a worker killed with SIGKILL is replaced while the other keeps answering
         victim, other = _children(proc.pid)
         os.kill(victim, signal.SIGKILL)
+        gone = time.monotonic() + 60  # a hang guard: until its socket is closed (a
+        while process_start(victim) is not None:  # connection queued at it is reset)
+            assert time.monotonic() < gone
+            time.sleep(0.05)
         for _ in range(6):  # new connections: whichever worker the kernel picks answers
             r = httpx.post(url, json=payload, headers={"Authorization": "Bearer ops"}, timeout=60)
             assert r.status_code == 200, r.text
@@ -458,20 +462,43 @@ async def test_answers_cut_by_a_dying_worker_are_marked_failed(tmp_path: Path) -
             assert (stored["gcite_status"], stored["error"]) == ("failed", ORPHANED)
 
 
-def test_a_worker_that_cannot_start_stops_the_set(tmp_path: Path) -> None:
-    """A worker that exits before it was ready would fail again if started again: the
-    supervisor stops the set with the reason instead of starting workers in a loop."""
-    data = _ingest(tmp_path)
-    closed = free_port()  # nothing listens there: every worker fails to open the database
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
-    env["GCITE_DATABASE_URL"] = f"postgresql://u:p@127.0.0.1:{closed}/nothing"
-    env["GCITE_KNOWLEDGE_URL"] = f"http://127.0.0.1:{closed}/kb"  # no knowledge process
-    env["GCITE_KNOWLEDGE_KEY"] = "k"
-    gcite = Path(sys.executable).parent / "gcite"
-    command = [str(gcite), "serve", "--port", str(free_port()), "--data-dir", str(data)]
-    done = subprocess.run(
-        [*command, "--workers", "2"], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 1, done.stderr
-    assert "启动失败" in done.stderr and "对话服务已停止" in done.stderr
-    assert "已启动新的工作进程" not in done.stderr
+# a stand-in worker: writes "ready" on its --ready-fd when told to (argv), then exits 3
+_FAKE_WORKER = (
+    "import os, sys; args = sys.argv[1:];"
+    "fd = int(args[args.index('--ready-fd') + 1]);"
+    "os.write(fd, b'ready\\n') if os.environ.get('FAKE_READY') else None; sys.exit(3)"
+)
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> None:
+    proc.wait(timeout=120)  # a hang guard
+
+
+def test_a_worker_that_exits_before_it_is_ready_stops_the_set_one_that_was_ready_is_replaced() -> (
+    None
+):
+    """The supervisor's rule, on real processes: a worker that exits without having said
+    ``ready`` would fail again (the set stops with the reason); one that said it is
+    replaced by a new one with the same worker number."""
+    from gcite.cli.workers import _Children, _Workers
+
+    children = _Children()
+    base = [sys.executable, "-c", _FAKE_WORKER]
+    for ready, expect_stop in (("", True), ("1", False)):
+        env = {**os.environ, "FAKE_READY": ready}
+        workers = _Workers(children, base, env, "127.0.0.1", 0)
+        try:
+            first = workers.start(1)
+            _exited(first.proc)
+            first.poll_ready()
+            reason = workers.check()
+            if expect_stop:
+                assert reason is not None and "启动失败" in reason and str(first.proc.pid) in reason
+            else:
+                assert reason is None
+                (slot,) = workers.slots
+                assert slot.number == 1 and slot.proc.pid != first.proc.pid
+                _exited(slot.proc)
+        finally:
+            children.stop()
+            workers.close()
