@@ -25,6 +25,16 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
+Versions: every chunk's payload carries ``version`` (its document's fingerprint, the
+catalog entry's ``hash``). A document is written as a new version beside the old one
+(:meth:`HybridStore.begin_version`, :meth:`~HybridStore.add_points`) and swapped in with
+one catalog change (:meth:`~HybridStore.commit_version`): on pgvector the new chunks, the
+old ones' removal and the catalog are one transaction; on the Qdrant adapters, which show
+every write at once, the new version's chunks are filtered out of every search until the
+catalog (saved atomically) points at them, and the old chunks are removed under the same
+lock. Opening a Qdrant store reconciles it with its catalog (:func:`reconcile`): chunks of
+a version or a document the catalog does not list (an interrupted write) are removed.
+
 Source: dify-protocol.md §2 (result items).
 """
 
@@ -44,6 +54,7 @@ from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.catalog import CATALOG_NAME, Catalog, stable_id
 from gcite.knowledge.embed import Embedder, make_embedder
+from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
@@ -153,6 +164,16 @@ class _Handle:
     catalog: Catalog
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
+    # versions being written on an index that shows writes at once: hidden from searches
+    staged: frozenset[str] = frozenset()
+
+    def visible(self, flt: Any) -> Any:
+        """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
+        if not self.staged:
+            return flt
+        models = self.index.models
+        hidden = models.match_any("version", sorted(self.staged))
+        return models.filter(must=[flt] if flt is not None else None, must_not=[hidden])
 
 
 _handles: dict[str, _Handle] = {}
@@ -273,21 +294,26 @@ class HybridStore:
         # Candidates come without payloads (building 2 x depth payloads as Python objects
         # was most of the query's time, with the GIL held): only the hits kept get theirs.
         query_dense = self._query_dense(text, dense)
+        rerank = mode == "hybrid" and bool(self.settings.rerank.url)
+        # the candidates and their payloads under one hold of the lock: a version swapped
+        # in meanwhile cannot leave a hit without its chunk
         with self._handle.lock:
-            found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
+            visible = self._handle.visible(flt)
+            found = [index.nearest(stage, visible, depth, with_payload=False) for stage in stages]
             found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
-        calibration = calibration_for(self._handle.catalog.embedder)
-        scored = score_candidates(found, weights, calibration)
-        if mode != "hybrid":  # one retriever: its own order, relevance as the score
-            order = {c.id: i for i, c in enumerate(found[0])} if found else {}
-            scored.sort(key=lambda h: order.get(h.id, 0))
-        elif self.settings.rerank.url and scored:
-            candidates = scored[: max(limit, RERANK_CANDIDATES)]
-            self._fill_payloads(candidates)
-            scored = self._rerank(text, candidates, limit)
-        kept = [h for h in scored if h.score >= threshold][:limit]
-        self._fill_payloads(kept)
-        return kept
+            calibration = calibration_for(self._handle.catalog.embedder)
+            scored = score_candidates(found, weights, calibration)
+            if mode != "hybrid":  # one retriever: its own order, relevance as the score
+                order = {c.id: i for i, c in enumerate(found[0])} if found else {}
+                scored.sort(key=lambda h: order.get(h.id, 0))
+            if rerank:
+                scored = scored[: max(limit, RERANK_CANDIDATES)]
+            else:
+                scored = [h for h in scored if h.score >= threshold][:limit]
+            self._fill_payloads(scored)
+        if rerank and scored:
+            scored = self._rerank(text, scored, limit)
+        return [h for h in scored if h.score >= threshold and h.payload][:limit]
 
     def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
         """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates
@@ -344,6 +370,7 @@ class HybridStore:
         if plan is None:
             return []
         with self._handle.lock:
+            plan = dataclasses.replace(plan, flt=self._handle.visible(plan.flt))
             hits = self._handle.index.query(plan)
         return [h for h in hits if h.score >= threshold]
 
@@ -379,7 +406,8 @@ class HybridStore:
             if base is not None:
                 must.append(base)
             with self._handle.lock:
-                if self._handle.index.count_matching(models.filter(must=must)) > 0:
+                flt = self._handle.visible(models.filter(must=must))
+                if self._handle.index.count_matching(flt) > 0:
                     visible.add(document_id)
         return visible
 
@@ -452,10 +480,11 @@ class HybridStore:
             self._embedder = make_embedder(settings)
         return self._embedder
 
-    def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
-        """Replace all points of ``document_id`` by ``points`` (catalog untouched). Starts a
-        new document: unsaved writes of an earlier one are discarded where the index keeps
-        them in a transaction (pgvector; :meth:`rollback`)."""
+    def begin_version(self, version: str) -> None:
+        """Start writing a new version of a document (chunks with ``payload["version"] ==
+        version``, added with :meth:`add_points`): invisible to searches until
+        :meth:`commit_version`, beside the version searched now. Discards the unsaved writes
+        of an earlier document where the index keeps them in a transaction (pgvector)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
         with self._handle.lock:
@@ -464,19 +493,79 @@ class HybridStore:
             if not catalog.embedder:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim
             self._handle.index.ensure(catalog.dim)
-            self._handle.index.delete_document(document_id)
-            for start in range(0, len(points), 256):
-                self._handle.index.upsert(points[start : start + 256])
+            if not self._handle.index.transactional:
+                self._handle.staged = self._handle.staged | {version}
 
     def add_points(self, points: Sequence[PointData]) -> None:
-        """Add more points of the document being written (after :meth:`write_document`)."""
+        """Add points of the version being written (after :meth:`begin_version`)."""
         self._check_open()
         with self._handle.lock:
             for start in range(0, len(points), 256):
                 self._handle.index.upsert(points[start : start + 256])
 
+    def commit_version(
+        self, document_id: str, version: str, record: Callable[[Catalog], None]
+    ) -> None:
+        """Swap version ``version`` of ``document_id`` in, in one step: ``record`` changes
+        the catalog (its entry's ``hash`` is ``version``), the catalog is saved and every
+        other chunk of the document removed. Readers see the old version until then and
+        only the new one after; a crash in between leaves one of them (:func:`reconcile`)."""
+        self._check_open()
+        handle = self._handle
+        models = handle.index.models
+        others = models.filter(
+            must=[models.match_value("document_id", document_id)],
+            must_not=[models.match_value("version", version)],
+        )
+        checkpoint("version-staged")
+        with handle.lock:
+            record(handle.catalog)
+            if handle.index.transactional:  # one transaction: the save commits both
+                handle.index.delete_matching(others)
+                self.save()
+                return
+            self.save()  # the commit point: the catalog names the new version
+            handle.staged = handle.staged - {version}
+            checkpoint("version-swapped")
+            handle.index.delete_matching(others)
+
+    def abandon_version(self, document_id: str, version: str) -> None:
+        """Drop what was written of ``version`` (the document keeps its old version)."""
+        handle = self._handle
+        models = handle.index.models
+        with handle.lock:
+            handle.index.rollback()
+            if not handle.index.transactional:
+                handle.index.delete_matching(
+                    models.filter(
+                        must=[
+                            models.match_value("document_id", document_id),
+                            models.match_value("version", version),
+                        ]
+                    )
+                )
+                handle.staged = handle.staged - {version}
+
+    def remove_document(self, document_id: str, record: Callable[[Catalog], None]) -> None:
+        """Remove ``document_id`` in one step: ``record`` takes it out of the catalog, the
+        catalog is saved and its chunks removed (one transaction on pgvector; on the Qdrant
+        adapters the catalog save is the commit point and :func:`reconcile` finishes an
+        interrupted removal)."""
+        self._check_open()
+        handle = self._handle
+        with handle.lock:
+            handle.index.rollback()
+            record(handle.catalog)
+            if handle.index.transactional:
+                handle.index.delete_document(document_id)
+                self.save()
+                return
+            self.save()
+            checkpoint("document-unlisted")
+            handle.index.delete_document(document_id)
+
     def delete_document(self, document_id: str) -> None:
-        """Remove every point of ``document_id``."""
+        """Remove every point of ``document_id`` (catalog untouched)."""
         self._check_open()
         with self._handle.lock:
             self._handle.index.delete_document(document_id)
@@ -561,9 +650,43 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
 
                 index = EdgeIndex(shard_dir, create=create or not has_docs)
             handle = _Handle(index, catalog)
+            reconcile(index, catalog)
             _handles[key] = handle
         handle.refs += 1
     return HybridStore(settings, handle, key)
+
+
+def reconcile(index: VectorIndex, catalog: Catalog) -> int:
+    """Remove the chunks an interrupted write left in ``index`` (a Qdrant store opened by
+    this process, nothing written yet): chunks of documents the catalog does not list and
+    chunks whose ``version`` is not their document's catalog ``hash`` (chunks without a
+    version, written before versions existed, are kept). Returns how many were removed.
+    Raises :class:`StoreError`."""
+    if index.transactional:  # pgvector: an interrupted transaction left nothing
+        return 0
+    models = index.models
+    docs = [(d, e) for ds in catalog.datasets.values() for d, e in ds.get("documents", {}).items()]
+    ids = sorted({d for d, _ in docs})
+    versions = sorted({str(e.get("hash", "")) for _, e in docs})
+    stray = [
+        models.filter(must_not=[models.match_any("document_id", ids)])
+        if ids
+        else models.filter(must_not=[models.is_empty("document_id")]),
+        models.filter(
+            must_not=[models.is_empty("version")]
+            + ([models.match_any("version", versions)] if versions else [])
+        ),
+    ]
+    removed = 0
+    for flt in stray:
+        found = index.count_matching(flt)
+        if found:
+            index.delete_matching(flt)
+            removed += found
+    if removed:
+        index.flush()
+        log.warning("removed %d chunks left by an interrupted write", removed)
+    return removed
 
 
 def _open_pgvector(settings: Settings) -> HybridStore:
@@ -601,9 +724,12 @@ def payload_of(
     articles: Sequence[str],
     doc_metadata: Mapping[str, Any],
     lookups: Mapping[str, Any],
+    version: str = "",
 ) -> dict[str, Any]:
-    """The stored payload of one chunk (everything :mod:`results` and the filters read)."""
+    """The stored payload of one chunk (everything :mod:`results` and the filters read);
+    ``version``: the fingerprint of the document version it belongs to (module docstring)."""
     return {
+        **({"version": version} if version else {}),
         "dataset_name": dataset_name,
         "dataset_id": dataset["dataset_id"],
         "document_id": document_id,
@@ -629,5 +755,6 @@ __all__ = [
     "PointData",
     "open_store",
     "payload_of",
+    "reconcile",
     "stable_id",
 ]

@@ -271,6 +271,7 @@ class PgIndex:
         self.url = url
         self.info = conninfo(url)
         self.models: FilterModels = SqlModels()
+        self.transactional = True
         self._reader: Any = None
         self._writer: Any = None
         self._in_write = False
@@ -437,6 +438,12 @@ class PgIndex:
     def delete_document(self, document_id: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM gcite_kb_chunks WHERE document_id = %s", (document_id,))
+
+    def delete_matching(self, flt: Any) -> None:
+        sql = _sql()
+        where = self._where(flt)
+        with self._write() as conn:
+            conn.execute(sql.SQL("DELETE FROM gcite_kb_chunks WHERE {}").format(where), {})
 
     def _where(self, flt: Any) -> Any:
         """The filter as SQL text for a query that also has ``%s`` parameters: its literal
