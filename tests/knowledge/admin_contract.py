@@ -107,9 +107,13 @@ class KnowledgeAdminContract:
             name, name="", data=f"# 车棚\n\n{NEW_FACT}再次更新。".encode(), replace=doc.id
         )
         assert not updated.created and updated.document.id == doc.id
-        with pytest.raises(ManageError) as renamed:
-            admin.upsert_document(name, name="other.md", data=b"# x\n\ny", replace=doc.id)
-        assert renamed.value.status == 400
+        renamed = admin.upsert_document(
+            name, name="other.md", data=f"# 车棚\n\n{FACT}".encode(), replace=doc.id
+        )
+        assert (renamed.document.id, renamed.document.name) == (doc.id, "other.md")
+        assert [d.name for d in admin.list_documents(name)] == ["other.md"]
+        found = search("自行车棚几点上锁", None)
+        assert "other.md" in found and "bikes.md" not in found
 
         removed = admin.delete_document(name, doc.id)
         assert removed.id == doc.id

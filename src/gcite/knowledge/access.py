@@ -13,7 +13,9 @@ ingest`` and the management commands open the knowledge base with:
 - otherwise the data dir's own store (:func:`gcite.knowledge.store.open_store`, Qdrant
   Edge or ``qdrant_url``), opened once on first use and shared by :meth:`store` and
   :meth:`admin` (a :class:`~gcite.knowledge.manage.LocalAdmin`; management creates the
-  knowledge base when the data dir has none yet).
+  knowledge base when the data dir has none yet). Opening it reconciles the store with
+  its catalog (:func:`gcite.knowledge.store.reconcile`) and ``uploads/`` with the catalog
+  (:func:`gcite.knowledge.manage.reconcile_uploads`): what an interrupted write left goes.
 
 Opening raises :class:`~gcite.errors.StoreError` (missing, corrupt, or held by another
 process); it is retried at the next call. Thread-safe; :meth:`close` releases everything.
@@ -81,9 +83,18 @@ class KnowledgeAccess:
 
     def _open_local(self, *, create: bool) -> HybridStore:
         if self._local is None:
+            from gcite.knowledge.manage import reconcile_uploads
             from gcite.knowledge.store import open_store
 
-            self._local = open_store(self.settings, create=create)
+            store = open_store(self.settings, create=create)
+            # what an interrupted write left in uploads/ (a pgvector database may be shared
+            # by processes writing now: only what is an hour old there)
+            transactional = store.settings.knowledge.store == "pgvector"
+            with store.lock:
+                reconcile_uploads(
+                    self.settings, store.catalog, min_age_s=3600.0 if transactional else 0.0
+                )
+            self._local = store
         return self._local
 
     def close(self) -> None:

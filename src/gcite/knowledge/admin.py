@@ -66,10 +66,13 @@ class DocumentInfo:
 @dataclass(frozen=True)
 class Upserted:
     """A document after :meth:`KnowledgeAdmin.upsert_document`; ``created`` is False when
-    it replaced one with the same name (or the one named by ``replace``)."""
+    it replaced one with the same name (or the one named by ``replace``);
+    ``roles_change``: ``(roles before, roles after)`` (sorted) when the replacement changed
+    the document's ``access_roles``, else ``None``."""
 
     document: DocumentInfo
     created: bool
+    roles_change: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,11 @@ class KnowledgeAdmin(Protocol):
 
         ``name``'s suffix chooses the converter (without a supported one it is Markdown
         and gets ``.md``); ``metadata`` (e.g. ``access_roles``) is in force from the first
-        moment. ``replace``: the id or name of the document to replace (an update:
-        ``name`` may be empty, renaming is refused with 400). A document that cannot be
-        converted, or refused metadata, is 400 and changes nothing.
+        moment; without it a replaced document keeps its metadata (its roles above all).
+        ``replace``: the id or name of the document to replace (an update: ``name`` may be
+        empty; another name renames it, its id kept). The replacement is atomic: searches
+        see the old version until the new one is complete. A document that cannot be
+        converted, or refused metadata, is 4xx and changes nothing.
         """
         ...
 

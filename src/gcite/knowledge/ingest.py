@@ -262,8 +262,13 @@ def ingest_paths(
     dataset: str,
     manifest: Path | None = None,
     progress: bool = False,
+    document_id: str | None = None,
 ) -> IngestReport:
     """Ingest files and directories into ``dataset`` (see the module docstring).
+
+    ``document_id``: the id of the document when ``paths`` is one file (the Knowledge API
+    keeps a document's id when its file moves or is renamed); otherwise ids are derived
+    from the dataset and each file's path.
 
     Raises :class:`ConfigError` for an empty dataset name or invalid chunk
     settings, :class:`ConversionError` for an unreadable manifest and
@@ -281,9 +286,10 @@ def ingest_paths(
     man = load_manifest(Path(manifest)) if manifest is not None else None
     report = IngestReport(dataset=dataset)
     sources, roots = _walk(paths, report)
+    ids = {s.path: document_id for s in sources} if document_id and len(sources) == 1 else {}
     store = open_store(settings, create=True)
     try:
-        _run(store, sources, roots, report, settings, dataset, man, progress)
+        _run(store, sources, roots, report, settings, dataset, man, progress, ids)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
     finally:
@@ -306,6 +312,11 @@ class _Run:
     limits: ConvertLimits
     embedder: Any
     array_fields: set[str] = field(default_factory=set)
+    ids: dict[Path, str] = field(default_factory=dict)
+
+    def document_id(self, source: _Source) -> str:
+        """The id of ``source``'s document (given, or derived from its path)."""
+        return self.ids.get(source.path) or stable_id(self.dataset, str(source.path))
 
     @property
     def docs(self) -> dict[str, dict[str, Any]]:
@@ -322,6 +333,7 @@ def _run(
     dataset: str,
     man: Manifest | None,
     progress: bool,
+    ids: Mapping[Path, str],
 ) -> None:
     embedder = store.embedder(for_write=True)
     with store.lock:
@@ -343,9 +355,10 @@ def _run(
             ConvertLimits.from_settings(settings),
             embedder,
             array_fields,
+            dict(ids),
         )
         for number, source in enumerate(sources, 1):
-            seen_ids.add(stable_id(dataset, str(source.path)))
+            seen_ids.add(run.document_id(source))
             if bar is not None:
                 bar.update(task, description=f"{source.path.name} ({number}/{len(sources)})")
             start = bar.tasks[0].completed if bar is not None else 0.0
@@ -380,7 +393,7 @@ def _drop_missing(run: _Run, seen_ids: set[str], roots: set[Path]) -> None:
 
 def _ingest_one(run: _Run, source: _Source, start: float) -> None:
     """Convert, chunk, embed and write one document as a new version, then swap it in."""
-    document_id = stable_id(run.dataset, str(source.path))
+    document_id = run.document_id(source)
     document = _open_document(source, run.limits)
     previous = run.docs.get(document_id)
     given = given_metadata(source.path, source.root, run.manifest, previous)

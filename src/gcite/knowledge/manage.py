@@ -8,11 +8,17 @@ shared per data dir within a process, so the service's open store is the one wri
 second process needed).
 
 Documents created through the API (text or an uploaded file) are kept under
-``<data_dir>/uploads/<dataset_id>/<file name>`` and ingested with
-:func:`~gcite.knowledge.ingest.ingest_paths` (same conversion, role checks, chunking
-and fingerprints as ``gcite ingest``); the same name in the same dataset updates the
-document (same document id). Metadata given with them goes to a sidecar manifest
-next to the file.
+``<data_dir>/uploads/<dataset_id>/<upload>/<file name>`` (one folder per uploaded version)
+and ingested with :func:`~gcite.knowledge.ingest.ingest_paths` (same conversion, role
+checks, chunking and fingerprints as ``gcite ingest``); the same name in the same dataset
+updates the document (same document id, also when an update renames it). Metadata given
+with them goes to a sidecar manifest next to the file; an update that gives none keeps the
+document's metadata (its roles above all). The new version is swapped in at once
+(:meth:`~gcite.knowledge.store.HybridStore.commit_version`) and the previous upload
+removed after; :func:`reconcile_uploads` removes what an interrupted write left.
+
+Writes to one dataset wait for each other (:class:`DatasetLocks`, owned by the
+:class:`LocalAdmin`); writes to different datasets run side by side.
 
 Errors: :class:`~gcite.knowledge.admin.ManageError` with an HTTP-like ``status`` (404
 unknown dataset or document, 409 duplicate name, 400 bad input) and a Chinese message.
@@ -28,6 +34,7 @@ import re
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,16 +47,30 @@ from gcite.knowledge.admin import (
     ManageError,
     Upserted,
 )
-from gcite.knowledge.catalog import stable_id
+from gcite.knowledge.catalog import Catalog, stable_id
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
+from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.ingest import ingest_paths
 from gcite.knowledge.store import HybridStore as KnowledgeStore
 
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
+META_SUFFIX = ".meta.json"
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
-# One writer at a time per process: ingestion reads-modifies-writes the catalog.
-_write_lock = threading.Lock()
+
+
+class DatasetLocks:
+    """One lock per dataset name: writes to a dataset wait for each other (ingestion
+    reads, changes and writes its catalog entry), writes to other datasets do not."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __call__(self, dataset: str) -> threading.Lock:
+        """The lock of ``dataset`` (a name)."""
+        with self._guard:
+            return self._locks.setdefault(dataset, threading.Lock())
 
 
 # Dify's codes for a refused file (ConversionError.status: 413 a limit, 415 the type)
@@ -96,7 +117,7 @@ def _check_name(name: Any, what: str) -> str:
 def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
-    with _write_lock, store.lock:
+    with store.lock:
         catalog = store.catalog
         if name in catalog.datasets:
             raise ManageError(
@@ -123,6 +144,7 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
                 path=str(info.get("path", "")),
                 segments=int(info.get("segments", 0)),
                 updated_at=int(info.get("updated_at", 0)),
+                metadata=dict(info.get("metadata") or {}),
             )
             for doc_id, info in docs.items()
         ),
@@ -142,45 +164,96 @@ def find_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo
     return matches[0]
 
 
-def delete_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo:
-    """Remove a document's chunks and its catalog entry (and its uploaded copy)."""
-    with _write_lock:
-        doc = find_document(store, dataset, ref)
-        store.delete_document(doc.id)
-        with store.lock:
-            store.catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
-            store.save()
-        _remove_upload(store.settings, store, doc)
+def delete_document(
+    store: KnowledgeStore, dataset: str, ref: str, *, locks: DatasetLocks | None = None
+) -> DocumentInfo:
+    """Remove a document's chunks and its catalog entry (one step), then its uploaded copy."""
+    name = dataset_named(store, dataset)
+    with (locks or DatasetLocks())(name):
+        doc = find_document(store, name, ref)
+
+        def unlist(catalog: Catalog) -> None:
+            catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
+
+        store.remove_document(doc.id, unlist)
+        _remove_upload(store.settings, doc.path)
     return doc
 
 
-def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
-    """Remove a dataset with all its documents."""
-    with _write_lock:
-        name = dataset_named(store, dataset)
+def delete_dataset(
+    store: KnowledgeStore, dataset: str, *, locks: DatasetLocks | None = None
+) -> DatasetInfo:
+    """Remove a dataset with all its documents (one step), then its uploads."""
+    name = dataset_named(store, dataset)
+    with (locks or DatasetLocks())(name):
         info = next(i for i in list_datasets(store) if i.name == name)
-        for doc in list_documents(store, name):
-            store.delete_document(doc.id)
-        with store.lock:
-            catalog = store.catalog
-            entry = catalog.datasets.get(name)
+
+        def unlist(catalog: Catalog) -> None:
+            # copy on write: searches read the dataset table without the lock
             catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
-            store.save()
-        if entry is not None:
-            shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
+
+        store.remove_dataset(name, unlist)
+        shutil.rmtree(_upload_dir(store.settings, info.id), True)
     return info
 
 
+def _uploads(settings: Settings) -> Path:
+    return Path(settings.data_dir).expanduser().resolve() / UPLOADS
+
+
 def _upload_dir(settings: Settings, dataset_id: str) -> Path:
-    return Path(settings.data_dir).expanduser().resolve() / UPLOADS / dataset_id
+    return _uploads(settings) / dataset_id
 
 
-def _remove_upload(settings: Settings, store: KnowledgeStore, doc: DocumentInfo) -> None:
-    path = Path(doc.path)
-    root = Path(settings.data_dir).expanduser().resolve() / UPLOADS
-    if path.is_relative_to(root):
+def _remove_upload(settings: Settings, path_text: str) -> None:
+    """Remove an uploaded file (its upload folder, or the file and its sidecar manifest when
+    it lies in the dataset's folder itself); files outside ``uploads/`` stay."""
+    if not path_text:
+        return
+    path = Path(path_text)
+    root = _uploads(settings)
+    if not path.is_relative_to(root):
+        return
+    if path.parent.parent.parent == root:  # uploads/<dataset>/<upload>/<file>
+        shutil.rmtree(path.parent, True)
+    else:
         path.unlink(missing_ok=True)
-        Path(str(path) + ".meta.json").unlink(missing_ok=True)
+        Path(str(path) + META_SUFFIX).unlink(missing_ok=True)
+
+
+def reconcile_uploads(settings: Settings, catalog: Catalog, *, min_age_s: float = 0.0) -> int:
+    """Remove what an interrupted write left in ``uploads/``: folders of unknown datasets,
+    and files and upload folders no document of the catalog points at. ``min_age_s``:
+    leave what changed more recently (another process may be writing it: pgvector).
+    Returns how many entries were removed."""
+    root = _uploads(settings)
+    if not root.is_dir():
+        return 0
+    kept: dict[str, set[Path]] = {}
+    for entry in catalog.datasets.values():
+        paths = {Path(str(d.get("path", ""))) for d in entry.get("documents", {}).values()}
+        kept[str(entry.get("dataset_id"))] = paths
+    now = time.time()
+    removed = 0
+    for folder in root.iterdir():
+        for item in [folder] if folder.name not in kept else list(folder.iterdir()):
+            if now - item.stat().st_mtime < min_age_s or _referenced(item, kept, folder):
+                continue
+            if item.is_dir():
+                shutil.rmtree(item, True)
+            else:
+                item.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _referenced(item: Path, kept: Mapping[str, set[Path]], folder: Path) -> bool:
+    paths = kept.get(folder.name)
+    if paths is None:
+        return False
+    if item.is_dir():
+        return any(p.parent == item for p in paths)
+    return item in paths or Path(str(item).removesuffix(META_SUFFIX)) in paths
 
 
 def upsert_document(
@@ -191,78 +264,143 @@ def upsert_document(
     data: bytes,
     metadata: Mapping[str, Any] | None = None,
     replace: str | None = None,
+    locks: DatasetLocks | None = None,
 ) -> Upserted:
     """Create or replace document ``name`` of ``dataset`` (name or id) from file bytes.
 
     ``name`` is the file name; its suffix chooses the converter (``.md``, ``.txt``,
     ``.html``, ``.pdf``, ``.docx``; a name without a supported suffix is taken as
-    Markdown text and gets ``.md``). ``metadata`` (``doc_metadata``: e.g.
-    ``access_roles``) overrides front matter. Blocking (embeds the text): call it off
-    the event loop. Raises :class:`ManageError` when the document cannot be converted
-    (the converter's status: 413 a conversion limit, named in the message; 415 the type;
-    422 unparsable) or its metadata is refused (400, e.g. a malformed ``access_roles``):
-    nothing is changed then, whatever the error (the uploaded file and its
-    ``.meta.json`` are removed, or the previous ones put back). ``replace``: the id or
-    name of the document this updates (``name`` may then be empty; another name is
-    refused: documents are not renamed).
+    Markdown text and gets ``.md``). A document of that name in the dataset is replaced
+    (its id kept). ``metadata`` (``doc_metadata``: e.g. ``access_roles``) overrides front
+    matter; ``None`` (or empty) keeps what was given with the replaced document.
+    ``replace``: the id or name of the document this replaces (an update, or Dify's
+    ``original_document_id``): ``name`` may then be empty (the name is kept) or another
+    name (the document is renamed, its id kept).
+
+    The new version is swapped in at once: searches see the old version until then.
+    Blocking (embeds the text): call it off the event loop. Raises :class:`ManageError`
+    when the document cannot be converted (the converter's status: 413 a conversion limit,
+    named in the message; 415 the type; 422 unparsable) or its metadata is refused (400,
+    e.g. a malformed ``access_roles``): nothing is changed then, whatever the error.
     """
-    if replace is not None:
-        current = find_document(store, dataset, replace)
-        if name and current.name not in (name, f"{name}.md"):
-            raise ManageError("不支持重命名文档", status=400)
-        name = current.name
-    name = _check_name(name, "文档")
-    if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-        name += ".md"
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ManageError("doc_metadata 必须是对象")
-    with _write_lock:
-        dataset_name = dataset_named(store, dataset)
+    dataset_name = dataset_named(store, dataset)
+    with (locks or DatasetLocks())(dataset_name):
+        current = _replaced(store, dataset_name, name, replace)
+        name = _final_name(name, current)
         with store.lock:
-            dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
-        folder = _upload_dir(store.settings, dataset_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        backup = target.read_bytes() if target.exists() else None
-        manifest = Path(str(target) + ".meta.json")
-        old_manifest = manifest.read_bytes() if manifest.exists() else None
-        try:  # whatever happens (a parser's own error too), the old files come back
-            target.write_bytes(data)
-            manifest.write_text(
-                json.dumps(
-                    {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
-                    ensure_ascii=False,
-                ),
-                encoding="utf-8",
-            )
-            report = ingest_paths(
-                [target], settings=store.settings, dataset=dataset_name, manifest=manifest
-            )
-        except BaseException:
-            _restore(target, backup, manifest, old_manifest)
-            raise
-        if report.failed:
-            _restore(target, backup, manifest, old_manifest)
-            reason = "; ".join(r for _, r in report.failed)
-            status = report.failed_status or 400
-            code = _FAILED_CODES.get(status, "invalid_param")
-            raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
-        document_id = stable_id(dataset_name, str(target))
+            entry = store.catalog.datasets[dataset_name]
+            dataset_id = str(entry["dataset_id"])
+            previous = dict(entry["documents"].get(current.id, {})) if current else {}
+        document_id = current.id if current else stable_id(
+            dataset_name, str(_upload_dir(store.settings, dataset_id) / name)
+        )
+        given = dict(metadata) if metadata else _kept_metadata(previous)
+        folder = _upload_dir(store.settings, dataset_id) / uuid.uuid4().hex
+        report = _ingest_upload(store, dataset_name, folder / name, data, given, document_id)
+        if report.unchanged:  # the same version again: the stored one stays
+            shutil.rmtree(folder, True)
+        elif current is not None and current.path != str(folder / name):
+            _remove_upload(store.settings, current.path)
         with store.lock:
-            entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
-            if entry is not None:
-                entry["updated_at"] = int(time.time())
+            stored = store.catalog.datasets[dataset_name]["documents"].get(document_id)
+            if stored is not None:
+                stored["updated_at"] = int(time.time())
                 store.save()
-    doc = find_document(store, dataset_name, document_id)
-    return Upserted(doc, created=report.added > 0)
+        doc = find_document(store, dataset_name, document_id)
+    before = _roles(previous.get("metadata")) if current else None
+    after = _roles(doc.metadata)
+    change = (before, after) if before is not None and before != after else None
+    return Upserted(doc, created=current is None, roles_change=change)
 
 
-def _restore(target: Path, backup: bytes | None, manifest: Path, old: bytes | None) -> None:
-    for path, content in ((target, backup), (manifest, old)):
-        if content is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(content)
+def _replaced(
+    store: KnowledgeStore, dataset: str, name: Any, replace: str | None
+) -> DocumentInfo | None:
+    """The document an upsert replaces: ``replace``'s, or the one named ``name``."""
+    if replace is not None:
+        return find_document(store, dataset, replace)
+    if not isinstance(name, str) or not name.strip():
+        return None
+    names = {name.strip(), f"{name.strip()}.md"}
+    same = [d for d in list_documents(store, dataset) if d.name in names]
+    exact = [d for d in same if d.name == name.strip()]
+    found = exact or same
+    return found[0] if found else None
+
+
+def _final_name(name: Any, current: DocumentInfo | None) -> str:
+    if current is not None and (not isinstance(name, str) or not name.strip()):
+        return current.name
+    text = _check_name(name, "文档")
+    if Path(text).suffix.lower() not in SUPPORTED_SUFFIXES:
+        text += ".md"
+    return text
+
+
+def _kept_metadata(previous: Mapping[str, Any]) -> dict[str, Any]:
+    """What was given with the replaced document: the catalog's ``given``, or (a document
+    uploaded before the catalog kept it) its sidecar manifest's entry."""
+    given = previous.get("given")
+    if isinstance(given, Mapping):
+        return dict(given)
+    path = Path(str(previous.get("path", "")))
+    try:
+        raw = json.loads(Path(str(path) + META_SUFFIX).read_text(encoding="utf-8"))
+        entry = raw["documents"][path.name]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return dict(entry) if isinstance(entry, Mapping) else {}
+
+
+def _roles(metadata: Any) -> tuple[str, ...]:
+    roles = (metadata or {}).get("access_roles") if isinstance(metadata, Mapping) else None
+    if roles is None:
+        return ()
+    return tuple(sorted(str(r) for r in roles)) if isinstance(roles, list) else (str(roles),)
+
+
+def _ingest_upload(
+    store: KnowledgeStore,
+    dataset: str,
+    target: Path,
+    data: bytes,
+    given: Mapping[str, Any],
+    document_id: str,
+) -> Any:
+    """Write ``data`` (and ``given`` as its sidecar manifest) to ``target``, a new upload
+    folder, and ingest it as ``document_id``; on any failure the folder is removed and
+    :class:`ManageError` (or the error) raised."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    manifest = Path(str(target) + META_SUFFIX)
+    try:
+        target.write_bytes(data)
+        manifest.write_text(
+            json.dumps(
+                {"dataset_name": dataset, "documents": {target.name: dict(given)}},
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
+        checkpoint("upload-written")
+        report = ingest_paths(
+            [target],
+            settings=store.settings,
+            dataset=dataset,
+            manifest=manifest,
+            document_id=document_id,
+        )
+    except BaseException:
+        shutil.rmtree(target.parent, True)
+        raise
+    if report.failed:
+        shutil.rmtree(target.parent, True)
+        reason = "; ".join(r for _, r in report.failed)
+        status = report.failed_status or 400
+        code = _FAILED_CODES.get(status, "invalid_param")
+        raise ManageError(f"文档 {target.name} 未能导入: {reason}", status=status, code=code)
+    return report
 
 
 def _store_name(settings: Settings) -> str:
@@ -283,6 +421,7 @@ class LocalAdmin:
 
     def __init__(self, store: KnowledgeStore) -> None:
         self.store = store
+        self.locks = DatasetLocks()
 
     def list_datasets(self) -> list[DatasetInfo]:
         """See :meth:`KnowledgeAdmin.list_datasets`."""
@@ -294,7 +433,7 @@ class LocalAdmin:
 
     def delete_dataset(self, dataset: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
-        return delete_dataset(self.store, dataset)
+        return delete_dataset(self.store, dataset, locks=self.locks)
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
@@ -315,12 +454,18 @@ class LocalAdmin:
     ) -> Upserted:
         """See :meth:`KnowledgeAdmin.upsert_document`."""
         return upsert_document(
-            self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
+            self.store,
+            dataset,
+            name=name,
+            data=data,
+            metadata=metadata,
+            replace=replace,
+            locks=self.locks,
         )
 
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
-        return delete_document(self.store, dataset, ref)
+        return delete_document(self.store, dataset, ref, locks=self.locks)
 
     def status(self) -> KnowledgeStatus:
         """See :meth:`KnowledgeAdmin.status`."""
@@ -344,6 +489,7 @@ class LocalAdmin:
 
 __all__ = [
     "DatasetInfo",
+    "DatasetLocks",
     "DocumentInfo",
     "LocalAdmin",
     "ManageError",
@@ -355,5 +501,6 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
+    "reconcile_uploads",
     "upsert_document",
 ]

@@ -551,18 +551,28 @@ class HybridStore:
         catalog is saved and its chunks removed (one transaction on pgvector; on the Qdrant
         adapters the catalog save is the commit point and :func:`reconcile` finishes an
         interrupted removal)."""
+        models = self._handle.index.models
+        self._remove(models.match_value("document_id", document_id), record)
+
+    def remove_dataset(self, name: str, record: Callable[[Catalog], None]) -> None:
+        """:meth:`remove_document` for every document of dataset ``name`` at once."""
+        models = self._handle.index.models
+        self._remove(models.match_value("dataset_name", name), record)
+
+    def _remove(self, condition: Any, record: Callable[[Catalog], None]) -> None:
         self._check_open()
         handle = self._handle
+        flt = handle.index.models.filter(must=[condition])
         with handle.lock:
             handle.index.rollback()
             record(handle.catalog)
             if handle.index.transactional:
-                handle.index.delete_document(document_id)
+                handle.index.delete_matching(flt)
                 self.save()
                 return
             self.save()
             checkpoint("document-unlisted")
-            handle.index.delete_document(document_id)
+            handle.index.delete_matching(flt)
 
     def delete_document(self, document_id: str) -> None:
         """Remove every point of ``document_id`` (catalog untouched)."""

@@ -210,7 +210,11 @@ async def _upsert(
             dataset_id, name=name, data=data, metadata=metadata, replace=replace
         )
     )
-    return upserted_body(result.document)
+    answer = upserted_body(result.document)
+    if result.roles_change is not None:  # an update that changes who may see the document
+        before, after = result.roles_change
+        answer["access_roles_changed"] = {"before": list(before), "after": list(after)}
+    return answer
 
 
 async def create_by_text(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
