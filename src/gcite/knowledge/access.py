@@ -31,6 +31,7 @@ from gcite.knowledge.admin import KnowledgeAdmin
 from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
+    from gcite.knowledge.indexing import Indexer
     from gcite.knowledge.store import HybridStore
 
 
@@ -43,6 +44,7 @@ class KnowledgeAccess:
         self._local: HybridStore | None = None
         self._remote: KnowledgeStore | None = None
         self._admin: KnowledgeAdmin | None = None
+        self._indexer: Indexer | None = None
 
     @property
     def remote(self) -> bool:
@@ -81,6 +83,16 @@ class KnowledgeAccess:
                     self._admin = LocalAdmin(self._open_local(create=True))
             return self._admin
 
+    def indexer(self) -> Indexer:
+        """The worker that indexes documents accepted by the Knowledge API off the request
+        path (:class:`~gcite.knowledge.indexing.Indexer`), started on first use."""
+        with self._lock:
+            if self._indexer is None:
+                from gcite.knowledge.indexing import Indexer
+
+                self._indexer = Indexer()
+            return self._indexer
+
     def _open_local(self, *, create: bool) -> HybridStore:
         if self._local is None:
             from gcite.knowledge.manage import reconcile_uploads
@@ -100,8 +112,11 @@ class KnowledgeAccess:
     def close(self) -> None:
         """Release the stores and the admin. Idempotent."""
         with self._lock:
+            indexer, self._indexer = self._indexer, None
             opened = (self._admin, self._remote, self._local)
             self._admin = self._remote = self._local = None
+        if indexer is not None:  # running writes end before the store closes
+            indexer.close()
         for item in opened:
             if item is not None:
                 item.close()

@@ -29,6 +29,7 @@ Source: Dify Knowledge API (``/datasets``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -36,6 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ from gcite.knowledge.convert import SUPPORTED_SUFFIXES
 from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.ingest import ingest_paths
 from gcite.knowledge.store import HybridStore as KnowledgeStore
+from gcite.roles import RoleValueError, validate_metadata
 
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
@@ -256,6 +259,63 @@ def _referenced(item: Path, kept: Mapping[str, set[Path]], folder: Path) -> bool
     return item in paths or Path(str(item).removesuffix(META_SUFFIX)) in paths
 
 
+@dataclass(frozen=True)
+class PlannedUpsert:
+    """What :func:`plan_upsert` found: the dataset (name), the document as it will be
+    (id and final name; the replaced one's path, segments and metadata until then) and the
+    metadata given (``None``: keep the replaced document's)."""
+
+    dataset: str
+    document: DocumentInfo
+    metadata: dict[str, Any] | None
+    replaces: bool = False
+
+    @property
+    def roles_change(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """``(roles before, roles given)`` when this replaces a document with metadata
+        whose ``access_roles`` differ from the document's (roles from front matter come on
+        top: :attr:`Upserted.roles_change` has the outcome)."""
+        if not self.replaces or self.metadata is None:
+            return None
+        before, after = _roles(self.document.metadata), _roles(self.metadata)
+        return (before, after) if before != after else None
+
+
+def plan_upsert(
+    store: KnowledgeStore,
+    dataset: str,
+    *,
+    name: Any,
+    metadata: Mapping[str, Any] | None = None,
+    replace: str | None = None,
+) -> PlannedUpsert:
+    """The checks of :func:`upsert_document` that need no conversion: the dataset, the
+    name, the document replaced. Raises :class:`ManageError` (404, 400)."""
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ManageError("doc_metadata 必须是对象")
+    dataset_name = dataset_named(store, dataset)
+    current = _replaced(store, dataset_name, name, replace)
+    final = _final_name(name, current)
+    if metadata:  # refused at once, before anything is accepted
+        try:
+            validate_metadata(
+                metadata,
+                document=final,
+                allowed_lookalikes=store.settings.knowledge.role_lookalikes,
+            )
+        except RoleValueError as exc:
+            raise ManageError(str(exc)) from exc
+    if current is not None:
+        document = dataclasses.replace(current, name=final)
+    else:
+        with store.lock:
+            dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
+        document_id = stable_id(dataset_name, str(_upload_dir(store.settings, dataset_id) / final))
+        document = DocumentInfo(document_id, final, dataset_name, "", 0, 0, dict(metadata or {}))
+    given = dict(metadata) if metadata else None
+    return PlannedUpsert(dataset_name, document, given, replaces=current is not None)
+
+
 def upsert_document(
     store: KnowledgeStore,
     dataset: str,
@@ -283,36 +343,42 @@ def upsert_document(
     named in the message; 415 the type; 422 unparsable) or its metadata is refused (400,
     e.g. a malformed ``access_roles``): nothing is changed then, whatever the error.
     """
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise ManageError("doc_metadata 必须是对象")
-    dataset_name = dataset_named(store, dataset)
+    planned = plan_upsert(store, dataset, name=name, metadata=metadata, replace=replace)
+    return run_upsert(store, planned, data, locks=locks)
+
+
+def run_upsert(
+    store: KnowledgeStore, planned: PlannedUpsert, data: bytes, *, locks: DatasetLocks | None = None
+) -> Upserted:
+    """Write and ingest a :func:`plan_upsert` (see :func:`upsert_document`)."""
+    dataset_name, document_id = planned.dataset, planned.document.id
     with (locks or DatasetLocks())(dataset_name):
-        current = _replaced(store, dataset_name, name, replace)
-        name = _final_name(name, current)
-        with store.lock:
-            entry = store.catalog.datasets[dataset_name]
+        with store.lock:  # the replaced document as it is now (it may have changed since)
+            entry = store.catalog.datasets.get(dataset_name)
+            if entry is None:
+                raise ManageError(
+                    f"没有数据集 {dataset_name}", status=404, code="dataset_not_found"
+                )
             dataset_id = str(entry["dataset_id"])
-            previous = dict(entry["documents"].get(current.id, {})) if current else {}
-        document_id = current.id if current else stable_id(
-            dataset_name, str(_upload_dir(store.settings, dataset_id) / name)
-        )
-        given = dict(metadata) if metadata else _kept_metadata(previous)
+            previous = dict(entry["documents"].get(document_id, {}))
+        given = planned.metadata if planned.metadata else _kept_metadata(previous)
         folder = _upload_dir(store.settings, dataset_id) / uuid.uuid4().hex
-        report = _ingest_upload(store, dataset_name, folder / name, data, given, document_id)
+        target = folder / planned.document.name
+        report = _ingest_upload(store, dataset_name, target, data, given, document_id)
         if report.unchanged:  # the same version again: the stored one stays
             shutil.rmtree(folder, True)
-        elif current is not None and current.path != str(folder / name):
-            _remove_upload(store.settings, current.path)
+        elif previous.get("path") and previous["path"] != str(target):
+            _remove_upload(store.settings, str(previous["path"]))
         with store.lock:
             stored = store.catalog.datasets[dataset_name]["documents"].get(document_id)
             if stored is not None:
                 stored["updated_at"] = int(time.time())
                 store.save()
         doc = find_document(store, dataset_name, document_id)
-    before = _roles(previous.get("metadata")) if current else None
+    before = _roles(previous.get("metadata")) if previous else None
     after = _roles(doc.metadata)
     change = (before, after) if before is not None and before != after else None
-    return Upserted(doc, created=current is None, roles_change=change)
+    return Upserted(doc, created=not previous, roles_change=change)
 
 
 def _replaced(
@@ -463,6 +529,21 @@ class LocalAdmin:
             locks=self.locks,
         )
 
+    def plan_upsert(
+        self,
+        dataset: str,
+        *,
+        name: str,
+        metadata: Mapping[str, Any] | None = None,
+        replace: str | None = None,
+    ) -> PlannedUpsert:
+        """:func:`plan_upsert` (the checks made before an asynchronous write is accepted)."""
+        return plan_upsert(self.store, dataset, name=name, metadata=metadata, replace=replace)
+
+    def run_upsert(self, planned: PlannedUpsert, data: bytes) -> Upserted:
+        """:func:`run_upsert` under this admin's per-dataset locks."""
+        return run_upsert(self.store, planned, data, locks=self.locks)
+
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
         return delete_document(self.store, dataset, ref, locks=self.locks)
@@ -493,6 +574,7 @@ __all__ = [
     "DocumentInfo",
     "LocalAdmin",
     "ManageError",
+    "PlannedUpsert",
     "Upserted",
     "create_dataset",
     "dataset_named",
@@ -501,6 +583,8 @@ __all__ = [
     "find_document",
     "list_datasets",
     "list_documents",
+    "plan_upsert",
     "reconcile_uploads",
+    "run_upsert",
     "upsert_document",
 ]

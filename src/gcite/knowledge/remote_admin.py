@@ -17,6 +17,7 @@ admin; thread-safe.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -34,6 +35,7 @@ from gcite.knowledge.admin import (
 )
 
 UPLOAD_TIMEOUT_S = 600.0
+POLL_S = 0.1  # between two indexing-status calls while the service indexes a document
 """Longest wait for one call (seconds): an upload is converted and embedded before the
 answer."""
 
@@ -62,6 +64,7 @@ class RemoteAdmin:
         timeout_s: float = UPLOAD_TIMEOUT_S,
     ) -> None:
         self.base = origin_of(url)
+        self._timeout_s = timeout_s
         self._client = httpx.Client(
             base_url=self.base,
             headers={"Authorization": f"Bearer {key}"},
@@ -132,8 +135,33 @@ class RemoteAdmin:
         if not isinstance(document, dict):
             raise StoreError("远程知识库返回的文档格式无效")
         doc = document_record(document, self._dataset_name(dataset))
+        if document.get("indexing_status") != "completed":
+            self._wait_indexed(path, str(body.get("batch") or ""))
+            doc = self.find_document(dataset, doc.id)
         created = replace is None and doc.name not in existing
         return Upserted(doc, created=created)
+
+    def _wait_indexed(self, path: str, batch: str) -> None:
+        """Poll the indexing status of ``batch`` until it is completed; its ``error`` is a
+        :class:`ManageError` (with the status the service gave the failure)."""
+        deadline = time.monotonic() + self._timeout_s  # a hang guard
+        while True:
+            body = self._call("GET", f"{path}/documents/{_segment(batch)}/indexing-status")
+            items = body.get("data") if isinstance(body, dict) else None
+            item = items[0] if isinstance(items, list) and items else {}
+            status = item.get("indexing_status") if isinstance(item, dict) else None
+            if status == "completed":
+                return
+            if status == "error":
+                failure = item.get("gcite_error") or {}
+                raise ManageError(
+                    str(item.get("error") or "文档未能导入"),
+                    status=int(failure.get("status") or 422),
+                    code=str(failure.get("code") or "invalid_param"),
+                )
+            if time.monotonic() > deadline:
+                raise StoreError("远程知识库的文档索引超时")
+            time.sleep(POLL_S)
 
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""

@@ -48,6 +48,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from gcite.config import ApiKey, Settings
 from gcite.dify.knowledge_api import (
     batch_documents,
+    batch_id,
     dataset_body,
     doc_metadata,
     document_body,
@@ -59,6 +60,7 @@ from gcite.dify.knowledge_api import (
 from gcite.knowledge.access import KnowledgeAccess
 from gcite.knowledge.admin import DocumentInfo, KnowledgeAdmin, ManageError
 from gcite.knowledge.convert import MAX_FILE_BYTES
+from gcite.knowledge.indexing import Job
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import BodyError, load_json, read_limited
@@ -198,47 +200,80 @@ async def delete_dataset(dataset_id: str, admin: Admin) -> Response:
 
 
 async def _upsert(
+    request: Request,
     admin: KnowledgeAdmin,
     dataset_id: str,
     replace: str | None,
     body: tuple[dict[str, Any], str, bytes],
 ) -> dict[str, Any]:
+    """Accept a document: indexed off the request path by the knowledge base's
+    :class:`~gcite.knowledge.indexing.Indexer` (the answer's ``batch`` reports it), or, for
+    a knowledge base of another service, by that service (waited for)."""
     fields, name, data = body
     metadata = doc_metadata(fields.get("doc_metadata"))
-    result = await _blocking(
-        lambda: admin.upsert_document(
-            dataset_id, name=name, data=data, metadata=metadata, replace=replace
+    original = fields.get("original_document_id")  # Dify's "replace this document"
+    if replace is None and isinstance(original, str) and original.strip():
+        replace = original.strip()
+    access: KnowledgeAccess = request.app.state.knowledge
+    if access.remote:
+        result = await _blocking(
+            lambda: admin.upsert_document(
+                dataset_id, name=name, data=data, metadata=metadata, replace=replace
+            )
+        )
+        return _with_roles_change(upserted_body(result.document), result.roles_change)
+    job, _done = await _blocking(
+        lambda: access.indexer().submit(
+            admin,
+            dataset_id,
+            name=name,
+            data=data,
+            metadata=metadata,
+            replace=replace,
+            batch=batch_id,
         )
     )
-    answer = upserted_body(result.document)
-    if result.roles_change is not None:  # an update that changes who may see the document
-        before, after = result.roles_change
+    answer = upserted_body(job.document)
+    answer["batch"] = job.batch
+    answer["document"].update(indexing_status="waiting", display_status="queuing")
+    return _with_roles_change(answer, job.roles_change)
+
+
+def _with_roles_change(
+    answer: dict[str, Any], change: tuple[tuple[str, ...], tuple[str, ...]] | None
+) -> dict[str, Any]:
+    """``answer`` with ``access_roles_changed`` when the write changes who may see the
+    document (an update that gives other roles says so)."""
+    if change is not None:
+        before, after = change
         answer["access_roles_changed"] = {"before": list(before), "after": list(after)}
     return answer
 
 
 async def create_by_text(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
     """``POST .../document/create-by-text``."""
-    return await _upsert(admin, dataset_id, None, await _text_body(request, update=False))
+    return await _upsert(request, admin, dataset_id, None, await _text_body(request, update=False))
 
 
 async def create_by_file(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
     """``POST .../document/create-by-file``."""
-    return await _upsert(admin, dataset_id, None, await _form_body(request))
+    return await _upsert(request, admin, dataset_id, None, await _form_body(request))
 
 
 async def update_by_text(
     dataset_id: str, document_id: str, request: Request, admin: Admin
 ) -> dict[str, Any]:
     """``POST .../documents/{document_id}/update-by-text``."""
-    return await _upsert(admin, dataset_id, document_id, await _text_body(request, update=True))
+    return await _upsert(
+        request, admin, dataset_id, document_id, await _text_body(request, update=True)
+    )
 
 
 async def update_by_file(
     dataset_id: str, document_id: str, request: Request, admin: Admin
 ) -> dict[str, Any]:
     """``POST .../documents/{document_id}/update-by-file``."""
-    return await _upsert(admin, dataset_id, document_id, await _form_body(request))
+    return await _upsert(request, admin, dataset_id, document_id, await _form_body(request))
 
 
 async def list_documents(
@@ -266,9 +301,17 @@ async def delete_document(dataset_id: str, document_id: str, admin: Admin) -> Re
     return Response(status_code=204)
 
 
-async def indexing_status(dataset_id: str, batch: str, admin: Admin) -> dict[str, Any]:
-    """``GET .../documents/{batch}/indexing-status``: the documents of the batch still
-    stored (404 for a batch gcite did not make)."""
+async def indexing_status(
+    dataset_id: str, batch: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``GET .../documents/{batch}/indexing-status``: the batch's run as this service's
+    indexer knows it (``waiting``, ``indexing``, ``completed`` or ``error`` with the
+    reason), else the documents of the batch still stored, completed (404 for a batch
+    gcite did not make)."""
+    access: KnowledgeAccess = request.app.state.knowledge
+    job = None if access.remote else access.indexer().job(batch)
+    if job is not None:
+        return {"data": [_job_status(job)]}
     ids = batch_documents(batch)
     if not ids:
         raise ApiError(404, "not_found", "Documents not found.")
@@ -284,6 +327,33 @@ async def indexing_status(dataset_id: str, batch: str, admin: Admin) -> dict[str
         return found
 
     return indexing_status_body(await _blocking(work))
+
+
+def _job_status(job: Job) -> dict[str, Any]:
+    """One item of an indexing-status answer for ``job`` (Dify's fields; times in Unix
+    seconds, ``None`` until reached; a failure's reason in ``error``)."""
+    item: dict[str, Any] = indexing_status_body([job.document])["data"][0]
+    started = int(job.started_at) or None
+    finished = int(job.completed_at) or None
+    done = job.status == "completed"
+    item.update(
+        indexing_status=job.status,
+        processing_started_at=started,
+        parsing_completed_at=finished if done else None,
+        cleaning_completed_at=finished if done else None,
+        splitting_completed_at=finished if done else None,
+        completed_at=finished if done else None,
+        stopped_at=finished if job.status == "error" else None,
+        error=job.error,
+        completed_segments=job.document.segments if done else 0,
+        total_segments=job.document.segments if done else 0,
+    )
+    if job.status == "error":  # what a gcite client needs to report the failure as it was
+        item["gcite_error"] = {"status": job.error_status, "code": job.error_code}
+    if job.roles_change is not None:
+        before, after = job.roles_change
+        item["access_roles_changed"] = {"before": list(before), "after": list(after)}
+    return item
 
 
 def knowledge_router() -> APIRouter:
