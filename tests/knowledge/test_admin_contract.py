@@ -1,7 +1,8 @@
 """Both KnowledgeAdmin implementations pass the one contract (``admin_contract.py``).
 
 - :class:`gcite.knowledge.manage.LocalAdmin`: the data dir's own embedded store, reached
-  through :class:`gcite.knowledge.access.KnowledgeAccess` (as the service and the CLI do);
+  through :class:`gcite.knowledge.access.KnowledgeAccess` (as the service and the CLI do),
+  and the same over the pgvector store;
 - :class:`gcite.knowledge.remote_admin.RemoteAdmin`: a real gcite service (uvicorn on a
   free loopback port) managed through its Knowledge API, as a worker of ``gcite serve
   --workers N`` or a ``knowledge_url`` service is.
@@ -25,6 +26,7 @@ from gcite.knowledge.access import KnowledgeAccess
 from gcite.knowledge.manage import LocalAdmin
 from gcite.knowledge.remote_admin import RemoteAdmin
 from gcite.service.app import create_app
+from support.pg import fresh_database
 
 from .admin_contract import KnowledgeAdminContract, Search
 
@@ -51,6 +53,39 @@ class TestLocalAdmin(KnowledgeAdminContract):
     @pytest.fixture
     def access(self, local_access: KnowledgeAccess) -> KnowledgeAccess:
         return local_access
+
+    @pytest.fixture
+    def admin(self, access: KnowledgeAccess) -> Any:
+        admin = access.admin()
+        assert isinstance(admin, LocalAdmin)
+        return admin
+
+    @pytest.fixture
+    def search(self, access: KnowledgeAccess) -> Search:
+        return _search_with(access)
+
+
+@pytest.fixture(scope="module")
+def pg_access(
+    tmp_path_factory: pytest.TempPathFactory, pgvector_url: str
+) -> Iterator[KnowledgeAccess]:
+    base = tmp_path_factory.mktemp("pg-admin")
+    settings = Settings.from_keys(
+        data_dir=base / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=fresh_database(pgvector_url),
+    )
+    with KnowledgeAccess(settings) as access:
+        yield access
+
+
+class TestPgvectorLocalAdmin(KnowledgeAdminContract):
+    """:class:`LocalAdmin` over the pgvector store."""
+
+    @pytest.fixture
+    def access(self, pg_access: KnowledgeAccess) -> KnowledgeAccess:
+        return pg_access
 
     @pytest.fixture
     def admin(self, access: KnowledgeAccess) -> Any:
