@@ -217,7 +217,8 @@ def _started(proc: subprocess.Popen[bytes], url: str) -> httpx.Client:
             return httpx.Client(base_url=url, headers=ADMIN, timeout=60)
         except httpx.TransportError:
             if proc.poll() is not None:
-                raise AssertionError((proc.stderr.read() if proc.stderr else b"").decode())
+                output = proc.stderr.read() if proc.stderr else b""
+                raise AssertionError(output.decode()) from None
             assert time.monotonic() < deadline, "gcite serve did not start"
             time.sleep(0.2)
 

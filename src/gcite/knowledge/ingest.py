@@ -289,7 +289,7 @@ def ingest_paths(
     ids = {s.path: document_id for s in sources} if document_id and len(sources) == 1 else {}
     store = open_store(settings, create=True)
     try:
-        _run(store, sources, roots, report, settings, dataset, man, progress, ids)
+        _run(store, (sources, roots), report, settings, dataset, man, progress, ids)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
     finally:
@@ -326,8 +326,7 @@ class _Run:
 
 def _run(
     store: HybridStore,
-    sources: list[_Source],
-    roots: set[Path],
+    walked: tuple[list[_Source], set[Path]],
     report: IngestReport,
     settings: Settings,
     dataset: str,
@@ -335,6 +334,7 @@ def _run(
     progress: bool,
     ids: Mapping[Path, str],
 ) -> None:
+    sources, roots = walked
     embedder = store.embedder(for_write=True)
     with store.lock:
         entry = store.catalog.dataset(dataset)

@@ -41,6 +41,7 @@ Source: dify-protocol.md §2 (result items).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -144,6 +145,15 @@ def score_candidates(
         hits.append(Hit(relevance(cand.cosine, lexical, calibration), cand.payload, cand.id))
     hits.sort(key=lambda h: -h.score)
     return hits
+
+
+def _kept(scored: list[Hit], *, limit: int, threshold: float, rerank: bool) -> list[Hit]:
+    """The hits of a search worth their payloads: the best ``limit`` above ``threshold``,
+    or, before a rerank (which scores its candidates; the threshold applies after), its
+    candidates."""
+    if rerank:
+        return scored[: max(limit, RERANK_CANDIDATES)]
+    return [h for h in scored if h.score >= threshold][:limit]
 
 
 def _floats(vector: Any) -> list[float]:
@@ -290,13 +300,30 @@ class HybridStore:
         if sparse is not None and sparse.indices:
             stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
-        index = self._handle.index
-        # Candidates come without payloads (building 2 x depth payloads as Python objects
-        # was most of the query's time, with the GIL held): only the hits kept get theirs.
-        query_dense = self._query_dense(text, dense)
         rerank = mode == "hybrid" and bool(self.settings.rerank.url)
-        # the candidates and their payloads under one hold of the lock: a version swapped
-        # in meanwhile cannot leave a hit without its chunk
+        cut = functools.partial(_kept, limit=limit, threshold=threshold, rerank=rerank)
+        scored = self._scored(stages, flt, depth, (text, dense), weights, mode, cut)
+        if rerank and scored:
+            scored = self._rerank(text, scored, limit)
+        return [h for h in scored if h.score >= threshold and h.payload][:limit]
+
+    def _scored(
+        self,
+        stages: list[Stage],
+        flt: Any,
+        depth: int,
+        query: tuple[str, list[float] | None],
+        weights: Mapping[int, float],
+        mode: str,
+        cut: Callable[[list[Hit]], list[Hit]],
+    ) -> list[Hit]:
+        """The scored candidates of ``stages`` under ``flt`` that ``cut`` keeps, with their
+        payloads. Candidates come without payloads (building 2 x depth payloads as Python
+        objects was most of the query's time, with the GIL held): only the hits kept get
+        theirs, under the same hold of the lock as the query, so a version swapped in
+        meanwhile cannot leave a hit without its chunk."""
+        index = self._handle.index
+        query_dense = self._query_dense(*query)
         with self._handle.lock:
             visible = self._handle.visible(flt)
             found = [index.nearest(stage, visible, depth, with_payload=False) for stage in stages]
@@ -306,14 +333,9 @@ class HybridStore:
             if mode != "hybrid":  # one retriever: its own order, relevance as the score
                 order = {c.id: i for i, c in enumerate(found[0])} if found else {}
                 scored.sort(key=lambda h: order.get(h.id, 0))
-            if rerank:
-                scored = scored[: max(limit, RERANK_CANDIDATES)]
-            else:
-                scored = [h for h in scored if h.score >= threshold][:limit]
+            scored = cut(scored)
             self._fill_payloads(scored)
-        if rerank and scored:
-            scored = self._rerank(text, scored, limit)
-        return [h for h in scored if h.score >= threshold and h.payload][:limit]
+        return scored
 
     def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
         """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates
