@@ -157,25 +157,34 @@ def test_a_document_switches_versions_in_one_transaction(tmp_path: Path, pgvecto
             text = "电梯维保规程（修订）\n电梯每周检查一次。"
             points = [
                 PointData(
-                    stable_id(document_id, "v2", str(i)),
+                    stable_id(document_id, version, str(i)),
                     _dense(store, text).dense or [],
                     document_vector(text),
-                    {**hit.payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
+                    {
+                        **hit.payload,
+                        "content": f"{text}{version}{i}",
+                        "segment_id": f"{version}-{i}",
+                        "version": version,
+                    },
                 )
+                for version in ("v2", "v3")
                 for i in range(3)
             ]
-            store.write_document(document_id, points[:2])
-            store.add_points(points[2:])
-            # readers see the old version until the save
+            store.begin_version("v2")
+            store.add_points(points[:2])
+            store.add_points(points[2:3])
+            # readers see the old version until the swap
             assert _contents(reader, store, only) == old_contents
             assert _contents(store._handle.index, store, only) == old_contents
-            store.rollback()
+            store.abandon_version(document_id, "v2")
             assert _contents(reader, store, only) == old_contents
-            store.write_document(document_id, points)
-            store.save()
-            new_contents = {p.payload["content"] for p in points}
+            store.begin_version("v2")
+            store.add_points(points[:3])
+            store.commit_version(document_id, "v2", lambda _catalog: None)
+            new_contents = {p.payload["content"] for p in points[:3]}
             assert _contents(reader, store, only) == new_contents
-            store.write_document(document_id, points[:1])  # interrupted: never saved
+            store.begin_version("v3")
+            store.add_points(points[3:4])  # interrupted: never swapped in
         assert _contents(reader, None, only) == new_contents
     finally:
         reader.close()
@@ -301,7 +310,8 @@ points = [
               {"document_id": document_id, "dataset_name": "园区制度库", "content": text})
     for i in range(3)
 ]
-store.write_document(document_id, points)
+store.begin_version("half")
+store.add_points(points)
 print("written", flush=True)
 sys.stdin.read()  # killed here, before the save
 """
@@ -375,9 +385,10 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
             stable_id(document_id, "half", "0"),
             _dense(store, text).dense or [],
             document_vector(text),
-            {**hit.payload, "content": text},
+            {**hit.payload, "content": text, "version": "half"},
         )
-        store.write_document(document_id, [point])
+        store.begin_version("half")
+        store.add_points([point])
         with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:
             pid = index._writer.info.backend_pid
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
@@ -390,6 +401,7 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
             store.save()
         assert _contents(index, store, only) == before
         # the next document write starts afresh
-        store.write_document(document_id, [point])
-        store.save()
+        store.begin_version("half")
+        store.add_points([point])
+        store.commit_version(document_id, "half", lambda _catalog: None)
         assert _contents(index, store, only) == {text}
