@@ -24,8 +24,13 @@ Endpoints (Dify's paths under ``/v1``; ``dataset_id`` is the id or the name):
   ``GET`` / ``DELETE /v1/datasets/{dataset_id}/documents/{document_id}`` (204);
 - ``GET /v1/datasets/{dataset_id}/documents/{batch}/indexing-status``.
 
-Differences from Dify, on purpose: indexing is done when the create/update call returns
-(``indexing_status: "completed"``, or a 400 naming the reason, nothing changed);
+Create and update answer at once with a ``batch`` (``indexing_status: "waiting"``); the
+knowledge base's :class:`~gcite.knowledge.indexing.Indexer` indexes the document off the
+request path and ``indexing-status`` reports ``waiting`` / ``indexing`` / ``completed`` or
+``error`` (the Chinese reason; nothing of the document visible). ``original_document_id``
+on create replaces that document (atomically: one version searchable at every moment).
+A knowledge base of another service (``knowledge_url``) is written by that service, and
+the call waits for its indexing. Differences from Dify, on purpose:
 ``doc_metadata`` is accepted with the document (an object, or Dify's list of
 ``{"name", "value"}``) so that ``access_roles`` is in force from the first moment (a
 document is never public between two calls); ``indexing_technique``, ``process_rule`` and
