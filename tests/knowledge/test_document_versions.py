@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,69 @@ def test_a_killed_ingest_leaves_one_complete_version(
         _agree(store)
         names = {d.name for d in access.admin().list_documents(DATASET)}
         assert ("patrol.md" in names) == bool(expected)
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_a_long_write_does_not_hold_up_another_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write to one dataset held mid-version (inside its chunk writes) does not stop a
+    write to another dataset from completing (Qdrant Edge: per-dataset locks only)."""
+    with KnowledgeAccess(_edge(tmp_path)) as access:
+        admin = access.admin()
+        admin.create_dataset(DATASET)
+        admin.create_dataset("其他库")
+        held, release = threading.Event(), threading.Event()
+        add_points = HybridStore.add_points
+
+        def hold(self: HybridStore, points: Any) -> None:
+            add_points(self, points)
+            if threading.current_thread().name == "long-write":
+                held.set()
+                assert release.wait(600)  # a hang guard
+
+        monkeypatch.setattr(HybridStore, "add_points", hold)
+        long_write = threading.Thread(
+            target=admin.upsert_document,
+            args=(DATASET,),
+            kwargs={"name": "patrol.md", "data": OLD.encode()},
+            name="long-write",
+        )
+        long_write.start()
+        assert held.wait(600)
+        other = admin.upsert_document("其他库", name="lift.md", data=NEW.encode())
+        assert other.created and long_write.is_alive()
+        assert _versions(access.store()) == {"新版"}  # the held version is not searchable
+        release.set()
+        long_write.join(600)
+        assert _versions(access.store()) == {"旧版", "新版"}
+        _agree(access.store())
+
+
+def test_concurrent_writes_to_two_datasets_both_land(access: KnowledgeAccess) -> None:
+    admin = access.admin()
+    admin.create_dataset(DATASET)
+    admin.create_dataset("其他库")
+    errors: list[BaseException] = []
+
+    def write(dataset: str, text: str) -> None:
+        try:
+            for number in range(3):
+                admin.upsert_document(dataset, name=f"d{number}.md", data=text.encode())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(DATASET, OLD)),
+        threading.Thread(target=write, args=("其他库", NEW)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    assert not errors, errors
+    assert {len(admin.list_documents(d)) for d in (DATASET, "其他库")} == {3}
+    assert _versions(access.store()) == {"旧版", "新版"}
+    _agree(access.store())

@@ -120,7 +120,7 @@ def _check_name(name: Any, what: str) -> str:
 def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
-    with store.lock:
+    with store.write_guard(), store.lock:
         catalog = store.catalog
         if name in catalog.datasets:
             raise ManageError(
@@ -369,7 +369,7 @@ def run_upsert(
             shutil.rmtree(folder, True)
         elif previous.get("path") and previous["path"] != str(target):
             _remove_upload(store.settings, str(previous["path"]))
-        with store.lock:
+        with store.write_guard(), store.lock:
             stored = store.catalog.datasets[dataset_name]["documents"].get(document_id)
             if stored is not None:
                 stored["updated_at"] = int(time.time())

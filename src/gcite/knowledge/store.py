@@ -40,6 +40,7 @@ Source: dify-protocol.md §2 (result items).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -176,6 +177,14 @@ class _Handle:
     refs: int = 0
     # versions being written on an index that shows writes at once: hidden from searches
     staged: frozenset[str] = frozenset()
+    # on a transactional index (one write transaction per connection): held by the thread
+    # writing a version from begin_version to its commit or abandonment, and around every
+    # other catalog save, so no save commits half of another thread's document
+    writes: threading.RLock = field(default_factory=threading.RLock)
+
+    def write_guard(self) -> Any:
+        """The context that serialises writes where the index needs it (see ``writes``)."""
+        return self.writes if self.index.transactional else contextlib.nullcontext()
 
     def visible(self, flt: Any) -> Any:
         """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
@@ -476,6 +485,12 @@ class HybridStore:
         """The data directory's lock (hold it around read-modify-write sequences)."""
         return self._handle.lock
 
+    def write_guard(self) -> Any:
+        """A context to take before :attr:`lock` around a catalog change that is saved: on
+        pgvector it waits for a document version another thread is writing (whose write
+        transaction the save would commit); elsewhere it does nothing."""
+        return self._handle.write_guard()
+
     def embedder(self, *, for_write: bool = False) -> Embedder:
         """The embedder of this store.
 
@@ -509,6 +524,8 @@ class HybridStore:
         of an earlier document where the index keeps them in a transaction (pgvector)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
+        if self._handle.index.transactional:  # released by commit_version / abandon_version
+            self._handle.writes.acquire()
         with self._handle.lock:
             self._handle.index.rollback()
             catalog = self._handle.catalog
@@ -540,12 +557,17 @@ class HybridStore:
             must_not=[models.match_value("version", version)],
         )
         checkpoint("version-staged")
+        if handle.index.transactional:  # one transaction: the save commits both
+            try:
+                with handle.lock:
+                    record(handle.catalog)
+                    handle.index.delete_matching(others)
+                    self.save()
+            finally:
+                handle.writes.release()
+            return
         with handle.lock:
             record(handle.catalog)
-            if handle.index.transactional:  # one transaction: the save commits both
-                handle.index.delete_matching(others)
-                self.save()
-                return
             self.save()  # the commit point: the catalog names the new version
             handle.staged = handle.staged - {version}
             checkpoint("version-swapped")
@@ -555,18 +577,22 @@ class HybridStore:
         """Drop what was written of ``version`` (the document keeps its old version)."""
         handle = self._handle
         models = handle.index.models
+        if handle.index.transactional:
+            try:
+                with handle.lock:
+                    handle.index.rollback()
+            finally:
+                handle.writes.release()
+            return
+        mine = models.filter(
+            must=[
+                models.match_value("document_id", document_id),
+                models.match_value("version", version),
+            ]
+        )
         with handle.lock:
-            handle.index.rollback()
-            if not handle.index.transactional:
-                handle.index.delete_matching(
-                    models.filter(
-                        must=[
-                            models.match_value("document_id", document_id),
-                            models.match_value("version", version),
-                        ]
-                    )
-                )
-                handle.staged = handle.staged - {version}
+            handle.index.delete_matching(mine)
+            handle.staged = handle.staged - {version}
 
     def remove_document(self, document_id: str, record: Callable[[Catalog], None]) -> None:
         """Remove ``document_id`` in one step: ``record`` takes it out of the catalog, the
@@ -585,7 +611,7 @@ class HybridStore:
         self._check_open()
         handle = self._handle
         flt = handle.index.models.filter(must=[condition])
-        with handle.lock:
+        with handle.write_guard(), handle.lock:
             handle.index.rollback()
             record(handle.catalog)
             if handle.index.transactional:
@@ -603,8 +629,9 @@ class HybridStore:
             self._handle.index.delete_document(document_id)
 
     def save(self) -> None:
-        """Flush the shard and write the catalog."""
-        with self._handle.lock:
+        """Flush the shard and write the catalog. Do not hold :attr:`lock` when calling it
+        (on pgvector it waits for a version being written by another thread)."""
+        with self._handle.write_guard(), self._handle.lock:
             self._handle.index.flush()
             self._handle.catalog.save()
 
