@@ -16,7 +16,7 @@ MP_TEST := clients/miniprogram/test
 MP_STAMP := $(MP_TEST)/node_modules/.installed
 
 SDK := .venv-sdk
-SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed
+SDK_PY := $(SDK)/dify-client-python/.installed $(SDK)/dify-client/.installed $(SDK)/dify-knowledge/.installed
 SDK_JS := tests/sdk/js/node_modules/.installed
 
 .PHONY: demo test test-miniprogram setup browser services sdk lint miniprogram bench clean
@@ -50,7 +50,8 @@ $(SDK_JS): tests/sdk/js/package.json tests/sdk/js/package-lock.json
 
 sdk: $(SDK_PY) $(SDK_JS)
 
-# The browser tests' test-only npm packages (axe-core), pinned by tests/browser/package-lock.json.
+# The browser tests' test-only npm packages (axe-core; streamdown, React and esbuild), pinned by
+# tests/browser/package-lock.json.
 BROWSER_NPM := tests/browser/node_modules/.installed
 $(BROWSER_NPM): tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error

@@ -45,9 +45,8 @@ def one_message(store: ConversationStore) -> float:
         record.id,
         answer="备用钥匙在三号保险柜[C:1]。" * 10,
         status="normal",
-        retriever_resources=CHUNKS,
         cited_ids=["1"],
-        metadata={"gcite": {"cited_ids": ["1"]}},
+        metadata={"retriever_resources": CHUNKS, "gcite": {"cited_ids": ["1"]}},
     )
     return time.perf_counter() - start
 

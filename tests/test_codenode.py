@@ -6,6 +6,7 @@ import base64
 import json
 import math
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 
 from gcite.cli import cli
 from gcite.dify.codenode import build_code_node, inline_source, render_code_node
-from gcite.merge import code_node_outputs
+from gcite.merge import NUMBER_GUARD, code_node_outputs, guard_number_like
 
 FIXTURES = Path(__file__).parent / "fixtures" / "merge"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))
@@ -301,8 +302,81 @@ def dify_validate(outputs: dict[str, Any], max_string_length: int, rule: str = "
         check_object(item, 2, f"chunk_metadata[{index}]")
 
 
+# Dify's template transformer, after parsing the runner's JSON result (``_post_process_result``
+# in api/core/helper/code_executor/template_transformer.py): every string, nested ones included,
+# that re.match-es this pattern (case-insensitive) is replaced by float(string).
+DIFY_SCIENTIFIC = r"^-?\d+\.?\d*e[+-]\d+$"
+
+
+def dify_post_process(value: Any) -> Any:
+    """What Dify makes of the runner's parsed result before the node's output checks."""
+    if isinstance(value, str):
+        if re.match(DIFY_SCIENTIFIC, value, re.IGNORECASE):
+            try:
+                return float(value)
+            except ValueError:
+                return value
+        return value
+    if isinstance(value, dict):
+        return {k: dify_post_process(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [dify_post_process(v) for v in value]
+    return value
+
+
+def test_dify_post_process_is_the_rule_dify_applies() -> None:
+    """The rule itself, as Dify's source states it: exponent forms with a signed exponent."""
+    converted = dify_post_process(
+        {"a": "2e-3", "b": ["1E+5", "-3.5e-02"], "c": {"d": "7.e+1\n"}, "e": "12", "f": "2e3"}
+    )
+    assert converted == {
+        "a": 0.002,
+        "b": [100000.0, -0.035],
+        "c": {"d": 70.0},
+        "e": "12",
+        "f": "2e3",
+    }
+    assert dify_post_process("2e-3" + NUMBER_GUARD) == "2e-3" + NUMBER_GUARD
+    for text in ("2e-3", "7.e+1\n", "１２E-3", "12", "2e3", "e-3", "2e-3 ", "标题"):
+        guarded = guard_number_like(text)
+        assert dify_post_process(guarded) == guarded  # every guarded string stays a string
+        assert guarded == text or guarded == text + NUMBER_GUARD
+        assert (guarded != text) == isinstance(dify_post_process(text), float)  # only if needed
+
+
+NUMBER_LIKE_TEXTS = ("2e-3", "1E+5", "-3.5e-02", "7.e+1", "１２e-3")
+
+
+def test_number_like_strings_leave_the_node_as_strings(tmp_path: Path) -> None:
+    """A title, a site name or a whole chunk that reads as ``2e-3`` is not turned into a float by
+    Dify's runner: the node guards it with an invisible character; other strings are untouched."""
+    rag = [
+        {"content": text, "metadata": {"score": 0.9 - i / 10, "document_name": text}}
+        for i, text in enumerate(NUMBER_LIKE_TEXTS)
+    ]
+    rag.append({"content": "12", "metadata": {"score": 0.1, "document_name": "12"}})
+    web = [{"url": "https://e.example.com/", "snippet": "网页", "name": "2e-3", "siteName": "1e+5"}]
+    outputs = run_in_dify(render_code_node(), {"rag_chunks": rag, "web_chunks": web}, tmp_path)
+    dify_validate(outputs, 400_000)
+    assert canonical(outputs) == canonical(code_node_outputs(rag, web))
+    items = outputs["chunk_metadata"]
+    for item, text in zip(items, NUMBER_LIKE_TEXTS, strict=False):
+        assert item["document_name"] == item["document_title"] == text + NUMBER_GUARD
+        assert item["content"] == text + NUMBER_GUARD
+    plain = items[len(NUMBER_LIKE_TEXTS)]
+    assert plain["content"] == plain["document_name"] == "12"
+    assert items[-1]["document_title"] == "2e-3" + NUMBER_GUARD
+    assert items[-1]["site_name"] == "1e+5" + NUMBER_GUARD
+    strings = [v for item in items for v in item.values() if isinstance(v, str)]
+    assert all(not re.match(DIFY_SCIENTIFIC, v, re.IGNORECASE) for v in strings)
+    # the LLM context keeps the text as it is
+    assert "[C:1]\n2e-3\n\n" in outputs["formatted_chunks"]
+    assert NUMBER_GUARD not in outputs["formatted_chunks"]
+
+
 def run_in_dify(code: str, inputs: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    """Run the node as Dify's sandbox does (``main(**inputs)``) and parse its ``<<RESULT>>``."""
+    """Run the node as Dify's sandbox does (``main(**inputs)``), parse its ``<<RESULT>>`` and
+    post-process it as Dify does (:func:`dify_post_process`)."""
     python = first_bare_python()
     script = tmp_path / "runner.py"
     # A prelude before the code, as a sandbox may add, must not break it (no __future__ import).
@@ -311,7 +385,8 @@ def run_in_dify(code: str, inputs: dict[str, Any], tmp_path: Path) -> dict[str, 
         [python, "-I", str(script)], capture_output=True, check=False, timeout=300
     )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
-    outputs: dict[str, Any] = json.loads(done.stdout.decode("utf-8").split("<<RESULT>>")[1])
+    parsed = json.loads(done.stdout.decode("utf-8").split("<<RESULT>>")[1])
+    outputs: dict[str, Any] = dify_post_process(parsed)
     return outputs
 
 

@@ -184,6 +184,11 @@ app_name = "物业助手"
 opening_statement = "您好！"
 suggested_questions = ["访客在哪里登记？", "停车怎么收费？"]
 
+[[app_keys]]
+key = "app-stock"
+roles = ["访客"]
+citation_style = "numbers"
+
 [[retrieval_keys]]
 key = "kb-1"
 roles = ["安保主管"]
@@ -192,7 +197,8 @@ expose_roles = true
         encoding="utf-8",
     )
     settings = load_settings(config_file=config, environ={})
-    (app,) = settings.app_keys
+    app, stock = settings.app_keys
+    assert (app.citation_style, stock.citation_style) == ("markers", "numbers")
     assert (app.app_name, app.opening_statement) == ("物业助手", "您好！")
     assert app.name == "app_keys[1]"  # the log label stays apart from the app's name
     assert app.suggested_questions == ("访客在哪里登记？", "停车怎么收费？")
@@ -207,12 +213,21 @@ expose_roles = true
         "opening_statement = 3",
         "app_name = []",
         'expose_roles = "yes"',
+        'citation_style = "footnotes"',
+        "citation_style = []",
     ],
 )
 def test_bad_app_key_settings_are_refused(tmp_path: Path, line: str) -> None:
     config = tmp_path / "gcite.toml"
     config.write_text(f'[[app_keys]]\nkey = "app-1"\nroles = ["访客"]\n{line}\n', encoding="utf-8")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="app_keys"):
+        load_settings(config_file=config, environ={})
+
+
+def test_a_bad_citation_style_names_the_values(tmp_path: Path) -> None:
+    config = tmp_path / "gcite.toml"
+    config.write_text('[[app_keys]]\nkey = "k"\nroles = ["访客"]\ncitation_style = "num"\n')
+    with pytest.raises(ConfigError, match="citation_style 只能是 markers 或 numbers"):
         load_settings(config_file=config, environ={})
 
 

@@ -21,6 +21,7 @@ Structured settings (API keys bound to roles) come from the file only::
     key = "app-staff"
     roles = ["运维工程师"]
     stream_event = "message"     # or "text_chunk"
+    citation_style = "markers"   # or "numbers": display numbers for stock Dify clients
     app_name = "物业助手"         # the app's name (GET /v1/info, /v1/site)
     opening_statement = "您好！"  # GET /v1/parameters
     suggested_questions = ["访客在哪里登记？"]
@@ -55,6 +56,7 @@ from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
 from gcite.registry import LLM_PROTOCOLS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
+from gcite.stream.styles import CITATION_STYLES
 
 ENV_PREFIX = "GCITE_"
 
@@ -67,9 +69,11 @@ class ApiKey:
 
     App keys also carry what Dify keeps per app: ``app_name`` (``GET /v1/info``,
     ``/v1/site``; empty: "gcite"), ``opening_statement`` and ``suggested_questions``
-    (``GET /v1/parameters``). Retrieval keys: ``expose_roles`` keeps the documents'
-    ``access_roles`` in the External Knowledge API records (off by default: Dify
-    streams record metadata to end users).
+    (``GET /v1/parameters``) and ``citation_style``: how its answers' citations travel,
+    ``markers`` (``[C:N]``, for G-Cite clients) or ``numbers`` (display numbers by first
+    appearance, for stock Dify clients; :mod:`gcite.stream.styles`). Retrieval keys:
+    ``expose_roles`` keeps the documents' ``access_roles`` in the External Knowledge API
+    records (off by default: Dify streams record metadata to end users).
     """
 
     key: str
@@ -80,6 +84,7 @@ class ApiKey:
     opening_statement: str = ""
     suggested_questions: tuple[str, ...] = ()
     expose_roles: bool = False
+    citation_style: str = "markers"  # "markers" (G-Cite clients) or "numbers" (stock clients)
 
     def __repr__(self) -> str:  # never print the secret
         return f"ApiKey(name={self.name!r}, roles={self.roles!r})"
@@ -378,6 +383,7 @@ _KEY_FIELDS = {
         "roles",
         "public_only",
         "stream_event",
+        "citation_style",
         "app_name",
         "opening_statement",
         "suggested_questions",
@@ -507,69 +513,82 @@ def _coerce(name: str, value: Any, target: Any, where: str = "") -> Any:
     return value
 
 
+def _key_choice(item: dict[str, Any], name: str, choices: tuple[str, ...], table: str) -> str:
+    """The value of a key table's field ``name`` that takes one of ``choices`` (the first is
+    the default); :class:`ConfigError` otherwise."""
+    value = item.get(name, choices[0])
+    if value not in choices:
+        raise ConfigError(f"{table} 的 {name} 只能是 {' 或 '.join(choices)}")
+    return str(value)
+
+
 def _parse_keys(name: str, raw: Any, where: str = "") -> list[ApiKey]:
     """The ``[[name]]`` tables as :class:`ApiKey` (strict: see :func:`load_settings`)."""
     if not isinstance(raw, list):
         raise ConfigError(f"{where}配置项 {name} 必须是表数组 [[{name}]]")
+    return [
+        _parse_key(name, index, item, f"{where}[[{name}]] 第 {index} 项")
+        for index, item in enumerate(raw, 1)
+    ]
+
+
+def _parse_key(name: str, index: int, item: Any, table: str) -> ApiKey:
+    """One ``[[name]]`` table (the ``index``-th; ``table`` names it in errors)."""
+    if not isinstance(item, dict):
+        raise ConfigError(f"{table} 必须是表")
     allowed = _KEY_FIELDS[name]
-    keys: list[ApiKey] = []
-    for index, item in enumerate(raw, 1):
-        table = f"{where}[[{name}]] 第 {index} 项"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{table} 必须是表")
-        for field_name in item:
-            if field_name not in allowed:
-                raise ConfigError(
-                    f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
-                )
-        if not isinstance(item.get("key"), str) or not item["key"].strip():
-            raise ConfigError(f"{table} 需要非空字符串 key")
-        label = item.get("name", f"{name}[{index}]")
-        if not isinstance(label, str) or not label.strip():
-            raise ConfigError(f"{table} 的 name 必须是非空字符串")
-        roles: list[str] = []
-        if name != "admin_keys":
-            if "roles" not in item:
-                raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
-            raw_roles = item["roles"]
-            if isinstance(raw_roles, str):
-                raw_roles = [raw_roles]
-            if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
-                raise ConfigError(f"{table} 的 roles 必须是字符串列表")
-            roles = normalise_roles(raw_roles)
-            public_only = item.get("public_only", False)
-            if not isinstance(public_only, bool):
-                raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
-            if not roles and not public_only:
-                raise ConfigError(
-                    f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true"
-                )
-            if roles and public_only:
-                raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
-        event = item.get("stream_event", "message")
-        if event not in {"message", "text_chunk"}:
-            raise ConfigError(f"{table} 的 stream_event 只能是 message 或 text_chunk")
-        texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
-        if not all(isinstance(v, str) for v in texts.values()):
-            raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
-        questions = item.get("suggested_questions", [])
-        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
-            raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
-        expose = item.get("expose_roles", False)
-        if not isinstance(expose, bool):
-            raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
-        keys.append(
-            ApiKey(
-                key=item["key"],
-                roles=tuple(roles),
-                stream_event=event,
-                name=label.strip(),
-                suggested_questions=tuple(questions),
-                expose_roles=expose,
-                **texts,
+    for field_name in item:
+        if field_name not in allowed:
+            raise ConfigError(
+                f"{table} 中有未知配置项: {field_name}（可用: {', '.join(sorted(allowed))}）"
             )
-        )
-    return keys
+    if not isinstance(item.get("key"), str) or not item["key"].strip():
+        raise ConfigError(f"{table} 需要非空字符串 key")
+    label = item.get("name", f"{name}[{index}]")
+    if not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"{table} 的 name 必须是非空字符串")
+    roles = [] if name == "admin_keys" else _key_roles(item, table)
+    event = _key_choice(item, "stream_event", ("message", "text_chunk"), table)
+    style = _key_choice(item, "citation_style", CITATION_STYLES, table)
+    texts = {f: item.get(f, "") for f in ("app_name", "opening_statement")}
+    if not all(isinstance(v, str) for v in texts.values()):
+        raise ConfigError(f"{table} 的 app_name / opening_statement 必须是字符串")
+    questions = item.get("suggested_questions", [])
+    if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+        raise ConfigError(f"{table} 的 suggested_questions 必须是字符串列表")
+    expose = item.get("expose_roles", False)
+    if not isinstance(expose, bool):
+        raise ConfigError(f"{table} 的 expose_roles 必须是 true 或 false")
+    return ApiKey(
+        key=item["key"],
+        roles=tuple(roles),
+        stream_event=event,
+        name=label.strip(),
+        suggested_questions=tuple(questions),
+        expose_roles=expose,
+        citation_style=style,
+        **texts,
+    )
+
+
+def _key_roles(item: Mapping[str, Any], table: str) -> list[str]:
+    """The normalised ``roles`` of an app or retrieval key table (with ``public_only``)."""
+    if "roles" not in item:
+        raise ConfigError(f"{table} 缺少 roles（该密钥可见的角色列表）")
+    raw_roles = item["roles"]
+    if isinstance(raw_roles, str):
+        raw_roles = [raw_roles]
+    if not isinstance(raw_roles, list) or not all(isinstance(r, str) for r in raw_roles):
+        raise ConfigError(f"{table} 的 roles 必须是字符串列表")
+    roles = normalise_roles(raw_roles)
+    public_only = item.get("public_only", False)
+    if not isinstance(public_only, bool):
+        raise ConfigError(f"{table} 的 public_only 必须是 true 或 false")
+    if not roles and not public_only:
+        raise ConfigError(f"{table} 的 roles 为空；只看公开文档的密钥请同时写 public_only = true")
+    if roles and public_only:
+        raise ConfigError(f"{table} 写了 public_only = true，roles 必须为空")
+    return roles
 
 
 def _check_unique(settings: Settings, where: str) -> None:

@@ -43,6 +43,13 @@ DIFY_MAX_STRING_LENGTH = 400_000
 DIFY_MAX_NUMBER = 9_223_372_036_854_775_807
 DIFY_MAX_PRECISION = 20
 DIFY_SCORE_LIMIT = 1e15
+#: Output strings Dify's Code-node runner turns into floats: its template transformer's
+#: ``_post_process_result`` applies ``re.match`` with this pattern, case-insensitive, to
+#: every string of the result, nested ones included (``2e-3``, ``1E+5``; not ``12``, not
+#: ``2e3``; ``$`` also matches before one final newline).
+DIFY_NUMBER_LIKE = re.compile(r"^-?\d+\.?\d*e[+-]\d+$", re.IGNORECASE)
+#: Appended to such a string so it stays a string in Dify: U+2060 WORD JOINER, invisible.
+NUMBER_GUARD = "\u2060"
 
 
 class MergeResult(TypedDict):
@@ -290,6 +297,12 @@ def _fit_score(score: float) -> float:
     return 0.0
 
 
+def guard_number_like(text: str) -> str:
+    """``text`` plus :data:`NUMBER_GUARD` when Dify would turn it into a float
+    (:data:`DIFY_NUMBER_LIKE`), else ``text`` unchanged."""
+    return text + NUMBER_GUARD if DIFY_NUMBER_LIKE.match(text) else text
+
+
 def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -313,6 +326,9 @@ def fit_dify_limits(
       has its content cut (ending in "…") when at least its ``[C:N]`` header and
       one character fit, and every later chunk is dropped;
     - every string field of every chunk at most ``max_string_length`` characters;
+    - every string field that Dify's runner would turn into a float (``2e-3``,
+      :data:`DIFY_NUMBER_LIKE`) ends in the invisible :data:`NUMBER_GUARD`, so it
+      reaches the clients as the string it was;
     - scores clamped to ±1e15 and, only when Dify's old (``str`` split at ".")
       or new (``Decimal``, ``CODE_MAX_PRECISION`` 20) precision check would
       refuse them (``1e-05``, ``1.2345678901234567e-05``), moved to the nearest
@@ -320,9 +336,9 @@ def fit_dify_limits(
       ``CODE_MAX_NUMBER``.
 
     The ``content`` in ``chunk_metadata`` is the (possibly cut) text the LLM
-    sees, ids stay 1..K, and ``formatted_chunks`` cites exactly the chunks of
-    ``chunk_metadata``. Returns a new result; ``result`` is not modified.
-    Objects are flat (depth 2 < ``CODE_MAX_DEPTH`` 5).
+    sees (plus the guard where one is needed), ids stay 1..K, and ``formatted_chunks``
+    cites exactly the chunks of ``chunk_metadata``. Returns a new result; ``result`` is
+    not modified. Objects are flat (depth 2 < ``CODE_MAX_DEPTH`` 5).
     """
     limit = max(0, max_string_length)
     blocks: list[str] = []
@@ -335,9 +351,12 @@ def fit_dify_limits(
         if room <= 0:
             break
         content = _cut(chunk["content"], room)
-        fields = {k: _cut(v, limit) if isinstance(v, str) else v for k, v in chunk.items()}
+        fields = {
+            k: _cut(guard_number_like(v), limit) if isinstance(v, str) else v
+            for k, v in chunk.items()
+        }
         fitted = cast(UnifiedChunk, fields)
-        fitted["content"] = content
+        fitted["content"] = guard_number_like(content)
         fitted["score"] = _fit_score(chunk["score"])
         fitted["segment_position"] = max(
             -DIFY_MAX_NUMBER, min(DIFY_MAX_NUMBER, chunk["segment_position"])
@@ -371,11 +390,14 @@ __all__ = [
     "BLOCK_SEPARATOR",
     "DIFY_MAX_OBJECTS",
     "DIFY_MAX_STRING_LENGTH",
+    "DIFY_NUMBER_LIKE",
+    "NUMBER_GUARD",
     "TRUNCATION_MARK",
     "MergeResult",
     "code_node_outputs",
     "fit_dify_limits",
     "format_chunks",
+    "guard_number_like",
     "merge_chunks",
     "neutralize_markers",
     "normalize_rag_chunk",

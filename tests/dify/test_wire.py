@@ -121,6 +121,23 @@ def test_nodes_get_indexes_predecessors_and_one_execution_id() -> None:
     }
 
 
+# api/core/app/entities/task_entities.py, NodeStartStreamResponse.Data (Dify 1.12), which the
+# Service API dumps in full (model_dump: defaults and nulls included).
+DIFY_NODE_STARTED_DATA = {
+    "id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs",
+    "inputs_truncated", "created_at", "extras", "iteration_id", "loop_id", "agent_strategy",
+}  # fmt: skip
+
+
+def test_node_started_has_every_field_of_dify_including_agent_strategy() -> None:
+    started = [o["data"] for o in wire(run_events()) if o["event"] == "node_started"]
+    assert len(started) == 4
+    for data in started:
+        assert set(data) == DIFY_NODE_STARTED_DATA
+        assert data["agent_strategy"] is None  # no node of the chatflow is an Agent node
+        assert data["extras"] == {} and data["inputs_truncated"] is False
+
+
 def test_without_web_the_merge_node_follows_knowledge_retrieval() -> None:
     objects = wire(run_events(web=False))
     merge = next(
@@ -156,3 +173,108 @@ def test_frames_and_blocking_body() -> None:
     body = blocking_body(env(), summary())
     assert (body["event"], body["mode"], body["answer"]) == ("message", "advanced-chat", "答[C:1]")
     assert body["metadata"]["usage"]["total_tokens"] == 15
+
+
+# --------------------------------------------------------------------------- citation styles
+
+CHUNKS = [
+    {"id": str(n), "source_type": "rag", "document_title": f"文档{n}", "content": f"内容{n}"}
+    | {"score": 0.9}
+    for n in (1, 2, 3)
+]
+RAW = "共 24 个点位[C:2]。巡检[C:3][C:2]，另见[C:7]。末尾[C:"
+
+
+def styled_events(deltas: list[str], end: Any) -> list[Any]:
+    """A run whose model streams ``deltas``, ended by ``end`` (a summary -> terminal event)."""
+    answer = "".join(deltas)
+    ended = RunSummary(
+        "succeeded", answer, ["2", "3"], ["7"], CHUNKS, "extractive", USAGE, 2.0, 4, 1000.0
+    )
+    return [
+        NodeStarted("knowledge_retrieval", {"query": "q"}, 1000.2),
+        NodeFinished("knowledge_retrieval", "succeeded", {}, {"result": []}, None, 0.1, 1001),
+        NodeStarted("merge", {}, 1001.5),
+        NodeFinished("merge", "succeeded", {}, {"chunk_metadata": CHUNKS}, None, 0.001, 1001.6),
+        NodeStarted("llm", {"query": "q"}, 1002),
+        *[AnswerDelta(d) for d in deltas],
+        NodeFinished("llm", "succeeded", {}, {"text": answer}, None, 1.0, 1003, USAGE),
+        end(ended),
+    ]
+
+
+def numbers_env(stream_event: str = "message") -> Envelope:
+    return Envelope("t", "m", "c", 999, "w", stream_event, citation_style="numbers")
+
+
+def answer_deltas(objects: list[dict[str, Any]]) -> list[str]:
+    return [
+        o["answer"] if o["event"] == "message" else o["data"]["text"]
+        for o in objects
+        if o["event"] in ("message", "text_chunk")
+    ]
+
+
+def test_numbers_style_renders_every_answer_text_and_numbers_as_the_resources() -> None:
+    objects = wire(styled_events(list(RAW), RunEnded), numbers_env())
+    deltas = answer_deltas(objects)
+    shown = "共 24 个点位¹。巡检²˒¹，另见。末尾"
+    assert "".join(deltas) == shown  # the answer's unfinished marker is left out
+    assert all(deltas)  # held characters send no empty frame
+    assert not any("[" in d for d in deltas)
+    events = [o["event"] for o in objects]
+    last_text = max(i for i, e in enumerate(events) if e == "message")
+    assert events[last_text + 1] == "node_finished"  # the held rest goes before the LLM ends
+    tail = wire(styled_events(["答[C:1", "]又[C:"], RunEnded), numbers_env())
+    assert answer_deltas(tail) == ["答", "¹又"]
+    llm = next(o["data"] for o in objects[last_text:] if o["event"] == "node_finished")
+    assert llm["outputs"]["text"] == shown
+    finished, end = objects[-2], objects[-1]
+    assert finished["data"]["outputs"] == {"answer": shown}
+    resources = end["metadata"]["retriever_resources"]
+    assert [(r["position"], r["doc_metadata"]["chunk_id"]) for r in resources] == [
+        (1, "2"),
+        (2, "3"),
+    ]
+    assert end["metadata"]["gcite"]["cited_ids"] == ["2", "3"]  # raw ids kept for G-Cite
+
+
+def test_numbers_style_is_the_same_for_every_split_and_both_delta_events() -> None:
+    whole = answer_deltas(wire(styled_events([RAW], RunEnded), numbers_env()))
+    for cut in range(len(RAW) + 1):
+        parts = [RAW[:cut], RAW[cut:]]
+        objects = wire(styled_events(parts, RunEnded), numbers_env("text_chunk"))
+        assert "".join(answer_deltas(objects)) == "".join(whole)
+
+
+def test_numbers_style_blocking_body_and_failures() -> None:
+    summary_ = RunSummary(
+        "succeeded", RAW, ["2", "3"], ["7"], CHUNKS, "extractive", USAGE, 2.0, 4, 1000.0
+    )
+    body = blocking_body(numbers_env(), summary_)
+    assert body["answer"] == "共 24 个点位¹。巡检²˒¹，另见。末尾"
+    assert [r["position"] for r in body["metadata"]["retriever_resources"]] == [1, 2]
+    failed = wire(styled_events(["半句[C:3", "]又"], lambda s: RunFailed("断了", "llm", s)),
+                  numbers_env())  # fmt: skip
+    assert "".join(answer_deltas(failed)) == "半句¹又"
+
+
+def test_markers_style_sends_the_answer_as_written() -> None:
+    objects = wire(styled_events(list(RAW), RunEnded))
+    assert answer_deltas(objects) == list(RAW)
+    assert objects[-2]["data"]["outputs"] == {"answer": RAW}
+    assert blocking_body(env(), summary())["answer"] == "答[C:1]"
+
+
+def test_numbers_style_keeps_dify_tagged_reasoning_in_front() -> None:
+    events = styled_events(["答[C:", "3]。"], RunEnded)
+    at = next(i for i, e in enumerate(events) if isinstance(e, AnswerDelta))
+    events[at:at] = [ReasoningDelta("想[C:1]")]  # reasoning is never rendered
+    deltas = answer_deltas(wire(events, numbers_env()))
+    assert "".join(deltas) == "<think>\n想[C:1]\n</think>答¹。"
+    only_reasoning = styled_events([], RunEnded)
+    at = next(
+        i for i, e in enumerate(only_reasoning) if isinstance(e, NodeStarted) and e.node == "llm"
+    )
+    only_reasoning.insert(at + 1, ReasoningDelta("想"))
+    assert "".join(answer_deltas(wire(only_reasoning, numbers_env()))) == "<think>\n想\n</think>"

@@ -21,6 +21,7 @@ from gcite.knowledge.admin import (
     KnowledgeAdmin,
     KnowledgeStatus,
     ManageError,
+    SegmentInfo,
 )
 
 Search = Callable[[str, list[str] | None], set[str]]
@@ -163,4 +164,76 @@ class KnowledgeAdminContract:
         [mine] = [d for d in info.datasets if d.name == name]
         assert mine.documents == 1 and mine.chunks >= 1
         assert info.stored_chunks >= mine.chunks
+        admin.delete_dataset(name)
+
+    def test_records_carry_dify_values(self, admin: KnowledgeAdmin) -> None:
+        name = _name("库")
+        made = admin.create_dataset(name)
+        assert made.created_at > 0
+        first = admin.upsert_document(name, name="a.md", data=f"# 车棚\n\n{FACT}".encode())
+        second = admin.upsert_document(name, name="b.md", data=f"# 车棚\n\n{NEW_FACT}".encode())
+        assert (first.document.position, second.document.position) == (1, 2)
+        assert first.document.word_count > 10 and first.document.tokens > 3
+        assert first.document.created_at > 0
+        again = admin.upsert_document(name, name="a.md", data=f"# 车棚\n\n{FACT}再次。".encode())
+        assert again.document.created_at == first.document.created_at
+        assert again.document.position == 1
+        info = admin.update_dataset(name, description="说明", metadata_fields={"负责人": "string"})
+        assert (info.description, info.metadata_fields) == ("说明", {"负责人": "string"})
+        assert info.word_count > 0 and info.updated_at >= info.created_at
+        with pytest.raises(ManageError) as bad:
+            admin.update_dataset(name, metadata_fields={"x": "list"})
+        assert bad.value.status == 400
+        admin.delete_dataset(name)
+
+    def test_segments_are_listed_added_changed_and_removed(
+        self, admin: KnowledgeAdmin, search: Search
+    ) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        doc = admin.upsert_document(
+            name,
+            name="guarded.md",
+            data=f"# 车棚\n\n{FACT}".encode(),
+            metadata={"access_roles": ["安保主管"]},
+        ).document
+        listed = admin.list_segments(name, doc.id)
+        assert [s.position for s in listed] == list(range(1, doc.segments + 1))
+        assert all(isinstance(s, SegmentInfo) and s.document_id == doc.id for s in listed)
+        [made] = admin.create_segments(name, doc.id, ["地下车库的消防通道禁止停车。"])
+        assert made.position == len(listed) + 1
+        assert "guarded.md" in search("消防通道能停车吗", ["安保主管"])
+        assert "guarded.md" not in search("消防通道能停车吗", [])  # the roles hold
+        changed = admin.update_segment(name, doc.id, made.id, "消防通道全天禁止停放车辆。")
+        assert (changed.id, changed.content) == (made.id, "消防通道全天禁止停放车辆。")
+        removed = admin.delete_segment(name, doc.id, made.id)
+        assert removed.id == made.id
+        assert [s.id for s in admin.list_segments(name, doc.id)] == [s.id for s in listed]
+        with pytest.raises(ManageError) as missing:
+            admin.update_segment(name, doc.id, made.id, "x")
+        assert missing.value.status == 404
+        admin.delete_dataset(name)
+
+    def test_retrieve_and_metadata_updates_keep_roles(
+        self, admin: KnowledgeAdmin, search: Search
+    ) -> None:
+        name = _name("库")
+        admin.create_dataset(name)
+        doc = admin.upsert_document(
+            name,
+            name="guarded.md",
+            data=f"# 车棚\n\n{FACT}".encode(),
+            metadata={"access_roles": ["安保主管"]},
+        ).document
+        items = admin.retrieve(name, "自行车棚几点上锁", top_k=3)
+        assert items and items[0]["metadata"]["document_name"] == "guarded.md"
+        assert items[0]["metadata"]["position"] == 1
+        updated = admin.update_document_metadata(name, doc.id, {"负责人": "张三"})
+        assert updated.metadata["负责人"] == "张三"
+        assert updated.metadata["access_roles"] == ["安保主管"]
+        assert "guarded.md" not in search("自行车棚几点上锁", [])
+        assert "guarded.md" in search("自行车棚几点上锁", ["安保主管"])
+        with pytest.raises(ManageError) as missing:
+            admin.retrieve(_name("没有"), "车棚", top_k=3)
+        assert missing.value.status == 404
         admin.delete_dataset(name)

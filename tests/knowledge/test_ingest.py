@@ -277,3 +277,19 @@ def test_embedder_mismatch(mixed: Any, tmp_path: Path) -> None:
     (tmp_path / "new.txt").write_text("新文件", encoding="utf-8")
     with pytest.raises(StoreError, match="嵌入模型 use"):
         ingest_paths([tmp_path], settings=other, dataset="园区制度库")
+
+
+def test_a_datasets_id_names_it_for_ingest_and_search(tmp_path: Path) -> None:
+    from gcite.knowledge.catalog import stable_id
+
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    (tmp_path / "a.md").write_text("# 水箱\n\n二次供水水箱每半年清洗一次。", encoding="utf-8")
+    (tmp_path / "b.md").write_text("# 配电\n\n配电室钥匙由值班电工保管。", encoding="utf-8")
+    assert ingest_paths([tmp_path / "a.md"], settings=settings, dataset="设施库").ok
+    ident = stable_id("dataset", "设施库")
+    report = ingest_paths([tmp_path / "b.md"], settings=settings, dataset=ident)
+    assert report.ok and report.dataset == "设施库"
+    with open_store(settings) as store:
+        assert store.datasets() == ["设施库"]
+        found = store.search("配电室钥匙", dataset=ident, roles=None, top_k=1)
+        assert found[0]["metadata"]["document_name"] == "b.md"

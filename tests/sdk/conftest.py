@@ -29,6 +29,7 @@ from sdk_setup import (
     APP_NAME,
     DATASET,
     KEY,
+    NUMBERS_KEY,
     OPENING,
     RETRIEVAL_EXPOSE_KEY,
     RETRIEVAL_KEY,
@@ -50,7 +51,15 @@ SDK_DIR = Path(__file__).resolve().parent
 VENVS = REPO / ".venv-sdk"
 JS_DIR = SDK_DIR / "js"
 PYTHON_SDKS = ("dify-client-python", "dify-client")
+#: Knowledge-base SDKs: driver name -> their venv under ``.venv-sdk`` (one for both).
+KNOWLEDGE_SDKS = {"dify-dataset-sdk": "dify-knowledge", "dify-oapi2": "dify-knowledge"}
 JS_SDKS = ("js",)
+#: Driver runs by name: the client and the app key it uses (``js-numbers``: the npm clients
+#: on a ``citation_style = "numbers"`` key, as a stock Dify client is configured).
+RUNS: dict[str, tuple[str, str]] = {
+    **{name: (name, KEY) for name in (*PYTHON_SDKS, *JS_SDKS)},
+    "js-numbers": ("js", NUMBERS_KEY),
+}
 
 
 VISITOR_DOC = """---
@@ -108,7 +117,8 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
                 app_name=APP_NAME,
                 opening_statement=OPENING,
                 suggested_questions=SUGGESTED,
-            )
+            ),
+            ApiKey(NUMBERS_KEY, (), app_name=APP_NAME, citation_style="numbers"),
         ],
         "retrieval_keys": [
             ApiKey(RETRIEVAL_KEY, ("安保主管",)),
@@ -165,9 +175,10 @@ def _missing(what: str) -> None:
 
 
 def _command(name: str) -> list[str]:
-    if name in PYTHON_SDKS:
-        python = VENVS / name / "bin" / "python"
-        if not (VENVS / name / ".installed").exists():
+    if name in PYTHON_SDKS or name in KNOWLEDGE_SDKS:
+        venv = KNOWLEDGE_SDKS.get(name, name)
+        python = VENVS / venv / "bin" / "python"
+        if not (VENVS / venv / ".installed").exists():
             _missing(f"PyPI {name} ({python.parent.parent})")
         driver = SDK_DIR / "python" / f"drive_{name.replace('-', '_')}.py"
         return [str(python), str(driver)]
@@ -177,13 +188,14 @@ def _command(name: str) -> list[str]:
     return [str(node), str(JS_DIR / "drive.mjs")]
 
 
-def run_driver(name: str, base_url: str, user: str) -> dict[str, dict[str, Any]]:
-    """Run one driver to the end; its steps by name."""
+def run_driver(name: str, base_url: str, user: str, key: str = KEY) -> dict[str, dict[str, Any]]:
+    """Run one driver with API ``key`` (an app key; an admin key for the knowledge-base
+    SDKs) to the end; its steps by name."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
         "GCITE_SDK_URL": f"{base_url}/v1",
-        "GCITE_SDK_KEY": KEY,
+        "GCITE_SDK_KEY": key,
         "GCITE_SDK_USER": user,
         "NO_PROXY": "127.0.0.1,localhost",
         "PYTHONPATH": str(SDK_DIR / "python"),
@@ -203,13 +215,20 @@ def run_driver(name: str, base_url: str, user: str) -> dict[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="session")
+def sdk_driver() -> Callable[..., dict[str, dict[str, Any]]]:
+    """:func:`run_driver` (``(name, base_url, user, key)``), for services of a test module."""
+    return run_driver
+
+
+@pytest.fixture(scope="session")
 def sdk_run(sdk_service: SdkService) -> Callable[[str], dict[str, dict[str, Any]]]:
-    """``sdk_run(name)``: the driver's steps, run once per session per client."""
+    """``sdk_run(name)``: the driver's steps, run once per session per run of :data:`RUNS`."""
     cache: dict[str, dict[str, dict[str, Any]]] = {}
 
     def get(name: str) -> dict[str, dict[str, Any]]:
         if name not in cache:
-            cache[name] = run_driver(name, sdk_service.base_url, f"user-{name}")
+            client, key = RUNS[name]
+            cache[name] = run_driver(client, sdk_service.base_url, f"user-{name}", key)
         return cache[name]
 
     return get

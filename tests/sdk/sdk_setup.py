@@ -7,6 +7,8 @@ from typing import Any
 
 DATASET = "访客手册"
 KEY = "app-sdk-key"
+#: An app key with ``citation_style = "numbers"``: answers for stock clients, no raw markers.
+NUMBERS_KEY = "app-sdk-numbers"
 WEB_KEY = "sdk-web-key"
 #: External Knowledge API keys (roles 安保主管); the second one exposes access_roles.
 RETRIEVAL_KEY = "kb-sdk-key"

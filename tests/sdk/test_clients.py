@@ -247,3 +247,41 @@ def test_ai_sdk_generate_text_reports_the_usage(sdk_run: Callable[[str], Steps])
 
 def test_ai_sdk_stream_text_reports_the_usage(sdk_run: Callable[[str], Steps]) -> None:
     check_ai_usage(sdk_run("js")["ai_stream_text"])
+
+
+# --------------------------------------------------------------------------- numbers style
+
+#: What the stand-in's answer ("…登记[C:first]。…说明[C:last]。") looks like to a stock client.
+NUMBERED = "访客须在一层大堂服务台登记¹。网页资料也有说明²。"
+
+
+@pytest.mark.parametrize("step", ["chat_stream", "follow_up", "chat_blocking"])
+def test_dify_client_on_a_numbers_key_gets_display_numbers(
+    step: str, sdk_run: Callable[[str], Steps]
+) -> None:
+    """npm dify-client on a ``citation_style = "numbers"`` key: the text it receives has no
+    raw marker, and its numbers are the ``position`` of the ``retriever_resources``."""
+    data = ok(sdk_run("js-numbers")[step])
+    assert data["answer"] == NUMBERED
+    check_resources(data["retriever_resources"])  # positions 1 and 2, as the text numbers them
+    check_usage(data["usage"])
+
+
+def test_dify_client_history_on_a_numbers_key_has_no_raw_markers(
+    sdk_run: Callable[[str], Steps],
+) -> None:
+    messages = ok(sdk_run("js-numbers")["messages"])["data"]
+    assert [m["answer"] for m in messages] == [NUMBERED, NUMBERED]
+    for message in messages:
+        check_resources(message["retriever_resources"])
+
+
+@pytest.mark.parametrize("step", ["ai_stream_text", "ai_generate_text"])
+def test_ai_sdk_on_a_numbers_key_gets_display_numbers(
+    step: str, sdk_run: Callable[[str], Steps]
+) -> None:
+    """dify-ai-provider with the Vercel AI SDK: ``streamText`` joins the text deltas itself."""
+    data = ok(sdk_run("js-numbers")[step])
+    assert data["text"] == NUMBERED and "[C:" not in data["text"]
+    usage = data["usage"]
+    assert (usage["inputTokens"], usage["outputTokens"]) == USAGE

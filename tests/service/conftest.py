@@ -53,6 +53,7 @@ KEYS = [
     ApiKey("key-guard", ("安保主管",)),
     ApiKey("key-visitor", ()),
     ApiKey("key-text", ("安保主管",), stream_event="text_chunk"),
+    ApiKey("key-stock", ("安保主管",), citation_style="numbers"),  # stock Dify clients
 ]
 
 

@@ -91,3 +91,33 @@ def test_documents_created_through_the_api_are_retrieved_with_roles(live: LiveSe
     public = _retrieve(live, "kb-public", "备用钥匙放在哪里")
     assert all("三号保险柜" not in text for text in public)
     assert any("一层大堂" in text for text in public)
+
+
+def test_a_datasets_own_fields_are_stored_in_postgresql(tmp_path: Path, pgvector_url: str) -> None:
+    """Description, creation time and declared metadata fields survive a restart."""
+    url = fresh_database(pgvector_url, "info")
+    settings = Settings.from_keys(
+        data_dir=tmp_path / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=url,
+        database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
+        admin_keys=[ApiKey("admin-secret", name="ops")],
+    )
+    with (
+        run_service(settings) as server,
+        httpx.Client(base_url=server.base_url, timeout=120, headers=ADMIN) as client,
+    ):
+        made = client.post("/v1/datasets", json={"name": "说明库", "description": "物业资料"})
+        assert made.status_code == 200, made.text
+        field = client.post(f"/v1/datasets/{made.json()['id']}/metadata", json={"name": "负责人"})
+        assert field.status_code == 201, field.text
+    with (
+        run_service(settings) as server,
+        httpx.Client(base_url=server.base_url, timeout=120, headers=ADMIN) as client,
+    ):
+        again = client.get(f"/v1/datasets/{made.json()['id']}").json()
+        assert again["description"] == "物业资料"
+        assert again["created_at"] == made.json()["created_at"] > 0
+        fields = client.get(f"/v1/datasets/{made.json()['id']}/metadata").json()["doc_metadata"]
+        assert [f["name"] for f in fields] == ["负责人"]

@@ -44,6 +44,8 @@ from gcite.config import ApiKey, Settings
 from gcite.errors import StoreError
 from gcite.service.auth import Caller
 from gcite.service.store import (
+    MIGRATIONS_DIR,
+    SCHEMA_HEAD,
     ConversationStore,
     _Base,
     _Conversation,
@@ -167,12 +169,14 @@ def test_chunk_metadata_and_outcome_round_trip(store: ConversationStore, owner: 
     assert running is not None and running.status == "running"
     assert running.chunk_metadata == CHUNKS
     resources = [{"position": 1, "document_name": "control-room.md", "score": 0.87}]
-    metadata = {"gcite": {"backend": "extractive", "cited_ids": ["1"], "invalid_ids": ["9"]}}
+    metadata = {
+        "retriever_resources": resources,
+        "gcite": {"backend": "extractive", "cited_ids": ["1"], "invalid_ids": ["9"]},
+    }
     store.finish_message(
         record.id,
         answer="备用钥匙在三号保险柜[C:1]。",
         status="normal",
-        retriever_resources=resources,
         cited_ids=["1"],
         metadata=metadata,
     )
@@ -648,7 +652,7 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
 
     store = ConversationStore(empty_url)
     try:
-        assert schema_revision(store.engine) == "0004"
+        assert schema_revision(store.engine) == "0005"
         assert "ix_gcite_messages_conversation_seq" in _indexes(store.engine)
         old = store.get_message("m-old", owner)
         assert old is not None and old.answer == "旧回答[C:1]" and old.chunk_metadata == CHUNKS
@@ -659,10 +663,54 @@ def test_a_database_of_the_create_all_schema_is_upgraded(empty_url: str, owner: 
         store.close()
     again = ConversationStore(empty_url)  # opening an up-to-date database changes nothing
     try:
-        assert schema_revision(again.engine) == "0004"
+        assert schema_revision(again.engine) == "0005"
         assert len(again.list_messages("c-old")[0]) == 2
     finally:
         again.close()
+
+
+def test_a_database_at_0004_keeps_its_answers_and_gains_the_shown_answer(
+    empty_url: str, owner: str
+) -> None:
+    """Revision 0005 adds ``shown_answer`` (what a ``numbers`` client saw) beside ``answer``."""
+    from alembic import command
+
+    from gcite.service.store import _alembic_config
+
+    engine = create_engine(sqlalchemy_url(empty_url))
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "0004")
+        connection.execute(
+            text(
+                'INSERT INTO gcite_conversations (id, "user", name, inputs, created_at,'
+                " updated_at, seq) VALUES ('c-4', :user, '旧', '{}', 1, 1, 1)"
+            ),
+            {"user": owner},
+        )
+        connection.execute(
+            text(
+                'INSERT INTO gcite_messages (id, conversation_id, "user", seq, query, inputs,'
+                " answer, status, failed, error, chunk_metadata, retriever_resources, cited_ids,"
+                " message_metadata, created_at) VALUES ('m-4', 'c-4', :user, 1, '问', '{}',"
+                " '答[C:1]', 'normal', false, NULL, '[]', '[]', '[\"1\"]', '{}', 1)"
+            ),
+            {"user": owner},
+        )
+    assert schema_revision(engine) == "0004"
+    assert "shown_answer" not in {c["name"] for c in inspect(engine).get_columns("gcite_messages")}
+    engine.dispose()
+
+    store = ConversationStore(empty_url)
+    try:
+        assert schema_revision(store.engine) == "0005"
+        old = store.get_message("m-4", owner)
+        assert old is not None and (old.answer, old.shown_answer) == ("答[C:1]", None)
+        new = store.start_message(user=owner, query="新", inputs={}, conversation_id="c-4")
+        store.finish_message(new.id, answer="答[C:2]", shown_answer="答¹", status="normal")
+        got = store.get_message(new.id, owner)
+        assert got is not None and (got.answer, got.shown_answer) == ("答[C:2]", "答¹")
+    finally:
+        store.close()
 
 
 def test_migrations_build_exactly_the_models_schema(empty_url: str) -> None:
@@ -675,6 +723,42 @@ def test_migrations_build_exactly_the_models_schema(empty_url: str) -> None:
             assert compare_metadata(context, _Base.metadata) == []
     finally:
         store.close()
+
+
+_NO_ALEMBIC = """
+import sys
+from gcite.service.store import ConversationStore
+store = ConversationStore(sys.argv[1])
+store.close()
+print(sorted(m for m in sys.modules if m == "alembic" or m.startswith("alembic.")))
+"""
+
+
+def test_a_database_at_the_newest_schema_is_opened_without_alembic(tmp_path: Path) -> None:
+    """The schema head the store checks is Alembic's own; a database already there is
+    opened without importing Alembic (a fresh one is migrated with it)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(config).get_heads() == [SCHEMA_HEAD]
+    url = f"sqlite:///{tmp_path / 'chat.sqlite3'}"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _NO_ALEMBIC, url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs[0] != "[]"  # the new database: migrated by Alembic
+    assert runs[1] == "[]"  # at the head: Alembic not imported
+    engine = create_engine(url)
+    assert schema_revision(engine) == SCHEMA_HEAD
+    engine.dispose()
 
 
 def test_services_starting_together_migrate_one_after_the_other(empty_url: str) -> None:
@@ -695,7 +779,7 @@ def test_services_starting_together_migrate_one_after_the_other(empty_url: str) 
     try:
         assert errors == [], errors
         for store in stores:
-            assert schema_revision(store.engine) == "0004"
+            assert schema_revision(store.engine) == "0005"
     finally:
         for store in stores:
             store.close()
@@ -721,7 +805,7 @@ def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
     assert failures == []
     store = ConversationStore(url)
     try:
-        assert schema_revision(store.engine) == "0004"
+        assert schema_revision(store.engine) == "0005"
     finally:
         store.close()
         engine.dispose()

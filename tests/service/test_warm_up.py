@@ -9,8 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import httpx
+
+from gcite.config import Settings
+from gcite.service import create_app
+from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin
 
 SCRIPT = """
@@ -79,3 +85,57 @@ def test_warm_up_never_calls_the_model_nor_the_verifier_judge(tmp_path: Path) ->
         assert out.stdout.strip().splitlines()[-1] == "warmed"
         assert "warming up the citation verifier failed" not in out.stderr
         assert judge.requests == []
+
+
+def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path
+) -> None:
+    """The warm-up runs in the background: with it blocked (an injected warm-up that waits
+    for the test), the server listens and ``/ready`` answers 200; a question asked
+    meanwhile is answered once the warm-up has returned (what it loads, an answer needs)."""
+    settings = Settings.from_keys(
+        data_dir=role_kb,
+        database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
+        llm_base_url=llm.base_url,
+        llm_model="standin-model",
+        allow_any_key=True,
+        web_provider="none",
+    )
+    app = create_app(settings)
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def blocked_warm_up() -> None:
+        started.set()
+        release.wait(120)  # a hang guard
+        finished.set()
+
+    app.state.resources.warm_up = blocked_warm_up
+    answers: list[httpx.Response] = []
+    try:
+        with live_service(app) as url:
+            assert started.wait(60)
+            ready = httpx.get(f"{url}/ready", timeout=60)
+            assert ready.status_code == 200, ready.text
+            assert not finished.is_set()
+
+            def ask() -> None:
+                answers.append(
+                    httpx.post(
+                        f"{url}/v1/chat-messages",
+                        json={"query": "访客怎么登记？", "user": "u1", "response_mode": "blocking"},
+                        headers={"Authorization": "Bearer any"},
+                        timeout=120,
+                    )
+                )
+
+            asking = threading.Thread(target=ask)
+            asking.start()
+            asking.join(0.5)
+            assert not answers  # waiting for the warm-up
+            release.set()
+            asking.join(120)
+            assert answers and answers[0].status_code == 200, answers
+            assert answers[0].json()["answer"]
+    finally:
+        release.set()
+    assert finished.is_set()

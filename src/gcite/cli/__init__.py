@@ -304,17 +304,19 @@ def cli() -> None:
     """gcite — 生成时引用（G-Cite）：回答中的每句话都标注实际使用的来源。"""
 
 
-# Commands that serve requests: one BLAS thread per process keeps query latency
-# predictable (multi-threaded BLAS stalls single searches on small machines; see
-# docs/dify-external-knowledge.md). Set before numpy is imported; the environment
-# variables keep the user's own values, the bundled models run on one thread (embed.py).
-_SERVING_COMMANDS = frozenset({"serve", "demo"})
+# Commands that embed (serving, ingesting, searching, answering locally): one BLAS thread
+# per process. Multi-threaded BLAS stalls single searches on small machines (see
+# docs/dify-external-knowledge.md) and, on a busy machine, spins for many times the CPU
+# per ingested chunk and per query (docs/benchmarks.md). Set before numpy is imported;
+# the environment variables keep the user's own values, the bundled models run on one
+# thread (embed.py).
+_EMBEDDING_COMMANDS = frozenset({"serve", "demo", "ingest", "search", "ask", "eval"})
 
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: runs the CLI (errors reported by :meth:`LazyGroup.main`)."""
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in _SERVING_COMMANDS:
+    if args and args[0] in _EMBEDDING_COMMANDS:
         from gcite.config import blas_thread_defaults
 
         os.environ.update(blas_thread_defaults())

@@ -19,7 +19,12 @@ from pathlib import Path
 from gcite.errors import ConfigError, StoreError
 from gcite.knowledge.admin import KnowledgeAdmin, ManageError
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES, Manifest
-from gcite.knowledge.remote_admin import UPLOAD_TIMEOUT_S, KeyRefused, RemoteAdmin
+from gcite.knowledge.remote_admin import (
+    UPLOAD_TIMEOUT_S,
+    EndpointMissing,
+    KeyRefused,
+    RemoteAdmin,
+)
 
 
 @dataclass
@@ -81,28 +86,60 @@ def upload(
     ``RemoteReport.failed`` and the rest is uploaded.
     """
     report = RemoteReport(dataset=dataset)
+    created = False
     try:
         known = admin.list_datasets()
         if dataset not in {d.name for d in known} | {d.id for d in known}:
             admin.create_dataset(dataset)
+            created = True
         existing = {d.name for d in admin.list_documents(dataset)}
+        _upload_files(admin, paths, dataset, manifest, existing, report)
     except KeyRefused as exc:
         refused = f"服务 {where} 拒绝了这个密钥（需要 admin_keys 中的管理密钥）"
         raise ConfigError(refused) from exc
+    except EndpointMissing as exc:
+        raise ConfigError(
+            f"服务 {where} 的知识库接口缺少 {exc.endpoint}，无法导入"
+            "（需要 Dify 知识库 API：数据集列表与创建、文档列表、create-by-file / update-by-file）"
+        ) from exc
     except StoreError as exc:
         raise ConfigError(f"无法连接服务 {where}: {exc}") from exc
     except ManageError as exc:
         raise ConfigError(f"服务 {where} 的知识库管理接口不可用: {exc}") from exc
+    finally:
+        if created and not report.added:
+            _drop_empty(admin, dataset)
+    return report
+
+
+def _upload_files(
+    admin: KnowledgeAdmin,
+    paths: Sequence[Path],
+    dataset: str,
+    manifest: Manifest | None,
+    existing: set[str],
+    report: RemoteReport,
+) -> None:
+    """Upload each file (a file the service refuses is listed in ``report.failed``; a
+    missing endpoint or an unreachable service stops the run)."""
     for file, root in _files(paths):
         meta = (manifest.metadata_for(file, root) if manifest is not None else None) or {}
         try:
             done = admin.upsert_document(
-                dataset, name=file.name, data=file.read_bytes(), metadata=meta
+                dataset,
+                name=file.name,
+                data=file.read_bytes(),
+                metadata=meta,
+                replace=file.name if file.name in existing else None,  # Dify's update path
             )
         except OSError as exc:
             report.failed.append((file, f"读取失败: {type(exc).__name__}"))
             continue
+        except EndpointMissing:
+            raise
         except (ManageError, StoreError) as exc:
+            if isinstance(exc, KeyRefused):
+                raise
             report.failed.append((file, str(exc)))
             continue
         report.chunks += done.document.segments
@@ -111,7 +148,15 @@ def upload(
         else:
             report.added += 1
             existing.add(done.document.name)
-    return report
+
+
+def _drop_empty(admin: KnowledgeAdmin, dataset: str) -> None:
+    """Remove the dataset this run created if nothing went into it (best effort)."""
+    try:
+        if not admin.list_documents(dataset):
+            admin.delete_dataset(dataset)
+    except (ManageError, StoreError):
+        pass
 
 
 __all__ = ["RemoteReport", "ingest_remote", "upload"]

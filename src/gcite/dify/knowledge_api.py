@@ -3,8 +3,10 @@
 Pure functions, both ways: the service answers with the ``*_body`` builders, and
 :class:`gcite.knowledge.remote_admin.RemoteAdmin` reads another gcite's answers back into
 records with the ``*_record`` parsers, so the shapes live in one place. Facts come from
-Dify's OpenAPI spec (``../shared/reference/dify-openapi-service.json``, ``/datasets``):
-fields gcite has are filled, the others keep Dify's defaults.
+Dify's source (``api/fields/dataset_fields.py``, ``document_fields.py``,
+``segment_fields.py``, ``hit_testing_fields.py``, ``api/controllers/service_api/dataset``)
+and its OpenAPI spec (``../shared/reference/dify-openapi-service.json``): every field of
+Dify's objects is present; those gcite has are filled, the others keep Dify's defaults.
 
 A ``batch`` (the id Dify returns for an indexing run) is the time of the run followed by
 the document id, so any process of the service can answer its indexing status without
@@ -13,50 +15,175 @@ remembering it (:func:`batch_id`, :func:`batch_documents`).
 
 from __future__ import annotations
 
+import mimetypes
 import time
+import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from gcite.knowledge.admin import DatasetInfo, DocumentInfo, ManageError
+from gcite.knowledge.admin import DatasetInfo, DocumentInfo, ManageError, SegmentInfo
+from gcite.knowledge.results import rank, result_item
 
 _STAMP = len("20260101000000")
 
 
-def dataset_body(info: DatasetInfo) -> dict[str, Any]:
-    """A Dify ``Dataset`` object for ``info``."""
+#: The account every dataset, document and segment is ``created_by`` (gcite has one
+#: operator: whoever holds an admin key); its display name is :data:`AUTHOR`.
+ACCOUNT_ID = "6f1c3c2e-0000-4000-8000-00000000a001"
+AUTHOR = "gcite"
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """The service's retrieval settings, shown as a dataset's ``retrieval_model_dict``:
+    ``top_k``, ``score_threshold`` (0..1, 0 = switched off) and the rerank model
+    (``""`` when there is none)."""
+
+    top_k: int = 5
+    score_threshold: float = 0.0
+    rerank_model: str = ""
+
+
+def retrieval_model_dict(settings: RetrievalSettings) -> dict[str, Any]:
+    """Dify's ``retrieval_model_dict``: gcite always searches hybrid (dense + BM25)."""
+    return {
+        "search_method": "hybrid_search",
+        "reranking_enable": bool(settings.rerank_model),
+        "reranking_mode": "reranking_model" if settings.rerank_model else None,
+        "reranking_model": {
+            "reranking_provider_name": "gcite" if settings.rerank_model else "",
+            "reranking_model_name": settings.rerank_model,
+        },
+        "weights": None,
+        "top_k": settings.top_k,
+        "score_threshold_enabled": settings.score_threshold > 0,
+        "score_threshold": settings.score_threshold,
+    }
+
+
+def metadata_field_id(dataset_id: str, name: str) -> str:
+    """The stable id of metadata field ``name`` of a dataset (Dify's ``metadata_id``)."""
+    return str(uuid.uuid5(uuid.UUID(ACCOUNT_ID), f"{dataset_id}\x00{name}"))
+
+
+def metadata_type(value: Any) -> str:
+    """Dify's metadata type of ``value``: ``number``, ``time`` (never inferred) or
+    ``string`` (lists and everything else)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "number"
+    return "string"
+
+
+def dataset_metadata_fields(dataset_id: str, docs: Sequence[DocumentInfo]) -> list[dict[str, Any]]:
+    """``[{"id", "name", "type", "count"}]`` of the metadata names ``docs`` carry, sorted
+    by name (``count``: the documents that carry it)."""
+    seen: dict[str, tuple[str, int]] = {}
+    for doc in docs:
+        for name, value in doc.metadata.items():
+            kind, count = seen.get(name, (metadata_type(value), 0))
+            seen[name] = (kind, count + 1)
+    return [
+        {"id": metadata_field_id(dataset_id, n), "name": n, "type": t, "count": c}
+        for n, (t, c) in sorted(seen.items())
+    ]
+
+
+def dataset_body(
+    info: DatasetInfo,
+    retrieval: RetrievalSettings | None = None,
+    metadata: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A Dify ``Dataset`` object (every field of Dify's ``DatasetDetailResponse``) for
+    ``info``; ``metadata``: its fields (:func:`dataset_metadata_fields`, ``count``
+    dropped)."""
     return {
         "id": info.id,
         "name": info.name,
-        "description": "",
+        "description": info.description,
         "provider": "vendor",
         "permission": "only_me",
         "data_source_type": "upload_file",
         "indexing_technique": "high_quality",
         "app_count": 0,
         "document_count": info.documents,
-        "word_count": 0,
+        "word_count": info.word_count,
+        "created_by": ACCOUNT_ID,
+        "author_name": AUTHOR,
+        "created_at": info.created_at,
+        "updated_by": ACCOUNT_ID,
+        "updated_at": info.updated_at or info.created_at,
         "embedding_model": info.embedding_model,
         "embedding_model_provider": "gcite",
         "embedding_available": True,
-        "doc_form": "text_model",
-        "doc_metadata": [],
+        "retrieval_model_dict": retrieval_model_dict(retrieval or RetrievalSettings()),
+        "summary_index_setting": {
+            "enable": False,
+            "model_name": None,
+            "model_provider_name": None,
+            "summary_prompt": None,
+        },
         "tags": [],
+        "doc_form": "text_model",
+        "external_knowledge_info": None,
+        "external_retrieval_model": None,
+        "doc_metadata": [{k: m[k] for k in ("id", "name", "type")} for m in metadata],
+        "built_in_field_enabled": False,
+        "pipeline_id": None,
+        "runtime_mode": "general",
+        "chunk_structure": None,
+        "icon_info": None,
+        "is_published": False,
+        "total_documents": info.documents,
+        "total_available_documents": info.documents,
+        "enable_api": True,
+        "is_multimodal": False,
         "segment_count": info.chunks,
     }
 
 
-def document_body(doc: DocumentInfo, position: int = 1) -> dict[str, Any]:
-    """A Dify ``Document`` object for ``doc`` (indexing is complete when it is listed);
-    ``doc_metadata`` in Dify's list shape ``[{"name", "value"}]``."""
+def document_metadata_list(dataset_id: str, doc: DocumentInfo) -> list[dict[str, Any]]:
+    """Dify's ``doc_metadata`` of a document: ``[{"id", "name", "type", "value"}]``
+    (a list value, e.g. ``access_roles``, stays a list)."""
+    return [
+        {
+            "id": metadata_field_id(dataset_id, name),
+            "name": name,
+            "type": metadata_type(value),
+            "value": value,
+        }
+        for name, value in sorted(doc.metadata.items())
+    ]
+
+
+def document_body(doc: DocumentInfo, dataset_id: str = "") -> dict[str, Any]:
+    """A Dify ``Document`` object (every field of Dify's ``DocumentResponse``) for
+    ``doc``, a document of dataset ``dataset_id`` (indexing is complete when it is
+    listed); ``doc_metadata`` is ``null`` for a document given no metadata, as Dify 1.12
+    answers (``doc_metadata_details`` is ``None`` then)."""
     return {
         "id": doc.id,
-        "position": position,
+        "position": doc.position or 1,
         "data_source_type": "upload_file",
         "data_source_info": {"upload_file_id": doc.id},
+        "data_source_detail_dict": {
+            "upload_file": {
+                "id": doc.id,
+                "name": doc.name,
+                "size": 0,
+                "extension": _extension(doc.name),
+                "mime_type": None,
+                "created_by": ACCOUNT_ID,
+                "created_at": float(doc.created_at),
+            }
+        },
+        "dataset_process_rule_id": None,
         "name": doc.name,
         "created_from": "api",
-        "created_at": doc.updated_at,
-        "tokens": 0,
+        "created_by": ACCOUNT_ID,
+        "created_at": doc.created_at,
+        "updated_at": doc.updated_at or doc.created_at,
+        "tokens": doc.tokens,
         "indexing_status": "completed",
         "error": None,
         "enabled": True,
@@ -64,12 +191,151 @@ def document_body(doc: DocumentInfo, position: int = 1) -> dict[str, Any]:
         "disabled_by": None,
         "archived": False,
         "display_status": "available",
-        "word_count": 0,
+        "word_count": doc.word_count,
         "hit_count": 0,
         "doc_form": "text_model",
+        "doc_metadata": document_metadata_list(dataset_id, doc) if doc.metadata else None,
+        "summary_index_status": None,
+        "need_summary": False,
         "segment_count": doc.segments,
-        "doc_metadata": [{"name": k, "value": v} for k, v in doc.metadata.items()],
     }
+
+
+def _extension(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def upload_file_body(doc: DocumentInfo, size: int = 0) -> dict[str, Any]:
+    """``GET .../documents/{id}/upload-file``: the document's file (``size`` in bytes,
+    0 when not known; gcite serves no download, so ``url`` and ``download_url`` are
+    empty)."""
+    return {
+        "id": doc.id,
+        "name": doc.name,
+        "size": size,
+        "extension": _extension(doc.name),
+        "url": "",
+        "download_url": "",
+        "mime_type": mimetypes.guess_type(doc.name)[0] or "application/octet-stream",
+        "created_by": ACCOUNT_ID,
+        "created_at": doc.created_at,
+    }
+
+
+def segment_body(segment: SegmentInfo) -> dict[str, Any]:
+    """A Dify ``Segment`` object (every field of Dify's ``SegmentResponse``)."""
+    return {
+        "id": segment.id,
+        "position": segment.position,
+        "document_id": segment.document_id,
+        "content": segment.content,
+        "sign_content": segment.content,
+        "answer": None,
+        "word_count": segment.word_count,
+        "tokens": segment.tokens,
+        "keywords": [],
+        "index_node_id": segment.id,
+        "index_node_hash": segment.index_node_hash,
+        "hit_count": 0,
+        "enabled": True,
+        "disabled_at": None,
+        "disabled_by": None,
+        "status": "completed",
+        "created_by": ACCOUNT_ID,
+        "created_at": segment.created_at,
+        "updated_at": segment.created_at,
+        "updated_by": None,
+        "indexing_at": segment.created_at,
+        "completed_at": segment.created_at,
+        "error": None,
+        "stopped_at": None,
+        "child_chunks": [],
+        "attachments": [],
+        "summary": None,
+    }
+
+
+def segment_record(body: Mapping[str, Any]) -> SegmentInfo:
+    """A :func:`segment_body` read back as a record."""
+    content = str(body.get("content") or "")
+    return SegmentInfo(
+        id=str(body.get("id") or ""),
+        document_id=str(body.get("document_id") or ""),
+        position=_int(body.get("position")),
+        content=content,
+        word_count=_int(body.get("word_count")),
+        tokens=_int(body.get("tokens")),
+        index_node_hash=str(body.get("index_node_hash") or ""),
+        created_at=_int(body.get("created_at")),
+    )
+
+
+def retrieve_body(query: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``POST /datasets/{id}/retrieve`` (and ``hit-testing``): Dify's
+    ``{"query": {"content"}, "records": [{"segment", "child_chunks", "score",
+    "tsne_position", "files", "summary"}]}`` of Knowledge Retrieval ``result`` items."""
+    records = []
+    for item in items:
+        meta = item.get("metadata") or {}
+        content = str(item.get("content") or "")
+        segment = segment_body(
+            SegmentInfo(
+                id=str(meta.get("segment_id") or ""),
+                document_id=str(meta.get("document_id") or ""),
+                position=_int(meta.get("segment_position")),
+                content=content,
+                word_count=_int(meta.get("segment_word_count")) or len(content),
+                tokens=0,
+                index_node_hash=str(meta.get("segment_index_node_hash") or ""),
+            )
+        )
+        doc_metadata = meta.get("doc_metadata")
+        segment["document"] = {
+            "id": segment["document_id"],
+            "data_source_type": "upload_file",
+            "name": str(meta.get("document_name") or item.get("title") or ""),
+            "doc_type": None,
+            "doc_metadata": doc_metadata if isinstance(doc_metadata, dict) else {},
+        }
+        records.append(
+            {
+                "segment": segment,
+                "child_chunks": [],
+                "score": float(meta.get("score") or 0.0),
+                "tsne_position": None,
+                "files": [],
+                "summary": None,
+            }
+        )
+    return {"query": {"content": query}, "records": records}
+
+
+def retrieve_items(body: Mapping[str, Any], dataset: DatasetInfo) -> list[dict[str, Any]]:
+    """A :func:`retrieve_body` read back as Knowledge Retrieval ``result`` items of
+    ``dataset`` (:func:`gcite.knowledge.results.result_item`), best first."""
+    items = []
+    records = body.get("records")
+    for record in records if isinstance(records, list) else []:
+        segment = record.get("segment") if isinstance(record, dict) else None
+        if not isinstance(segment, dict):
+            continue
+        raw = segment.get("document")
+        document: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        payload = {
+            "dataset_id": dataset.id,
+            "dataset_name": dataset.name,
+            "document_id": str(segment.get("document_id") or ""),
+            "document_name": str(document.get("name") or ""),
+            "segment_id": str(segment.get("id") or ""),
+            "segment_position": _int(segment.get("position")),
+            "content": str(segment.get("content") or ""),
+            "content_hash": str(segment.get("index_node_hash") or ""),
+            "word_count": _int(segment.get("word_count")),
+            "doc_metadata": dict(document.get("doc_metadata") or {}),
+        }
+        score = record.get("score")
+        items.append(result_item(payload, float(score) if isinstance(score, int | float) else 0.0))
+    return rank(items)
 
 
 def page_bounds(page: str | None, limit: str | None) -> tuple[int, int]:
@@ -110,9 +376,11 @@ def batch_documents(batch: str) -> list[str]:
     return [batch[_STAMP:]]
 
 
-def upserted_body(doc: DocumentInfo, now: float | None = None) -> dict[str, Any]:
+def upserted_body(
+    doc: DocumentInfo, dataset_id: str = "", now: float | None = None
+) -> dict[str, Any]:
     """The answer of ``create-by-*`` / ``update-by-*``: ``{"document", "batch"}``."""
-    return {"document": document_body(doc), "batch": batch_id(doc.id, now)}
+    return {"document": document_body(doc, dataset_id), "batch": batch_id(doc.id, now)}
 
 
 def indexing_status_body(docs: Sequence[DocumentInfo]) -> dict[str, Any]:
@@ -167,6 +435,10 @@ def dataset_record(body: Mapping[str, Any]) -> DatasetInfo:
         documents=_int(body.get("document_count")),
         chunks=_int(body.get("segment_count")),
         embedding_model=str(body.get("embedding_model") or ""),
+        description=str(body.get("description") or ""),
+        created_at=_int(body.get("created_at")),
+        updated_at=_int(body.get("updated_at")),
+        word_count=_int(body.get("word_count")),
     )
 
 
@@ -183,21 +455,36 @@ def document_record(body: Mapping[str, Any], dataset: str) -> DocumentInfo:
         dataset=dataset,
         path="",
         segments=_int(body.get("segment_count")),
-        updated_at=_int(body.get("created_at")),
+        updated_at=_int(body.get("updated_at")) or _int(body.get("created_at")),
         metadata=dict(metadata),
+        created_at=_int(body.get("created_at")),
+        position=_int(body.get("position")),
+        word_count=_int(body.get("word_count")),
+        tokens=_int(body.get("tokens")),
     )
 
 
 __all__ = [
+    "ACCOUNT_ID",
+    "AUTHOR",
+    "RetrievalSettings",
     "batch_documents",
     "batch_id",
     "dataset_body",
+    "dataset_metadata_fields",
     "dataset_record",
     "doc_metadata",
     "document_body",
+    "document_metadata_list",
     "document_record",
     "indexing_status_body",
     "page_body",
     "page_bounds",
+    "retrieval_model_dict",
+    "retrieve_body",
+    "retrieve_items",
+    "segment_body",
+    "segment_record",
+    "upload_file_body",
     "upserted_body",
 ]

@@ -28,6 +28,15 @@ its markers, ``citation-markers.md`` §4a). Reasoning that comes after the answe
 started cannot go at its start and stays off the wire. ``retriever_resources`` and the
 cited ids come from the answer only (``RunSummary``), whatever the reasoning cites.
 
+Citation style (``Envelope.citation_style``, from the app key): ``markers`` sends the answer
+as the model wrote it; ``numbers`` renders the markers as display numbers
+(:mod:`gcite.stream.styles`) in every answer text a client receives - the ``message`` /
+``text_chunk`` deltas (a possible marker is held back until it resolves and the held rest is
+sent before the LLM node finishes), the LLM node's ``outputs.text``, ``workflow_finished``'s
+``outputs.answer`` and the blocking body's ``answer``; ``retriever_resources`` are numbered
+alike in both styles (display order, ``position`` 1..n), so in ``numbers`` the text's numbers
+are their positions.
+
 Changing what Dify clients see (event order, field names) means changing this module only.
 """
 
@@ -52,6 +61,7 @@ from gcite.chatflow.events import (
 )
 from gcite.chatflow.run import new_id
 from gcite.dify.service_api import resource_items
+from gcite.stream.styles import NumberedText, styled_answer
 from gcite.stream.surrogates import fix_surrogates
 
 WORKFLOW_ID = "gcite-chatflow"
@@ -103,6 +113,7 @@ class Envelope:
     ``created_at``: the message creation time, int seconds (same on every event).
     ``stream_event``: ``"message"`` (Dify chatflow) or ``"text_chunk"`` (the seeds' §2.3).
     ``inputs``, ``user``: echoed in ``workflow_started`` (with ``sys.query``, ...).
+    ``citation_style``: ``"markers"`` or ``"numbers"`` (:mod:`gcite.stream.styles`).
     """
 
     task_id: str
@@ -113,6 +124,7 @@ class Envelope:
     stream_event: str = "message"
     user: str = ""
     inputs: dict[str, Any] = field(default_factory=dict)
+    citation_style: str = "markers"
 
     def head(self, event: str) -> dict[str, Any]:
         """The envelope fields for ``event`` (``task_id`` included)."""
@@ -247,17 +259,25 @@ def message_metadata(summary: RunSummary, env: Envelope | None = None) -> dict[s
     return metadata
 
 
-def tagged_answer(summary: RunSummary) -> str:
-    """The answer with the run's reasoning in front, as Dify's ``reasoning_format: tagged``
-    gives it: ``<think>\n{reasoning}\n</think>{answer}`` (just the answer without any)."""
+def shown_answer(summary: RunSummary, style: str = "markers") -> str:
+    """The run's answer as a client of citation ``style`` sees it (``markers``: as written)."""
+    known = [str(c.get("id")) for c in summary.chunk_metadata]
+    return styled_answer(summary.answer, known, style)
+
+
+def tagged_answer(summary: RunSummary, style: str = "markers") -> str:
+    """The answer (in citation ``style``) with the run's reasoning in front, as Dify's
+    ``reasoning_format: tagged`` gives it: ``<think>\n{reasoning}\n</think>{answer}`` (just
+    the answer without any)."""
+    answer = shown_answer(summary, style)
     if not summary.reasoning:
-        return summary.answer
-    return THINK_OPEN + summary.reasoning + THINK_CLOSE + summary.answer
+        return answer
+    return THINK_OPEN + summary.reasoning + THINK_CLOSE + answer
 
 
 def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
     """The Dify blocking-mode chat response (§1.9): the whole answer (reasoning tagged in
-    front, :func:`tagged_answer`) plus metadata."""
+    front, :func:`tagged_answer`; in the envelope's citation style) plus metadata."""
     return {
         "event": "message",
         "task_id": env.task_id,
@@ -265,7 +285,7 @@ def blocking_body(env: Envelope, summary: RunSummary) -> dict[str, Any]:
         "message_id": env.message_id,
         "conversation_id": env.conversation_id,
         "mode": "advanced-chat",
-        "answer": tagged_answer(summary),
+        "answer": tagged_answer(summary, env.citation_style),
         "metadata": message_metadata(summary, env),
         "created_at": env.created_at,
     }
@@ -331,6 +351,8 @@ class DifyStream:
         # the answer text on the wire: at its start, inside <think>, in the answer
         self._think: str = "start"
         self._frame_parts: tuple[bytes, bytes] | None = None
+        # the ``numbers`` citation style: the answer rendered as it streams
+        self._numbers = NumberedText() if env.citation_style == "numbers" else None
 
     def start(self, query: str) -> dict[str, Any]:
         """``workflow_started``; ``inputs`` echo the request inputs plus ``sys.*``."""
@@ -364,16 +386,21 @@ class DifyStream:
     def _delta_text(self, event: AnswerDelta | ReasoningDelta) -> str | None:
         """The wire text of a delta (``<think>`` bookkeeping), or None when it stays off."""
         if isinstance(event, AnswerDelta):
-            text = event.text
-            if self._think == "open":
-                text, self._think = THINK_CLOSE + text, "answer"
-            elif self._think == "start" and text.strip(" \t\r\n"):
-                self._think = "answer"  # leading white space may still precede <think>
-            return text
+            if self._numbers is None:
+                return self._answer_text(event.text)
+            return self._answer_text(self._numbers.feed(event.text)) or None
         if self._think == "answer":
             return None  # after answer text it cannot go at the start: off the wire
         text = event.text if self._think == "open" else THINK_OPEN + event.text
         self._think = "open"
+        return text
+
+    def _answer_text(self, text: str) -> str:
+        """Answer text on the wire: the ``<think>`` block closed before the first of it."""
+        if self._think == "open":
+            text, self._think = THINK_CLOSE + text, "answer"
+        elif self._think == "start" and text.strip(" \t\r\n"):
+            self._think = "answer"  # leading white space may still precede <think>
         return text
 
     def _text_frame(self, text: str) -> bytes:
@@ -397,12 +424,20 @@ class DifyStream:
             text = self._delta_text(event)
             return [] if text is None else [self._text(text)]
         closes_llm = isinstance(event, NodeFinished) and event.node == "llm"
-        if self._think == "open" and (closes_llm or isinstance(event, (RunEnded, RunFailed))):
+        ends_answer = closes_llm or isinstance(event, (RunEnded, RunFailed))
+        if ends_answer and self._numbers is not None and not self._numbers.closed:
+            held = self._numbers.close()  # the rest of the answer, before the node ends
+            text = self._answer_text(held) if held else ""
+            return ([self._text(text)] if text else []) + self.objects(event)
+        if self._think == "open" and ends_answer:
             self._think = "answer"  # the model only reasoned: close the block first
             return [self._text(THINK_CLOSE), *self.objects(event)]
         if isinstance(event, NodeStarted):
             return [self._node_started(event)]
         if isinstance(event, NodeFinished):
+            if event.node == "merge" and self._numbers is not None:
+                chunks = (event.outputs or {}).get("chunk_metadata") or []
+                self._numbers.set_known_ids([str(c.get("id")) for c in chunks])
             return [self._node_finished(event)]
         if isinstance(event, RunEnded):
             # Dify's advanced-chat pipeline order (also for a stop): workflow_finished, then
@@ -457,6 +492,9 @@ class DifyStream:
         self._started[event.node] = _Started(new_id(), self._index, predecessor, int(event.at))
         data = self._common(event.node, event.inputs)
         data["extras"] = {}
+        # Dify 1.12's NodeStartStreamResponse.Data has ``agent_strategy`` (``{name, icon}``
+        # on Agent nodes), dumped as null for every other node type; none of ours is one.
+        data["agent_strategy"] = None
         out = self.env.head("node_started")
         out.update({"workflow_run_id": self.env.workflow_run_id, "data": data})
         return out
@@ -465,6 +503,12 @@ class DifyStream:
         outputs = event.outputs
         if event.node == "web_search" and outputs is not None:
             outputs = {"text": "", "files": [], "json": [outputs.get("payload")]}
+        elif event.node == "llm" and outputs is not None and self._numbers is not None:
+            known = self._numbers.known_ids
+            outputs = {
+                **outputs,
+                "text": styled_answer(str(outputs.get("text", "")), known, "numbers"),
+            }
         tokens = event.usage.total_tokens if event.usage is not None else 0
         data = self._common(event.node, event.inputs)
         data.update(
@@ -497,7 +541,9 @@ class DifyStream:
             "id": env.workflow_run_id,
             "workflow_id": WORKFLOW_ID,
             "status": summary.status,
-            "outputs": {"answer": summary.answer} if summary.status != "failed" else None,
+            "outputs": {"answer": shown_answer(summary, env.citation_style)}
+            if summary.status != "failed"
+            else None,
             "error": error,
             "elapsed_time": round(summary.elapsed, 4),
             "total_tokens": summary.usage.total_tokens,
@@ -528,5 +574,7 @@ __all__ = [
     "message_metadata",
     "retriever_resource",
     "retriever_resources",
+    "shown_answer",
+    "tagged_answer",
     "usage_json",
 ]

@@ -36,23 +36,38 @@ class ManageError(GciteError):
         self.code = code
 
 
+#: Dify's metadata field types.
+METADATA_TYPES = ("string", "number", "time")
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """One dataset: stable id, name, numbers of documents and chunks, and the embedding
-    model its vectors were made with (``""`` before the first document)."""
+    model its vectors were made with (``""`` before the first document); ``description``,
+    ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known), ``word_count``
+    (characters of its documents' text) and the metadata fields declared for it
+    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry)."""
 
     id: str
     name: str
     documents: int
     chunks: int
     embedding_model: str = ""
+    description: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+    word_count: int = 0
+    metadata_fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class DocumentInfo:
     """One document of a dataset: id, file name, dataset name, where its file is kept
     (``path``, ``""`` when not known), stored chunks (``segments``), last change (Unix
-    seconds) and its metadata (``doc_metadata``; empty when not known)."""
+    seconds) and its metadata (``doc_metadata``; empty when not known); ``created_at``
+    (first ingestion, kept on update; Unix seconds), ``position`` (1..n in order of
+    creation), ``word_count`` (characters of its text) and ``tokens`` (its text's tokens
+    as gcite's tokeniser counts them); 0 when not known."""
 
     id: str
     name: str
@@ -61,6 +76,26 @@ class DocumentInfo:
     segments: int
     updated_at: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: int = 0
+    position: int = 0
+    word_count: int = 0
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One stored chunk of a document (Dify's segment): id, document id, ``position``
+    (1-based in the document), text, ``word_count`` (characters), ``tokens`` (gcite's
+    tokeniser), ``index_node_hash`` (hash of the text) and ``created_at`` (Unix seconds)."""
+
+    id: str
+    document_id: str
+    position: int
+    content: str
+    word_count: int
+    tokens: int
+    index_node_hash: str
+    created_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,8 +140,53 @@ class KnowledgeAdmin(Protocol):
         """Remove a dataset with all its documents; returns it as it was. 404 if unknown."""
         ...
 
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
+        """Change a dataset's ``description`` and its declared ``metadata_fields``
+        (``{name: "string" | "number" | "time"}``, replacing the declared set; ``None``:
+        keep it); returns the dataset as it is now. 404 if unknown, 400 for a description
+        over 400 characters or a bad field name or type."""
+        ...
+
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """The documents of ``dataset``, sorted by name; 404 when the dataset is unknown."""
+        ...
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """The stored chunks of a document in order of ``position``; 404 when the dataset
+        or the document is unknown."""
+        ...
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """Add chunks with the texts ``contents`` at the end of a document, indexed with
+        its metadata (its roles too); returns them. 404 unknown document, 400 empty text."""
+        ...
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """Replace the text of one chunk (same id and position); 404 when unknown."""
+        ...
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """Remove one chunk; returns it as it was. 404 when unknown."""
+        ...
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search one dataset without a role filter (an admin sees every document):
+        Dify Knowledge Retrieval ``result`` items, best first (:mod:`gcite.knowledge.results`).
+        404 when the dataset is unknown, 400 for a malformed ``condition``."""
         ...
 
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
@@ -134,6 +214,14 @@ class KnowledgeAdmin(Protocol):
         """
         ...
 
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """Set metadata values of a document (the names given; the others, its roles
+        among them, are kept) and re-index it; returns it as it is now. 404 when unknown,
+        400 for refused metadata (e.g. a malformed ``access_roles``: nothing changes)."""
+        ...
+
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """Remove a document; returns it as it was. 404 when unknown."""
         ...
@@ -148,10 +236,12 @@ class KnowledgeAdmin(Protocol):
 
 
 __all__ = [
+    "METADATA_TYPES",
     "DatasetInfo",
     "DocumentInfo",
     "KnowledgeAdmin",
     "KnowledgeStatus",
     "ManageError",
+    "SegmentInfo",
     "Upserted",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,15 @@ NAMESPACE = uuid.UUID("6f1c3c2e-8f0b-4a4e-9a53-2c6d0e9b7a11")
 def stable_id(*parts: str) -> str:
     """A deterministic UUID (string) for ids: dataset, document, segment."""
     return str(uuid.uuid5(NAMESPACE, "\x00".join(parts)))
+
+
+def dataset_by_ref(names: Iterable[str], ref: str) -> str | None:
+    """The name among dataset ``names`` that is ``ref`` or whose id (:func:`stable_id`
+    ``("dataset", name)``, the id the Knowledge API shows) is ``ref``; ``None``."""
+    known = list(names)
+    if ref in known:
+        return ref
+    return next((n for n in known if stable_id("dataset", n) == ref), None)
 
 
 @dataclass
@@ -84,4 +94,4 @@ class Catalog:
         return None
 
 
-__all__ = ["CATALOG_FORMAT", "CATALOG_NAME", "NAMESPACE", "Catalog", "stable_id"]
+__all__ = ["CATALOG_FORMAT", "CATALOG_NAME", "NAMESPACE", "Catalog", "dataset_by_ref", "stable_id"]

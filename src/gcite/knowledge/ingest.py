@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import ConfigError
-from gcite.knowledge.catalog import stable_id
+from gcite.knowledge.catalog import dataset_by_ref, stable_id
 from gcite.knowledge.chunking import Chunk, bounded, iter_chunks
 from gcite.knowledge.convert import (
     SUPPORTED_SUFFIXES,
@@ -69,7 +70,7 @@ from gcite.knowledge.convert import (
     scan_text,
 )
 from gcite.knowledge.filters import filter_payload
-from gcite.knowledge.sparse import document_vector
+from gcite.knowledge.sparse import document_vector, tokenize
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
 from gcite.roles import RoleValueError, validate_metadata
 
@@ -255,6 +256,32 @@ def _open_document(source: _Source, limits: ConvertLimits) -> _Document:
     return _Document(converted.metadata, converted.title, digest, lines)
 
 
+def _times(previous: dict[str, Any] | None) -> dict[str, int]:
+    """``created_at`` (kept from ``previous``, the document's last catalog entry) and
+    ``updated_at`` (now) of a document written now, Unix seconds."""
+    now = int(time.time())
+    created = (previous or {}).get("created_at")
+    return {"created_at": int(created) if created else now, "updated_at": now}
+
+
+def _given(meta: dict[str, Any], front: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``meta`` (validated) the document was given (front matter, manifest or
+    the metadata kept from its previous version), without the defaults ingestion fills in."""
+    keys = set(front) | set(given)
+    return {k: v for k, v in meta.items() if k in keys}
+
+
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-plain part of a document's metadata (strings, numbers, booleans, lists
+    of strings), as the catalog keeps it for the Knowledge API's ``doc_metadata``."""
+    scalars = (str, int, float, bool)
+    return {
+        k: v
+        for k, v in meta.items()
+        if isinstance(v, scalars) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    }
+
+
 def ingest_paths(
     paths: Sequence[Path],
     *,
@@ -289,6 +316,9 @@ def ingest_paths(
     ids = {s.path: document_id for s in sources} if document_id and len(sources) == 1 else {}
     store = open_store(settings, create=True)
     try:
+        with store.lock:  # a dataset's id names it too
+            dataset = dataset_by_ref(store.catalog.datasets, dataset) or dataset
+        report.dataset = dataset
         _run(store, (sources, roots), report, settings, dataset, man, progress, ids)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
@@ -407,7 +437,9 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
     run.array_fields.update(k for k, v in meta.items() if isinstance(v, list))
     run.store.begin_version(fingerprint)
     try:
-        written = _write_chunks(run, source, document, document_id, meta, fingerprint, start)
+        written, counts = _write_chunks(
+            run, source, document, document_id, meta, fingerprint, start
+        )
     except BaseException:
         run.store.abandon_version(document_id, fingerprint)
         raise
@@ -419,8 +451,11 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
             "name": source.path.name,
             "hash": fingerprint,
             "segments": written,
+            **_times(previous),
+            "word_count": counts[0],
+            "tokens": counts[1],
+            "doc_metadata": _plain(_given(meta, document.metadata, given)),
             "given": given,
-            "metadata": meta,
         }
         run.entry["array_fields"] = sorted(run.array_fields)
 
@@ -439,17 +474,20 @@ def _write_chunks(
     meta: dict[str, Any],
     fingerprint: str,
     start: float,
-) -> int:
-    """Chunk, embed and add the points of one version; returns how many were written."""
+) -> tuple[int, tuple[int, int]]:
+    """Chunk, embed and add the points of one version; returns how many were written and
+    the text's characters and tokens."""
     settings, bar = run.settings, run.bar
     lookups = filter_payload(meta)
     title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
     title = title if MAX_TITLE_CHARS > 0 else ""
-    consumed = [0]
+    consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
 
     def lines() -> Iterator[str]:
         for line, size in document.lines():
             consumed[0] += size
+            consumed[1] += len(line)
+            consumed[2] += len(tokenize(line))
             yield line
 
     chunks = iter_chunks(
@@ -491,7 +529,7 @@ def _write_chunks(
                 chunks=bar.tasks[0].fields["chunks"] + len(batch),
             )
     run.store.add_points(pending)
-    return written + len(pending)
+    return written + len(pending), (consumed[1], consumed[2])
 
 
 def _size(path: Path) -> int:

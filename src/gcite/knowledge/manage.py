@@ -33,6 +33,7 @@ import dataclasses
 import json
 import re
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -42,11 +43,15 @@ from pathlib import Path
 from typing import Any
 
 from gcite.config import Settings
+from gcite.errors import FilterError
+from gcite.knowledge import segments
 from gcite.knowledge.admin import (
+    METADATA_TYPES,
     DatasetInfo,
     DocumentInfo,
     KnowledgeStatus,
     ManageError,
+    SegmentInfo,
     Upserted,
 )
 from gcite.knowledge.catalog import Catalog, stable_id
@@ -85,19 +90,31 @@ def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
     with store.lock:
         items = list(store.catalog.datasets.items())
         embedder = str(store.catalog.embedder or store.settings.embed.backend)
-    out = []
-    for name, entry in sorted(items):
-        docs = entry.get("documents", {})
-        out.append(
-            DatasetInfo(
-                id=str(entry.get("dataset_id") or stable_id("dataset", name)),
-                name=name,
-                documents=len(docs),
-                chunks=sum(int(d.get("segments", 0)) for d in docs.values()),
-                embedding_model=embedder,
-            )
-        )
-    return out
+    return [_dataset_info(name, entry, embedder) for name, entry in sorted(items)]
+
+
+def _dataset_info(name: str, entry: Mapping[str, Any], embedder: str) -> DatasetInfo:
+    docs = entry.get("documents", {}).values()
+    created = _int(entry, "created_at") or min((_int(d, "created_at") for d in docs), default=0)
+    return DatasetInfo(
+        id=str(entry.get("dataset_id") or stable_id("dataset", name)),
+        name=name,
+        documents=len(docs),
+        chunks=sum(_int(d, "segments") for d in docs),
+        embedding_model=embedder,
+        description=str(entry.get("description") or ""),
+        created_at=created,
+        updated_at=max(
+            [created, _int(entry, "updated_at")] + [_int(d, "updated_at") for d in docs]
+        ),
+        word_count=sum(_int(d, "word_count") for d in docs),
+        metadata_fields=dict(entry.get("metadata_fields") or {}),
+    )
+
+
+def _int(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 def dataset_named(store: KnowledgeStore, ref: str) -> str:
@@ -127,7 +144,12 @@ def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
                 "数据集名称已存在，请换一个名称", status=409, code="dataset_name_duplicate"
             )
         # copy on write: searches read the dataset table without the lock
-        entry = {"dataset_id": stable_id("dataset", name), "array_fields": [], "documents": {}}
+        entry = {
+            "dataset_id": stable_id("dataset", name),
+            "array_fields": [],
+            "documents": {},
+            "created_at": int(time.time()),
+        }
         catalog.datasets = {**catalog.datasets, name: entry}
         catalog.save()
     return next(i for i in list_datasets(store) if i.name == name)
@@ -138,6 +160,8 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
     name = dataset_named(store, dataset)
     with store.lock:
         docs = dict(store.catalog.datasets[name].get("documents", {}))
+    by_age = sorted(docs, key=lambda d: (_int(docs[d], "created_at"), str(docs[d].get("name")), d))
+    position = {doc_id: number for number, doc_id in enumerate(by_age, 1)}
     return sorted(
         (
             DocumentInfo(
@@ -145,9 +169,13 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
                 name=str(info.get("name", "")),
                 dataset=name,
                 path=str(info.get("path", "")),
-                segments=int(info.get("segments", 0)),
-                updated_at=int(info.get("updated_at", 0)),
-                metadata=dict(info.get("metadata") or {}),
+                segments=_int(info, "segments"),
+                updated_at=_int(info, "updated_at"),
+                metadata=dict(info.get("doc_metadata") or {}),
+                created_at=_int(info, "created_at"),
+                position=position[doc_id],
+                word_count=_int(info, "word_count"),
+                tokens=_int(info, "tokens"),
             )
             for doc_id, info in docs.items()
         ),
@@ -202,6 +230,122 @@ def delete_dataset(
 
 def _uploads(settings: Settings) -> Path:
     return Path(settings.data_dir).expanduser().resolve() / UPLOADS
+
+
+def _checked_fields(fields: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for name, kind in fields.items():
+        text = _check_name(name, "元数据字段")
+        if kind not in METADATA_TYPES:
+            raise ManageError(f"元数据字段类型必须是 {' / '.join(METADATA_TYPES)}: {kind!r}")
+        out[text] = kind
+    return out
+
+
+def update_dataset(
+    store: KnowledgeStore,
+    dataset: str,
+    *,
+    description: str | None = None,
+    metadata_fields: Mapping[str, str] | None = None,
+    locks: DatasetLocks | None = None,
+) -> DatasetInfo:
+    """Change a dataset's description and declared metadata fields (kept in its catalog
+    entry); see :meth:`KnowledgeAdmin.update_dataset`."""
+    if description is not None and (not isinstance(description, str) or len(description) > 400):
+        raise ManageError("数据集描述必须是不超过 400 个字符的文本")
+    fields = None if metadata_fields is None else _checked_fields(metadata_fields)
+    name = dataset_named(store, dataset)
+    with (locks or DatasetLocks())(name), store.write_guard(), store.lock:
+        catalog = store.catalog
+        entry = dict(catalog.datasets[name])
+        if description is not None:
+            entry["description"] = description
+        if fields is not None:
+            entry["metadata_fields"] = fields
+        entry["updated_at"] = int(time.time())
+        catalog.datasets = {**catalog.datasets, name: entry}
+        store.save()
+    return next(i for i in list_datasets(store) if i.name == name)
+
+
+def update_document_metadata(
+    store: KnowledgeStore,
+    dataset: str,
+    ref: str,
+    metadata: Mapping[str, Any],
+    *,
+    locks: DatasetLocks | None = None,
+) -> DocumentInfo:
+    """Set metadata values of a document and re-index it from its file; the names not
+    given keep their values (its ``access_roles`` too, wherever they came from: the
+    catalog records the metadata a document was indexed with). 400 when its file is
+    gone, when it was indexed before the catalog recorded metadata (ingest it again
+    first), or for refused metadata (nothing changes then)."""
+    if not isinstance(metadata, Mapping):
+        raise ManageError("doc_metadata 必须是对象")
+    with (locks or DatasetLocks())(dataset_named(store, dataset)):
+        doc = find_document(store, dataset, ref)
+        path = Path(doc.path)
+        with store.lock:
+            info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
+        if not path.is_file():
+            raise ManageError(f"文档 {doc.name} 的文件已不在 {doc.path}，无法更新元数据")
+        if not isinstance(info.get("doc_metadata"), dict):
+            raise ManageError(f"文档 {doc.name} 导入时未记录元数据，请先重新导入该文档再更新元数据")
+        merged = {**info["doc_metadata"], **metadata}
+        manifest = {"dataset_name": doc.dataset, "documents": {path.name: merged}}
+        sidecar = Path(str(path) + ".meta.json")
+        old = sidecar.read_bytes() if sidecar.exists() else None
+        uploaded = old is not None  # documents of the API keep theirs next to the file
+        # a document of the CLI: a manifest of this update only, in the data dir
+        scratch = _upload_dir(store.settings, ".metadata") / f"{doc.id}.json"
+        target = sidecar if uploaded else scratch
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+        try:
+            report = ingest_paths(
+                [path],
+                settings=store.settings,
+                dataset=doc.dataset,
+                manifest=target,
+                document_id=doc.id,
+            )
+        finally:
+            scratch.unlink(missing_ok=True)
+            if uploaded and (sys.exc_info()[0] is not None):
+                sidecar.write_bytes(old or b"")
+        if report.failed:
+            if old is not None:
+                sidecar.write_bytes(old)
+            reason = "; ".join(r for _, r in report.failed)
+            raise ManageError(f"文档 {doc.name} 的元数据未能更新: {reason}")
+    return find_document(store, doc.dataset, doc.id)
+
+
+def retrieve(
+    store: KnowledgeStore,
+    dataset: str,
+    query: str,
+    *,
+    top_k: int,
+    score_threshold: float = 0.0,
+    condition: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Search one dataset (name or id) with no role filter; see
+    :meth:`KnowledgeAdmin.retrieve`."""
+    name = dataset_named(store, dataset)
+    try:
+        return store.search(
+            query,
+            dataset=name,
+            roles=None,
+            condition=condition,
+            top_k=top_k,
+            score_threshold=score_threshold,
+        )
+    except FilterError as exc:
+        raise ManageError(str(exc)) from exc
 
 
 def _upload_dir(settings: Settings, dataset_id: str) -> Path:
@@ -375,7 +519,7 @@ def run_upsert(
                 stored["updated_at"] = int(time.time())
                 store.save()
         doc = find_document(store, dataset_name, document_id)
-    before = _roles(previous.get("metadata")) if previous else None
+    before = _roles(previous.get("doc_metadata")) if previous else None
     after = _roles(doc.metadata)
     change = (before, after) if before is not None and before != after else None
     return Upserted(doc, created=not previous, roles_change=change)
@@ -501,9 +645,72 @@ class LocalAdmin:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
         return delete_dataset(self.store, dataset, locks=self.locks)
 
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.update_dataset`."""
+        return update_dataset(
+            self.store,
+            dataset,
+            description=description,
+            metadata_fields=metadata_fields,
+            locks=self.locks,
+        )
+
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.update_document_metadata`."""
+        return update_document_metadata(self.store, dataset, ref, metadata, locks=self.locks)
+
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
         return list_documents(self.store, dataset)
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.list_segments`."""
+        return segments.list_segments(self.store, find_document(self.store, dataset, ref))
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.create_segments`."""
+        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+            doc = find_document(self.store, dataset, ref)
+            return segments.create_segments(self.store, doc, contents)
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.update_segment`."""
+        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+            doc = find_document(self.store, dataset, ref)
+            return segments.update_segment(self.store, doc, segment_id, content)
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.delete_segment`."""
+        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+            doc = find_document(self.store, dataset, ref)
+            return segments.delete_segment(self.store, doc, segment_id)
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """See :meth:`KnowledgeAdmin.retrieve`."""
+        return retrieve(
+            self.store,
+            dataset,
+            query,
+            top_k=top_k,
+            score_threshold=score_threshold,
+            condition=condition,
+        )
 
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.find_document`."""
@@ -585,6 +792,9 @@ __all__ = [
     "list_documents",
     "plan_upsert",
     "reconcile_uploads",
+    "retrieve",
     "run_upsert",
+    "update_dataset",
+    "update_document_metadata",
     "upsert_document",
 ]

@@ -19,18 +19,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 
-from gcite.dify.knowledge_api import dataset_record, document_record
+from gcite.dify.knowledge_api import (
+    dataset_record,
+    document_record,
+    retrieve_items,
+    segment_record,
+)
 from gcite.errors import StoreError
 from gcite.knowledge.admin import (
     DatasetInfo,
     DocumentInfo,
     KnowledgeStatus,
     ManageError,
+    SegmentInfo,
     Upserted,
 )
 
@@ -42,6 +49,20 @@ answer."""
 
 class KeyRefused(StoreError):
     """The remote service refused the key (HTTP 401 / 403): not an admin key there."""
+
+
+class EndpointMissing(StoreError):
+    """The remote service has no such endpoint (HTTP 404 / 405 for the route itself, as
+    Dify or gcite answer an unknown path or method): ``endpoint`` is ``"METHOD path"``."""
+
+    def __init__(self, message: str, endpoint: str) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
+#: The messages of a 404 for an unknown path (werkzeug's, which Dify answers, and
+#: Starlette's, which gcite answers) and of a 405 for an unknown method.
+_NO_ROUTE = ("The requested URL was not found", "Not Found", "The method is not allowed")
 
 
 def origin_of(url: str) -> str:
@@ -83,23 +104,96 @@ class RemoteAdmin:
 
     def delete_dataset(self, dataset: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
-        info = dataset_record(self._call("GET", _dataset_path(dataset)))
-        self._call("DELETE", _dataset_path(dataset))
+        info = self._info(dataset)
+        self._call("DELETE", _dataset_path(info.id))
         return info
+
+    def update_dataset(
+        self,
+        dataset: str,
+        *,
+        description: str | None = None,
+        metadata_fields: Mapping[str, str] | None = None,
+    ) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.update_dataset` (``PATCH`` the dataset; the declared
+        metadata fields through ``.../metadata``)."""
+        path = self._path(dataset)
+        if description is not None:
+            self._call("PATCH", path, json={"description": description})
+        if metadata_fields is not None:
+            self._set_fields(path, metadata_fields)
+        return self._dataset(dataset)
+
+    def _set_fields(self, path: str, wanted: Mapping[str, str]) -> None:
+        body = self._call("GET", f"{path}/metadata")
+        rows = body.get("doc_metadata") if isinstance(body, dict) else None
+        current = {
+            str(r.get("name")): r
+            for r in (rows if isinstance(rows, list) else [])
+            if isinstance(r, dict)
+        }
+        for name, row in current.items():
+            if name not in wanted and not row.get("count"):
+                self._call("DELETE", f"{path}/metadata/{_segment(str(row.get('id')))}")
+        for name, kind in wanted.items():
+            if name not in current:
+                self._call("POST", f"{path}/metadata", json={"type": kind, "name": name})
+
+    def _dataset(self, dataset: str) -> DatasetInfo:
+        info = self._info(dataset)
+        body = self._call("GET", f"{_dataset_path(info.id)}/metadata")
+        rows = body.get("doc_metadata") if isinstance(body, dict) else None
+        declared = {
+            str(r.get("name")): str(r.get("type"))
+            for r in (rows if isinstance(rows, list) else [])
+            if isinstance(r, dict) and not r.get("count")
+        }
+        return replace(info, metadata_fields=declared)
+
+    def retrieve(
+        self,
+        dataset: str,
+        query: str,
+        *,
+        top_k: int,
+        score_threshold: float = 0.0,
+        condition: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """See :meth:`KnowledgeAdmin.retrieve` (``POST .../retrieve``)."""
+        model: dict[str, Any] = {
+            "top_k": top_k,
+            "score_threshold_enabled": score_threshold > 0,
+            "score_threshold": score_threshold,
+        }
+        if condition is not None:
+            model["metadata_filtering_conditions"] = dict(condition)
+        info = self._info(dataset)
+        body = self._call(
+            "POST",
+            f"{_dataset_path(info.id)}/retrieve",
+            json={"query": query, "retrieval_model": model},
+        )
+        return retrieve_items(body, info)
 
     # ------------------------------------------------------------------ documents
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
-        name = self._dataset_name(dataset)
-        bodies = self._pages(f"{_dataset_path(dataset)}/documents")
-        return [document_record(b, name) for b in bodies]
+        info = self._info(dataset)
+        bodies = self._pages(f"{_dataset_path(info.id)}/documents")
+        docs = [document_record(b, info.name) for b in bodies]
+        return sorted(docs, key=lambda d: (d.name, d.id))
 
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
-        """See :meth:`KnowledgeAdmin.find_document`."""
-        name = self._dataset_name(dataset)
-        body = self._call("GET", f"{_dataset_path(dataset)}/documents/{_segment(ref)}")
-        return document_record(body, name)
+        """See :meth:`KnowledgeAdmin.find_document` (by id or file name, from the list:
+        Dify's document paths take ids only)."""
+        matches = [d for d in self.list_documents(dataset) if ref in (d.id, d.name)]
+        if not matches:
+            raise ManageError(f"数据集中没有文档 {ref}", status=404, code="document_not_found")
+        if len(matches) > 1:
+            ids = ", ".join(d.id for d in matches)
+            raise ManageError(f"有多个文档名为 {ref}，请用文档 id 指定: {ids}")
+        return matches[0]
 
     def upsert_document(
         self,
@@ -112,15 +206,22 @@ class RemoteAdmin:
     ) -> Upserted:
         """See :meth:`KnowledgeAdmin.upsert_document` (``create-by-file`` /
         ``update-by-file``: the bytes go as they are, the service converts them)."""
-        path = _dataset_path(dataset)
+        info = self._info(dataset)
+        path = _dataset_path(info.id)
         if replace is None:
             existing = {d.name for d in self.list_documents(dataset)}
             url = f"{path}/document/create-by-file"
         else:
             existing = set()
-            name = name or self.find_document(dataset, replace).name  # the file's name
-            url = f"{path}/documents/{_segment(replace)}/update-by-file"
-        fields: dict[str, Any] = {"indexing_technique": "high_quality"}
+            current = self.find_document(info.id, replace)
+            name = name or current.name  # the file's name
+            url = f"{path}/documents/{_segment(current.id)}/update-by-file"
+        # Dify needs a process rule for the first document of a dataset; gcite ignores it
+        fields: dict[str, Any] = {
+            "indexing_technique": "high_quality",
+            "process_rule": {"mode": "automatic"},
+            "doc_form": "text_model",
+        }
         if name:
             fields["name"] = name
         if metadata is not None:
@@ -134,11 +235,13 @@ class RemoteAdmin:
         document = body.get("document") if isinstance(body, dict) else None
         if not isinstance(document, dict):
             raise StoreError("远程知识库返回的文档格式无效")
-        doc = document_record(document, self._dataset_name(dataset))
-        if document.get("indexing_status") != "completed":
+        doc = document_record(document, info.name)
+        if document.get("indexing_status") != "completed":  # indexed after the answer
             self._wait_indexed(path, str(body.get("batch") or ""))
-            doc = self.find_document(dataset, doc.id)
+            doc = self.find_document(info.id, doc.id)
         created = replace is None and doc.name not in existing
+        if metadata and not set(metadata) <= set(doc.metadata):
+            self._refuse_without_metadata(info, doc, metadata, created)
         return Upserted(doc, created=created)
 
     def _wait_indexed(self, path: str, batch: str) -> None:
@@ -163,10 +266,73 @@ class RemoteAdmin:
                 raise StoreError("远程知识库的文档索引超时")
             time.sleep(POLL_S)
 
+    def _refuse_without_metadata(
+        self, info: DatasetInfo, doc: DocumentInfo, metadata: Mapping[str, Any], created: bool
+    ) -> None:
+        """The service dropped the document's metadata (Dify's create-by-file has no
+        ``doc_metadata``): a new document is removed again (its ``access_roles`` would
+        not hold there) and the upload is refused."""
+        if created:
+            self._call("DELETE", f"{_dataset_path(info.id)}/documents/{_segment(doc.id)}")
+        missing = "、".join(sorted(set(metadata) - set(doc.metadata)))
+        raise ManageError(
+            f"远程服务 {self.base} 没有保存随文档提交的元数据（{missing}），"
+            "文档未导入：这个服务的知识库接口不接受 doc_metadata（Dify 的就不接受），"
+            "带 access_roles 等元数据的文档请导入 gcite 服务"
+        )
+
+    def update_document_metadata(
+        self, dataset: str, ref: str, metadata: Mapping[str, Any]
+    ) -> DocumentInfo:
+        """See :meth:`KnowledgeAdmin.update_document_metadata`."""
+        doc = self.find_document(dataset, ref)
+        values = [{"name": k, "value": v} for k, v in metadata.items()]
+        operation = {"document_id": doc.id, "metadata_list": values}
+        path = f"{self._path(dataset)}/documents/metadata"
+        self._call("POST", path, json={"operation_data": [operation]})
+        return self.find_document(dataset, doc.id)
+
+    # ------------------------------------------------------------------ segments
+
+    def _segments_path(self, dataset: str, ref: str) -> str:
+        doc = self.find_document(dataset, ref)
+        return f"{self._path(dataset)}/documents/{_segment(doc.id)}/segments"
+
+    def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.list_segments`."""
+        return [segment_record(b) for b in self._pages(self._segments_path(dataset, ref))]
+
+    def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
+        """See :meth:`KnowledgeAdmin.create_segments`."""
+        segments = [{"content": c} for c in contents]
+        body = self._call("POST", self._segments_path(dataset, ref), json={"segments": segments})
+        rows = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(rows, list):
+            raise StoreError("远程知识库返回的分段格式无效")
+        return [segment_record(r) for r in rows if isinstance(r, dict)]
+
+    def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.update_segment`."""
+        path = f"{self._segments_path(dataset, ref)}/{_segment(segment_id)}"
+        body = self._call("POST", path, json={"segment": {"content": content}})
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise StoreError("远程知识库返回的分段格式无效")
+        return segment_record(data)
+
+    def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
+        """See :meth:`KnowledgeAdmin.delete_segment`."""
+        path = f"{self._segments_path(dataset, ref)}/{_segment(segment_id)}"
+        data = self._call("GET", path).get("data")
+        if not isinstance(data, dict):
+            raise StoreError("远程知识库返回的分段格式无效")
+        self._call("DELETE", path)
+        return segment_record(data)
+
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
         doc = self.find_document(dataset, ref)
-        self._call("DELETE", f"{_dataset_path(dataset)}/documents/{_segment(doc.id)}")
+        self._call("DELETE", f"{self._path(dataset)}/documents/{_segment(doc.id)}")
         return doc
 
     def status(self) -> KnowledgeStatus:
@@ -193,11 +359,16 @@ class RemoteAdmin:
 
     # ------------------------------------------------------------------ helpers
 
-    def _dataset_name(self, dataset: str) -> str:
+    def _info(self, dataset: str) -> DatasetInfo:
+        """The dataset whose name or id is ``dataset`` (from the list: Dify's dataset
+        paths take ids only); 404 :class:`ManageError` when there is none."""
         for info in self.list_datasets():
             if dataset in (info.id, info.name):
-                return info.name
+                return info
         raise ManageError(f"没有数据集 {dataset}", status=404, code="not_found")
+
+    def _path(self, dataset: str) -> str:
+        return _dataset_path(self._info(dataset).id)
 
     def _pages(self, path: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -223,7 +394,7 @@ class RemoteAdmin:
             body = response.json()
         except ValueError:
             body = None
-        if response.status_code == 200:
+        if response.status_code in (200, 201):
             if not isinstance(body, dict):
                 raise StoreError("远程知识库返回的数据不是 JSON 对象")
             return body
@@ -233,6 +404,11 @@ class RemoteAdmin:
             message = str(body.get("message") or "")
             code = str(body.get("code") or code)
         status = response.status_code
+        if status == 405 or (status == 404 and message.startswith(_NO_ROUTE)):
+            endpoint = f"{method} {path}"
+            raise EndpointMissing(
+                f"远程服务 {self.base} 没有知识库接口 {endpoint}（HTTP {status}）", endpoint
+            )
         if status in (401, 403):
             raise KeyRefused(
                 f"远程知识库 {self.base} 拒绝了管理请求"
@@ -251,4 +427,4 @@ def _dataset_path(dataset: str) -> str:
     return f"/v1/datasets/{_segment(dataset)}"
 
 
-__all__ = ["KeyRefused", "RemoteAdmin", "origin_of"]
+__all__ = ["EndpointMissing", "KeyRefused", "RemoteAdmin", "origin_of"]

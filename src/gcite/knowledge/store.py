@@ -54,7 +54,7 @@ import numpy as np
 
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
-from gcite.knowledge.catalog import CATALOG_NAME, Catalog, stable_id
+from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stable_id
 from gcite.knowledge.embed import Embedder, make_embedder
 from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.filters import Node, build_filter
@@ -282,6 +282,8 @@ class HybridStore:
             raise ValueError(f"unknown search mode {mode!r}")
         text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._refreshed()
+        if dataset is not None:  # a dataset's id names it too
+            dataset = dataset_by_ref(catalog.datasets, dataset) or dataset
         flt = build_filter(
             self._handle.index.models,
             dataset=dataset,
@@ -622,6 +624,20 @@ class HybridStore:
             checkpoint("document-unlisted")
             handle.index.delete_matching(flt)
 
+    def delete_segments(self, document_id: str, segment_ids: Sequence[str]) -> None:
+        """Remove the chunks ``segment_ids`` of ``document_id`` (catalog untouched: save
+        it after, holding :meth:`write_guard` around both)."""
+        self._check_open()
+        models = self._handle.index.models
+        flt = models.filter(
+            must=[
+                models.match_value("document_id", document_id),
+                models.match_any("segment_id", list(segment_ids)),
+            ]
+        )
+        with self._handle.write_guard(), self._handle.lock:
+            self._handle.index.delete_matching(flt)
+
     def delete_document(self, document_id: str) -> None:
         """Remove every point of ``document_id`` (catalog untouched)."""
         self._check_open()
@@ -646,6 +662,12 @@ class HybridStore:
         self._check_open()
         with self._handle.lock:
             self._handle.index.optimize()
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored payloads of the chunks ``ids`` that exist, by id."""
+        self._check_open()
+        with self._handle.lock:
+            return self._handle.index.payloads(list(ids))
 
     def count(self) -> int:
         """Number of stored chunks."""

@@ -71,10 +71,13 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
-        await asyncio.to_thread(resources.warm_up)
+        # Warmed in the background: the server listens (and /ready answers) at once; a
+        # request that comes first loads what it needs itself, behind the same locks.
+        warming = asyncio.ensure_future(_warm_up(resources))
         scheduler = Scheduler.from_settings(settings)  # first text first, per process
-        yield {"scheduler": scheduler}  # request.state.scheduler
+        yield {"scheduler": scheduler, "warming": warming}  # request.state.scheduler
         scheduler.close()
+        await asyncio.wait([warming])  # it uses what aclose releases
         await resources.aclose()
 
     app = FastAPI(title="gcite", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -138,6 +141,15 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
+
+
+async def _warm_up(resources: Resources) -> None:
+    """:meth:`Resources.warm_up` in a worker thread; a failure is logged (the first
+    request then loads, or fails on, the same thing itself)."""
+    try:
+        await asyncio.to_thread(resources.warm_up)
+    except Exception:
+        log.exception("start-up warm-up failed")
 
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]

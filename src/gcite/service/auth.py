@@ -21,12 +21,14 @@ from gcite.service.errors import ApiError
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the matched key (None in demo mode without a listed key), its roles
-    and the answer-delta event it wants (``message`` or ``text_chunk``)."""
+    """Who is calling: the matched key (None in demo mode without a listed key), its roles,
+    the answer-delta event it wants (``message`` or ``text_chunk``) and its citation style
+    (``markers`` or ``numbers``: :mod:`gcite.stream.styles`; ``markers`` without a key)."""
 
     key: ApiKey | None
     roles: tuple[str, ...]
     stream_event: str
+    citation_style: str = "markers"
 
     @property
     def app_id(self) -> str:
@@ -100,7 +102,12 @@ def authenticate(settings: Settings, header: str | None) -> Caller:
     token = bearer_token(header)
     key = find_key(settings.app_keys, token) if token else None
     if key is not None:
-        return Caller(key=key, roles=tuple(key.roles), stream_event=key.stream_event)
+        return Caller(
+            key=key,
+            roles=tuple(key.roles),
+            stream_event=key.stream_event,
+            citation_style=key.citation_style,
+        )
     if settings.service.allow_any_key:
         return Caller(key=None, roles=(), stream_event=settings.service.stream_event)
     if token is None:

@@ -9,6 +9,7 @@ and serialised by :mod:`gcite.dify.wire`.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -132,6 +133,7 @@ def prepare(
         conversation_id=record.conversation_id,
         created_at=record.created_at,
         stream_event=caller.stream_event,
+        citation_style=caller.citation_style,
         user=body.user,
         inputs=body.inputs,
     )
@@ -155,6 +157,11 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
+        # an answer needs what the start-up warm-up loads: one that comes before the
+        # warm-up ends waits for it (GET /ready does not)
+        warming: asyncio.Future[None] | None = getattr(request.state, "warming", None)
+        if warming is not None and not warming.done():
+            await asyncio.wait([warming])
         scheduler: Scheduler = request.state.scheduler
         number = scheduler.arrival()  # first text first, in arrival order
         async with scheduler.step(number):

@@ -35,6 +35,7 @@ from gcite.service.jsonbody import storable
 from gcite.service.resources import Resources
 from gcite.service.store import MessageRecord
 from gcite.service.visibility import kb_document_ids, redact_chunks, redact_message
+from gcite.stream.styles import styled_answer
 
 
 def _limit(raw: str | None) -> int:
@@ -55,13 +56,18 @@ def _required(value: str | None, name: str) -> str:
     return value
 
 
-def message_json(record: MessageRecord) -> dict[str, Any]:
+def message_json(record: MessageRecord, citation_style: str = "markers") -> dict[str, Any]:
     """A stored message in Dify's ``GET /v1/messages`` item shape (plus ``failed``).
 
     Spec ``ConversationMessageItem``: ``feedback`` ``{"rating"}`` or null, spec-typed
     ``retriever_resources`` (:func:`gcite.dify.service_api.resource_items`) and the token,
-    latency and price fields of the answer's usage.
+    latency and price fields of the answer's usage. ``answer`` in the caller's
+    ``citation_style``: the stored form the client saw, else rendered from the raw answer.
     """
+    answer = record.answer
+    if citation_style != "markers":
+        known = [str(c.get("id")) for c in record.chunk_metadata]
+        answer = record.shown_answer or styled_answer(record.answer, known, citation_style)
     resources = without_hidden(record.retriever_resources)
     return {
         "id": record.id,
@@ -69,7 +75,7 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
         "parent_message_id": None,
         "inputs": storable(record.inputs, {}),
         "query": record.query,
-        "answer": record.answer,
+        "answer": answer,
         "message_files": [],
         "feedback": {"rating": record.feedback} if record.feedback else None,
         "retriever_resources": resource_items(
@@ -134,7 +140,8 @@ async def messages(
     except KeyError as exc:
         raise ApiError(404, "not_found", "First Message Not Exists.") from exc
     seen = await _visible_now(resources, rows, caller.roles)
-    data = [redact_message(message_json(r), r.chunk_metadata, seen) for r in rows]
+    style = caller.citation_style
+    data = [redact_message(message_json(r, style), r.chunk_metadata, seen) for r in rows]
     return cursor_page_body(data, limit=size, has_more=has_more)
 
 

@@ -11,18 +11,23 @@ Only ``[[admin_keys]]`` may call these endpoints (``Authorization: Bearer <admin
 chat keys (``[[app_keys]]``) and retrieval keys (``[[retrieval_keys]]``) get 403, and
 ``allow_any_key`` (the demo) opens nothing here. Without admin keys every call is 401.
 
-Endpoints (Dify's paths under ``/v1``; ``dataset_id`` is the id or the name):
+Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the name,
+``document_id`` the id or the file name; the table in ``docs/api.md`` gives each answer):
 
-- ``GET /v1/datasets`` (``page``, ``limit``), ``POST /v1/datasets`` ``{"name"}`` (409
-  ``dataset_name_duplicate``), ``GET`` / ``DELETE /v1/datasets/{dataset_id}`` (204);
-- ``POST /v1/datasets/{dataset_id}/document/create-by-text`` ``{"name", "text",
-  "doc_metadata"?}`` and ``.../document/create-by-file`` (multipart: ``file`` and a JSON
-  ``data`` field) -> ``{"document", "batch"}``; the same name again replaces the document;
-- ``POST /v1/datasets/{dataset_id}/documents/{document_id}/update-by-text`` /
-  ``update-by-file``;
-- ``GET /v1/datasets/{dataset_id}/documents`` (``page``, ``limit``, ``keyword``),
-  ``GET`` / ``DELETE /v1/datasets/{dataset_id}/documents/{document_id}`` (204);
-- ``GET /v1/datasets/{dataset_id}/documents/{batch}/indexing-status``.
+- datasets: list (``page``, ``limit``, ``keyword``), create ``{"name", "description"?}``
+  (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``; a new name is 400),
+  delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
+- documents: ``document/create-by-text`` / ``create-by-file`` and
+  ``documents/{document_id}/update-by-text`` / ``update-by-file`` -> ``{"document",
+  "batch"}`` (the same name again replaces the document); list, get, delete;
+  ``documents/{batch}/indexing-status``; ``documents/status/{action}`` (``enable`` and
+  ``un_archive`` succeed, ``disable`` and ``archive`` are 400 ``invalid_action``);
+  ``documents/{document_id}/upload-file``;
+- segments of a document: list, create, get, update, delete; child chunks (none: the
+  documents are not split parent-child, writes are 400);
+- metadata fields (list, create 201, rename, delete, built-in), ``documents/metadata``
+  (values set on documents, the names not given kept: roles are never dropped);
+- tags: none (lists are empty, writes 400).
 
 Create and update answer at once with a ``batch`` (``indexing_status: "waiting"``); the
 knowledge base's :class:`~gcite.knowledge.indexing.Indexer` indexes the document off the
@@ -44,26 +49,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from gcite.config import ApiKey, Settings
 from gcite.dify.knowledge_api import (
+    RetrievalSettings,
     batch_documents,
     batch_id,
     dataset_body,
+    dataset_metadata_fields,
     doc_metadata,
     document_body,
     indexing_status_body,
+    metadata_field_id,
     page_body,
     page_bounds,
+    retrieve_body,
+    segment_body,
+    upload_file_body,
     upserted_body,
 )
 from gcite.knowledge.access import KnowledgeAccess
-from gcite.knowledge.admin import DocumentInfo, KnowledgeAdmin, ManageError
+from gcite.knowledge.admin import (
+    METADATA_TYPES,
+    DatasetInfo,
+    DocumentInfo,
+    KnowledgeAdmin,
+    ManageError,
+)
 from gcite.knowledge.convert import MAX_FILE_BYTES
 from gcite.knowledge.indexing import Job
 from gcite.service.auth import authorise_admin
@@ -170,35 +189,156 @@ async def _text_body(request: Request, *, update: bool) -> tuple[dict[str, Any],
 # --------------------------------------------------------------------------- datasets
 
 
+def _retrieval(settings: Settings) -> RetrievalSettings:
+    return RetrievalSettings(
+        top_k=settings.knowledge.top_k,
+        score_threshold=settings.knowledge.score_threshold,
+        rerank_model=settings.rerank.model if settings.rerank.url else "",
+    )
+
+
+def _find_dataset(admin: KnowledgeAdmin, dataset_id: str) -> DatasetInfo:
+    """The dataset whose id or name is ``dataset_id`` (blocking); 404 ``not_found``."""
+    for info in admin.list_datasets():
+        if dataset_id in (info.id, info.name):
+            return info
+    raise ManageError("Dataset not found.", status=404)
+
+
+def _full_dataset(admin: KnowledgeAdmin, info: DatasetInfo, settings: Settings) -> dict[str, Any]:
+    """:func:`dataset_body` with the dataset's metadata fields (blocking)."""
+    fields = dataset_metadata_fields(info.id, admin.list_documents(info.id))
+    return dataset_body(info, _retrieval(settings), fields)
+
+
 async def list_datasets(
-    admin: Admin, page: str | None = None, limit: str | None = None
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+    page: str | None = None,
+    limit: str | None = None,
+    keyword: str | None = None,
 ) -> dict[str, Any]:
-    """``GET /v1/datasets``."""
+    """``GET /v1/datasets`` (``keyword``: part of the name)."""
     number, size = page_bounds(page, limit)
-    items = await _blocking(admin.list_datasets)
-    return page_body([dataset_body(i) for i in items], number, size)
+
+    def work() -> list[dict[str, Any]]:
+        items = [i for i in admin.list_datasets() if (keyword or "") in i.name]
+        start = (number - 1) * size  # only the page's datasets are read in full
+        return [
+            _full_dataset(admin, i, settings) if start <= n < start + size else {}
+            for n, i in enumerate(items)
+        ]
+
+    return page_body(await _blocking(work), number, size)
 
 
-async def create_dataset(request: Request, admin: Admin) -> dict[str, Any]:
-    """``POST /v1/datasets`` ``{"name"}``."""
-    name = (await _json_body(request)).get("name")
+def _description(body: dict[str, Any]) -> str | None:
+    value = body.get("description")
+    if value is not None and not isinstance(value, str):
+        raise ManageError("description 必须是字符串")
+    return value
+
+
+async def create_dataset(
+    request: Request, admin: Admin, settings: Annotated[Settings, Depends(_settings)]
+) -> dict[str, Any]:
+    """``POST /v1/datasets`` ``{"name", "description"?}``."""
+    body = await _json_body(request)
+    name = body.get("name")
+    description = _description(body)
     if not isinstance(name, str):
         raise ManageError("数据集名称不能为空")
-    return dataset_body(await _blocking(lambda: admin.create_dataset(name)))
+
+    def work() -> DatasetInfo:
+        info = admin.create_dataset(name)
+        return admin.update_dataset(info.id, description=description) if description else info
+
+    return dataset_body(await _blocking(work), _retrieval(settings))
 
 
-async def get_dataset(dataset_id: str, admin: Admin) -> dict[str, Any]:
+async def get_dataset(
+    dataset_id: str, admin: Admin, settings: Annotated[Settings, Depends(_settings)]
+) -> dict[str, Any]:
     """``GET /v1/datasets/{dataset_id}``."""
-    for info in await _blocking(admin.list_datasets):
-        if dataset_id in (info.id, info.name):
-            return dataset_body(info)
-    raise ManageError("Dataset not found.", status=404)
+    return await _blocking(lambda: _full_dataset(admin, _find_dataset(admin, dataset_id), settings))
+
+
+async def update_dataset(
+    dataset_id: str,
+    request: Request,
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+) -> dict[str, Any]:
+    """``PATCH /v1/datasets/{dataset_id}``: ``description`` is kept; ``name`` may only
+    repeat the current name (datasets are not renamed: External Knowledge IDs and role
+    filters name them); the other fields (permission, indexing and retrieval settings)
+    are accepted and ignored (the service's own settings apply)."""
+    body = await _json_body(request)
+    description = _description(body)
+
+    def work() -> dict[str, Any]:
+        info = _find_dataset(admin, dataset_id)
+        name = body.get("name")
+        if name is not None and name != info.name:
+            raise ManageError("不支持重命名数据集（外部知识库 ID 和检索都使用数据集名称）")
+        if description is not None:
+            info = admin.update_dataset(info.id, description=description)
+        return _full_dataset(admin, info, settings)
+
+    return await _blocking(work)
 
 
 async def delete_dataset(dataset_id: str, admin: Admin) -> Response:
     """``DELETE /v1/datasets/{dataset_id}`` (204)."""
     await _blocking(lambda: admin.delete_dataset(dataset_id))
     return Response(status_code=204)
+
+
+#: Dify's hit-testing refuses longer queries (``HitTestingService``).
+MAX_RETRIEVE_QUERY_CHARS = 250
+
+
+def _retrieve_args(
+    body: dict[str, Any], settings: Settings
+) -> tuple[str, int, float, dict[str, Any] | None]:
+    """``(query, top_k, score_threshold, metadata condition)`` of a retrieve body."""
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ManageError("query 不能为空")
+    if len(query) > MAX_RETRIEVE_QUERY_CHARS:
+        raise ManageError(f"query 不能超过 {MAX_RETRIEVE_QUERY_CHARS} 个字符")
+    model = body.get("retrieval_model")
+    model = model if isinstance(model, dict) else {}
+    top_k = model.get("top_k")
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        top_k = settings.knowledge.top_k
+    threshold = model.get("score_threshold")
+    if "score_threshold_enabled" in model or threshold is not None:
+        enabled = bool(model.get("score_threshold_enabled")) and isinstance(threshold, int | float)
+        score = float(threshold) if enabled and isinstance(threshold, int | float) else 0.0
+    else:
+        score = settings.knowledge.score_threshold
+    condition = model.get("metadata_filtering_conditions")
+    return query, top_k, score, condition if isinstance(condition, dict) else None
+
+
+async def retrieve(
+    dataset_id: str,
+    request: Request,
+    admin: Admin,
+    settings: Annotated[Settings, Depends(_settings)],
+) -> dict[str, Any]:
+    """``POST /v1/datasets/{dataset_id}/retrieve`` (and ``hit-testing``): ``{"query",
+    "retrieval_model"?: {"top_k", "score_threshold_enabled", "score_threshold",
+    "metadata_filtering_conditions"}}``; the other retrieval settings are ignored (gcite
+    searches hybrid). An admin key sees every document (no role filter)."""
+    query, top_k, score, condition = _retrieve_args(await _json_body(request), settings)
+    items = await _blocking(
+        lambda: admin.retrieve(
+            dataset_id, query, top_k=top_k, score_threshold=score, condition=condition
+        )
+    )
+    return retrieve_body(query, items)
 
 
 # --------------------------------------------------------------------------- documents
@@ -220,17 +360,18 @@ async def _upsert(
     if replace is None and isinstance(original, str) and original.strip():
         replace = original.strip()
     access: KnowledgeAccess = request.app.state.knowledge
+    info = await _blocking(lambda: _find_dataset(admin, dataset_id))
     if access.remote:
         result = await _blocking(
             lambda: admin.upsert_document(
-                dataset_id, name=name, data=data, metadata=metadata, replace=replace
+                info.id, name=name, data=data, metadata=metadata, replace=replace
             )
         )
-        return _with_roles_change(upserted_body(result.document), result.roles_change)
+        return _with_roles_change(upserted_body(result.document, info.id), result.roles_change)
     job, _done = await _blocking(
         lambda: access.indexer().submit(
             admin,
-            dataset_id,
+            info.id,
             name=name,
             data=data,
             metadata=metadata,
@@ -238,7 +379,7 @@ async def _upsert(
             batch=batch_id,
         )
     )
-    answer = upserted_body(job.document)
+    answer = upserted_body(job.document, info.id)
     answer["batch"] = job.batch
     answer["document"].update(indexing_status="waiting", display_status="queuing")
     return _with_roles_change(answer, job.roles_change)
@@ -290,14 +431,66 @@ async def list_documents(
 ) -> dict[str, Any]:
     """``GET .../documents`` (``keyword``: part of the file name)."""
     number, size = page_bounds(page, limit)
-    docs = await _blocking(lambda: admin.list_documents(dataset_id))
+
+    def work() -> tuple[str, list[DocumentInfo]]:
+        info = _find_dataset(admin, dataset_id)
+        return info.id, admin.list_documents(info.id)
+
+    ident, docs = await _blocking(work)
     docs = [d for d in docs if (keyword or "") in d.name]
-    return page_body([document_body(d, i + 1) for i, d in enumerate(docs)], number, size)
+    return page_body([document_body(d, ident) for d in docs], number, size)
+
+
+def _document(admin: KnowledgeAdmin, dataset_id: str, document_id: str) -> tuple[str, DocumentInfo]:
+    """``(dataset id, document)`` (blocking); 404 for either unknown."""
+    info = _find_dataset(admin, dataset_id)
+    return info.id, admin.find_document(info.id, document_id)
 
 
 async def get_document(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
     """``GET .../documents/{document_id}``."""
-    return document_body(await _blocking(lambda: admin.find_document(dataset_id, document_id)))
+    ident, doc = await _blocking(lambda: _document(admin, dataset_id, document_id))
+    return document_body(doc, ident)
+
+
+async def upload_file(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
+    """``GET .../documents/{document_id}/upload-file``: the file the document was made
+    from (gcite serves no download: ``url`` and ``download_url`` are empty)."""
+
+    def work() -> dict[str, Any]:
+        _, doc = _document(admin, dataset_id, document_id)
+        path = Path(doc.path) if doc.path else None
+        size = path.stat().st_size if path is not None and path.is_file() else 0
+        return upload_file_body(doc, size)
+
+    return await _blocking(work)
+
+
+#: ``documents/status/{action}``: the actions Dify knows, and those gcite can do
+#: (documents are always enabled and never archived: disabling would need a search
+#: filter; delete the document instead).
+STATUS_ACTIONS = ("enable", "disable", "archive", "un_archive")
+DONE_ACTIONS = ("enable", "un_archive")
+
+
+async def document_status(
+    dataset_id: str, action: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``PATCH .../documents/status/{action}`` ``{"document_ids"}``: ``enable`` and
+    ``un_archive`` succeed (every document is enabled and not archived); ``disable`` and
+    ``archive`` are 400 ``invalid_action`` (not supported); unknown documents 404."""
+    body = await _json_body(request)
+    ids = body.get("document_ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ManageError("document_ids 必须是字符串列表")
+    if action not in STATUS_ACTIONS:
+        raise ApiError(400, "invalid_action", f"Invalid action: {action}")
+    if action not in DONE_ACTIONS:
+        raise ApiError(
+            400, "invalid_action", "gcite 不支持停用或归档文档：文档总是启用的，不需要时请删除"
+        )
+    await _blocking(lambda: [_document(admin, dataset_id, i) for i in ids])
+    return {"result": "success"}
 
 
 async def delete_document(dataset_id: str, document_id: str, admin: Admin) -> Response:
@@ -361,28 +554,340 @@ def _job_status(job: Job) -> dict[str, Any]:
     return item
 
 
+# --------------------------------------------------------------------------- segments
+
+
+async def list_segments(
+    dataset_id: str,
+    document_id: str,
+    admin: Admin,
+    page: str | None = None,
+    limit: str | None = None,
+    keyword: str | None = None,
+) -> dict[str, Any]:
+    """``GET .../documents/{document_id}/segments`` (``keyword``: part of the text;
+    ``status`` is not read: every segment is ``completed``)."""
+    number, size = page_bounds(page, limit)
+    segments = await _blocking(lambda: admin.list_segments(dataset_id, document_id))
+    bodies = [segment_body(x) for x in segments if (keyword or "") in x.content]
+    return {**page_body(bodies, number, size), "doc_form": "text_model"}
+
+
+async def get_segment(
+    dataset_id: str, document_id: str, segment_id: str, admin: Admin
+) -> dict[str, Any]:
+    """``GET .../segments/{segment_id}``: ``{"data", "doc_form"}``; 404 ``not_found``."""
+    data = await _blocking(lambda: _segment_of(admin, dataset_id, document_id, segment_id))
+    return {"data": data, "doc_form": "text_model"}
+
+
+async def create_segments(
+    dataset_id: str, document_id: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``POST .../documents/{document_id}/segments`` ``{"segments": [{"content", ...}]}``
+    (``answer`` and ``keywords`` are not kept): ``{"data", "doc_form"}``."""
+    items = (await _json_body(request)).get("segments")
+    if not isinstance(items, list) or not items:
+        raise ManageError("segments 必须是非空列表")
+    contents = [i.get("content") if isinstance(i, dict) else None for i in items]
+    if not all(isinstance(c, str) and c.strip() for c in contents):
+        raise ManageError("每个分段都需要非空的 content")
+    texts = [str(c) for c in contents]
+    made = await _blocking(lambda: admin.create_segments(dataset_id, document_id, texts))
+    return {"data": [segment_body(x) for x in made], "doc_form": "text_model"}
+
+
+async def update_segment(
+    dataset_id: str, document_id: str, segment_id: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``POST .../segments/{segment_id}`` ``{"segment": {"content", ...}}``: ``{"data",
+    "doc_form"}`` (``enabled: false`` is 400: segments are always enabled)."""
+    item = (await _json_body(request)).get("segment")
+    if not isinstance(item, dict):
+        raise ManageError("segment 必须是对象")
+    if item.get("enabled") is False:
+        raise ManageError("gcite 不支持停用分段，不需要的分段请删除")
+    content = item.get("content")
+
+    def work() -> dict[str, Any]:
+        if content is None:  # nothing to change
+            return _segment_of(admin, dataset_id, document_id, segment_id)
+        return segment_body(admin.update_segment(dataset_id, document_id, segment_id, content))
+
+    return {"data": await _blocking(work), "doc_form": "text_model"}
+
+
+def _segment_of(
+    admin: KnowledgeAdmin, dataset_id: str, document_id: str, segment_id: str
+) -> dict[str, Any]:
+    for segment in admin.list_segments(dataset_id, document_id):
+        if segment.id == segment_id:
+            return segment_body(segment)
+    raise ApiError(404, "not_found", "Segment not found.")
+
+
+async def delete_segment(
+    dataset_id: str, document_id: str, segment_id: str, admin: Admin
+) -> Response:
+    """``DELETE .../segments/{segment_id}`` (204)."""
+    await _blocking(lambda: admin.delete_segment(dataset_id, document_id, segment_id))
+    return Response(status_code=204)
+
+
+async def list_child_chunks(
+    dataset_id: str,
+    document_id: str,
+    segment_id: str,
+    admin: Admin,
+    page: str | None = None,
+    limit: str | None = None,
+) -> dict[str, Any]:
+    """``GET .../segments/{segment_id}/child_chunks``: gcite's documents are not split
+    parent-child (``doc_form`` ``text_model``), so a segment has none."""
+    number, size = page_bounds(page, limit)
+    await get_segment(dataset_id, document_id, segment_id, admin)
+    return {"data": [], "total": 0, "total_pages": 0, "page": number, "limit": size}
+
+
+async def child_chunk_write(
+    dataset_id: str, document_id: str, segment_id: str, admin: Admin
+) -> dict[str, Any]:
+    """Creating, changing or deleting child chunks: 400, as Dify answers for a document
+    that is not split parent-child."""
+    await get_segment(dataset_id, document_id, segment_id, admin)
+    raise ApiError(
+        400, "invalid_param", "gcite 的文档不分父子分段（doc_form 为 text_model），没有子分段"
+    )
+
+
+# --------------------------------------------------------------------------- metadata
+
+#: Dify's built-in metadata fields (``MetadataService.get_built_in_fields``); gcite
+#: does not fill them (``built_in_field_enabled`` stays false).
+BUILT_IN_FIELDS = (
+    ("document_name", "string"),
+    ("uploader", "string"),
+    ("upload_date", "time"),
+    ("last_update_date", "time"),
+    ("source", "string"),
+)
+
+
+def _metadata_fields(
+    admin: KnowledgeAdmin, dataset_id: str
+) -> tuple[DatasetInfo, list[dict[str, Any]]]:
+    """The dataset and its metadata fields: carried by documents, then declared ones."""
+    info = _find_dataset(admin, dataset_id)
+    fields = dataset_metadata_fields(info.id, admin.list_documents(info.id))
+    carried = {f["name"] for f in fields}
+    for name, kind in sorted(info.metadata_fields.items()):
+        if name not in carried:
+            fields.append(
+                {"id": metadata_field_id(info.id, name), "name": name, "type": kind, "count": 0}
+            )
+    return info, fields
+
+
+async def list_metadata(dataset_id: str, admin: Admin) -> dict[str, Any]:
+    """``GET /v1/datasets/{dataset_id}/metadata``."""
+    _, fields = await _blocking(lambda: _metadata_fields(admin, dataset_id))
+    return {"doc_metadata": fields, "built_in_field_enabled": False}
+
+
+def _field_args(body: dict[str, Any], *, typed: bool) -> tuple[str, str]:
+    name = body.get("name")
+    kind = body.get("type", "string") if typed else "string"
+    if not isinstance(name, str) or not name.strip():
+        raise ManageError("元数据字段名称不能为空")
+    if kind not in METADATA_TYPES:
+        raise ManageError(f"元数据字段类型必须是 {' / '.join(METADATA_TYPES)}")
+    return name.strip(), str(kind)
+
+
+async def create_metadata(dataset_id: str, request: Request, admin: Admin) -> JSONResponse:
+    """``POST /v1/datasets/{dataset_id}/metadata`` ``{"type", "name"}`` -> 201
+    ``{"id", "type", "name"}``; 400 when the name exists."""
+    name, kind = _field_args(await _json_body(request), typed=True)
+
+    def work() -> dict[str, Any]:
+        info, fields = _metadata_fields(admin, dataset_id)
+        if name in {f["name"] for f in fields}:
+            raise ManageError(f"元数据字段 {name} 已存在")
+        admin.update_dataset(info.id, metadata_fields={**info.metadata_fields, name: kind})
+        return {"id": metadata_field_id(info.id, name), "type": kind, "name": name}
+
+    return JSONResponse(await _blocking(work), status_code=201)
+
+
+def _field(fields: list[dict[str, Any]], metadata_id: str) -> dict[str, Any]:
+    for item in fields:
+        if metadata_id in (item["id"], item["name"]):
+            return item
+    raise ApiError(404, "not_found", "Metadata not found.")
+
+
+def _unused(item: dict[str, Any], what: str) -> None:
+    """Renaming or deleting a field documents carry would change their metadata (their
+    roles, for ``access_roles``): refused, update those documents first."""
+    if item["count"]:
+        raise ManageError(
+            f"有 {item['count']} 个文档带有元数据字段 {item['name']}，不能{what}；"
+            "请先更新这些文档的元数据"
+        )
+
+
+async def rename_metadata(
+    dataset_id: str, metadata_id: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``PATCH .../metadata/{metadata_id}`` ``{"name"}``: a declared field no document
+    carries yet (else 400)."""
+    name, _ = _field_args(await _json_body(request), typed=False)
+
+    def work() -> dict[str, Any]:
+        info, fields = _metadata_fields(admin, dataset_id)
+        item = _field(fields, metadata_id)
+        _unused(item, "改名")
+        declared = {k: v for k, v in info.metadata_fields.items() if k != item["name"]}
+        admin.update_dataset(info.id, metadata_fields={**declared, name: item["type"]})
+        return {"id": metadata_field_id(info.id, name), "type": item["type"], "name": name}
+
+    return await _blocking(work)
+
+
+async def delete_metadata(dataset_id: str, metadata_id: str, admin: Admin) -> Response:
+    """``DELETE .../metadata/{metadata_id}`` (204): a declared field no document carries
+    (else 400)."""
+
+    def work() -> None:
+        info, fields = _metadata_fields(admin, dataset_id)
+        item = _field(fields, metadata_id)
+        _unused(item, "删除")
+        declared = {k: v for k, v in info.metadata_fields.items() if k != item["name"]}
+        admin.update_dataset(info.id, metadata_fields=declared)
+
+    await _blocking(work)
+    return Response(status_code=204)
+
+
+async def built_in_fields(dataset_id: str, admin: Admin) -> dict[str, Any]:
+    """``GET .../metadata/built-in``."""
+    await _blocking(lambda: _find_dataset(admin, dataset_id))
+    return {"fields": [{"name": n, "type": t} for n, t in BUILT_IN_FIELDS]}
+
+
+async def built_in_action(dataset_id: str, action: str, admin: Admin) -> dict[str, Any]:
+    """``POST .../metadata/built-in/{action}``: ``disable`` succeeds (they are off);
+    ``enable`` is 400 (gcite does not fill Dify's built-in fields)."""
+    await _blocking(lambda: _find_dataset(admin, dataset_id))
+    if action == "disable":
+        return {"result": "success"}
+    if action == "enable":
+        raise ManageError("gcite 不提供 Dify 的内置元数据字段")
+    raise ApiError(404, "not_found", "The requested URL was not found on the server.")
+
+
+def _operations(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``[(document id, {name: value})]`` of a ``documents/metadata`` body."""
+    ops = body.get("operation_data")
+    if not isinstance(ops, list):
+        raise ManageError("operation_data 必须是列表")
+    out = []
+    for op in ops:
+        if not isinstance(op, dict) or not isinstance(op.get("document_id"), str):
+            raise ManageError("operation_data 的每一项都需要 document_id")
+        values = doc_metadata(op.get("metadata_list") or [])
+        out.append((op["document_id"], values or {}))
+    return out
+
+
+async def update_documents_metadata(
+    dataset_id: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``POST .../documents/metadata`` ``{"operation_data": [{"document_id",
+    "metadata_list": [{"id", "name", "value"}]}]}``: each document gets the values
+    given (names not given keep theirs: a document's roles are never dropped by
+    leaving them out); every document is checked before any changes."""
+    ops = _operations(await _json_body(request))
+
+    def work() -> None:
+        info = _find_dataset(admin, dataset_id)
+        for doc_id, _ in ops:
+            admin.find_document(info.id, doc_id)
+        for doc_id, values in ops:
+            admin.update_document_metadata(info.id, doc_id, values)
+
+    await _blocking(work)
+    return {"result": "success"}
+
+
+# --------------------------------------------------------------------------- tags
+
+
+async def list_tags(_admin: Admin) -> list[dict[str, Any]]:
+    """``GET /v1/datasets/tags``: gcite keeps no tags."""
+    return []
+
+
+async def dataset_tags(dataset_id: str, admin: Admin) -> dict[str, Any]:
+    """``GET /v1/datasets/{dataset_id}/tags`` (also POST, as some SDKs send it)."""
+    await _blocking(lambda: _find_dataset(admin, dataset_id))
+    return {"data": [], "total": 0}
+
+
+async def tag_write(_admin: Admin) -> dict[str, Any]:
+    """Creating, renaming, deleting, binding tags: 400 (not supported)."""
+    raise ManageError("gcite 不支持知识库标签")
+
+
 def knowledge_router() -> APIRouter:
     """The management endpoints (module docstring); the app sets ``app.state.settings``
     and ``app.state.knowledge``."""
     router = APIRouter()
 
     def add(path: str, endpoint: Callable[..., Any], methods: list[str] | None = None) -> None:
-        router.add_api_route(path, endpoint, methods=methods or ["POST"])
+        router.add_api_route("/v1/datasets" + path, endpoint, methods=methods or ["POST"])
 
-    add("/v1/datasets", list_datasets, ["GET"])
-    add("/v1/datasets", create_dataset, ["POST"])
-    add("/v1/datasets/{dataset_id}", get_dataset, ["GET"])
-    add("/v1/datasets/{dataset_id}", delete_dataset, ["DELETE"])
+    dataset = "/{dataset_id}"
+    document = f"{dataset}/documents/{{document_id}}"
+    segment = f"{document}/segments/{{segment_id}}"
+    add("/tags", list_tags, ["GET"])  # before /{dataset_id}
+    add("/tags", tag_write, ["POST", "PATCH", "DELETE"])
+    add("/tags/binding", tag_write)
+    add("/tags/unbinding", tag_write)
+    add("", list_datasets, ["GET"])
+    add("", create_dataset)
+    add(dataset, get_dataset, ["GET"])
+    add(dataset, update_dataset, ["PATCH"])
+    add(dataset, delete_dataset, ["DELETE"])
+    add(f"{dataset}/tags", dataset_tags, ["GET", "POST"])
+    add(f"{dataset}/retrieve", retrieve)
+    add(f"{dataset}/hit-testing", retrieve)
     for sep in ("-", "_"):  # Dify accepts both spellings
-        document = "/v1/datasets/{dataset_id}/documents/{document_id}"
-        add(f"/v1/datasets/{{dataset_id}}/document/create{sep}by{sep}text", create_by_text)
-        add(f"/v1/datasets/{{dataset_id}}/document/create{sep}by{sep}file", create_by_file)
+        add(f"{dataset}/document/create{sep}by{sep}text", create_by_text)
+        add(f"{dataset}/document/create{sep}by{sep}file", create_by_file)
         add(f"{document}/update{sep}by{sep}text", update_by_text)
         add(f"{document}/update{sep}by{sep}file", update_by_file)
-    add("/v1/datasets/{dataset_id}/documents", list_documents, ["GET"])
-    add("/v1/datasets/{dataset_id}/documents/{document_id}", get_document, ["GET"])
-    add("/v1/datasets/{dataset_id}/documents/{document_id}", delete_document, ["DELETE"])
-    add("/v1/datasets/{dataset_id}/documents/{batch}/indexing-status", indexing_status, ["GET"])
+    add(f"{dataset}/documents", list_documents, ["GET"])
+    add(f"{dataset}/documents/status/{{action}}", document_status, ["PATCH"])
+    add(f"{dataset}/documents/metadata", update_documents_metadata)
+    add(document, get_document, ["GET"])
+    add(document, delete_document, ["DELETE"])
+    add(f"{document}/upload-file", upload_file, ["GET"])
+    add(f"{dataset}/documents/{{batch}}/indexing-status", indexing_status, ["GET"])
+    add(f"{document}/segments", list_segments, ["GET"])
+    add(f"{document}/segments", create_segments)
+    add(segment, get_segment, ["GET"])
+    add(segment, update_segment)
+    add(segment, delete_segment, ["DELETE"])
+    add(f"{segment}/child_chunks", list_child_chunks, ["GET"])
+    add(f"{segment}/child_chunks", child_chunk_write)
+    add(f"{segment}/child_chunks/{{child_chunk_id}}", child_chunk_write, ["PATCH", "DELETE"])
+    add(f"{dataset}/metadata", list_metadata, ["GET"])
+    add(f"{dataset}/metadata", create_metadata)
+    add(f"{dataset}/metadata/built-in", built_in_fields, ["GET"])
+    add(f"{dataset}/metadata/built-in/{{action}}", built_in_action)
+    add(f"{dataset}/metadata/{{metadata_id}}", rename_metadata, ["PATCH"])
+    add(f"{dataset}/metadata/{{metadata_id}}", delete_metadata, ["DELETE"])
     return router
 
 

@@ -61,6 +61,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gcite.config import ApiKey, Settings
 from gcite.dify.external_knowledge import build_records, error_body, records_body
 from gcite.errors import FilterError, GciteError, StoreError
+from gcite.knowledge.catalog import dataset_by_ref
 from gcite.knowledge.filters import Node, parse_condition
 from gcite.knowledge.protocol import KnowledgeStore
 from gcite.service.auth import find_key
@@ -477,13 +478,14 @@ async def _search(
 
     def work() -> list[dict[str, Any]]:
         store = get_store()
-        if req.knowledge_id not in set(store.datasets()):
+        dataset = dataset_by_ref(store.datasets(), req.knowledge_id)
+        if dataset is None:
             raise RetrievalAPIError(
                 404, ERR_KNOWLEDGE_NOT_FOUND, f"知识库不存在: {req.knowledge_id}"
             )
         items = store.search(
             req.query,
-            dataset=req.knowledge_id,
+            dataset=dataset,
             roles=list(roles),
             condition=condition,
             top_k=req.top_k,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gcite.chatflow import ChatRun, Event, NodeFinished, RunEnded, RunFailed, RunSummary
-from gcite.dify.wire import PING_FRAME, DifyStream, data_frame, error_object
+from gcite.dify.wire import PING_FRAME, DifyStream, data_frame, error_object, shown_answer
 from gcite.service.store import ConversationStore
 
 log = logging.getLogger("gcite.service")
@@ -141,12 +141,13 @@ class RunHandle:
     # ------------------------------------------------------------------ storing
     def _store(self, summary: RunSummary, status: str, error: str | None) -> None:
         metadata = self.wire_metadata(summary)
+        style = self.wire.env.citation_style
         self.conversations.finish_message(
             self.message_id,
             answer=summary.answer,
+            shown_answer=None if style == "markers" else shown_answer(summary, style),
             status=status,
             error=error,
-            retriever_resources=metadata["retriever_resources"],
             cited_ids=summary.cited_ids,
             metadata=metadata,
             chunk_metadata=summary.chunk_metadata,

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from alembic.util.exc import CommandError
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -162,6 +161,8 @@ class _Message(_Base):
     query: Mapped[str] = mapped_column(_Text)
     inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     answer: Mapped[str] = mapped_column(_Text, default="")
+    # the answer as the client saw it, when that differs from ``answer`` (migration 0005)
+    shown_answer: Mapped[str | None] = mapped_column(_Text, nullable=True)
     status: Mapped[str] = mapped_column(_Str(16), default="running")
     failed: Mapped[bool] = mapped_column(Boolean, default=False)
     error: Mapped[str | None] = mapped_column(_Text, nullable=True)
@@ -231,7 +232,9 @@ class MessageRecord:
 
     ``status``: ``running`` while generating, then ``normal`` | ``failed`` | ``stopped``;
     ``failed`` is True for a generation that broke off (``error`` says why; ``answer`` holds
-    the text received before the failure, so nothing is lost).
+    the text received before the failure, so nothing is lost). ``answer`` is the raw form
+    (``[C:N]`` markers, what the history sent to the model uses); ``shown_answer`` what the
+    client saw when its key's citation style rendered the markers (``numbers``), else None.
     """
 
     id: str
@@ -249,6 +252,7 @@ class MessageRecord:
     metadata: dict[str, Any]
     created_at: int
     feedback: str | None = None  # the end user's rating: "like" | "dislike" | None
+    shown_answer: str | None = None
 
 
 @dataclass
@@ -272,6 +276,7 @@ def _msg(row: Row[Any], feedback: str | None = None) -> MessageRecord:
         query=row.query,
         inputs=dict(row.inputs or {}),
         answer=row.answer or "",
+        shown_answer=row.shown_answer,
         status=row.status,
         failed=bool(row.failed),
         error=row.error,
@@ -336,7 +341,7 @@ class ConversationStore:
             if sqlite:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             migrate(self.engine)
-        except (SQLAlchemyError, OSError, ValueError, ImportError, CommandError) as exc:
+        except _open_errors() as exc:
             safe = _safe_url(url)
             detail = str(exc).replace(url, safe)
             raise StoreError(f"无法打开会话数据库 {safe}: {detail}") from exc
@@ -459,21 +464,24 @@ class ConversationStore:
         answer: str,
         status: str,
         error: str | None = None,
-        retriever_resources: list[dict[str, Any]] | None = None,
         cited_ids: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         chunk_metadata: list[dict[str, Any]] | None = None,
+        shown_answer: str | None = None,
     ) -> None:
         """Record the outcome: ``status`` ``normal`` | ``failed`` | ``stopped``;
-        ``chunk_metadata`` (when given) is stored again, so the outcome is complete even
-        when the early Plan B write (:meth:`set_chunks`) failed."""
+        ``metadata`` is what ``message_end`` carried (its ``retriever_resources`` are stored
+        for the history); ``chunk_metadata`` (when given) is stored again, so the outcome is
+        complete even when the early Plan B write (:meth:`set_chunks`) failed. ``answer`` is
+        the raw answer, ``shown_answer`` the client's form when it differs (None: the same)."""
         values: dict[str, Any] = {
             "b_id": message_id,
             "answer": answer,
+            "shown_answer": shown_answer,
             "status": status,
             "failed": status == "failed",
             "error": error,
-            "retriever_resources": retriever_resources or [],
+            "retriever_resources": (metadata or {}).get("retriever_resources") or [],
             "cited_ids": cited_ids or [],
             "message_metadata": metadata or {},
         }
@@ -696,6 +704,27 @@ BASELINE = "0001"
 """The revision of the schema ``create_all`` made before migrations existed."""
 
 
+SCHEMA_HEAD = "0005"
+"""The newest revision of ``gcite.service.migrations`` (a test holds it to Alembic's head): a
+database already there is not migrated, and Alembic is not even imported (a fifth of the
+service's start-up CPU)."""
+
+
+def _open_errors() -> tuple[type[BaseException], ...]:
+    """What opening the store may raise (evaluated only when something was raised)."""
+    from alembic.util.exc import CommandError
+
+    return (SQLAlchemyError, OSError, ValueError, ImportError, CommandError)
+
+
+def _current(connection: Connection) -> list[str]:
+    """The revisions the database is at (``[]`` before any migration)."""
+    if not inspect(connection).has_table(VERSION_TABLE):
+        return []
+    found = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars()
+    return [str(v) for v in found]
+
+
 def _alembic_config(connection: Connection) -> Any:
     from alembic.config import Config
 
@@ -716,11 +745,13 @@ def migrate(engine: Engine) -> None:
     under a transaction-scoped advisory lock. Raises SQLAlchemy errors (the caller maps
     them).
     """
-    from alembic import command
-
     with _migrating, engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        if _current(connection) == [SCHEMA_HEAD]:
+            return
+        from alembic import command
+
         config = _alembic_config(connection)
         tables = inspect(connection)
         if not tables.has_table(VERSION_TABLE) and tables.has_table(_Message.__tablename__):
@@ -739,6 +770,7 @@ def schema_revision(engine: Engine) -> str | None:
 
 
 __all__ = [
+    "SCHEMA_HEAD",
     "ConversationRecord",
     "ConversationStore",
     "MessageRecord",

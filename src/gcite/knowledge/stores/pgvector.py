@@ -574,10 +574,11 @@ class PgIndex:
         meta = self._read("SELECT embedder, dim FROM gcite_kb_meta WHERE id = 1")
         embedder, dim = (str(meta[0][0]), int(meta[0][1])) if meta else ("", 0)
         datasets: dict[str, dict[str, Any]] = {}
-        for name, dataset_id, fields in self._read(
-            "SELECT name, dataset_id, array_fields FROM gcite_kb_datasets ORDER BY name"
+        for name, dataset_id, fields, info in self._read(
+            "SELECT name, dataset_id, array_fields, info FROM gcite_kb_datasets ORDER BY name"
         ):
             datasets[name] = {
+                **dict(info or {}),
                 "dataset_id": dataset_id,
                 "array_fields": list(fields),
                 "documents": {},
@@ -610,12 +611,22 @@ class PgIndex:
             for name, entry in datasets.items():
                 old = saved.get(name)
                 fields = sorted(entry.get("array_fields", []))
-                if old is None or old.get("array_fields") != entry.get("array_fields"):
+                info = _dataset_info(entry)
+                if (
+                    old is None
+                    or old.get("array_fields") != entry.get("array_fields")
+                    or _dataset_info(old) != info
+                ):
                     conn.execute(
-                        "INSERT INTO gcite_kb_datasets (name, dataset_id, array_fields) "
-                        "VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE SET "
-                        "array_fields = EXCLUDED.array_fields",
-                        (name, str(entry["dataset_id"]), fields),
+                        "INSERT INTO gcite_kb_datasets (name, dataset_id, array_fields, info) "
+                        "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (name) DO UPDATE SET "
+                        "array_fields = EXCLUDED.array_fields, info = EXCLUDED.info",
+                        (
+                            name,
+                            str(entry["dataset_id"]),
+                            fields,
+                            json.dumps(info, ensure_ascii=False),
+                        ),
                     )
                 docs = entry.get("documents", {})
                 old_docs = (old or {}).get("documents", {})
@@ -633,6 +644,14 @@ class PgIndex:
                             (document_id, name, json.dumps(info, ensure_ascii=False)),
                         )
         self.commit()
+
+
+_ENTRY_COLUMNS = ("dataset_id", "array_fields", "documents")
+
+
+def _dataset_info(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What a dataset's catalog entry keeps besides its columns (the ``info`` column)."""
+    return {k: v for k, v in entry.items() if k not in _ENTRY_COLUMNS}
 
 
 def _uuids(ids: Sequence[str]) -> list[str]:
