@@ -72,6 +72,7 @@ from gcite.knowledge.convert import (
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.sparse import document_vector, tokenize
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
+from gcite.knowledge.vocabulary import CATALOG_KEY, VocabularyBuilder
 from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
@@ -433,11 +434,13 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
     fingerprint = _fingerprint(document.digest, meta, run.settings, run.embedder.name)
     if previous is not None and previous.get("hash") == fingerprint:
         run.report.unchanged += 1
+        if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
+            _add_vocabulary(run.store, previous, document)
         return
     run.array_fields.update(k for k, v in meta.items() if isinstance(v, list))
     run.store.begin_version(fingerprint)
     try:
-        written, counts = _write_chunks(
+        written, counts, vocabulary = _write_chunks(
             run, source, document, document_id, meta, fingerprint, start
         )
     except BaseException:
@@ -456,6 +459,7 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
             "tokens": counts[1],
             "doc_metadata": _plain(_given(meta, document.metadata, given)),
             "given": given,
+            CATALOG_KEY: vocabulary.entry(),
         }
         run.entry["array_fields"] = sorted(run.array_fields)
 
@@ -466,6 +470,28 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
         run.report.updated += 1
 
 
+def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Document) -> None:
+    """Give the catalog entry ``info`` of an unchanged document its vocabulary (read from
+    its lines; nothing re-embedded)."""
+    builder = VocabularyBuilder()
+    piece: list[str] = []
+    size = 0
+    for line, _ in document.lines():
+        piece.append(line)
+        size += len(line)
+        if size >= VOCABULARY_PIECE:
+            builder.add("\n".join(piece))
+            piece, size = [], 0
+    builder.add("\n".join(piece))
+    with store.write_guard(), store.lock:
+        info[CATALOG_KEY] = builder.entry()
+        store.save()
+
+
+VOCABULARY_PIECE = 20_000
+"""Characters of a document read at once for its vocabulary."""
+
+
 def _write_chunks(
     run: _Run,
     source: _Source,
@@ -474,9 +500,9 @@ def _write_chunks(
     meta: dict[str, Any],
     fingerprint: str,
     start: float,
-) -> tuple[int, tuple[int, int]]:
-    """Chunk, embed and add the points of one version; returns how many were written and
-    the text's characters and tokens."""
+) -> tuple[int, tuple[int, int], VocabularyBuilder]:
+    """Chunk, embed and add the points of one version; returns how many were written,
+    the text's characters and tokens, and its vocabulary."""
     settings, bar = run.settings, run.bar
     lookups = filter_payload(meta)
     title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
@@ -497,8 +523,11 @@ def _write_chunks(
     )
     written = 0
     pending: list[PointData] = []
+    vocabulary = VocabularyBuilder()
     for batch in _batches(chunks, EMBED_BATCH):
         texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
+        for chunk in batch:
+            vocabulary.add(chunk.text)
         vectors = run.embedder.embed_documents(texts)
         for chunk, text, vector in zip(batch, texts, vectors, strict=True):
             segment_id = stable_id(document_id, fingerprint, str(chunk.position))
@@ -529,7 +558,7 @@ def _write_chunks(
                 chunks=bar.tasks[0].fields["chunks"] + len(batch),
             )
     run.store.add_points(pending)
-    return written + len(pending), (consumed[1], consumed[2])
+    return written + len(pending), (consumed[1], consumed[2]), vocabulary
 
 
 def _size(path: Path) -> int:
