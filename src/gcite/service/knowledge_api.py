@@ -359,7 +359,7 @@ async def _upsert(
     original = fields.get("original_document_id")  # Dify's "replace this document"
     if replace is None and isinstance(original, str) and original.strip():
         replace = original.strip()
-    access: KnowledgeAccess = request.app.state.knowledge
+    access: KnowledgeAccess = request.state.knowledge
     info = await _blocking(lambda: _find_dataset(admin, dataset_id))
     if access.remote:
         result = await _blocking(
@@ -506,7 +506,7 @@ async def indexing_status(
     indexer knows it (``waiting``, ``indexing``, ``completed`` or ``error`` with the
     reason), else the documents of the batch still stored, completed (404 for a batch
     gcite did not make)."""
-    access: KnowledgeAccess = request.app.state.knowledge
+    access: KnowledgeAccess = request.state.knowledge
     job = None if access.remote else access.indexer().job(batch)
     if job is not None:
         return {"data": [_job_status(job)]}
