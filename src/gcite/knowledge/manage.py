@@ -23,6 +23,7 @@ Source: Dify Knowledge API (``/datasets``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -35,7 +36,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import FilterError
-from gcite.knowledge import segments
+from gcite.knowledge import segments, tags
 from gcite.knowledge.admin import (
     METADATA_TYPES,
     DatasetInfo,
@@ -43,6 +44,7 @@ from gcite.knowledge.admin import (
     KnowledgeStatus,
     ManageError,
     SegmentInfo,
+    TagInfo,
     Upserted,
 )
 from gcite.knowledge.catalog import stable_id
@@ -66,7 +68,13 @@ def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
     with store.lock:
         items = list(store.catalog.datasets.items())
         embedder = str(store.catalog.embedder or store.settings.embed.backend)
-    return [_dataset_info(name, entry, embedder) for name, entry in sorted(items)]
+        all_tags = dict(store.catalog.tags)
+    return [
+        dataclasses.replace(
+            _dataset_info(name, entry, embedder), tags=tags.bound_tags(all_tags, entry)
+        )
+        for name, entry in sorted(items)
+    ]
 
 
 def _dataset_info(name: str, entry: Mapping[str, Any], embedder: str) -> DatasetInfo:
@@ -443,6 +451,40 @@ class LocalAdmin:
         return update_dataset(
             self.store, dataset, description=description, metadata_fields=metadata_fields
         )
+
+    def list_tags(self) -> list[TagInfo]:
+        """See :meth:`KnowledgeAdmin.list_tags`."""
+        return tags.list_tags(self.store)
+
+    def create_tag(self, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.create_tag`."""
+        with _write_lock:
+            return tags.create_tag(self.store, name)
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.rename_tag`."""
+        with _write_lock:
+            return tags.rename_tag(self.store, tag_id, name)
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.delete_tag`."""
+        with _write_lock:
+            return tags.delete_tag(self.store, tag_id)
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.bind_tags`."""
+        return self._bindings(dataset, tag_ids, bind=True)
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.unbind_tags`."""
+        return self._bindings(dataset, tag_ids, bind=False)
+
+    def _bindings(self, dataset: str, tag_ids: list[str], *, bind: bool) -> DatasetInfo:
+        ids = tags.checked_ids(tag_ids)
+        with _write_lock:
+            name = dataset_named(self.store, dataset)
+            tags.set_bindings(self.store, name, ids, bind=bind)
+        return next(i for i in list_datasets(self.store) if i.name == name)
 
     def update_document_metadata(
         self, dataset: str, ref: str, metadata: Mapping[str, Any]
