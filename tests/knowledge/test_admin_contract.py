@@ -25,7 +25,6 @@ from gcite.knowledge.access import KnowledgeAccess
 from gcite.knowledge.manage import LocalAdmin
 from gcite.knowledge.remote_admin import RemoteAdmin
 from gcite.service.app import create_app
-
 from support.pg import fresh_database
 
 from .admin_contract import KnowledgeAdminContract, Search
