@@ -2,7 +2,8 @@
 
 PyPI ``dify-dataset-sdk`` 0.6.3 (strict pydantic models) and ``dify-oapi2`` 1.1.2
 (builder requests, pydantic responses) each run their dataset, document, segment,
-metadata (where the SDK has it), retrieve and tag calls against the real service on
+metadata (where the SDK has it), retrieve and tag calls (create, rename, bind, list,
+unbind, delete: each SDK leaves no tag behind) against the real service on
 loopback (``tests/sdk/python/drive_dify_dataset_sdk.py``, ``drive_dify_oapi2.py``):
 every step must succeed with no exception, and what the SDK read back is checked here.
 """
@@ -56,7 +57,7 @@ DATASET_SDK_STEPS = (
     "rename_metadata", "list_metadata", "document_metadata", "metadata_after",
     "built_in_disable", "retrieve", "create_tag", "create_tag_2", "update_tag", "bind_tags",
     "dataset_tags", "dataset_with_tags", "list_tags", "unbind_tag", "dataset_tags_after",
-    "delete_tag", "list_tags_after", "delete_document", "delete_dataset",
+    "delete_tag", "list_tags_after", "delete_last_tag", "delete_document", "delete_dataset",
 )  # fmt: skip
 
 
@@ -107,8 +108,10 @@ OAPI2_STEPS = (
     "create_dataset", "list_datasets", "get_dataset", "update_dataset", "create_by_text",
     "create_by_file", "list_documents", "get_document", "indexing_status", "update_by_text",
     "status_enable", "upload_file", "list_segments", "create_segment", "get_segment",
-    "update_segment", "child_chunks", "delete_segment", "retrieve", "list_tags",
-    "dataset_tags", "delete_document", "delete_dataset",
+    "update_segment", "child_chunks", "delete_segment", "retrieve", "create_tag",
+    "create_tag_2", "update_tag", "bind_tags", "dataset_tags", "list_tags", "unbind_tag",
+    "dataset_tags_after", "delete_tag", "list_tags_after", "delete_last_tag", "delete_document",
+    "delete_dataset",
 )  # fmt: skip
 
 
@@ -127,3 +130,16 @@ def test_dify_oapi2_runs_every_call(kb_service: str, sdk_driver: Driver) -> None
     assert ok(steps, "update_segment")["data"]["content"] == "车棚旁边设有两个充电桩。"
     records = ok(steps, "retrieve")["records"]
     assert records and "二十二点" in records[0]["segment"]["content"]
+    one, two = ok(steps, "create_tag"), ok(steps, "create_tag_2")
+    assert (one["name"], one["type"], one["binding_count"]) == ("安防", "knowledge", 0)
+    assert ok(steps, "update_tag")["name"] == "安防巡逻"
+    bound = ok(steps, "dataset_tags")
+    assert bound["total"] == 2
+    assert {(t["id"], t["name"]) for t in bound["data"]} == {
+        (one["id"], "安防巡逻"),
+        (two["id"], "访客"),
+    }
+    counts = {t["name"]: t["binding_count"] for t in ok(steps, "list_tags")}
+    assert counts == {"安防巡逻": "1", "访客": "1"}  # Dify answers the count as a string
+    assert [t["name"] for t in ok(steps, "dataset_tags_after")["data"]] == ["安防巡逻"]
+    assert [t["id"] for t in ok(steps, "list_tags_after")] == [one["id"]]

@@ -124,6 +124,7 @@ def tags(sdk: DifyDatasetClient, ds: str) -> None:
     run("dataset_tags_after", lambda: dump(sdk.tags.get_dataset_tags(ds)))
     run("delete_tag", lambda: sdk.tags.delete(two))
     run("list_tags_after", lambda: dump(sdk.tags.list()))
+    run("delete_last_tag", lambda: sdk.tags.delete(one))
 
 
 if __name__ == "__main__":
