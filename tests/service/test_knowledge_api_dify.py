@@ -374,6 +374,9 @@ def test_tags_are_created_bound_listed_renamed_and_deleted(api: httpx.Client) ->
     assert {(t["name"], t["type"]) for t in tags} == {("安防", "knowledge"), ("访客", "knowledge")}
     assert set(tags[0]) == {"id", "name", "type"}
     assert _dataset(api)["tags"] == tags  # the list shows them too
+    filtered = api.get("/datasets", params={"tag_ids": [other["id"], "x"]}).json()["data"]
+    assert [d["id"] for d in filtered] == [dataset_id]
+    assert api.get("/datasets", params={"tag_ids": "x"}).json()["data"] == []
 
     renamed = api.patch("/datasets/tags", json={"tag_id": tag["id"], "name": "安防巡逻"})
     assert renamed.status_code == 200, renamed.text

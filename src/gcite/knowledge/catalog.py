@@ -64,6 +64,7 @@ class Catalog:
             or raw.get("format") != CATALOG_FORMAT
             or not isinstance(raw.get("datasets"), dict)
             or not isinstance(raw.get("tags", {}), dict)
+            or not all(isinstance(t, dict) for t in raw.get("tags", {}).values())
         ):
             raise StoreError(f"知识库数据损坏: {path} 不是 gcite 知识库目录文件")
         return cls(

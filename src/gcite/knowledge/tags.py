@@ -150,10 +150,11 @@ def set_bindings(store: KnowledgeStore, name: str, tag_ids: list[str], *, bind: 
             raise _not_found()
         entry = catalog.datasets[name]
         current = list(entry.get("tag_ids") or ())
+        have, given = set(current), set(tag_ids)
         if bind:
-            wanted = current + [t for t in tag_ids if t not in current]
+            wanted = current + [t for t in dict.fromkeys(tag_ids) if t not in have]
         else:
-            wanted = [t for t in current if t not in tag_ids]
+            wanted = [t for t in current if t not in given]
         if wanted == current:
             return
         entry["tag_ids"] = wanted  # in place: an ingestion may hold this entry

@@ -14,9 +14,9 @@ chat keys (``[[app_keys]]``) and retrieval keys (``[[retrieval_keys]]``) get 403
 Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the name,
 ``document_id`` the id or the file name; the table in ``docs/api.md`` gives each answer):
 
-- datasets: list (``page``, ``limit``, ``keyword``), create ``{"name", "description"?}``
-  (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``; a new name is 400),
-  delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
+- datasets: list (``page``, ``limit``, ``keyword``, ``tag_ids``), create ``{"name",
+  "description"?}`` (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``;
+  a new name is 400), delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
 - documents: ``document/create-by-text`` / ``create-by-file`` and
   ``documents/{document_id}/update-by-text`` / ``update-by-file`` -> ``{"document",
   "batch"}`` (the same name again replaces the document); list, get, delete;
@@ -50,7 +50,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -217,12 +217,19 @@ async def list_datasets(
     page: str | None = None,
     limit: str | None = None,
     keyword: str | None = None,
+    tag_ids: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
-    """``GET /v1/datasets`` (``keyword``: part of the name)."""
+    """``GET /v1/datasets`` (``keyword``: part of the name; ``tag_ids``, repeated: the
+    datasets bound to any of these tags, as Dify filters)."""
     number, size = page_bounds(page, limit)
+    wanted = set(tag_ids or ())
 
     def work() -> list[dict[str, Any]]:
-        items = [i for i in admin.list_datasets() if (keyword or "") in i.name]
+        items = [
+            i
+            for i in admin.list_datasets()
+            if (keyword or "") in i.name and (not wanted or wanted & {t.id for t in i.tags})
+        ]
         start = (number - 1) * size  # only the page's datasets are read in full
         return [
             _full_dataset(admin, i, settings) if start <= n < start + size else {}
