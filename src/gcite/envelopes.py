@@ -67,12 +67,7 @@ def _collect_web_items(raw: Any, depth: int, out: list[dict[str, Any]]) -> None:
             _collect_web_items(raw, depth + 1, out)
         return
     if isinstance(raw, list | tuple):
-        for element in raw:
-            if isinstance(element, dict) and _envelope_key(element) is None:
-                if not _ITEM_KEY_SET.isdisjoint(element.keys()):
-                    out.append(element)
-            elif isinstance(element, dict | list | tuple):
-                _collect_web_items(element, depth + 1, out)
+        _collect_from_list(raw, depth, out)
         return
     if isinstance(raw, dict):
         key = _envelope_key(raw)
@@ -80,6 +75,18 @@ def _collect_web_items(raw: Any, depth: int, out: list[dict[str, Any]]) -> None:
             _collect_web_items(raw[key], depth + 1, out)
         elif not _ITEM_KEY_SET.isdisjoint(raw.keys()):
             out.append(raw)
+
+
+def _collect_from_list(
+    raw: list[Any] | tuple[Any, ...], depth: int, out: list[dict[str, Any]]
+) -> None:
+    """The items of a list: its item dicts, and what its envelopes and lists hold."""
+    for element in raw:
+        if isinstance(element, dict) and _envelope_key(element) is None:
+            if not _ITEM_KEY_SET.isdisjoint(element.keys()):
+                out.append(element)
+        elif isinstance(element, dict | list | tuple):
+            _collect_web_items(element, depth + 1, out)
 
 
 def extract_web_items(raw: Any) -> list[dict[str, Any]]:

@@ -1,14 +1,17 @@
-"""Registries of the pluggable backends by name: web search providers and LLM protocols.
+"""Registries of the pluggable backends by name: web providers, LLM protocols, store backends.
 
 Adding a web search provider is one module with a class that has
 ``from_settings(settings) -> WebSource`` and one line in :data:`WEB_PROVIDERS`; an LLM
 protocol is one module with a class that has ``from_settings(settings) -> LLMBackend``
-and one line in :data:`LLM_PROTOCOLS`. Everything else follows from the entry: the
-accepted values of ``web_provider`` / ``llm_protocol``, the provider's key setting
-(``<name>_api_key``, ``GCITE_<NAME>_API_KEY``, ``[web.<name>] api_key``, then the
-entry's conventional variables) and the factories (:func:`gcite.web.make_web_source`,
-:func:`gcite.generate.factory.make_backend`). ``tests/test_registry.py`` runs every
-entry through its seam's contract.
+and one line in :data:`LLM_PROTOCOLS`; a store backend is one module with an opener
+``(settings, *, create) -> HybridStore`` and one line in :data:`STORE_BACKENDS`.
+Everything else follows from the entry: the accepted values of ``web_provider`` /
+``llm_protocol`` / ``store``, the provider's key setting (``<name>_api_key``,
+``GCITE_<NAME>_API_KEY``, ``[web.<name>] api_key``, then the entry's conventional
+variables) and the factories (:func:`gcite.web.make_web_source`,
+:func:`gcite.generate.factory.make_backend`, :func:`gcite.knowledge.store.open_store`).
+``tests/test_registry.py`` builds every web provider and LLM protocol and
+``tests/knowledge/test_store_contract.py`` runs every store backend through its contract.
 
 Entries name their class as ``"package.module:Class"`` and are imported when used, so
 :mod:`gcite.config` reads the registry without importing any backend (no import cycle).
@@ -58,6 +61,30 @@ LLM_PROTOCOLS: Mapping[str, str] = {
 ``llm_base_url`` is set (without it the offline extractive backend answers)."""
 
 
+@dataclass(frozen=True)
+class StoreBackend:
+    """One knowledge-store backend.
+
+    ``name``: the ``store`` value. ``opener``: ``"module:function"`` of its opener,
+    ``(settings, *, create: bool) -> HybridStore`` (:func:`gcite.knowledge.store.shared_store`
+    shares one handle per knowledge base in a process); it raises ``StoreError``.
+    """
+
+    name: str
+    opener: str
+
+
+STORE_BACKENDS: Mapping[str, StoreBackend] = {
+    b.name: b
+    for b in (
+        # Qdrant Edge in the data dir, or a Qdrant server when ``qdrant_url`` is set
+        StoreBackend("qdrant", "gcite.knowledge.store:open_qdrant"),
+        StoreBackend("pgvector", "gcite.knowledge.store:open_pgvector"),
+    )
+}
+"""Knowledge-store backends by ``store`` name."""
+
+
 def load(reference: str) -> Any:
     """The object a ``"package.module:name"`` reference names (imports the module).
 
@@ -68,4 +95,11 @@ def load(reference: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["LLM_PROTOCOLS", "WEB_PROVIDERS", "WebProvider", "load"]
+__all__ = [
+    "LLM_PROTOCOLS",
+    "STORE_BACKENDS",
+    "WEB_PROVIDERS",
+    "StoreBackend",
+    "WebProvider",
+    "load",
+]

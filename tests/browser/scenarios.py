@@ -62,6 +62,8 @@ TWO_PASSAGES_QUESTION = "夜间和日间巡更的线路规定分别是什么？"
 #: Question whose scripted answer is hostile Markdown.
 HOSTILE_QUESTION = "恶意格式测试：巡更说明"
 VERIFY_QUESTION = "空调不制冷多久能来人？"
+#: Answered with a patrol sentence that gives no price: the verifier's second dimension.
+NOT_ANSWERED_QUESTION = "巡更用的巡检终端买个新的多少钱？"
 
 
 def markdown_answer(rag: str, web: str) -> str:
@@ -175,6 +177,11 @@ class Scenarios:
             cid = min(chunks, key=int) if chunks else "1"
             cited = {"any": cid}
             answer = hostile_answer(cid).replace("TRACK_URL", self.track_url)
+        elif query == NOT_ANSWERED_QUESTION:
+            rag = find_chunk(chunks, "巡检终端")
+            if rag:
+                cited = {"rag": rag}
+                answer = f"巡更人员用巡检终端靠近 NFC 标签打卡[C:{rag}]。"
         elif "巡更" in query:
             rag = find_chunk(chunks, "24 个点位") or find_chunk(chunks, "点位")
             web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")

@@ -1,14 +1,14 @@
 """What a phone user met on the H5 page: verification marks after a reload, following a
 long answer to its end, reasoning shown without markers, a stream cut inside ``<think``,
 the model's footnote definitions, a paste longer than the limit, list markers in the
-sheet, the weak-support legend."""
+sheet, the weak-support legend, the notice under an answer that may not answer."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from browser.scenarios import MARKDOWN_QUESTION, VERIFY_QUESTION, Live
+from browser.scenarios import MARKDOWN_QUESTION, NOT_ANSWERED_QUESTION, VERIFY_QUESTION, Live
 from browser.test_page import ask
 from support.openai_standin import Script
 
@@ -38,6 +38,24 @@ def test_reload_keeps_the_verification_marks(page: Any, live: Live) -> None:
     page.keyboard.press("Escape")
     restored.locator(f".g-cite-item[data-raw-id='{wrong}']").click()
     assert page.locator("#sheet-weak").is_visible()
+
+
+def test_an_answer_that_does_not_answer_gets_a_notice(page: Any, live: Live) -> None:
+    message = ask(page, VERIFY_QUESTION)
+    assert message.locator(".answer-notice").count() == 0  # it answers: no notice
+    message = ask(page, NOT_ANSWERED_QUESTION)
+    assert live.scenarios.last(NOT_ANSWERED_QUESTION).cited, "the patrol chunk was retrieved"
+    notice = message.locator(".answer-notice")
+    notice.wait_for()
+    assert notice.inner_text() == "可能未回答所问的问题：“巡更用的巡检终端买个新的多少钱？”"
+    assert notice.get_attribute("role") == "note"
+    # the supported citation stays supported: the two dimensions are separate
+    assert message.locator("sup.g-cite.is-weak").count() == 0
+
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    restored = page.locator(".msg-bot[data-restored='true']").last
+    assert restored.locator(".answer-notice").inner_text().startswith("可能未回答所问的问题")
 
 
 def at_bottom(page: Any) -> bool:

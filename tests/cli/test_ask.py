@@ -60,6 +60,9 @@ def test_local_answer_streams_superscripts_and_sources(demo_dir: Path) -> None:
     assert support, sources
     handbook = Path(__file__).resolve().parents[2] / "src/gcite/sample_data/handbook/01-patrol.md"
     assert support.group(1) in handbook.read_text("utf-8")  # verbatim from the cited chunk
+    # the README question: the sentence with the count, its clauses joined by "；" kept
+    # together with their citation, not the route list's sub-total ("共 12 个点位")
+    assert "24 个点位" in support.group(1), support.group(1)
 
 
 def test_roles_decide_what_is_retrieved(demo_dir: Path) -> None:
@@ -399,3 +402,30 @@ def test_an_unreachable_service_is_said_in_chinese() -> None:
     line = proc.stderr.strip()
     assert line == "错误: 无法连接服务，请检查网络后重试（http://127.0.0.1:9/v1/chat-messages）"
     assert "All connection attempts failed" not in proc.stderr
+
+
+def test_remote_inputs_reach_the_request() -> None:
+    """``--input`` fills the request's ``inputs`` (a chatflow's Start-node variables)."""
+    with dify_standin() as server:
+        server.replies.append(Reply(body=dify_answer(["好[C:1]。"], CHUNKS), piece=7))
+        roles = "user_roles=物业经理,运维工程师"
+        code, _, err = invoke("问题", "--url", server.url, "--input", roles, "--input", "x=")
+        assert code == 0, err
+        server.replies.append(Reply(body=dify_answer(["好[C:1]。"], CHUNKS), piece=7))
+        code, _, err = invoke("问题", "--url", server.url, "--json", "--input", "a=b=c")
+        assert code == 0, err
+    assert server.requests[0]["json"]["inputs"] == {"user_roles": "物业经理,运维工程师", "x": ""}
+    assert server.requests[1]["json"]["inputs"] == {"a": "b=c"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--url", "http://127.0.0.1:9", "--input", "novalue"], "名称=值"),
+        (["--url", "http://127.0.0.1:9", "--input", "a=1", "--input", "a=2"], "重复"),
+        (["--input", "a=1"], "只用于 --url"),
+    ],
+)
+def test_bad_inputs_are_refused_before_any_request(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(ask, ["问题", *args])
+    assert result.exit_code == 2 and message in result.output, result.output

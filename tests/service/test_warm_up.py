@@ -13,9 +13,11 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gcite.config import Settings
 from gcite.service import create_app
+from gcite.service.resources import Resources
 from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin
 
@@ -88,7 +90,7 @@ def test_warm_up_never_calls_the_model_nor_the_verifier_judge(tmp_path: Path) ->
 
 
 def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
-    role_kb: Path, llm: OpenAIStandin, tmp_path: Path
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The warm-up runs in the background: with it blocked (an injected warm-up that waits
     for the test), the server listens and ``/ready`` answers 200; a question asked
@@ -104,12 +106,13 @@ def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
     app = create_app(settings)
     started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
-    def blocked_warm_up() -> None:
+    def blocked_warm_up(_resources: Resources) -> None:
         started.set()
         release.wait(120)  # a hang guard
         finished.set()
 
-    app.state.resources.warm_up = blocked_warm_up
+    # the lifespan builds the app's Resources: their warm-up is replaced on the class
+    monkeypatch.setattr(Resources, "warm_up", blocked_warm_up)
     answers: list[httpx.Response] = []
     try:
         with live_service(app) as url:

@@ -1,6 +1,6 @@
 """The client-rule vectors (tests/vectors/*.v1.json), the same files the JavaScript client
 runs (clients/js/test/rules.test.js): error sentences, source rows and sheets, the
-verification display, the copy text."""
+verification display, the notice under an answer that may not answer, the copy text."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ import pytest
 from gcite.stream.messages import error_text
 from gcite.stream.panel import source_rows, source_sheet
 from gcite.stream.render import copy_text
-from gcite.verify.terminal import support_display, support_line, support_lines
+from gcite.verify.terminal import (
+    NOT_ANSWERED_TEXT,
+    answer_notice,
+    notice_line,
+    notice_text,
+    support_display,
+    support_line,
+    support_lines,
+)
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 
@@ -35,6 +43,9 @@ RULES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "error-text": lambda case: error_text(case["error"]),
     "source-rows": _source_rows,
     "verification-display": _verification,
+    "answer-notice": lambda case: dict(
+        answer_notice(case["report"]), text=notice_text(case["report"])
+    ),
     "copy-text": lambda case: copy_text(case["segments"], case["panel"]),
 }
 
@@ -66,3 +77,14 @@ def test_malformed_reports_do_not_raise() -> None:
     assert support_lines({"sentences": ["x"]}) == {}
     assert support_lines({"sentences": [{"citations": ["2", None, 3]}]}) == {}
     assert support_lines(["not", "a", "report"]) == {}
+
+
+def test_the_terminal_notice_names_the_unanswered_parts() -> None:
+    report = {
+        "answers_question": False,
+        "answering": {"parts": [{"text": "巡检终端\x1b[31m多少钱", "answered": False}]},
+    }
+    assert notice_line(report) == f"⚠ {NOT_ANSWERED_TEXT}：“巡检终端 [31m多少钱”"
+    assert notice_text(report) == f"{NOT_ANSWERED_TEXT}：“巡检终端\x1b[31m多少钱”"
+    assert notice_line({"answers_question": False}) == f"⚠ {NOT_ANSWERED_TEXT}"
+    assert notice_line({"answers_question": True}) is None and notice_line(None) is None

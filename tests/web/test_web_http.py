@@ -14,6 +14,7 @@ from gcite.errors import ConfigError, SourceUnavailable
 from gcite.web.http import (
     JsonClient,
     RetryPolicy,
+    RetryTiming,
     check_base_url,
     classify_status,
     excerpt,
@@ -172,8 +173,7 @@ async def test_waits_follow_retry_after_and_backoff() -> None:
             headers={},
             timeout_s=30.0,
             retry=policy,
-            sleep=record,
-            rand=lambda: 0.5,
+            timing=RetryTiming(sleep=record, rand=lambda: 0.5),
         )
         assert await client.post_json("/search", {"query": "q"}) == {"results": []}
         await client.aclose()

@@ -9,7 +9,7 @@ import { chunkId, panelView } from './panel.js';
 import { CitationParser, mergeText } from './parser.js';
 import { errorText } from './messages.js';
 import { copyText, sourceRows, sourceSheet } from './sources.js';
-import { supportDisplay } from './verification.js';
+import { answerNotice, answerNoticeText, supportDisplay } from './verification.js';
 
 /** The three ways of feeding a case: [name, deltas -> deltas]. */
 export var WAYS = [
@@ -292,7 +292,7 @@ export function runStreamVectors(doc) {
   return results;
 }
 
-// -- (3) client-rule vectors (tests/vectors/{error-text,source-rows,
+// -- (3) client-rule vectors (tests/vectors/{error-text,source-rows,answer-notice,
 // verification-display,copy-text}.v1.json): one input -> one output per case,
 // shared with the Python client (tests/stream/test_client_rules.py).
 
@@ -321,6 +321,10 @@ export var RULES = {
   },
   'verification-display': function (c) {
     return supportDisplay(c.report);
+  },
+  'answer-notice': function (c) {
+    var shown = answerNotice(c.report);
+    return { notice: shown.notice, parts: shown.parts, text: answerNoticeText(c.report) };
   },
   'copy-text': function (c) {
     return copyText(c.segments, jsRows(c.panel));

@@ -35,7 +35,10 @@ export {
   titleOf,
 } from './render.js';
 export {
+  NOT_ANSWERED_TEXT,
   WEAK_SUPPORT_TEXT,
+  answerNotice,
+  answerNoticeText,
   bestSupport,
   chunkSupport,
   hasWeakCitation,

@@ -7,7 +7,15 @@
  *    "sentences": [{"index": 0, "text": "…", "start": 0, "end": 11,
  *                   "citations": [{"id": "2", "score": 0.83, "supported": true,
  *                                  "support": {"text": "…", "start": 261, "end": 283}}]}],
- *    "weak": [{"sentence": 0, "id": "2"}], "checked": 3, "supported": 2}
+ *    "weak": [{"sentence": 0, "id": "2"}], "checked": 3, "supported": 2,
+ *    "answers_question": false,
+ *    "answering": {"parts": [{"text": "…多少钱", "types": ["money"], "answered": false,
+ *                             "refused": false}], "min_cover": 0.25}}
+ *
+ * Two dimensions: each citation *supported* by its chunk (weak otherwise), and
+ * the answer *answering the question* (`answers_question`: false when the
+ * verifier found a part of the question the answer gives no answer to - the
+ * type of value asked for, or its words, missing; null when not judged).
  *
  * Per cited chunk the best-scoring citation counts (a chunk cited by two
  * sentences is shown by its best support): it is weak when even that one is
@@ -23,6 +31,9 @@
 
 /** The line the sheet shows for a citation whose support is weak. */
 export var WEAK_SUPPORT_TEXT = '该来源未能直接支持这句话';
+
+/** The notice under an answer the verifier found not to answer the question. */
+export var NOT_ANSWERED_TEXT = '可能未回答所问的问题';
 
 function isObject(x) {
   return x !== null && typeof x === 'object' && !Array.isArray(x);
@@ -238,4 +249,44 @@ export function hasWeakCitation(nodes, weak) {
     if (hasWeakCitation(n.children, set)) return true;
   }
   return false;
+}
+
+/**
+ * The notice under an answer (the display rule, tests/vectors/answer-notice.v1.json,
+ * shared with the Python client gcite.verify.terminal.answer_notice): when the
+ * report says `answers_question: false`, `notice` is NOT_ANSWERED_TEXT and `parts`
+ * the question parts it found unanswered (non-blank strings of `answering.parts`
+ * whose `answered` is not true and `refused` is not true, at most 3, each cut to 40
+ * characters); otherwise `{notice: null, parts: []}`. Anything else (no report, a
+ * malformed one, `answers_question` true, null or not a boolean) shows nothing.
+ * @param {object|null} report
+ * @returns {{notice: (string|null), parts: Array<string>}}
+ */
+export function answerNotice(report) {
+  if (!isObject(report) || report.answers_question !== false) return { notice: null, parts: [] };
+  var answering = isObject(report.answering) ? report.answering : null;
+  var parts = answering && Array.isArray(answering.parts) ? answering.parts : [];
+  var out = [];
+  for (var k = 0; k < parts.length && out.length < 3; k++) {
+    var p = parts[k];
+    if (!isObject(p) || p.answered === true || p.refused === true) continue;
+    if (typeof p.text !== 'string' || p.text.trim() === '') continue;
+    var text = p.text.trim();
+    out.push(Array.from(text).length > 40 ? Array.from(text).slice(0, 39).join('') + '…' : text);
+  }
+  return { notice: NOT_ANSWERED_TEXT, parts: out };
+}
+
+/**
+ * The notice as one line of text: NOT_ANSWERED_TEXT, then the unanswered parts
+ * quoted ("可能未回答所问的问题：“…”、“…”"); '' when there is no notice.
+ * The terminal prints the same after "⚠ " (gcite.verify.terminal.notice_line).
+ * @param {object|null} report
+ * @returns {string}
+ */
+export function answerNoticeText(report) {
+  var shown = answerNotice(report);
+  if (shown.notice === null) return '';
+  var named = shown.parts.map(function (p) { return '“' + p + '”'; }).join('、');
+  return shown.notice + (named ? '：' + named : '');
 }

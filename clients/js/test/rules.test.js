@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RULES, runRuleVectors } from '../src/conformance.js';
 
-var FILES = ['error-text', 'source-rows', 'verification-display', 'copy-text'];
+var FILES = ['error-text', 'source-rows', 'verification-display', 'answer-notice', 'copy-text'];
 
 for (var name of FILES) {
   test('client-rule vectors: ' + name, function () {

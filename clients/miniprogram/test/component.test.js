@@ -21,6 +21,7 @@ const THINKING = '思考一下：巡更有多少个点位？';
 const MARKDOWN = '用列表和表格格式总结夜间巡更要点';
 // the scripted answer cites the fault levels (supported) and an unrelated chunk (weak)
 const VERIFY = '空调不制冷多久能来人？';
+const NOT_ANSWERED = '巡更用的巡检终端买个新的多少钱？'; // tests/browser/scenarios.py NOT_ANSWERED_QUESTION
 
 const RUN_STARTED = Date.now();
 const why = unavailable();
@@ -692,6 +693,20 @@ test('verified citations (issue 15): the sheet highlights the supporting sentenc
   assert.equal(comp.data.sheetScrollTo, '');
   assert.equal(domOf(comp, '.sheet-text').textContent, comp.data.sheet.content);
   h.writeArtifact('19-sheet-weak', '半屏：弱支持的引用，提示“该来源未能直接支持这句话”', comp);
+});
+
+test('an answer the verifier found not to answer the question gets a small notice naming it; an answer that answers gets none', { skip }, async function () {
+  reset({ seed: 71, maxChunk: 9 });
+  const comp = mount();
+  await h.ask(comp, VERIFY);
+  assert.equal(comp.data.answerNotice, '');
+  assert.equal(domOf(comp, '.answer-notice'), null);
+  const done = await h.ask(comp, NOT_ANSWERED);
+  assert.ok(service.lastTurn(NOT_ANSWERED).cited.rag, 'the patrol chunk was retrieved and cited');
+  assert.equal(done.status, 'done');
+  assert.deepEqual(done.weak, [], 'the citation itself is supported: the two dimensions are separate');
+  assert.equal(domOf(comp, '.answer-notice').textContent, '⚠ 可能未回答所问的问题：“' + NOT_ANSWERED + '”');
+  h.writeArtifact('20-answer-notice', '核验后：回答可能未回答所问的问题（问价格，引用的句子没有价格）', comp);
 });
 
 test('without a verification report (an older service or Dify) nothing is marked and the sheet shows the plain chunk', { skip }, async function () {

@@ -4,10 +4,16 @@ A follow-up such as "那白天呢？" after "夜间巡更多久一次？" has no
 searching it alone finds nothing (or something unrelated). Two ways to give it one:
 
 * offline (:func:`carry_subject`, pure): when the new message looks like a follow-up
-  (:func:`looks_like_followup`: short, or opening with 那/那么/还有/另外/如果..., or
-  ending in 呢, or pointing back with 它/这个/上述...), the earlier turn's retrieval
-  query is put in front of it: "夜间巡更多久一次？ 那白天呢？". A standalone question
-  is searched as it is.
+  (:func:`looks_like_followup`), the earlier turn's retrieval query is put in front of
+  it: "夜间巡更多久一次？ 那白天呢？". A standalone question is searched as it is. A
+  follow-up is recognised by
+
+  - *reference*: it opens with 那/那么/还有/另外/如果..., a clause ends in 呢
+    ("大会议室呢，要提前多久订"), or it points back (它/这个/上述/刚才/前面说的...);
+  - *ellipsis*: it is short (:data:`SHORT_FOLLOWUP` characters), or its content words
+    (:func:`gcite.knowledge.sparse.terms`, IDF-weighted) weigh less than
+    :data:`SUBJECT_WEIGHT` - it names no subject of its own, only a predicate or a
+    question ("要提前多久订", "能用几天", "收费吗").
 * with a model (:func:`condense_question`): the condense-question step of Dify and
   LlamaIndex - one short model call rewrites the follow-up into a standalone Chinese
   question from the last turns, with its own timeout (``condense_timeout_s``); a
@@ -28,11 +34,15 @@ from typing import Any
 from gcite.chatflow.seams import LLMBackend, Usage
 from gcite.config import Settings
 from gcite.generate.backends import aclose_stream
+from gcite.knowledge.sparse import terms
 
 log = logging.getLogger("gcite.chatflow")
 
 SHORT_FOLLOWUP = 5
 """A message of at most this many characters (punctuation left out) counts as a follow-up."""
+SUBJECT_WEIGHT = 16.0
+"""A message whose content words' IDF weights sum to less than this has no subject of its
+own (about two ordinary words; one specific term such as 巡更 or 二维码 weighs 10-12)."""
 MAX_TURNS = 3
 """How many earlier turns the condense prompt shows."""
 
@@ -54,8 +64,29 @@ _OPENERS = (
     "那如果",
     "换成",
 )
-_POINTERS = ("它", "它们", "这个", "那个", "这些", "那些", "这种", "那种", "上述", "该", "此", "其")
+_POINTERS = (
+    "它",
+    "它们",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "这种",
+    "那种",
+    "这样",
+    "上述",
+    "上面",
+    "刚才",
+    "刚刚",
+    "前面说",
+    "你说的",
+    "同样",
+    "该",
+    "此",
+    "其",
+)
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
+_CLAUSE_NE = re.compile(r"呢\s*(?:[，,。？?！!；;：:]|$)")
 
 CONDENSE_PROMPT = (
     "根据下面的对话历史，把用户的追问改写成一个独立、完整的中文问题，"
@@ -71,11 +102,11 @@ def looks_like_followup(message: str) -> bool:
     bare = _PUNCT.sub("", text)
     if not bare:
         return False
-    if len(bare) <= SHORT_FOLLOWUP:
+    if len(bare) <= SHORT_FOLLOWUP or bare.startswith(_OPENERS):
         return True
-    if bare.endswith("呢") or bare.startswith(_OPENERS):
+    if _CLAUSE_NE.search(text) or any(p in text for p in _POINTERS):
         return True
-    return any(p in text for p in _POINTERS)
+    return sum(terms(text, search=False).values()) < SUBJECT_WEIGHT
 
 
 def carry_subject(message: str, earlier: Sequence[str]) -> str:
@@ -178,6 +209,7 @@ __all__ = [
     "CONDENSE_PROMPT",
     "MAX_TURNS",
     "SHORT_FOLLOWUP",
+    "SUBJECT_WEIGHT",
     "carry_subject",
     "condense_question",
     "earlier_queries",

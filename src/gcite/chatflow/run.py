@@ -43,6 +43,7 @@ from gcite.chatflow.events import (
     UsageReport,
 )
 from gcite.chatflow.followup import search_query
+from gcite.chatflow.gate import BACKGROUND_RANK, admit
 from gcite.chatflow.history import History, visible_context
 from gcite.chatflow.scheduler import Scheduler as ProcessScheduler
 from gcite.chatflow.seams import (
@@ -71,11 +72,16 @@ def weak_margin(backend: Any) -> float:
     return float(margin) if isinstance(margin, int | float) and margin > 0 else 0.0
 
 
-def mark_weak(chunk: dict[str, Any], threshold: float) -> dict[str, Any]:
+def mark_weak(
+    chunk: dict[str, Any], threshold: float, promoted: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
     """``chunk``, or a copy with :data:`WEAK_KEY` set when it is a knowledge-base chunk
-    scored below ``threshold``."""
+    scored below ``threshold`` and not admitted by the relevance gate (its ``segment_id``
+    not in ``promoted``, :mod:`gcite.chatflow.gate`)."""
     score = chunk.get("score")
     if chunk.get("source_type") == "rag" and isinstance(score, int | float) and score < threshold:
+        if chunk.get("segment_id") in promoted:
+            return chunk
         return {**chunk, WEAK_KEY: True}
     return chunk
 
@@ -88,6 +94,7 @@ class _Found:
     web_payload: Any = field(default_factory=list)
     threshold: float = 0.0
     margin: float = 0.0
+    promoted: set[str] = field(default_factory=set)
 
 
 def new_id() -> str:
@@ -116,7 +123,8 @@ class Deps:
     for no knowledge branch; ``web_source``: the web branch or None; ``template``: the
     system prompt template (None: seed §5.2). ``settings``: ``dataset``, ``top_k``,
     ``score_threshold``, ``kb_timeout_s``, ``web_count``, ``web_timeout_s``,
-    ``max_web_results``. ``verifier``: ``(answer, chunk_metadata) -> report`` (blocking,
+    ``max_web_results``. ``verifier``: ``(answer, chunk_metadata, question,
+    search_query) -> report`` (blocking,
     run in a thread after the last answer delta; :func:`gcite.verify.verify_answer`), or
     None; its report becomes :attr:`RunSummary.verification` of a succeeded run.
     ``scheduler``: the process's (the service's lifespan creates one); a run of its own
@@ -128,7 +136,7 @@ class Deps:
     get_store: Callable[[], KnowledgeStore] | None
     web_source: WebSource | None = None
     template: str | None = None
-    verifier: Callable[[str, list[dict[str, Any]]], dict[str, Any]] | None = None
+    verifier: Callable[[str, list[dict[str, Any]], str, str], dict[str, Any]] | None = None
     scheduler: Scheduler = field(default_factory=ProcessScheduler)
 
 
@@ -245,6 +253,7 @@ class ChatRun:
         )
         # a follow-up's condense call waits for the model (unpaced: part of the preparation)
         query = await turn.wait(search_query(question.query, history, deps.backend, settings))
+        query = await turn.wait(self._normalised(query))
         found = _Found()
         async for event in self._retrieve(query, turn, found):
             yield event
@@ -264,10 +273,10 @@ class ChatRun:
         self._llm_started = time.monotonic()
         turn.done()
         yield self._llm
-        async for event in self._generate(messages, query, found.threshold, found.margin):
+        async for event in self._generate(messages, query, found):
             yield event
         if deps.verifier is not None:  # after the last delta: the text is never delayed
-            await self._verify(deps.verifier)
+            await self._verify(deps.verifier, query)
         for event in self._ended("succeeded"):
             yield event
 
@@ -286,24 +295,7 @@ class ChatRun:
         if deps.web_source is not None:
             web_node = self._start(WEB, {"query": query, "count": settings.web.count})
             yield web_node
-        works: list[Coroutine[Any, Any, Any]] = []
-        tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
-        if deps.get_store is not None:
-            kr_work = nodes.retrieve_knowledge(
-                deps.get_store,
-                query,
-                roles=self.turn.roles,
-                dataset=settings.knowledge.dataset or None,
-                top_k=settings.knowledge.top_k,
-                score_threshold=max(0.0, found.threshold - found.margin),
-                in_thread=deps.scheduler.search,
-            )
-            works.append(kr_work)
-            tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s)))
-        if deps.web_source is not None:
-            web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
-            works.append(web_work)
-            tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
+        works, tasks = self._branch_tasks(query, found)
         try:
             # counted as preparing while the knowledge base searches (CPU), not after
             computing = tasks[0] if kr_node is not None else None
@@ -316,34 +308,94 @@ class ChatRun:
                     work.close()
         if kr_node is not None:
             kr = branches.pop(0)
-            self.timings["retrieval"] = kr.elapsed
             if kr.error is None:
-                found.rag_items = list(kr.value or [])
-                outputs = {"result": found.rag_items}
-                yield self._finish(kr_node, outputs=outputs, elapsed=kr.elapsed)
+                found.rag_items = self._gate(query, list(kr.value or []), found)
             else:
                 log.warning("knowledge retrieval failed: %s", kr.error)
-                yield self._finish(
-                    kr_node, outputs=None, status="failed", error=kr.error, elapsed=kr.elapsed
-                )
+            yield self._branch_finished(kr_node, kr, "retrieval", {"result": found.rag_items})
         if web_node is not None:
             web = branches.pop(0)
-            self.timings["web"] = web.elapsed
             if web.error is None:
                 found.web_payload = web.value
-                yield self._finish(web_node, outputs={"payload": web.value}, elapsed=web.elapsed)
-            else:
-                yield self._finish(
-                    web_node, outputs=None, status="failed", error=web.error, elapsed=web.elapsed
-                )
+            yield self._branch_finished(web_node, web, "web", {"payload": web.value})
+
+    def _branch_tasks(
+        self, query: str, found: _Found
+    ) -> tuple[list[Coroutine[Any, Any, Any]], list[asyncio.Task[nodes.Branch[Any]]]]:
+        """The retrieval branches' works (knowledge first, then web, as configured) and
+        the tasks running each under its own timeout."""
+        deps, settings = self.deps, self.deps.settings
+        works: list[Coroutine[Any, Any, Any]] = []
+        tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
+        if deps.get_store is not None:
+            kr_work = nodes.retrieve_knowledge(
+                deps.get_store,
+                query,
+                roles=self.turn.roles,
+                dataset=settings.knowledge.dataset or None,
+                # the gate (gcite.chatflow.gate) weighs the whole ranked list
+                top_k=max(settings.knowledge.top_k, BACKGROUND_RANK),
+                score_threshold=0.0,
+                in_thread=deps.scheduler.search,
+            )
+            works.append(kr_work)
+            tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s)))
+        if deps.web_source is not None:
+            web_work = nodes.search_web(deps.web_source, query, count=settings.web.count)
+            works.append(web_work)
+            tasks.append(asyncio.ensure_future(nodes.branch(web_work, settings.web.timeout_s)))
+        return works, tasks
+
+    def _branch_finished(
+        self,
+        node: NodeStarted,
+        branch: nodes.Branch[Any],
+        timing: str,
+        outputs: dict[str, Any],
+    ) -> NodeFinished:
+        """The finish event of a retrieval node (``outputs`` when it succeeded); its
+        elapsed time into :attr:`timings` under ``timing``."""
+        self.timings[timing] = branch.elapsed
+        if branch.error is None:
+            return self._finish(node, outputs=outputs, elapsed=branch.elapsed)
+        return self._finish(
+            node, outputs=None, status="failed", error=branch.error, elapsed=branch.elapsed
+        )
+
+    async def _normalised(self, query: str) -> str:
+        """``query`` in the knowledge base's wording (the store's ``normalise_query``,
+        :mod:`gcite.knowledge.vocabulary`), for retrieval, the gate and the answerer;
+        unchanged for a store without one (a remote knowledge base normalises its own
+        searches) or when the store cannot be opened (the retrieval node reports that)."""
+        get_store = self.deps.get_store
+        if get_store is None:
+            return query
+
+        def normalise() -> str:
+            normalise_query = getattr(get_store(), "normalise_query", None)
+            return str(normalise_query(query)) if callable(normalise_query) else query
+
+        try:
+            return await self.deps.scheduler.search(normalise)
+        except Exception as exc:  # the retrieval node fails (and says why) on its own
+            log.warning("query not normalised: %s", exc)
+            return query
+
+    def _gate(self, query: str, items: list[Any], found: _Found) -> list[Any]:
+        """The retrieved items the relevance gate passes on (:func:`gcite.chatflow.gate.admit`),
+        cut to ``top_k``; the promoted ones into ``found``."""
+        weak_floor = found.threshold - found.margin if found.margin > 0 else None
+        admitted = admit(query, items, found.threshold, weak_floor=weak_floor)
+        found.promoted = admitted.promoted
+        return admitted.items[: self.deps.settings.knowledge.top_k]
 
     async def _generate(
-        self, messages: list[dict[str, str]], query: str, threshold: float, margin: float
+        self, messages: list[dict[str, str]], query: str, found: _Found
     ) -> AsyncIterator[Event]:
         """The LLM node's deltas, paced and coalesced by the process's scheduler."""
         chunks = self.chunk_metadata
-        if margin > 0:
-            chunks = [mark_weak(c, threshold) for c in self.chunk_metadata]
+        if found.margin > 0:
+            chunks = [mark_weak(c, found.threshold, found.promoted) for c in chunks]
         backend = self.deps.scheduler.paced(self.deps.backend)
         async for delta in nodes.generate(
             backend, messages, chunks=chunks, query=query, usage=self.usage
@@ -360,11 +412,16 @@ class ChatRun:
             self.answer_parts.append(delta)
             yield AnswerDelta(delta)
 
-    async def _verify(self, verifier: Callable[[str, list[dict[str, Any]]], Any]) -> None:
-        """The verification report, on the scheduler's threads; left out (None) when it
-        fails or takes too long."""
+    async def _verify(
+        self, verifier: Callable[[str, list[dict[str, Any]], str, str], Any], query: str
+    ) -> None:
+        """The verification report (of the answer against its chunks, and against the
+        question and the retrieval ``query``), on the scheduler's threads; left out (None)
+        when it fails or takes too long."""
         try:
-            report = await self.deps.scheduler.verify(verifier, self.answer, self.chunk_metadata)
+            report = await self.deps.scheduler.verify(
+                verifier, self.answer, self.chunk_metadata, self.turn.query, query
+            )
         except Exception:
             log.exception("citation verification failed")
             return

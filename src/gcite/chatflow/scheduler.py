@@ -52,9 +52,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from gcite.generate.backends import Reasoning, aclose_stream
+from gcite.config import from_section
+from gcite.generate.backends import Reasoning, WrappedBackend, aclose_stream
 from gcite.generate.coalesce import flush_interval, join
 
 if TYPE_CHECKING:
@@ -116,18 +117,8 @@ class Knobs:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Knobs:
-        """The knobs configured in ``settings``."""
-        return cls(
-            admit=settings.scheduling.admit,
-            max_hold_s=settings.scheduling.max_hold_s,
-            drain_s=settings.scheduling.drain_s,
-            quiet_streams=settings.scheduling.quiet_streams,
-            per_stream_s=settings.scheduling.per_stream_s,
-            max_interval_s=settings.scheduling.max_interval_s,
-            search_threads=settings.scheduling.search_threads,
-            verify_threads=settings.scheduling.verify_threads,
-            verify_timeout_s=settings.scheduling.verify_timeout_s,
-        )
+        """The knobs configured in ``settings`` (its ``[scheduling]`` section)."""
+        return from_section(cls, settings.scheduling)
 
 
 class Scheduler:
@@ -244,14 +235,22 @@ class Scheduler:
         clear = self._clear
         if clear is None or clear.done():
             clear = self._clear = asyncio.get_running_loop().create_future()
-        timer = asyncio.ensure_future(self.clock.sleep(remaining))
         self._held += 1
         try:
-            await asyncio.wait({clear, timer}, return_when=asyncio.FIRST_COMPLETED)
+            await self._within(remaining, clear)
         finally:
             self._held -= 1
-            timer.cancel()
         return True
+
+    async def _within(self, seconds: float, work: asyncio.Future[Any]) -> bool:
+        """Wait until ``work`` is done or ``seconds`` have passed on the clock (``work``
+        is left running); True when ``work`` is done."""
+        timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+        return work.done()
 
     def paced(self, backend: LLMBackend) -> PacedBackend:
         """``backend`` with its answers paced and coalesced by this scheduler."""
@@ -264,60 +263,24 @@ class Scheduler:
         or cancelled (that closes the model call). An exception of ``source`` is raised
         after the items that came before it.
         """
-        clock = self.clock
-        pending: list[T] = []
-        ready = asyncio.Event()
-        ended = False
-        failure: BaseException | None = None
-
-        async def pump() -> None:
-            nonlocal ended, failure
-            answering = False
-            last = clock.now()
-            free_until = -math.inf
-            try:
-                while True:
-                    if answering and clock.now() >= free_until and await self.hold(last):
-                        free_until = clock.now() + self.knobs.drain_s
-                    last = clock.now()
-                    try:
-                        item = await anext(source)
-                    except StopAsyncIteration:
-                        return
-                    pending.append(item)
-                    ready.set()
-                    answering = answering or _is_text(item)
-            except Exception as exc:  # handed to the consumer, in order
-                failure = exc
-            finally:
-                ended = True
-                ready.set()
-
-        reader = asyncio.create_task(pump())
+        relay: _Relay[T] = _Relay()
+        reader = asyncio.create_task(self._pump(source, relay))
         self._streams += 1
         try:
             last: float | None = None
             while True:
-                await ready.wait()
-                ready.clear()
-                if last is not None and not ended:
-                    interval = flush_interval(
-                        self._streams,
-                        quiet=self.knobs.quiet_streams,
-                        per_stream_s=self.knobs.per_stream_s,
-                        max_interval_s=self.knobs.max_interval_s,
-                    )
-                    delay = last + interval - clock.now()
-                    if delay > 0:
-                        await clock.sleep(delay)
-                items, pending[:] = pending[:], []
+                await relay.ready.wait()
+                relay.ready.clear()
+                if last is not None and not relay.ended:
+                    await self._until_flush(last)
+                items, relay.pending[:] = relay.pending[:], []
                 for item in join(items):
                     yield item
                 if items:
-                    last = clock.now()
-                if ended and not pending:
-                    if failure is not None:
-                        raise failure
+                    last = self.clock.now()
+                if relay.ended and not relay.pending:
+                    if relay.failure is not None:
+                        raise relay.failure
                     return
         finally:
             self._streams -= 1
@@ -325,6 +288,43 @@ class Scheduler:
                 reader.cancel()
                 await asyncio.wait([reader])  # a cancellation of this task still propagates
             await aclose_stream(source)
+
+    async def _pump(self, source: AsyncIterator[T], relay: _Relay[T]) -> None:
+        """Read ``source`` into ``relay``; after the first text each pull may be held
+        (:meth:`hold`), then reads freely for ``drain_s``."""
+        clock = self.clock
+        answering = False
+        last = clock.now()
+        free_until = -math.inf
+        try:
+            while True:
+                if answering and clock.now() >= free_until and await self.hold(last):
+                    free_until = clock.now() + self.knobs.drain_s
+                last = clock.now()
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    return
+                relay.pending.append(item)
+                relay.ready.set()
+                answering = answering or _is_text(item)
+        except Exception as exc:  # handed to the consumer, in order
+            relay.failure = exc
+        finally:
+            relay.ended = True
+            relay.ready.set()
+
+    async def _until_flush(self, last: float) -> None:
+        """Wait until the flush interval for the streams now has passed since ``last``."""
+        interval = flush_interval(
+            self._streams,
+            quiet=self.knobs.quiet_streams,
+            per_stream_s=self.knobs.per_stream_s,
+            max_interval_s=self.knobs.max_interval_s,
+        )
+        delay = last + interval - self.clock.now()
+        if delay > 0:
+            await self.clock.sleep(delay)
 
     # ------------------------------------------------------------------- threads
     async def search(self, fn: Callable[..., T], *args: Any) -> T:
@@ -342,11 +342,9 @@ class Scheduler:
             workers = max(1, self.knobs.verify_threads)
             self._verifiers = ThreadPoolExecutor(workers, thread_name_prefix="gcite-verify")
         work = asyncio.ensure_future(_in_pool(self._verifiers, fn, *args))
-        timer = asyncio.ensure_future(self.clock.sleep(self.knobs.verify_timeout_s))
         try:
-            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+            await self._within(self.knobs.verify_timeout_s, work)
         finally:
-            timer.cancel()
             late = not work.done()
             if late:  # past the limit, or this run was cancelled: stop waiting for it
                 work.cancel()
@@ -360,6 +358,17 @@ class Scheduler:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
         self._searchers = self._verifiers = None
+
+
+class _Relay(Generic[T]):
+    """What the reader task of one answer hands on to its consumer: the items read and
+    not yet taken, an event set when there is news, and how the reading ended."""
+
+    def __init__(self) -> None:
+        self.pending: list[T] = []
+        self.ready = asyncio.Event()
+        self.ended = False
+        self.failure: BaseException | None = None
 
 
 class Preparing:
@@ -418,26 +427,15 @@ class Preparing:
             self.scheduler._uncount()
 
 
-class PacedBackend:
+class PacedBackend(WrappedBackend):
     """An :class:`~gcite.generate.backends.LLMBackend` whose answers its
     :class:`Scheduler` paces and coalesces (:meth:`Scheduler.answer`); ``name``,
-    :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner backend's."""
+    :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner backend's
+    (:class:`~gcite.generate.backends.WrappedBackend`)."""
 
     def __init__(self, inner: LLMBackend, scheduler: Scheduler) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.scheduler = scheduler
-        self.name = inner.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    def warm_up(self) -> None:
-        """The inner backend's warm-up."""
-        self.inner.warm_up()
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
     def stream(
         self,

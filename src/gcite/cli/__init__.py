@@ -84,35 +84,51 @@ def usage_error_message(exc: click.UsageError) -> str:
     """The message of a usage error in Chinese (Click's common ones translated; gcite's
     own, already Chinese, unchanged). Without the ``错误: `` prefix."""
     if isinstance(exc, NoSuchCommand):
-        text = f"没有这个命令: {exc.command_name}"
-        # the lazy group has no `commands` dict for Click to suggest from
-        close = exc.possibilities or difflib.get_close_matches(exc.command_name, list(_COMMANDS))
-        if close:
-            return text + f"（是不是要用 {' / '.join(close)}？）"
-        return text + f"（可用的命令: {', '.join(sorted(_COMMANDS))}）"
-    if isinstance(exc, click.MissingParameter):
-        param = exc.param
-        if isinstance(param, click.Option):
-            return f"缺少选项 {' / '.join(param.opts)}"
-        if param is not None:
-            return f"缺少参数 {param.human_readable_name}"
-        return "缺少参数"
+        return _no_such_command(exc)
+    if isinstance(exc, click.MissingParameter):  # before BadParameter, its base class
+        return _missing_parameter(exc)
     if isinstance(exc, click.NoSuchOption):
-        text = f"没有这个选项: {exc.option_name}"
-        if exc.possibilities:
-            return text + f"（是不是要用 {' / '.join(sorted(exc.possibilities))}？）"
-        return text
+        return _no_such_option(exc)
     if isinstance(exc, click.BadParameter):
         return f"{_param_label(exc.param)} 的值无效: {_value_detail(exc.message)}"
     if isinstance(exc, click.BadOptionUsage):
-        if _NEEDS_VALUE.match(exc.message):
-            return f"选项 {exc.option_name} 需要一个值"
-        if _NO_VALUE.match(exc.message):
-            return f"选项 {exc.option_name} 不接受值"
-        return exc.format_message()
+        return _bad_option_usage(exc)
     extra = _EXTRA_ARGS.match(exc.message)
     if extra:
         return f"多余的参数: {extra.group('a')}"
+    return exc.format_message()
+
+
+def _no_such_command(exc: NoSuchCommand) -> str:
+    text = f"没有这个命令: {exc.command_name}"
+    # the lazy group has no `commands` dict for Click to suggest from
+    close = exc.possibilities or difflib.get_close_matches(exc.command_name, list(_COMMANDS))
+    if close:
+        return text + f"（是不是要用 {' / '.join(close)}？）"
+    return text + f"（可用的命令: {', '.join(sorted(_COMMANDS))}）"
+
+
+def _missing_parameter(exc: click.MissingParameter) -> str:
+    param = exc.param
+    if isinstance(param, click.Option):
+        return f"缺少选项 {' / '.join(param.opts)}"
+    if param is not None:
+        return f"缺少参数 {param.human_readable_name}"
+    return "缺少参数"
+
+
+def _no_such_option(exc: click.NoSuchOption) -> str:
+    text = f"没有这个选项: {exc.option_name}"
+    if exc.possibilities:
+        return text + f"（是不是要用 {' / '.join(sorted(exc.possibilities))}？）"
+    return text
+
+
+def _bad_option_usage(exc: click.BadOptionUsage) -> str:
+    if _NEEDS_VALUE.match(exc.message):
+        return f"选项 {exc.option_name} 需要一个值"
+    if _NO_VALUE.match(exc.message):
+        return f"选项 {exc.option_name} 不接受值"
     return exc.format_message()
 
 

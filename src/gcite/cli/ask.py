@@ -35,14 +35,17 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 import click
 import httpx
 
-from gcite.config import Settings, load_settings
+from gcite.cli.options import Service, SettingsSource, service_options, settings_options
+from gcite.config import Settings
 from gcite.errors import ConfigError, StreamError
 from gcite.stream.messages import error_text
 from gcite.stream.sse import AnswerFinished, AnswerResult, SegmentsReceived, StreamUpdate
@@ -239,12 +242,14 @@ async def remote_updates(
     timeout_s: float = 120.0,
     on_bytes: Callable[[bytes], None] | None = None,
     conversation_id: str = "",
+    inputs: Mapping[str, str] | None = None,
 ) -> AsyncIterator[StreamUpdate]:
     """POST the question to a gcite / Dify service (streaming) through the one HTTP edge,
     :func:`gcite.stream.sse.consume_chat_stream`; yield its updates.
 
     ``on_bytes``: also receives the raw body bytes (``--json``); ``conversation_id``: the
-    conversation to continue (``""``: a new one). Raises
+    conversation to continue (``""``: a new one); ``inputs``: the request's ``inputs``
+    (a chatflow's Start-node variables). Raises
     :class:`StreamError` when no event stream opens (connection refused, timeout, non-2xx
     status with Dify's ``{code, message, status}`` body, wrong content type); once the
     stream is open, a broken connection ends it with a ``StreamFailed`` update.
@@ -252,7 +257,7 @@ async def remote_updates(
     from gcite.stream.sse import consume_chat_stream
 
     body = {
-        "inputs": {},
+        "inputs": dict(inputs or {}),
         "query": question,
         "response_mode": "streaming",
         "user": CLI_USER,
@@ -375,78 +380,128 @@ async def print_answer(
     console = _console(out, force=bool(rich_markdown), width=width)
     if rich_markdown is None:
         rich_markdown = bool(console.is_terminal)
-    if not rich_markdown:
-        return await _print_plain(updates, out, err)
-    from rich.live import Live
-    from rich.markdown import Markdown
-    from rich.text import Text
-
-    from gcite.stream.render import MarkdownBlocks
-
-    blocks = MarkdownBlocks()
-    wrote = False
+    printer: _RichAnswer | _PlainAnswer = (
+        _RichAnswer(console) if rich_markdown else _PlainAnswer(out)
+    )
     result = None
-    live = Live(Text(""), console=console, transient=True, auto_refresh=console.is_terminal)
-
-    def markdown(source: str) -> Any:
-        return Markdown(source, hyperlinks=False, code_theme="ansi_dark")
-
-    with live:
+    with printer:
         async for update in updates:
             if isinstance(update, SegmentsReceived) and update.segments:
-                if update.replace:
-                    # message_replace: what was printed stays; the new answer follows
-                    for source in blocks.close():
-                        live.console.print(markdown(source))
-                    if wrote:
-                        live.console.print(Text("（以下为替换后的回答）", style="dim"))
-                    blocks = MarkdownBlocks()
-                for source in blocks.feed(update.segments):
-                    live.console.print(markdown(source))
-                    wrote = True
-                if blocks.open.strip():
-                    wrote = True
-                    if console.is_terminal:
-                        live.update(markdown(blocks.open))
+                printer.feed(update)
             elif isinstance(update, AnswerFinished):
                 result = update.result
-        live.update(Text(""))
-    for source in blocks.close():
-        console.print(markdown(source))
     if result is None:
         raise StreamError("回答流没有正常结束")
-    return _finish(result, wrote, out, err)
+    printer.done()
+    return _finish(result, printer.wrote, out, err)
 
 
-async def _print_plain(updates: AsyncIterator[StreamUpdate], out: TextIO, err: TextIO) -> int:
-    """The answer's Markdown source as it streams (superscripts in place), then sources."""
-    from gcite.stream.render import CITE_SEPARATOR, render_terminal
+class _RichAnswer:
+    """The answer rendered by rich: complete Markdown blocks printed, the open one live.
+    A context manager around the stream (the live display); :attr:`wrote` once any
+    answer text came."""
 
-    wrote = False
-    previous_cite = False
-    result = None
-    async for update in updates:
-        if isinstance(update, SegmentsReceived) and update.segments:
-            if update.replace and wrote:
-                out.write("\n")
-                previous_cite = False
-            text = render_terminal(update.segments)
-            if previous_cite and "cite" in update.segments[0]:
-                text = CITE_SEPARATOR + text  # "¹˒²" across two updates too
-            answer_parts = [s for s in update.segments if "text" in s or "cite" in s]
-            if answer_parts:
-                previous_cite = "cite" in answer_parts[-1]
-            if text:
-                out.write(text)
-                out.flush()
-                wrote = True
-        elif isinstance(update, AnswerFinished):
-            result = update.result
-    if result is None:
-        raise StreamError("回答流没有正常结束")
-    if wrote:
-        out.write("\n")
-    return _finish(result, wrote, out, err)
+    def __init__(self, console: Any) -> None:
+        from rich.live import Live
+        from rich.text import Text
+
+        from gcite.stream.render import MarkdownBlocks
+
+        self.wrote = False
+        self._console = console
+        self._blocks = MarkdownBlocks()
+        self._live = Live(
+            Text(""), console=console, transient=True, auto_refresh=console.is_terminal
+        )
+
+    @staticmethod
+    def _markdown(source: str) -> Any:
+        from rich.markdown import Markdown
+
+        return Markdown(source, hyperlinks=False, code_theme="ansi_dark")
+
+    def __enter__(self) -> _RichAnswer:
+        self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        from rich.text import Text
+
+        if kind is None:
+            self._live.update(Text(""))
+        self._live.__exit__(kind, exc, tb)
+        if kind is None:
+            for source in self._blocks.close():
+                self._console.print(self._markdown(source))
+
+    def feed(self, update: SegmentsReceived) -> None:
+        """Print the blocks ``update`` completes; show the open one live."""
+        from rich.text import Text
+
+        from gcite.stream.render import MarkdownBlocks
+
+        live = self._live
+        if update.replace:
+            # message_replace: what was printed stays; the new answer follows
+            for source in self._blocks.close():
+                live.console.print(self._markdown(source))
+            if self.wrote:
+                live.console.print(Text("（以下为替换后的回答）", style="dim"))
+            self._blocks = MarkdownBlocks()
+        for source in self._blocks.feed(update.segments):
+            live.console.print(self._markdown(source))
+            self.wrote = True
+        if self._blocks.open.strip():
+            self.wrote = True
+            if self._console.is_terminal:
+                live.update(self._markdown(self._blocks.open))
+
+    def done(self) -> None:
+        """The stream ended normally (everything was printed on leaving the context)."""
+
+
+class _PlainAnswer:
+    """The answer's Markdown source as it streams (superscripts in place); :attr:`wrote`
+    once any answer text was written."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.wrote = False
+        self._out = out
+        self._previous_cite = False
+
+    def __enter__(self) -> _PlainAnswer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def feed(self, update: SegmentsReceived) -> None:
+        """Write the text of ``update`` (a replaced answer starts on a new line)."""
+        from gcite.stream.render import CITE_SEPARATOR, render_terminal
+
+        if update.replace and self.wrote:
+            self._out.write("\n")
+            self._previous_cite = False
+        text = render_terminal(update.segments)
+        if self._previous_cite and "cite" in update.segments[0]:
+            text = CITE_SEPARATOR + text  # "¹˒²" across two updates too
+        answer_parts = [s for s in update.segments if "text" in s or "cite" in s]
+        if answer_parts:
+            self._previous_cite = "cite" in answer_parts[-1]
+        if text:
+            self._out.write(text)
+            self._out.flush()
+            self.wrote = True
+
+    def done(self) -> None:
+        """The stream ended normally: end the answer's line."""
+        if self.wrote:
+            self._out.write("\n")
 
 
 def _with_support(sources: str, result: Any, render: Any) -> str:
@@ -468,9 +523,14 @@ def _with_support(sources: str, result: Any, render: Any) -> str:
 
 
 def _finish(result: Any, wrote: bool, out: TextIO, err: TextIO) -> int:
-    """Sources after the answer; the exit status (1 when the answer failed)."""
+    """The verifier's notice and the sources after the answer; the exit status (1 when the
+    answer failed)."""
     from gcite.stream.render import render_sources_terminal
+    from gcite.verify.terminal import notice_line
 
+    notice = notice_line((result.metadata or {}).get("gcite_verification"))
+    if notice is not None:  # the verifier found the question (a part of it) unanswered
+        out.write(notice + "\n")
     sources = render_sources_terminal(result.panel)
     if sources:
         out.write("\n" + _with_support(sources, result, render_sources_terminal))
@@ -506,13 +566,12 @@ def answer_in_terminal(
     *,
     roles: Sequence[str] = (),
     as_json: bool = False,
-    url: str | None = None,
-    key: str = "",
+    service: Service | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
     conversation: str | None = None,
 ) -> int:
-    """Answer ``question`` locally (or through ``url``) and print it; returns the exit status.
+    """Answer ``question`` locally (or through ``service``) and print it; returns the exit status.
 
     ``conversation``: an earlier conversation to continue (its id). The conversation's id
     is printed on ``err`` after the answer (not with ``as_json``). Raises
@@ -525,8 +584,7 @@ def answer_in_terminal(
         question,
         roles=roles,
         as_json=as_json,
-        url=url,
-        key=key,
+        service=service,
         out=out,
         err=err,
         conversation=conversation,
@@ -543,8 +601,7 @@ def ask_turn(
     *,
     roles: Sequence[str] = (),
     as_json: bool = False,
-    url: str | None = None,
-    key: str = "",
+    service: Service | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
     conversation: str | None = None,
@@ -559,31 +616,9 @@ def ask_turn(
         raise ConfigError("问题不能为空")
     if len(question) > MAX_QUESTION:
         raise ConfigError(f"问题过长（最多 {MAX_QUESTION} 个字符）")
+    if service is not None:
+        return _remote_turn(settings, question, service, as_json, out, err, conversation)
     results: list[AnswerResult] = []
-    if url is not None:
-        target, timeout_s = chat_url(url), settings.llm.timeout_s * 2
-        try:
-            if as_json:
-                code = asyncio.run(
-                    print_remote_json(
-                        target,
-                        key,
-                        question,
-                        out,
-                        timeout_s=timeout_s,
-                        conversation_id=conversation or "",
-                    )
-                )
-                return code, ""
-            updates = remote_updates(
-                target, key, question, timeout_s=timeout_s, conversation_id=conversation or ""
-            )
-            code = asyncio.run(print_answer(_recorded(updates, results), out, err))
-        except StreamError as exc:
-            if exc.status == 404 and conversation:
-                raise ConfigError(f"没有这个对话：{conversation}") from exc
-            raise _stream_failure(exc, target) from exc
-        return code, results[0].conversation_id if results else ""
     store = LocalConversations(settings.data_dir)
     if conversation:
         past = store.load(conversation)
@@ -611,12 +646,71 @@ def ask_turn(
     return code, conversation_id
 
 
+def parse_inputs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--input`` values (``名称=值``) as Dify ``inputs``; the value may contain ``=`` and be
+    empty. Raises :class:`click.UsageError` (Chinese) for a pair without ``=`` or a name
+    that is not a Dify variable name, or a name given twice."""
+    inputs: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,29}", name):
+            raise click.UsageError(
+                f"--input 应写成 名称=值，名称为字母、数字、下划线（收到 {pair!r}）"
+            )
+        if name in inputs:
+            raise click.UsageError(f"--input 重复给出了 {name}")
+        inputs[name] = value
+    return inputs
+
+
+def _remote_turn(
+    settings: Settings,
+    question: str,
+    service: Service,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    conversation: str | None,
+) -> tuple[int, str]:
+    """:func:`ask_turn` through a running service."""
+    results: list[AnswerResult] = []
+    target, timeout_s = chat_url(service.url), settings.llm.timeout_s * 2
+    try:
+        if as_json:
+            code = asyncio.run(
+                print_remote_json(
+                    target,
+                    service.key,
+                    question,
+                    out,
+                    timeout_s=timeout_s,
+                    conversation_id=conversation or "",
+                    inputs=service.inputs,
+                )
+            )
+            return code, ""
+        updates = remote_updates(
+            target,
+            service.key,
+            question,
+            timeout_s=timeout_s,
+            conversation_id=conversation or "",
+            inputs=service.inputs,
+        )
+        code = asyncio.run(print_answer(_recorded(updates, results), out, err))
+    except StreamError as exc:
+        if exc.status == 404 and conversation:
+            raise ConfigError(f"没有这个对话：{conversation}") from exc
+        raise _stream_failure(exc, target) from exc
+    return code, results[0].conversation_id if results else ""
+
+
 def interactive(
     settings: Settings,
     *,
     roles: Sequence[str] = (),
-    url: str | None = None,
-    key: str = "",
+    service: Service | None = None,
     conversation: str | None = None,
     read: Callable[[], str | None] | None = None,
     out: TextIO | None = None,
@@ -646,8 +740,7 @@ def interactive(
                 settings,
                 line,
                 roles=roles,
-                url=url,
-                key=key,
+                service=service,
                 out=out,
                 err=err,
                 conversation=conversation,
@@ -671,7 +764,9 @@ def interactive(
     "  gcite ask                       # 对话模式：逐行提问，自动保持对话\n\n"
     '  gcite ask "监控中心的备用钥匙放在哪里？" --role 安保主管\n\n'
     '  gcite ask "干粉灭火器怎么用？" --json\n\n'
-    '  gcite ask "会议室怎么预订？" --url http://127.0.0.1:8000 --key app-xxx',
+    '  gcite ask "会议室怎么预订？" --url http://127.0.0.1:8000 --key app-xxx\n\n'
+    '  gcite ask "消防通道能停车吗？" --url http://dify.example/v1 --key app-xxx '
+    "--input user_roles=物业经理,运维工程师",
 )
 @click.argument("question", metavar="[问题]", required=False)
 @click.option(
@@ -697,34 +792,28 @@ def interactive(
 )
 @click.option("--json", "as_json", is_flag=True, help="不渲染回答：每行输出一个 Dify 事件 JSON")
 @click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="名称=值",
+    help="配合 --url：请求的 inputs（Dify chatflow 开始节点的变量，"
+    "如 user_roles=物业经理），可重复",
 )
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
+@settings_options(
+    data_dir_help="知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
+    config_help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
+    exists_kinds=True,
 )
-@click.option(
-    "--url", default=None, help="改为连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000"
-)
-@click.option(
-    "--key", envvar="GCITE_API_KEY", default="", help="配合 --url 的 API Key（或 $GCITE_API_KEY）"
-)
+@service_options(url_help="改为连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000")
 def ask(
     question: str | None,
     conversation: str | None,
     interactive_mode: bool,
     roles: tuple[str, ...],
     as_json: bool,
-    data_dir: Path | None,
-    config_file: Path | None,
-    url: str | None,
-    key: str,
+    inputs: tuple[str, ...],
+    source: SettingsSource,
+    service: Service | None,
 ) -> None:
     """在终端提问：流式输出带上标引用的回答，最后列出编号的来源（知识库 / 网页）。
 
@@ -737,25 +826,26 @@ def ask(
 
     回答写到标准输出，提示和错误写到标准错误；回答出错时退出码为 1。
     """
-    if url is not None and roles:
+    if service is not None and roles:
         raise click.UsageError("--role 只用于本地模式；连接服务时角色由 API Key 决定")
+    if inputs:
+        if service is None:
+            raise click.UsageError("--input 只用于 --url：本地模式没有 chatflow 的开始节点变量")
+        service = replace(service, inputs=parse_inputs(inputs))
     if question is not None and interactive_mode:
         raise click.UsageError("对话模式（-i）不带问题参数：问题逐行输入")
     if (question is None or interactive_mode) and as_json:
         raise click.UsageError("--json 需要给出问题，不能用于对话模式")
-    settings = load_settings(
-        {"data_dir": str(data_dir) if data_dir else None}, config_file=config_file
-    )
+    settings = source.load()
     if question is None or interactive_mode:
-        code = interactive(settings, roles=list(roles), url=url, key=key, conversation=conversation)
+        code = interactive(settings, roles=list(roles), service=service, conversation=conversation)
     else:
         code = answer_in_terminal(
             settings,
             question,
             roles=list(roles),
             as_json=as_json,
-            url=url,
-            key=key,
+            service=service,
             conversation=conversation,
         )
     sys.exit(code)
@@ -763,6 +853,7 @@ def ask(
 
 __all__ = [
     "LocalConversations",
+    "Service",
     "answer_in_terminal",
     "ask",
     "ask_turn",

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import click
 
-from gcite.config import load_settings
+from gcite.cli.options import Service, SettingsSource, service_options, settings_options
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -60,24 +60,11 @@ def _progress(err: TextIO, total: int) -> Any:
     "  gcite eval 我的问题.jsonl --url http://127.0.0.1:8000 --key app-xxx --html report.html",
 )
 @click.argument("questions_file", metavar="问题文件", type=click.Path(path_type=Path))
-@click.option(
-    "--url", default=None, help="连接正在运行的 gcite / Dify 服务，例如 http://127.0.0.1:8000"
-)
-@click.option(
-    "--key", envvar="GCITE_API_KEY", default="", help="配合 --url 的 API Key（或 $GCITE_API_KEY）"
-)
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="本地模式的知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
+@service_options()
+@settings_options(
+    data_dir_help="本地模式的知识库数据目录（默认 $GCITE_DATA_DIR 或 ./gcite-data）",
+    config_help="配置文件（TOML，默认 <数据目录>/gcite.toml）",
+    exists_kinds=True,
 )
 @click.option("--demo", is_flag=True, help="本地模式使用内置示例数据（与 gcite demo 相同，离线）")
 @click.option(
@@ -98,10 +85,8 @@ def _progress(err: TextIO, total: int) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="不在标准错误输出逐题进度")
 def eval_command(
     questions_file: Path,
-    url: str | None,
-    key: str,
-    data_dir: Path | None,
-    config_file: Path | None,
+    service: Service | None,
+    source: SettingsSource,
     demo: bool,
     roles: tuple[str, ...],
     json_path: Path | None,
@@ -119,27 +104,27 @@ def eval_command(
     from gcite.eval.report import render_html, report_document
     from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
 
-    if url is not None and (roles or demo or data_dir is not None):
+    if service is not None and (roles or demo or source.data_dir is not None):
         raise click.UsageError(
             "--role / --demo / --data-dir 只用于本地模式；连接服务时不能同时使用"
         )
     questions = load_questions(questions_file)
     asker: Asker
-    if url is not None:
-        target: dict[str, Any] = {"mode": "remote", "url": url}
-        settings = load_settings({}, config_file=config_file)
-        asker = RemoteAsker(chat_url(url), key, timeout_s=settings.llm.timeout_s * 2)
+    if service is not None:
+        target: dict[str, Any] = {"mode": "remote", "url": service.url}
+        settings = source.load()
+        asker = RemoteAsker(
+            chat_url(service.url), service.key, timeout_s=settings.llm.timeout_s * 2
+        )
     else:
         if demo:
             from gcite.cli.demo import demo_settings, prepare_demo
             from gcite.config import demo_data_dir
 
-            settings = demo_settings(data_dir or demo_data_dir())
+            settings = demo_settings(source.data_dir or demo_data_dir())
             prepare_demo(settings)
         else:
-            settings = load_settings(
-                {"data_dir": str(data_dir) if data_dir else None}, config_file=config_file
-            )
+            settings = source.load()
         target = {
             "mode": "demo" if demo else "local",
             "data_dir": str(settings.data_dir),

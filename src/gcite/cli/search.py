@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from gcite.config import load_settings
+from gcite.cli.options import SettingsSource, settings_options
 from gcite.errors import GciteError
 
 
@@ -18,10 +19,25 @@ def _fail(message: str) -> None:
     raise SystemExit(1)
 
 
+def _role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--role`` (repeatable) and ``--no-roles`` as one ``roles`` argument: the roles to
+    search as (``[]`` for a user without roles), ``None`` for no role filter."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, role: tuple[str, ...], no_roles: bool, **kw: Any) -> Any:
+        return fn(*args, roles=list(role) if role or no_roles else None, **kw)
+
+    with_no_roles = click.option("--no-roles", is_flag=True, help="以“没有任何角色”的用户身份检索")(
+        command
+    )
+    return click.option(
+        "--role", "role", multiple=True, help="用户角色（可重复）；不给则不按角色过滤"
+    )(with_no_roles)
+
+
 @click.command("search")
 @click.argument("query")
-@click.option("--role", "roles", multiple=True, help="用户角色（可重复）；不给则不按角色过滤")
-@click.option("--no-roles", is_flag=True, help="以“没有任何角色”的用户身份检索")
+@_role_options
 @click.option(
     "--filter", "filter_json", default=None, help="元数据过滤条件（Dify 格式 JSON，可嵌套）"
 )
@@ -29,21 +45,16 @@ def _fail(message: str) -> None:
 @click.option("--score-threshold", type=click.FloatRange(0, 1), default=None, help="最低分数 0–1")
 @click.option("--dataset", default=None, help="只在该数据集中检索")
 @click.option("--json", "as_json", is_flag=True, help="输出 Dify 知识检索 result JSON")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="知识库数据目录")
-@click.option(
-    "--config", "config_file", type=click.Path(path_type=Path), default=None, help="配置文件"
-)
+@settings_options()
 def search(
     query: str,
-    roles: tuple[str, ...],
-    no_roles: bool,
+    roles: list[str] | None,
     filter_json: str | None,
     top_k: int | None,
     score_threshold: float | None,
     dataset: str | None,
     as_json: bool,
-    data_dir: Path | None,
-    config_file: Path | None,
+    source: SettingsSource,
 ) -> None:
     """在知识库中检索（按角色过滤）。"""
     from gcite.knowledge.access import KnowledgeAccess
@@ -57,15 +68,12 @@ def search(
         if not isinstance(condition, dict):
             _fail("--filter 必须是 JSON 对象")
     try:
-        settings = load_settings(
-            {"data_dir": data_dir, "top_k": top_k, "score_threshold": score_threshold},
-            config_file=config_file,
-        )
+        settings = source.load({"top_k": top_k, "score_threshold": score_threshold})
         with KnowledgeAccess(settings) as knowledge:
             items = knowledge.store().search(
                 query,
                 dataset=dataset,
-                roles=list(roles) if roles or no_roles else None,
+                roles=roles,
                 condition=condition,
                 top_k=settings.knowledge.top_k,
                 score_threshold=settings.knowledge.score_threshold,

@@ -63,12 +63,13 @@ def serve(
         exit_with_parent()
         uvicorn.run(app, fd=fd, log_level="warning", http=BoundedHttpToolsProtocol)
         return
-    from gcite.cli.startup import check_port
+    from gcite.cli.startup import check_port, check_service
 
     check_port(settings.service.host, settings.service.port)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
+        check_service(settings)  # the conversation database migrated once, before the workers
         run_workers(settings, workers, config_file)
         return
     from gcite.cli.startup import open_serve_store
@@ -76,8 +77,8 @@ def serve(
     # The service opens the store on the first question, where a failure would only be
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
     store = open_serve_store(settings)
+    backend = check_service(settings)
     app = create_app(settings)
-    backend = app.state.resources.backend.name
     service = settings.service
     click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （回答后端: {backend}）")
     click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
@@ -111,6 +112,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     from gcite.cli.workers import INTERNAL_PREFIX, exit_with_parent
     from gcite.config import with_internal_key
     from gcite.errors import StoreError
+    from gcite.knowledge.access import KnowledgeAccess
     from gcite.service import create_app
     from gcite.service.http import BoundedHttpToolsProtocol
 
@@ -123,8 +125,10 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     # re-read (gcite.config.KeyTables, at each request of the knowledge process).
     with_internal_key(knowledge)
     app = create_app(knowledge)
+    # held open for the life of the process: the app's own access shares the handle
+    access = KnowledgeAccess(knowledge)
     try:
-        app.state.knowledge.store()
+        access.store()
     except StoreError as exc:
         translated = translate_in_use(exc, settings)
         if translated is not exc:

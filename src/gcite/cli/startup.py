@@ -68,6 +68,23 @@ def serving_url(store_dir: Path | str) -> str:
     return DEFAULT_URL
 
 
+def check_service(settings: Settings) -> str:
+    """Check what the service's lifespan will build, so a bad model setting or an unusable
+    conversation database is one line (exit 1) rather than a failed start-up: the
+    conversation database is opened and migrated (once, before any worker of ``serve
+    --workers N`` starts) and the model backend built. Returns the backend's name (for the
+    start line). Raises :class:`~gcite.errors.ConfigError` / ``StoreError``."""
+    import asyncio
+
+    from gcite.generate.factory import make_backend
+    from gcite.service.resources import open_conversations
+
+    open_conversations(settings).close()
+    backend = make_backend(settings)
+    asyncio.run(backend.aclose())
+    return backend.name
+
+
 def check_port(host: str, port: int) -> None:
     """Raise :class:`ConfigError` if ``host:port`` cannot be bound (in use, no permission).
 
@@ -170,6 +187,7 @@ def open_serve_store(settings: Settings) -> Any:
 
 __all__ = [
     "check_port",
+    "check_service",
     "in_use_error",
     "is_in_use",
     "open_demo_stores",

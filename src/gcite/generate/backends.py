@@ -101,6 +101,27 @@ class BackendLifecycle:
         """Nothing to release."""
 
 
+class WrappedBackend:
+    """Base of a backend that wraps another one (per-answer limits, pacing): ``name``,
+    :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner backend's;
+    a subclass gives :meth:`LLMBackend.stream`."""
+
+    def __init__(self, inner: LLMBackend) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def warm_up(self) -> None:
+        """The inner backend's warm-up."""
+        self.inner.warm_up()
+
+    async def aclose(self) -> None:
+        """Close the inner backend."""
+        await self.inner.aclose()
+
+
 def estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
     """A rough prompt size in tokens (characters / 2; Chinese text is ~1-2 chars a token)."""
     return sum(len(m.get("content") or "") for m in messages) // 2
@@ -120,6 +141,7 @@ __all__ = [
     "LLMBackend",
     "Reasoning",
     "Usage",
+    "WrappedBackend",
     "aclose_stream",
     "estimate_tokens",
 ]

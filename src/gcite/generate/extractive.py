@@ -27,6 +27,7 @@ from typing import Any
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
+from gcite.verify.asks import check_part, gives_any, question_parts, question_types
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -139,6 +140,15 @@ SAME_CHUNK_SHARE = 0.8
 #: ... or this share for a "how do I" question (a procedure has several sentences).
 HOW_TO_SHARE = 0.6
 OTHER_CHUNK_SHARE = 0.98
+#: A "how do I" question gets the steps after its best sentence in the same paragraph or
+#: list, up to this many sentences in all, while each keeps this share of its relevance.
+STEP_SENTENCES = 4
+STEP_FLOOR = 0.6
+#: A sentence that says what to do next (a step of a procedure or an emergency plan).
+_STEP_RE = re.compile(
+    r"第[一二三四五六七八九十\d]+步|立即|立刻|马上|然后|随后|接着|再|按下|拨打|撤离|疏散|扑救|关闭"
+    r"|切断|报告|通知|联系|不要|严禁|保持|使用|用湿|捂住"
+)
 #: ... or this share when the second chunk is of the other source type (web vs knowledge
 #: base): an answer may show both kinds of source.
 OTHER_SOURCE_SHARE = 0.9
@@ -297,6 +307,7 @@ class _Unit:
     relevance: float = 0.0
     weak: bool = False
     fresh: float = 0.0
+    joined: bool = False  # same paragraph or list as the chunk's sentence before it
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -328,44 +339,69 @@ def _quote(content: str, units: list[Sentence], index: int) -> str:
     return quoted if len(quoted) <= 240 else unit.text
 
 
+def _answers_nothing(sentence: Sentence) -> bool:
+    """Too short, or a question (a page echoing the user's question answers nothing)."""
+    return len(sentence.text) < 4 or sentence.text.rstrip("”’」』）)\"'").endswith(("？", "?"))
+
+
+def _chunk_units(
+    query_weights: dict[str, float], rank: int, chunk: dict[str, Any], cues: list[Any]
+) -> list[_Unit]:
+    """The candidate sentences of one chunk (none for a chunk without id or content)."""
+    chunk_id = str(chunk.get("id") or "").strip()
+    content = chunk.get("content")
+    if not chunk_id or not isinstance(content, str):
+        return []
+    title = str(chunk.get("document_title") or "")
+    chunk_cover = _weighted_cover(query_weights, title + " " + content)
+    title_cover = _weighted_cover(query_weights, title)
+    body = [s for s in sentences(content, semicolons=False) if not s.heading]
+    out: list[_Unit] = []
+    for position, sentence in enumerate(body):
+        if _answers_nothing(sentence):
+            continue
+        quote = _quote(content, body, position)
+        joined = position > 0 and content[body[position - 1].end : sentence.start].count("\n") <= 1
+        out.append(
+            _Unit(
+                chunk_id,
+                rank,
+                position,
+                sentence,
+                quote,
+                _weighted_cover(query_weights, quote),
+                _weighted_cover(query_weights, quote, sentence.context + " " + title),
+                chunk_cover,
+                any(cue.search(quote) for cue in cues),
+                title_cover,
+                title,
+                str(chunk.get("source_type") or ""),
+                weak=bool(chunk.get(WEAK_KEY)),
+                joined=joined,
+            )
+        )
+    return out
+
+
 def _units(
     query_weights: dict[str, float], chunks: Sequence[dict[str, Any]], cues: list[Any]
 ) -> list[_Unit]:
     out: list[_Unit] = []
     for rank, chunk in enumerate(chunks):
-        chunk_id = str(chunk.get("id") or "").strip()
-        content = chunk.get("content")
-        if not chunk_id or not isinstance(content, str):
-            continue
-        title = str(chunk.get("document_title") or "")
-        chunk_cover = _weighted_cover(query_weights, title + " " + content)
-        title_cover = _weighted_cover(query_weights, title)
-        body = [s for s in sentences(content, semicolons=False) if not s.heading]
-        for position, sentence in enumerate(body):
-            if len(sentence.text) < 4 or sentence.text.rstrip("”’」』）)\"'").endswith(("？", "?")):
-                continue  # a question (or a page echoing the user's) answers nothing
-            quote = _quote(content, body, position)
-            own = _weighted_cover(query_weights, quote)
-            lexical = _weighted_cover(query_weights, quote, sentence.context + " " + title)
-            cued = any(cue.search(quote) for cue in cues)
-            out.append(
-                _Unit(
-                    chunk_id,
-                    rank,
-                    position,
-                    sentence,
-                    quote,
-                    own,
-                    lexical,
-                    chunk_cover,
-                    cued,
-                    title_cover,
-                    title,
-                    str(chunk.get("source_type") or ""),
-                    weak=bool(chunk.get(WEAK_KEY)),
-                )
-            )
+        out.extend(_chunk_units(query_weights, rank, chunk, cues))
     return out
+
+
+def _add_semantic(units: list[_Unit], probe: str, support: SupportModel) -> list[_Unit]:
+    """The best lexical candidates (``MAX_EMBEDDED``) with their embedding evidence."""
+    units = sorted(units, key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
+    units = units[:MAX_EMBEDDED]
+    vectors = support.embed([probe, *[u.quote for u in units]])
+    for unit, vector in zip(units, vectors[1:], strict=True):
+        cosine = float(vectors[0] @ vector)
+        unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
+        unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
+    return units
 
 
 def scored_units(
@@ -374,29 +410,24 @@ def scored_units(
     *,
     previous: str = "",
     support: SupportModel | None = None,
+    carried: str = "",
 ) -> tuple[dict[str, float], str, str, list[_Unit]]:
     """The question's weights, the follow-up's previous question ("" when none), the
     question as asked (with that previous question) and every candidate sentence with its
-    lexical, semantic and relevance evidence (see :func:`pick_sentences`)."""
+    lexical, semantic and relevance evidence (see :func:`pick_sentences`). ``carried``:
+    the other parts of a multi-part question; their words join at half weight."""
     follow = previous if previous and is_follow_up(query) else ""
     weights = query_terms(query, follow)
+    for word, weight in terms(carried).items() if carried else ():
+        weights.setdefault(word, 0.5 * weight)
     if not weights:
         return weights, follow, query, []
     asked = query + " " + follow if follow else query
     units = _units(weights, chunks, answer_cues(asked))
     if not units:
         return weights, follow, query, []
-    semantic = support is not None and support.embedder is not None
-    if semantic:
-        assert support is not None
-        units.sort(key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
-        units = units[:MAX_EMBEDDED]
-        probe = (follow + " " + query).strip()
-        vectors = support.embed([probe, *[u.quote for u in units]])
-        for unit, vector in zip(units, vectors[1:], strict=True):
-            cosine = float(vectors[0] @ vector)
-            unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
-            unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
+    if support is not None and support.embedder is not None:
+        units = _add_semantic(units, (follow + " " + query + " " + carried).strip(), support)
     else:
         for unit in units:
             unit.relevance = unit.lexical
@@ -437,6 +468,247 @@ def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> b
     return unit.lexical >= LEXICAL_ALONE
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What one question (or one part of a multi-part question) asks, for the picking
+    rules of :func:`pick_sentences`.
+
+    ``weights``: content words -> weight; ``text``: the question as asked (a follow-up
+    with its previous question); ``types``: the answer types it asks for
+    (:func:`gcite.verify.asks.question_types`; a part asking none takes those of the
+    other parts); ``strict``: value patterns an answer must hold (phone numbers,
+    prices, clock times, passwords); ``how_to``: a "how do I" question (answered by
+    steps); ``counted``: a count of a named thing ("几个点"); ``deadline``: asks for a
+    deadline ("多久之内"); ``places``: place names it names; ``min_cover``: how much of it
+    a chunk must cover; ``semantic``: embedding evidence is there; ``min_relevance``.
+    """
+
+    weights: dict[str, float]
+    text: str
+    types: tuple[str, ...]
+    strict: tuple[re.Pattern[str], ...]
+    how_to: bool
+    counted: re.Pattern[str] | None
+    deadline: bool
+    places: frozenset[str]
+    min_cover: float
+    semantic: bool
+    min_relevance: float
+
+
+def asked_of(
+    text: str,
+    weights: dict[str, float],
+    *,
+    semantic: bool,
+    min_relevance: float = MIN_RELEVANCE,
+    carried: str = "",
+) -> Asked:
+    """The :class:`Asked` of a question ``text`` with content ``weights``."""
+    types = question_types(text) or (question_types(carried) if carried else ())
+    # a short question must be covered more: its few words are all it says
+    extra = SHORT_EXTRA_COVER if len(weights) <= 5 else 0.0
+    return Asked(
+        weights=weights,
+        text=text,
+        types=types,
+        strict=tuple(strict_cues(text)),
+        how_to=bool(_HOW_TO_RE.search(text)),
+        counted=_counted(text),
+        deadline=bool(_DEADLINE_Q_RE.search(text)),
+        places=frozenset(_PLACE_RE.findall(text)),
+        min_cover=MIN_CHUNK_COVER + extra,
+        semantic=semantic,
+        min_relevance=min_relevance,
+    )
+
+
+def _unit_score(unit: _Unit, asked: Asked) -> float:
+    """A sentence's score: relevance plus the answer-cue, count and follow-up bonuses
+    (a "how do I" question: half relevance, half steps)."""
+    if asked.how_to:
+        score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
+    else:
+        score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
+    if asked.counted is not None and asked.counted.search(unit.quote):
+        score += CUE_BONUS
+    return score + FOLLOW_UP_BONUS * unit.fresh
+
+
+@dataclass(frozen=True)
+class _Narrowing:
+    """Filters that apply when some candidate passes them: only a sentence counting the
+    thing asked ("几个点"), stating a deadline ("多久之内"), of the document named in 《》."""
+
+    counts: bool
+    deadlines: bool
+    named: bool
+
+
+def _narrowing(units: Sequence[_Unit], asked: Asked) -> _Narrowing:
+    counted = asked.counted
+    return _Narrowing(
+        counts=counted is not None and any(counted.search(u.quote) for u in units),
+        deadlines=asked.deadline
+        and any(_DEADLINE_RE.search(u.quote) for u in units if u.relevance >= asked.min_relevance),
+        named=any(names_document(asked.text, u.title) for u in units),
+    )
+
+
+def gives_answer(unit: _Unit, asked: Asked) -> bool:
+    """Whether a sentence holds the kind of value the question asks for: a value of
+    each strict pattern, and of one strict answer type (:mod:`gcite.verify.asks`) - a
+    sum of money for "多少钱", a duration for "多久", a phone number for "打哪个电话"."""
+    if asked.strict and not any(p.search(unit.quote) for p in asked.strict):
+        return False
+    return gives_any(asked.types, unit.quote)
+
+
+def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
+    """Whether a sentence may be the answer's first sentence."""
+    if unit.relevance < asked.min_relevance or not gives_answer(unit, asked):
+        return False
+    if narrow.counts and asked.counted is not None and not asked.counted.search(unit.quote):
+        return False
+    if narrow.deadlines and not _DEADLINE_RE.search(unit.quote):
+        return False
+    return not unit.weak or strong_evidence(unit, asked.weights, asked.semantic)
+
+
+def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
+    """The candidates per chunk, without another place's regulation and (when the
+    question names its document) other documents."""
+    out: dict[str, list[_Unit]] = {}
+    for unit in units:
+        if asked.places and (set(_PLACE_RE.findall(unit.title)) - asked.places):
+            continue  # another city's or province's regulation does not answer
+        if narrow.named and not names_document(asked.text, unit.title):
+            continue  # the question names its document
+        out.setdefault(unit.chunk_id, []).append(unit)
+    return out
+
+
+def _chunk_score(best: _Unit, asked: Asked) -> float:
+    """A chunk's score: its best sentence's, plus its coverage, its title's, first rank,
+    knowledge base and local-regulation preferences."""
+    return (
+        best.score
+        + 0.15 * best.chunk_cover
+        + 0.1 * best.title_cover
+        + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
+        + (KB_PREFERENCE if best.source == "rag" else 0.0)
+        + (LOCAL_PREFERENCE if asked.places & set(_PLACE_RE.findall(best.title)) else 0.0)
+    )
+
+
+_Ranked = list[tuple[float, str, _Unit]]
+
+
+def _rank_chunks(
+    by_chunk: dict[str, list[_Unit]], asked: Asked, narrow: _Narrowing
+) -> tuple[_Ranked, _Ranked]:
+    """The chunks that may answer, best first: (above the retrieval's threshold, below
+    it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``."""
+    ranked: _Ranked = []
+    ranked_weak: _Ranked = []
+    for chunk_id, members in by_chunk.items():
+        leads = [u for u in members if _may_lead(u, asked, narrow)]
+        if not leads or leads[0].chunk_cover < asked.min_cover:
+            continue
+        unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
+        if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
+            continue  # words in common, meaning unrelated
+        best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))
+        (ranked_weak if best.weak else ranked).append((_chunk_score(best, asked), chunk_id, best))
+    ranked.sort(key=lambda c: (-c[0], c[2].rank))
+    ranked_weak.sort(key=lambda c: (-c[0], c[2].rank))
+    return ranked, ranked_weak
+
+
+def _steps(best: _Unit, members: Sequence[_Unit], limit: int) -> list[_Unit]:
+    """The sentences after ``best`` in its paragraph or list (a procedure's next steps),
+    up to ``limit``, as long as each stays on the question (``STEP_FLOOR`` of its
+    relevance) or says what to do (an action: "立即撤离", "拨打", "不要…")."""
+    at = {u.position: u for u in members}
+    out: list[_Unit] = []
+    position = best.position + 1
+    while len(out) < limit and position in at and at[position].joined:
+        unit = at[position]
+        on_topic = unit.relevance >= STEP_FLOOR * best.relevance
+        if not (on_topic or unit.cued or _STEP_RE.search(unit.quote)):
+            break
+        out.append(unit)
+        position += 1
+    return out
+
+
+def _counts(asked: Asked, unit: _Unit) -> set[str]:
+    """The counts of the thing a "几个 / 多少个" question asks about in a sentence."""
+    if asked.counted is None:
+        return set()
+    return {"".join(m.split()) for m in asked.counted.findall(unit.quote)}
+
+
+def _same_chunk(best: _Unit, members: Sequence[_Unit], asked: Asked, room: int) -> list[_Unit]:
+    """Other sentences of the lead's chunk that score ``SAME_CHUNK_SHARE`` of it
+    (``HOW_TO_SHARE`` for a "how do I" question, which first gets its steps), without
+    those stating another count of what a "几个" question counts (a sub-total)."""
+    chosen = _steps(best, members, room) if asked.how_to else []
+    share = HOW_TO_SHARE if asked.how_to else SAME_CHUNK_SHARE
+    counts = _counts(asked, best)
+    for unit in sorted(members, key=lambda u: (-u.score, u.position)):
+        if len(chosen) >= room:
+            break
+        if unit is best or unit in chosen:
+            continue
+        if counts and _counts(asked, unit) - counts:
+            continue  # another count of the thing asked: a sub-total, not the answer
+        if unit.score >= share * best.score and unit.relevance >= asked.min_relevance:
+            chosen.append(unit)
+    return chosen
+
+
+def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
+    """The best sentence of a second chunk above the threshold that scores
+    ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type)."""
+    if len(ranked) < 2:
+        return []
+    score, _, second = ranked[1]
+    share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
+    return [second] if score >= share * top_score else []
+
+
+def _distinct(units: Sequence[_Unit], limit: int) -> list[_Unit]:
+    """``units`` without repeats (a quote inside another), at most ``limit``, in chunk
+    order then sentence order."""
+    picks: list[_Unit] = []
+    seen: list[str] = []
+    for unit in units[:limit]:
+        norm = "".join(unit.quote.split())
+        if any(norm in s or s in norm for s in seen):
+            continue
+        seen.append(norm)
+        picks.append(unit)
+    return sorted(picks, key=lambda u: (u.rank, u.position))
+
+
+def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> list[_Unit]:
+    """The sentences that answer ``asked`` among scored ``units`` (see
+    :func:`pick_sentences`), in chunk order then sentence order; [] to refuse."""
+    for unit in units:
+        unit.score = _unit_score(unit, asked)
+    narrow = _narrowing(units, asked)
+    by_chunk = _by_chunk(units, asked, narrow)
+    ranked, ranked_weak = _rank_chunks(by_chunk, asked, narrow)
+    if not ranked and not ranked_weak:
+        return []
+    top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
+    limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
+    chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
+    chosen += _second_chunk(ranked, best, top_score)
+    return _distinct(chosen, limit)
+
+
 def pick_sentences(
     query: str,
     chunks: Sequence[dict[str, Any]],
@@ -445,6 +717,7 @@ def pick_sentences(
     support: SupportModel | None = None,
     max_sentences: int = 3,
     min_relevance: float = MIN_RELEVANCE,
+    carried: str = "",
 ) -> list[Pick]:
     """The sentences that answer ``query``, in chunk order then sentence order.
 
@@ -463,109 +736,115 @@ def pick_sentences(
     names. The question is answered from the best chunk only when its best sentence
     reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER`` of the
     question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
-    embedder), and - for a question asking for a number, a phone number, a price, a
-    clock time, a count of something or a deadline - the sentence has one. Another
-    place's regulation never answers, nor - when the question names a document in 《》
-    that was retrieved - another document. A chunk the retrieval scored below its
-    threshold (``below_threshold``, see ``WEAK_MARGIN``) answers only when no other
-    chunk can and its sentence has :func:`strong_evidence`. Picked: the best sentence,
-    the chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it, and the best sentence of
-    a second chunk above the threshold scoring ``OTHER_CHUNK_SHARE`` of the first
-    chunk; at most ``max_sentences``, duplicates dropped. Empty: answer
-    "根据现有资料无法确定".
+    embedder), and the sentence holds the type of answer asked for
+    (:func:`gives_answer`: a sum of money for "多少钱", a duration for "多久", a phone
+    number for "电话多少", a place for "在哪"...; a count of the thing asked, a deadline
+    when some sentence states one). Another place's regulation never answers, nor -
+    when the question names a document in 《》 that was retrieved - another document.
+    A chunk the retrieval scored below its threshold (``below_threshold``, see
+    ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
+    :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
+    steps after it in its paragraph or list (up to ``STEP_SENTENCES`` in all); the
+    chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it; and the best sentence of a
+    second chunk above the threshold scoring ``OTHER_CHUNK_SHARE`` of the first chunk;
+    at most ``max_sentences``, duplicates dropped. ``carried``: the other parts of a
+    multi-part question (their words at half weight, their answer types when this part
+    asks none). Empty: answer "根据现有资料无法确定".
     """
-    weights, _, asked, units = scored_units(query, chunks, previous=previous, support=support)
+    weights, _, text, units = scored_units(
+        query, chunks, previous=previous, support=support, carried=carried
+    )
     if not units:
         return []
-    strict = strict_cues(asked)
     semantic = support is not None and support.embedder is not None
-    how_to = bool(_HOW_TO_RE.search(asked))
-    counted = _counted(asked)
-    deadline = bool(_DEADLINE_Q_RE.search(asked))
-    for unit in units:
-        if how_to:  # a "how do I" question is answered by steps
-            unit.score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
-        else:
-            unit.score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
-        if counted is not None and counted.search(unit.quote):
-            unit.score += CUE_BONUS
-        unit.score += FOLLOW_UP_BONUS * unit.fresh
-    # "几个点": when some sentence counts that thing, only such a sentence can lead;
-    # "多久之内": when some sentence states a deadline, only such a sentence can lead
-    counts = counted is not None and any(counted.search(u.quote) for u in units)
-    deadlines = deadline and any(
-        _DEADLINE_RE.search(u.quote) for u in units if u.relevance >= min_relevance
-    )
-    # a short question must be covered more: its few words are all it says
-    min_cover = MIN_CHUNK_COVER + (SHORT_EXTRA_COVER if len(weights) <= 5 else 0.0)
-    places = set(_PLACE_RE.findall(asked))
-    named = any(names_document(asked, u.title) for u in units)
-    by_chunk: dict[str, list[_Unit]] = {}
-    for unit in units:
-        if places and (set(_PLACE_RE.findall(unit.title)) - places):
-            continue  # another city's or province's regulation does not answer
-        if named and not names_document(asked, unit.title):
-            continue  # the question names its document
-        by_chunk.setdefault(unit.chunk_id, []).append(unit)
-    # each chunk that may answer: its lead candidates and its score; chunks below the
-    # retrieval's threshold ("weak") only on strong evidence, and only when no other can
-    ranked: list[tuple[float, str, _Unit]] = []
-    ranked_weak: list[tuple[float, str, _Unit]] = []
-    for chunk_id, members in by_chunk.items():
-        leads = [
-            u
-            for u in members
-            if u.relevance >= min_relevance
-            and (not strict or any(p.search(u.quote) for p in strict))
-            and (not counts or counted is None or counted.search(u.quote))
-            and (not deadlines or _DEADLINE_RE.search(u.quote))
-            and (not u.weak or strong_evidence(u, weights, semantic))
-        ]
-        if not leads or leads[0].chunk_cover < min_cover:
-            continue
-        unrelated = semantic and max(u.semantic for u in members) < MIN_SEMANTIC
-        if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
-            continue  # words in common, meaning unrelated
-        best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))
-        score = (
-            best.score
-            + 0.15 * best.chunk_cover
-            + 0.1 * best.title_cover
-            + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
-            + (KB_PREFERENCE if best.source == "rag" else 0.0)
-            + (LOCAL_PREFERENCE if places & set(_PLACE_RE.findall(best.title)) else 0.0)
-        )
-        (ranked_weak if best.weak else ranked).append((score, chunk_id, best))
-    ranked.sort(key=lambda c: (-c[0], c[2].rank))
-    ranked_weak.sort(key=lambda c: (-c[0], c[2].rank))
-    chosen: list[_Unit] = []
-    if ranked or ranked_weak:
-        top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
-        chosen.append(best)
-        same_share = HOW_TO_SHARE if how_to else SAME_CHUNK_SHARE
-        for unit in sorted(by_chunk[chunk_id], key=lambda u: (-u.score, u.position)):
-            if unit is best or len(chosen) >= max_sentences - 1:
-                continue
-            if unit.score >= same_share * best.score and unit.relevance >= min_relevance:
-                chosen.append(unit)
-        if len(ranked) > 1:
-            score, _, second = ranked[1]
-            share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
-            if score >= share * top_score:
-                chosen.append(second)
-    picks: list[_Unit] = []
-    seen: list[str] = []
-    for unit in chosen[:max_sentences]:
-        norm = "".join(unit.quote.split())
-        if any(norm in s or s in norm for s in seen):
-            continue
-        seen.append(norm)
-        picks.append(unit)
-    picks.sort(key=lambda u: (u.rank, u.position))
+    asked = asked_of(text, weights, semantic=semantic, min_relevance=min_relevance, carried=carried)
     return [
         Pick(u.chunk_id, u.rank, u.position, round(u.score, 4), u.quote, round(u.relevance, 4))
-        for u in picks
+        for u in choose_units(units, asked, max_sentences)
     ]
+
+
+def _answering(
+    part: str, picks: list[Pick], chunks: Sequence[dict[str, Any]], *, carried: str = ""
+) -> list[Pick]:
+    """``picks`` when they answer ``part`` by the verifier's second dimension
+    (:func:`gcite.verify.asks.check_part`: the answer type asked, and
+    ``MIN_WORD_COVER`` of the part's content words, the cited documents' titles counting
+    half), else [] (refuse)."""
+    if not picks:
+        return picks
+    ids = {p.chunk_id for p in picks}
+    titles = " ".join(
+        str(c.get("document_title") or "") for c in chunks if str(c.get("id") or "") in ids
+    )
+    text = "".join(p.sentence for p in picks)
+    return picks if check_part(part, text, carried=carried, context=titles).answered else []
+
+
+@dataclass(frozen=True)
+class PartAnswer:
+    """One part of a question and the sentences that answer it: ``picks`` the new ones,
+    ``answered`` False when none does (a sentence of an earlier part may answer it too:
+    then ``picks`` is empty and ``answered`` True)."""
+
+    part: str
+    picks: list[Pick]
+    answered: bool = True
+
+
+def answer_parts(
+    query: str,
+    chunks: Sequence[dict[str, Any]],
+    *,
+    previous: str = "",
+    support: SupportModel | None = None,
+    max_sentences: int = 3,
+) -> list[PartAnswer]:
+    """``query`` cut into the questions it asks (:func:`gcite.verify.asks.question_parts`;
+    a follow-up's own words only), each answered by :func:`pick_sentences` with the other
+    parts carried; a sentence already used by an earlier part is not repeated."""
+    own = _new_part(query, previous) if previous and previous.strip() in query else query
+    parts = question_parts(own)
+    if len(parts) <= 1:
+        picks = pick_sentences(
+            query, chunks, previous=previous, support=support, max_sentences=max_sentences
+        )
+        picks = _answering(own, picks, chunks, carried=previous)
+        return [PartAnswer(query, picks, bool(picks))]
+    out: list[PartAnswer] = []
+    used: set[tuple[str, int]] = set()
+    for part in parts:
+        carried = " ".join(p for p in parts if p is not part)
+        picks = pick_sentences(
+            part,
+            chunks,
+            previous=previous,
+            support=support,
+            max_sentences=max_sentences,
+            carried=carried,
+        )
+        picks = _answering(part, picks, chunks, carried=f"{previous} {carried}".strip())
+        fresh = [p for p in picks if (p.chunk_id, p.position) not in used]
+        used.update((p.chunk_id, p.position) for p in picks)
+        out.append(PartAnswer(part, fresh, bool(picks)))
+    return out
+
+
+def compose_parts(parts: Sequence[PartAnswer]) -> str:
+    """The answer to a question of one or more parts: each answered part's sentences
+    (:func:`compose_answer`), and "“part”：根据现有资料无法确定。" for a part none answers;
+    exactly "根据现有资料无法确定" when no part is answered."""
+    if not any(p.answered for p in parts):
+        return NO_ANSWER
+    if len(parts) == 1:
+        return compose_answer(parts[0].picks)
+    out: list[str] = []
+    for part in parts:
+        if part.picks:
+            out.append(compose_answer(part.picks))
+        elif not part.answered:
+            out.append(f"“{part.part.strip(_END_PUNCT + '，, ')}”：{NO_ANSWER}。")
+    return "".join(out)
 
 
 def compose_answer(picks: Sequence[Pick]) -> str:
@@ -620,15 +899,16 @@ class ExtractiveBackend(BackendLifecycle):
             self.support.embed(["预热"])
 
     def answer(self, query: str, chunks: Sequence[dict[str, Any]], previous: str = "") -> str:
-        """The full answer text (markers included)."""
-        picks = pick_sentences(
+        """The full answer text (markers included): every part of the question answered
+        or refused (:func:`answer_parts`, :func:`compose_parts`)."""
+        parts = answer_parts(
             query,
             chunks,
             previous=previous,
             support=self.support,
             max_sentences=self.max_sentences,
         )
-        return compose_answer(picks)
+        return compose_parts(parts)
 
     async def stream(
         self,
@@ -655,10 +935,17 @@ class ExtractiveBackend(BackendLifecycle):
 __all__ = [
     "CUE_BONUS",
     "MIN_RELEVANCE",
+    "Asked",
     "ExtractiveBackend",
+    "PartAnswer",
     "Pick",
     "answer_cues",
+    "answer_parts",
+    "asked_of",
+    "choose_units",
     "compose_answer",
+    "compose_parts",
+    "gives_answer",
     "is_follow_up",
     "pick_sentences",
     "previous_question",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gcite.errors import LLMError
-from gcite.generate.backends import aclose_stream
+from gcite.generate.backends import WrappedBackend, aclose_stream
 
 if TYPE_CHECKING:
     from gcite.config import Settings
@@ -58,30 +58,19 @@ class Limits:
         )
 
 
-class LimitedBackend:
+class LimitedBackend(WrappedBackend):
     """An :class:`LLMBackend` that enforces :class:`Limits` on another one.
 
     ``name``, :meth:`warm_up`, :meth:`aclose` and every other attribute are the inner
-    backend's. :class:`~gcite.generate.backends.Reasoning` pieces pass through: they
-    restart the no-text deadline (the model is working) but do not count towards the
-    answer size; the total deadline bounds them.
+    backend's (:class:`~gcite.generate.backends.WrappedBackend`).
+    :class:`~gcite.generate.backends.Reasoning` pieces pass through: they restart the
+    no-text deadline (the model is working) but do not count towards the answer size;
+    the total deadline bounds them.
     """
 
     def __init__(self, inner: LLMBackend, limits: Limits) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limits = limits
-        self.name = inner.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    def warm_up(self) -> None:
-        """The inner backend's warm-up."""
-        self.inner.warm_up()
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
     async def stream(
         self,

@@ -120,14 +120,6 @@ class OpenAIBackend(BackendLifecycle):
         usage.prompt_tokens = estimate_tokens(messages)
         usage.completion_tokens = 0
         usage.estimated = True
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
         try:
             # The SDK builds, authenticates and sends the request and maps HTTP errors. The
             # body goes through ``post`` as it is: ``chat.completions.create`` first walks it
@@ -136,9 +128,12 @@ class OpenAIBackend(BackendLifecycle):
             # are decoded here with json.loads instead of one pydantic model per chunk (that
             # costs far more CPU per delta: see docs/benchmarks.md, "Chat service").
             ended = _End()
-            thought, said = SurrogateJoiner(), SurrogateJoiner()
+            joiner = _PieceJoiner()
             response = await self._client.post(
-                "/chat/completions", cast_to=httpx2.Response, body=kwargs, options=_STREAMED
+                "/chat/completions",
+                cast_to=httpx2.Response,
+                body=self._body(messages),
+                options=_STREAMED,
             )
             try:
                 async for line in capped_lines(response.aiter_bytes(), self.max_line_bytes):
@@ -149,28 +144,12 @@ class OpenAIBackend(BackendLifecycle):
                         continue
                     if usage.estimated:
                         usage.completion_tokens += 1
-                    # a surrogate pair split across two chunks is joined; a half left
-                    # alone (also when the other kind of text comes next) is U+FFFD
-                    reasoning = thought.feed(piece.reasoning) if piece.reasoning else ""
-                    if piece.content:
-                        reasoning += thought.flush()
-                    elif piece.reasoning:
-                        said_tail = said.flush()
-                        if said_tail:
-                            yield said_tail
-                    if reasoning:
-                        yield Reasoning(reasoning)
-                    text = said.feed(piece.content) if piece.content else ""
-                    if text:
-                        yield text
+                    for out in joiner.feed(piece):
+                        yield out
             finally:
                 await response.aclose()
-            tail = thought.flush()
-            if tail:
-                yield Reasoning(tail)
-            tail = said.flush()
-            if tail:
-                yield tail
+            for out in joiner.flush():
+                yield out
             if not ended.done and not ended.finish_reason:
                 # the body ended without [DONE] and without a finish_reason: a proxy or the
                 # provider cut the answer off; a truncated answer must not look complete
@@ -181,6 +160,18 @@ class OpenAIBackend(BackendLifecycle):
             raise LLMError("模型服务响应超时") from exc
         except (openai.APIError, httpx.HTTPError, httpx2.HTTPError) as exc:
             raise LLMError(f"模型服务连接中断: {type(exc).__name__}") from exc
+
+    def _body(self, messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        """The chat-completions request body: a streamed answer with usage."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return body
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
@@ -198,12 +189,74 @@ class _Piece:
     content: str = ""
 
 
+class _PieceJoiner:
+    """Reasoning and answer text of the pieces as they go on: a surrogate pair split
+    across two chunks is joined; a half left alone (also when the other kind of text
+    comes next) is U+FFFD."""
+
+    def __init__(self) -> None:
+        self._thought, self._said = SurrogateJoiner(), SurrogateJoiner()
+
+    def feed(self, piece: _Piece) -> list[str | Reasoning]:
+        """What ``piece`` makes final, in order."""
+        out: list[str | Reasoning] = []
+        reasoning = self._thought.feed(piece.reasoning) if piece.reasoning else ""
+        if piece.content:
+            reasoning += self._thought.flush()
+        elif piece.reasoning:
+            said_tail = self._said.flush()
+            if said_tail:
+                out.append(said_tail)
+        if reasoning:
+            out.append(Reasoning(reasoning))
+        text = self._said.feed(piece.content) if piece.content else ""
+        if text:
+            out.append(text)
+        return out
+
+    def flush(self) -> list[str | Reasoning]:
+        """What is left at the end of the stream."""
+        out: list[str | Reasoning] = []
+        tail = self._thought.flush()
+        if tail:
+            out.append(Reasoning(tail))
+        tail = self._said.flush()
+        if tail:
+            out.append(tail)
+        return out
+
+
 @dataclass
 class _End:
     """How a stream said it ended: ``data: [DONE]`` seen, the last ``finish_reason``."""
 
     done: bool = False
     finish_reason: str | None = None
+
+
+def _chunk(data: str) -> dict[str, Any]:
+    """One chunk's JSON object; :class:`LLMError` when it is malformed or an ``error``."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise LLMError(f"模型服务返回了无法解析的数据: {data[:80]!r}") from exc
+    if not isinstance(chunk, dict):
+        raise LLMError(f"模型服务返回了无法解析的数据: {data[:80]!r}")
+    if "error" in chunk:
+        error = chunk["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise LLMError(f"模型服务在流中返回错误: {message}")
+    return chunk
+
+
+def _record_usage(chunk: dict[str, Any], usage: Usage) -> None:
+    """The token counts of a chunk that reports them, into ``usage`` (no longer estimated)."""
+    reported = chunk.get("usage")
+    if isinstance(reported, dict):
+        prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            usage.prompt_tokens, usage.completion_tokens = prompt, completion
+            usage.estimated = False
 
 
 def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
@@ -226,22 +279,8 @@ def _delta(line: str, usage: Usage, ended: _End | None = None) -> object:
         return _DONE
     if not data:
         return ""
-    try:
-        chunk = json.loads(data)
-    except ValueError as exc:
-        raise LLMError(f"模型服务返回了无法解析的数据: {data[:80]!r}") from exc
-    if not isinstance(chunk, dict):
-        raise LLMError(f"模型服务返回了无法解析的数据: {data[:80]!r}")
-    if "error" in chunk:
-        error = chunk["error"]
-        message = error.get("message") if isinstance(error, dict) else error
-        raise LLMError(f"模型服务在流中返回错误: {message}")
-    reported = chunk.get("usage")
-    if isinstance(reported, dict):
-        prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
-        if isinstance(prompt, int) and isinstance(completion, int):
-            usage.prompt_tokens, usage.completion_tokens = prompt, completion
-            usage.estimated = False
+    chunk = _chunk(data)
+    _record_usage(chunk, usage)
     choices = chunk.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return ""

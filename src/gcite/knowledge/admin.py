@@ -6,7 +6,7 @@
 :class:`gcite.knowledge.remote_admin.RemoteAdmin` (Dify's Knowledge API of another gcite,
 e.g. the knowledge process of ``gcite serve --workers N``). Get one from
 :class:`gcite.knowledge.access.KnowledgeAccess`; every implementation passes
-``tests/knowledge/admin_contract.py``.
+:mod:`gcite.testing.admin_contract`.
 
 Records are frozen dataclasses; errors are :class:`ManageError` (the caller's mistake:
 ``status`` 400 / 404 / 409 with a Dify ``code``) and

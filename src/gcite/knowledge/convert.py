@@ -687,44 +687,60 @@ def scan_text(path: Path) -> TextScan:
         raise ConversionError(f"文件过大: {size} 字节，上限 {MAX_FILE_BYTES} 字节", status=413)
     markdown = path.suffix.lower() in {".md", ".markdown"}
     for encoding in ("utf-8-sig", "gb18030"):
-        digest = hashlib.sha256()
-        head: list[str] = []
-        in_front = False  # inside a front matter block that opened on line 0
-        body_line = 0
-        title: str | None = None
-        has_text = False
+        scan = _LineScan(markdown)
         try:
             for number, (line, _) in enumerate(_decoded_lines(path, encoding)):
-                digest.update(line.encode("utf-8") + b"\n")
-                if number == 0 and markdown and line.strip() == "---":
-                    in_front = True
-                if in_front:
-                    head.append(line)
-                    if number > 0 and line.strip() in {"---", "..."}:
-                        in_front, body_line = False, number + 1
-                    elif len(head) > 2000 or sum(map(len, head)) > MAX_FRONT_MATTER:
-                        in_front, head = False, []  # no front matter after all
-                    continue
-                has_text = has_text or bool(line.strip())
-                if title is None and line.startswith("#"):
-                    match = _MD_HEADING.match(line)
-                    title = match.group(2).strip() if match else None
+                scan.add(number, line)
         except UnicodeDecodeError:
             continue
         except OSError as exc:
             raise ConversionError(f"无法读取文件: {exc.strerror or exc}") from exc
-        break
-    else:
-        raise ConversionError("文本编码无法识别（支持 UTF-8 与 GB18030）")
-    metadata: dict[str, Any] = {}
-    if in_front:  # a "---" line that never closed: ordinary text
-        has_text = has_text or any(line.strip() for line in head)
-        title = title or _first_heading("\n".join(head))
-    elif body_line:
-        metadata, _ = split_front_matter("\n".join(head) + "\n")
-    if not has_text:
-        raise ConversionError("文件中没有可提取的文本")
-    return TextScan(encoding, digest.hexdigest(), size, metadata, title, body_line)
+        return scan.result(encoding, size)
+    raise ConversionError("文本编码无法识别（支持 UTF-8 与 GB18030）")
+
+
+class _LineScan:
+    """One decoding pass of :func:`scan_text`: the hash, a leading front matter block
+    (Markdown only), the first heading and whether the body has any text."""
+
+    def __init__(self, markdown: bool) -> None:
+        self.markdown = markdown
+        self.digest = hashlib.sha256()
+        self.head: list[str] = []
+        self.in_front = False  # inside a front matter block that opened on line 0
+        self.body_line = 0
+        self.title: str | None = None
+        self.has_text = False
+
+    def add(self, number: int, line: str) -> None:
+        """Line ``number`` (from 0), without its newline."""
+        self.digest.update(line.encode("utf-8") + b"\n")
+        if number == 0 and self.markdown and line.strip() == "---":
+            self.in_front = True
+        if self.in_front:
+            self.head.append(line)
+            if number > 0 and line.strip() in {"---", "..."}:
+                self.in_front, self.body_line = False, number + 1
+            elif len(self.head) > 2000 or sum(map(len, self.head)) > MAX_FRONT_MATTER:
+                self.in_front, self.head = False, []  # no front matter after all
+            return
+        self.has_text = self.has_text or bool(line.strip())
+        if self.title is None and line.startswith("#"):
+            match = _MD_HEADING.match(line)
+            self.title = match.group(2).strip() if match else None
+
+    def result(self, encoding: str, size: int) -> TextScan:
+        """The scan of the whole file; :class:`ConversionError` when it has no text."""
+        metadata: dict[str, Any] = {}
+        has_text, title = self.has_text, self.title
+        if self.in_front:  # a "---" line that never closed: ordinary text
+            has_text = has_text or any(line.strip() for line in self.head)
+            title = title or _first_heading("\n".join(self.head))
+        elif self.body_line:
+            metadata, _ = split_front_matter("\n".join(self.head) + "\n")
+        if not has_text:
+            raise ConversionError("文件中没有可提取的文本")
+        return TextScan(encoding, self.digest.hexdigest(), size, metadata, title, self.body_line)
 
 
 def iter_text_lines(path: Path, scan: TextScan) -> Iterator[tuple[str, int]]:

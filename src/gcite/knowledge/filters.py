@@ -328,28 +328,34 @@ def _parse_leaf(raw: Mapping[str, Any], path: str, *, role: bool = False) -> Con
         return Cond(name, op, None)
     if value is None:
         raise _fail(where, "缺少 value")
+    return Cond(name, op, _leaf_value(op, value, where))
+
+
+def _leaf_value(op: str, value: Any, where: str) -> Any:
+    """The checked value of a leaf with operator ``op`` (not an empty-test); errors name
+    ``where``."""
     if op in SET_OPS:
-        return Cond(name, op, tuple(_set_values(value, where)))
+        return tuple(_set_values(value, where))
     if op in NUMBER_OPS:
         number = _to_number(value)
         if number is None:
             raise _fail(where, f"value 必须是数字，得到 {value!r}")
-        return Cond(name, op, number)
+        return number
     if op in TIME_OPS:
         stamp = to_timestamp(value)
         if stamp is None:
             raise _fail(where, f"value 必须是时间戳或 ISO 日期 (YYYY-MM-DD)，得到 {value!r}")
-        return Cond(name, op, stamp)
+        return stamp
     # string operators
     if op in {"is", "is not"} and isinstance(value, int | float) and not isinstance(value, bool):
         if _to_number(value) is None:
             raise _fail(where, "value 不能是 NaN 或无穷大")
-        return Cond(name, op, float(value))
+        return float(value)
     if not isinstance(value, str):
         raise _fail(where, f"value 必须是字符串，得到 {type(value).__name__}")
     if value == "":
         raise _fail(where, "value 不能为空字符串（判断为空请用 empty）")
-    return Cond(name, op, value)
+    return value
 
 
 def _parse_role_leaf(raw: Mapping[str, Any], path: str) -> Cond:

@@ -67,6 +67,7 @@ from gcite.knowledge.convert import (
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.sparse import document_vector, tokenize
 from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
+from gcite.knowledge.vocabulary import CATALOG_KEY, VocabularyBuilder
 from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
@@ -347,12 +348,15 @@ def _run(
                 previous = docs.get(document_id)
                 if previous is not None and previous.get("hash") == fingerprint:
                     report.unchanged += 1
+                    if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
+                        _add_vocabulary(store, previous, document)
                     continue
                 lookups = filter_payload(meta)
                 array_fields.update(k for k, v in meta.items() if isinstance(v, list))
                 title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
                 title = title if MAX_TITLE_CHARS > 0 else ""
                 consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
+                vocabulary = VocabularyBuilder()
 
                 def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
                     for line, size in doc.lines():
@@ -370,6 +374,8 @@ def _run(
                 pending: list[PointData] = []
                 for batch in _batches(chunks, EMBED_BATCH):
                     texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
+                    for chunk in batch:
+                        vocabulary.add(chunk.text)
                     vectors = embedder.embed_documents(texts)
                     points = []
                     for chunk, text, vector in zip(batch, texts, vectors, strict=True):
@@ -416,6 +422,7 @@ def _run(
                         "word_count": consumed[1],
                         "tokens": consumed[2],
                         "doc_metadata": _plain(_given(meta, document.metadata, man, source)),
+                        CATALOG_KEY: vocabulary.entry(),
                     }
                     entry["array_fields"] = sorted(array_fields)
                     store.save()
@@ -442,6 +449,28 @@ def _run(
             store.save()
         report.deleted += 1
     store.save()
+
+
+def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Document) -> None:
+    """Give the catalog entry ``info`` of an unchanged document its vocabulary (read from
+    its lines; nothing re-embedded)."""
+    builder = VocabularyBuilder()
+    piece: list[str] = []
+    size = 0
+    for line, _ in document.lines():
+        piece.append(line)
+        size += len(line)
+        if size >= VOCABULARY_PIECE:
+            builder.add("\n".join(piece))
+            piece, size = [], 0
+    builder.add("\n".join(piece))
+    with store.lock:
+        info[CATALOG_KEY] = builder.entry()
+        store.save()
+
+
+VOCABULARY_PIECE = 20_000
+"""Characters of a document read at once for its vocabulary."""
 
 
 def _write(store: HybridStore, document_id: str, points: list[PointData], *, first: bool) -> None:

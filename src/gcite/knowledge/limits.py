@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gcite.config import from_section
 from gcite.errors import GciteError
 
 if TYPE_CHECKING:
@@ -66,17 +67,8 @@ class ConvertLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConvertLimits:
-        """The limits configured in ``settings`` (fields ``convert_*``)."""
-        return cls(
-            max_cells=settings.convert.max_cells,
-            max_unzipped_bytes=settings.convert.max_unzipped_bytes,
-            max_zip_ratio=settings.convert.max_zip_ratio,
-            max_pdf_pages=settings.convert.max_pdf_pages,
-            max_pdf_objects=settings.convert.max_pdf_objects,
-            timeout_s=settings.convert.timeout_s,
-            cpu_s=settings.convert.cpu_s,
-            memory_mb=settings.convert.memory_mb,
-        )
+        """The limits configured in ``settings`` (its ``[convert]`` section)."""
+        return from_section(cls, settings.convert)
 
 
 class CellBudget:

@@ -55,8 +55,6 @@ from gcite.knowledge.store import HybridStore as KnowledgeStore
 UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
-# One writer at a time per process: ingestion reads-modifies-writes the catalog.
-_write_lock = threading.Lock()
 
 
 # Dify's codes for a refused file (ConversionError.status: 413 a limit, 415 the type)
@@ -121,7 +119,7 @@ def _check_name(name: Any, what: str) -> str:
 def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
-    with _write_lock, store.lock:
+    with store.lock:
         catalog = store.catalog
         if name in catalog.datasets:
             raise ManageError(
@@ -181,30 +179,28 @@ def find_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo
 
 def delete_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo:
     """Remove a document's chunks and its catalog entry (and its uploaded copy)."""
-    with _write_lock:
-        doc = find_document(store, dataset, ref)
-        store.delete_document(doc.id)
-        with store.lock:
-            store.catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
-            store.save()
-        _remove_upload(store.settings, store, doc)
+    doc = find_document(store, dataset, ref)
+    store.delete_document(doc.id)
+    with store.lock:
+        store.catalog.datasets[doc.dataset]["documents"].pop(doc.id, None)
+        store.save()
+    _remove_upload(store.settings, store, doc)
     return doc
 
 
 def delete_dataset(store: KnowledgeStore, dataset: str) -> DatasetInfo:
     """Remove a dataset with all its documents."""
-    with _write_lock:
-        name = dataset_named(store, dataset)
-        info = next(i for i in list_datasets(store) if i.name == name)
-        for doc in list_documents(store, name):
-            store.delete_document(doc.id)
-        with store.lock:
-            catalog = store.catalog
-            entry = catalog.datasets.get(name)
-            catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
-            store.save()
-        if entry is not None:
-            shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
+    name = dataset_named(store, dataset)
+    info = next(i for i in list_datasets(store) if i.name == name)
+    for doc in list_documents(store, name):
+        store.delete_document(doc.id)
+    with store.lock:
+        catalog = store.catalog
+        entry = catalog.datasets.get(name)
+        catalog.datasets = {k: v for k, v in catalog.datasets.items() if k != name}
+        store.save()
+    if entry is not None:
+        shutil.rmtree(_upload_dir(store.settings, str(entry["dataset_id"])), True)
     return info
 
 
@@ -230,18 +226,17 @@ def update_dataset(
     if description is not None and (not isinstance(description, str) or len(description) > 400):
         raise ManageError("数据集描述必须是不超过 400 个字符的文本")
     fields = None if metadata_fields is None else _checked_fields(metadata_fields)
-    with _write_lock:
-        name = dataset_named(store, dataset)
-        with store.lock:
-            catalog = store.catalog
-            entry = dict(catalog.datasets[name])
-            if description is not None:
-                entry["description"] = description
-            if fields is not None:
-                entry["metadata_fields"] = fields
-            entry["updated_at"] = int(time.time())
-            catalog.datasets = {**catalog.datasets, name: entry}
-            store.save()
+    name = dataset_named(store, dataset)
+    with store.lock:
+        catalog = store.catalog
+        entry = dict(catalog.datasets[name])
+        if description is not None:
+            entry["description"] = description
+        if fields is not None:
+            entry["metadata_fields"] = fields
+        entry["updated_at"] = int(time.time())
+        catalog.datasets = {**catalog.datasets, name: entry}
+        store.save()
     return next(i for i in list_datasets(store) if i.name == name)
 
 
@@ -255,38 +250,35 @@ def update_document_metadata(
     first), or for refused metadata (nothing changes then)."""
     if not isinstance(metadata, Mapping):
         raise ManageError("doc_metadata 必须是对象")
-    with _write_lock:
-        doc = find_document(store, dataset, ref)
-        path = Path(doc.path)
-        with store.lock:
-            info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
-        if not path.is_file():
-            raise ManageError(f"文档 {doc.name} 的文件已不在 {doc.path}，无法更新元数据")
-        if not isinstance(info.get("doc_metadata"), dict):
-            raise ManageError(f"文档 {doc.name} 导入时未记录元数据，请先重新导入该文档再更新元数据")
-        merged = {**info["doc_metadata"], **metadata}
-        manifest = {"dataset_name": doc.dataset, "documents": {path.name: merged}}
-        sidecar = Path(str(path) + ".meta.json")
-        old = sidecar.read_bytes() if sidecar.exists() else None
-        uploaded = old is not None  # documents of the API keep theirs next to the file
-        # a document of the CLI: a manifest of this update only, in the data dir
-        scratch = _upload_dir(store.settings, ".metadata") / f"{doc.id}.json"
-        target = sidecar if uploaded else scratch
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
-        try:
-            report = ingest_paths(
-                [path], settings=store.settings, dataset=doc.dataset, manifest=target
-            )
-        finally:
-            scratch.unlink(missing_ok=True)
-            if uploaded and (sys.exc_info()[0] is not None):
-                sidecar.write_bytes(old or b"")
-        if report.failed:
-            if old is not None:
-                sidecar.write_bytes(old)
-            reason = "; ".join(r for _, r in report.failed)
-            raise ManageError(f"文档 {doc.name} 的元数据未能更新: {reason}")
+    doc = find_document(store, dataset, ref)
+    path = Path(doc.path)
+    with store.lock:
+        info = dict(store.catalog.datasets[doc.dataset]["documents"].get(doc.id, {}))
+    if not path.is_file():
+        raise ManageError(f"文档 {doc.name} 的文件已不在 {doc.path}，无法更新元数据")
+    if not isinstance(info.get("doc_metadata"), dict):
+        raise ManageError(f"文档 {doc.name} 导入时未记录元数据，请先重新导入该文档再更新元数据")
+    merged = {**info["doc_metadata"], **metadata}
+    manifest = {"dataset_name": doc.dataset, "documents": {path.name: merged}}
+    sidecar = Path(str(path) + ".meta.json")
+    old = sidecar.read_bytes() if sidecar.exists() else None
+    uploaded = old is not None  # documents of the API keep theirs next to the file
+    # a document of the CLI: a manifest of this update only, in the data dir
+    scratch = _upload_dir(store.settings, ".metadata") / f"{doc.id}.json"
+    target = sidecar if uploaded else scratch
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    try:
+        report = ingest_paths([path], settings=store.settings, dataset=doc.dataset, manifest=target)
+    finally:
+        scratch.unlink(missing_ok=True)
+        if uploaded and (sys.exc_info()[0] is not None):
+            sidecar.write_bytes(old or b"")
+    if report.failed:
+        if old is not None:
+            sidecar.write_bytes(old)
+        reason = "; ".join(r for _, r in report.failed)
+        raise ManageError(f"文档 {doc.name} 的元数据未能更新: {reason}")
     return find_document(store, doc.dataset, doc.id)
 
 
@@ -360,43 +352,42 @@ def upsert_document(
         name += ".md"
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ManageError("doc_metadata 必须是对象")
-    with _write_lock:
-        dataset_name = dataset_named(store, dataset)
-        with store.lock:
-            dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
-        folder = _upload_dir(store.settings, dataset_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        backup = target.read_bytes() if target.exists() else None
-        manifest = Path(str(target) + ".meta.json")
-        old_manifest = manifest.read_bytes() if manifest.exists() else None
-        try:  # whatever happens (a parser's own error too), the old files come back
-            target.write_bytes(data)
-            manifest.write_text(
-                json.dumps(
-                    {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
-                    ensure_ascii=False,
-                ),
-                encoding="utf-8",
-            )
-            report = ingest_paths(
-                [target], settings=store.settings, dataset=dataset_name, manifest=manifest
-            )
-        except BaseException:
-            _restore(target, backup, manifest, old_manifest)
-            raise
-        if report.failed:
-            _restore(target, backup, manifest, old_manifest)
-            reason = "; ".join(r for _, r in report.failed)
-            status = report.failed_status or 400
-            code = _FAILED_CODES.get(status, "invalid_param")
-            raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
-        document_id = stable_id(dataset_name, str(target))
-        with store.lock:
-            entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
-            if entry is not None:
-                entry["updated_at"] = int(time.time())
-                store.save()
+    dataset_name = dataset_named(store, dataset)
+    with store.lock:
+        dataset_id = str(store.catalog.datasets[dataset_name]["dataset_id"])
+    folder = _upload_dir(store.settings, dataset_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    backup = target.read_bytes() if target.exists() else None
+    manifest = Path(str(target) + ".meta.json")
+    old_manifest = manifest.read_bytes() if manifest.exists() else None
+    try:  # whatever happens (a parser's own error too), the old files come back
+        target.write_bytes(data)
+        manifest.write_text(
+            json.dumps(
+                {"dataset_name": dataset_name, "documents": {name: dict(metadata or {})}},
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
+        report = ingest_paths(
+            [target], settings=store.settings, dataset=dataset_name, manifest=manifest
+        )
+    except BaseException:
+        _restore(target, backup, manifest, old_manifest)
+        raise
+    if report.failed:
+        _restore(target, backup, manifest, old_manifest)
+        reason = "; ".join(r for _, r in report.failed)
+        status = report.failed_status or 400
+        code = _FAILED_CODES.get(status, "invalid_param")
+        raise ManageError(f"文档 {name} 未能导入: {reason}", status=status, code=code)
+    document_id = stable_id(dataset_name, str(target))
+    with store.lock:
+        entry = store.catalog.datasets[dataset_name]["documents"].get(document_id)
+        if entry is not None:
+            entry["updated_at"] = int(time.time())
+            store.save()
     doc = find_document(store, dataset_name, document_id)
     return Upserted(doc, created=report.added > 0)
 
@@ -423,10 +414,15 @@ def _store_name(settings: Settings) -> str:
 class LocalAdmin:
     """:class:`~gcite.knowledge.admin.KnowledgeAdmin` over an open store of this process
     (the functions above). Does not own ``store``: :meth:`close` leaves it open (the
-    :class:`~gcite.knowledge.access.KnowledgeAccess` that opened it closes it)."""
+    :class:`~gcite.knowledge.access.KnowledgeAccess` that opened it closes it).
+
+    Its writes run one at a time (a document's ingestion reads, modifies and writes the
+    catalog); the functions above do not serialise writes themselves, so a process
+    writes a knowledge base through one admin (its ``KnowledgeAccess``'s)."""
 
     def __init__(self, store: KnowledgeStore) -> None:
         self.store = store
+        self._writing = threading.Lock()
 
     def list_datasets(self) -> list[DatasetInfo]:
         """See :meth:`KnowledgeAdmin.list_datasets`."""
@@ -434,11 +430,13 @@ class LocalAdmin:
 
     def create_dataset(self, name: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.create_dataset`."""
-        return create_dataset(self.store, name)
+        with self._writing:
+            return create_dataset(self.store, name)
 
     def delete_dataset(self, dataset: str) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.delete_dataset`."""
-        return delete_dataset(self.store, dataset)
+        with self._writing:
+            return delete_dataset(self.store, dataset)
 
     def update_dataset(
         self,
@@ -448,9 +446,10 @@ class LocalAdmin:
         metadata_fields: Mapping[str, str] | None = None,
     ) -> DatasetInfo:
         """See :meth:`KnowledgeAdmin.update_dataset`."""
-        return update_dataset(
-            self.store, dataset, description=description, metadata_fields=metadata_fields
-        )
+        with self._writing:
+            return update_dataset(
+                self.store, dataset, description=description, metadata_fields=metadata_fields
+            )
 
     def list_tags(self) -> list[TagInfo]:
         """See :meth:`KnowledgeAdmin.list_tags`."""
@@ -458,17 +457,17 @@ class LocalAdmin:
 
     def create_tag(self, name: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.create_tag`."""
-        with _write_lock:
+        with self._writing:
             return tags.create_tag(self.store, name)
 
     def rename_tag(self, tag_id: str, name: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.rename_tag`."""
-        with _write_lock:
+        with self._writing:
             return tags.rename_tag(self.store, tag_id, name)
 
     def delete_tag(self, tag_id: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.delete_tag`."""
-        with _write_lock:
+        with self._writing:
             return tags.delete_tag(self.store, tag_id)
 
     def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
@@ -481,7 +480,7 @@ class LocalAdmin:
 
     def _bindings(self, dataset: str, tag_ids: list[str], *, bind: bool) -> DatasetInfo:
         ids = tags.checked_ids(tag_ids)
-        with _write_lock:
+        with self._writing:
             name = dataset_named(self.store, dataset)
             tags.set_bindings(self.store, name, ids, bind=bind)
         return next(i for i in list_datasets(self.store) if i.name == name)
@@ -490,7 +489,8 @@ class LocalAdmin:
         self, dataset: str, ref: str, metadata: Mapping[str, Any]
     ) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.update_document_metadata`."""
-        return update_document_metadata(self.store, dataset, ref, metadata)
+        with self._writing:
+            return update_document_metadata(self.store, dataset, ref, metadata)
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """See :meth:`KnowledgeAdmin.list_documents`."""
@@ -502,19 +502,19 @@ class LocalAdmin:
 
     def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
         """See :meth:`KnowledgeAdmin.create_segments`."""
-        with _write_lock:
+        with self._writing:
             doc = find_document(self.store, dataset, ref)
             return segments.create_segments(self.store, doc, contents)
 
     def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
         """See :meth:`KnowledgeAdmin.update_segment`."""
-        with _write_lock:
+        with self._writing:
             doc = find_document(self.store, dataset, ref)
             return segments.update_segment(self.store, doc, segment_id, content)
 
     def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
         """See :meth:`KnowledgeAdmin.delete_segment`."""
-        with _write_lock:
+        with self._writing:
             doc = find_document(self.store, dataset, ref)
             return segments.delete_segment(self.store, doc, segment_id)
 
@@ -551,13 +551,15 @@ class LocalAdmin:
         replace: str | None = None,
     ) -> Upserted:
         """See :meth:`KnowledgeAdmin.upsert_document`."""
-        return upsert_document(
-            self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
-        )
+        with self._writing:
+            return upsert_document(
+                self.store, dataset, name=name, data=data, metadata=metadata, replace=replace
+            )
 
     def delete_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.delete_document`."""
-        return delete_document(self.store, dataset, ref)
+        with self._writing:
+            return delete_document(self.store, dataset, ref)
 
     def status(self) -> KnowledgeStatus:
         """See :meth:`KnowledgeAdmin.status`."""

@@ -27,9 +27,7 @@ from gcite.dify.external_knowledge import record_item
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.filters import ROLE_FIELD, Cond, Group, Node, Not, parse_condition
 from gcite.knowledge.results import rank
-
-MAX_TOP_K = 100
-"""Largest ``top_k`` the External Knowledge API accepts."""
+from gcite.knowledge.search_args import clamp_top_k
 
 
 def condition_json(node: Node) -> dict[str, Any]:
@@ -89,7 +87,7 @@ class RemoteStore:
         if not query.strip():
             return []
         names = [dataset] if dataset is not None else self.datasets()
-        top_k = max(1, min(int(top_k), MAX_TOP_K))
+        top_k = clamp_top_k(top_k)
         items: list[dict[str, Any]] = []
         for name in names:
             items.extend(self._retrieve(name, query, wanted, extra, top_k, score_threshold))

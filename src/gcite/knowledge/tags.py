@@ -14,7 +14,7 @@ Dify, binding an unknown tag id is 404 (Dify stores a binding no listing ever sh
 
 Every write runs under the store's lock and saves the catalog (atomically: the old or
 the new state); the caller serialises writers (:class:`gcite.knowledge.manage.LocalAdmin`
-holds the process's write lock).
+holds its write lock).
 """
 
 from __future__ import annotations

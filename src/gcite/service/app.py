@@ -59,31 +59,53 @@ from gcite.service.runs import RunRegistry
 log = logging.getLogger("gcite.service")
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The chat service app for ``settings`` (see the module docstring for the routes).
-
-    Opens the conversation store (``settings.db_url``, migrated to the current schema),
-    builds the LLM backend and the web source, and opens the knowledge store on first
-    use. Raises ``ConfigError`` / ``StoreError`` for a bad configuration.
-    """
+@asynccontextmanager
+async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
+    """What the app owns while it runs, as the lifespan state every request sees
+    (``request.state.<name>``): ``resources``, ``knowledge`` (its
+    :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
+    the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
+    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task)."""
     resources = Resources(settings)
-    runs = RunRegistry(resources.conversations)
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    try:
         # Warmed in the background: the server listens (and /ready answers) at once; a
         # request that comes first loads what it needs itself, behind the same locks.
         warming = asyncio.ensure_future(_warm_up(resources))
-        scheduler = Scheduler.from_settings(settings)  # first text first, per process
-        yield {"scheduler": scheduler, "warming": warming}  # request.state.scheduler
-        scheduler.close()
-        await asyncio.wait([warming])  # it uses what aclose releases
+        scheduler = Scheduler.from_settings(settings)
+        try:
+            yield {
+                "resources": resources,
+                "knowledge": resources.knowledge,
+                "runs": RunRegistry(resources.conversations),
+                "scheduler": scheduler,
+                "retrieval": retrieval_setup(settings, resources.get_store),
+                "warming": warming,
+            }
+        finally:
+            scheduler.close()
+            await asyncio.wait([warming])  # it uses what aclose releases
+    finally:
         await resources.aclose()
 
-    app = FastAPI(title="gcite", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.resources = resources
+
+def create_app(settings: Settings) -> FastAPI:
+    """The chat service app for ``settings`` (see the module docstring for the routes).
+
+    Builds nothing that holds state: its lifespan (:func:`_lifespan`) opens the
+    conversation store (``settings.db_url``, migrated to the current schema), builds the
+    LLM backend and the web source (:class:`~gcite.service.resources.Resources`; the
+    knowledge store opens on first use) and the scheduler at start-up, and closes them at
+    shutdown; a bad configuration fails the start-up (``ConfigError`` / ``StoreError``;
+    ``gcite serve`` checks first, :func:`gcite.cli.startup.check_service`).
+    """
+    app = FastAPI(
+        title="gcite",
+        version="0.1.0",
+        lifespan=lambda _app: _lifespan(settings),
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
-    app.state.knowledge = resources.knowledge
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -119,18 +141,17 @@ def create_app(settings: Settings) -> FastAPI:
         return {"status": "ok"}
 
     @app.get("/ready", include_in_schema=False)
-    async def ready() -> JSONResponse:
-        checks = await resources.readiness()
+    async def ready(request: Request) -> JSONResponse:
+        checks = await request.state.resources.readiness()
         ok = all(checks.values())
         return JSONResponse(
             {"status": "ready" if ok else "not_ready", "checks": checks},
             status_code=200 if ok else 503,
         )
 
-    app.include_router(build_chat_router(resources, runs, caller_of))
+    app.include_router(build_chat_router(caller_of))
     app.include_router(conversations_router())
     app.include_router(dify_app_router())
-    app.state.retrieval = retrieval_setup(settings, resources.get_store)
     retrieval = retrieval_router()
     app.include_router(retrieval, prefix=settings.service.retrieval_prefix)
     app.include_router(knowledge_router())

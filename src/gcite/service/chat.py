@@ -23,7 +23,7 @@ from gcite.service.auth import Caller
 from gcite.service.errors import ApiError, error_response
 from gcite.service.jsonbody import BodyError, load_json, read_limited
 from gcite.service.resources import Resources
-from gcite.service.runs import RunHandle, RunRegistry, wait_for_disconnect
+from gcite.service.runs import RunHandle, RunRegistry, Tasks, wait_for_disconnect
 
 MAX_BODY_BYTES = 1_000_000
 MAX_QUERY_CHARS = 10_000
@@ -105,10 +105,12 @@ def prepare(
     scheduler: Scheduler,
     *,
     arrival: int | None = None,
+    tasks: Tasks | None = None,
 ) -> tuple[RunHandle, Envelope]:
     """Create the message row and the run with its history (404: unknown conversation).
     Synchronous (database); call it from a worker thread. ``scheduler``: the process's
-    (:mod:`gcite.chatflow.scheduler`); ``arrival``: the request's number in it."""
+    (:mod:`gcite.chatflow.scheduler`); ``arrival``: the request's number in it;
+    ``tasks``: where the run's tasks are kept (the process's, :class:`RunHandle`)."""
     conversations = resources.conversations
     try:
         record = conversations.start_message(
@@ -143,20 +145,24 @@ def prepare(
         conversations=conversations,
         message_id=record.id,
         ping_interval=resources.settings.service.ping_interval_s,
+        tasks=tasks,
     )
     return handle, env
 
 
-def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -> APIRouter:
-    """The chat endpoints; ``caller_of(request) -> Caller`` authenticates (401). The
-    process's :class:`~gcite.chatflow.scheduler.Scheduler` is the lifespan state
-    ``scheduler`` (``request.state.scheduler``)."""
+def build_chat_router(caller_of: Any) -> APIRouter:
+    """The chat endpoints; ``caller_of(request) -> Caller`` authenticates (401). They work
+    on the app's lifespan state: ``resources``, ``runs`` (the stop registry, whose
+    :attr:`~gcite.service.runs.RunRegistry.tasks` keep the runs' tasks) and the process's
+    :class:`~gcite.chatflow.scheduler.Scheduler` ``scheduler`` (``request.state.<name>``)."""
     router = APIRouter()
 
     @router.post("/v1/chat-messages", response_model=None)
     async def chat_messages(request: Request) -> Any:
         caller: Caller = caller_of(request)
         body = parse_chat_body(await read_body(request))
+        resources: Resources = request.state.resources
+        runs: RunRegistry = request.state.runs
         # an answer needs what the start-up warm-up loads: one that comes before the
         # warm-up ends waits for it (GET /ready does not)
         warming: asyncio.Future[None] | None = getattr(request.state, "warming", None)
@@ -166,7 +172,7 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
         number = scheduler.arrival()  # first text first, in arrival order
         async with scheduler.step(number):
             handle, env = await resources.conversations.call(
-                prepare, resources, body, caller, scheduler, arrival=number
+                prepare, resources, body, caller, scheduler, arrival=number, tasks=runs.tasks
             )
         if body.response_mode == "blocking":
             outcome = await handle.result(lambda: wait_for_disconnect(request.receive))
@@ -200,6 +206,7 @@ def build_chat_router(resources: Resources, runs: RunRegistry, caller_of: Any) -
         user = body.get("user") if isinstance(body, dict) else None
         if not isinstance(user, str) or not user:
             raise ApiError(400, "invalid_param", "user is required.")
+        runs: RunRegistry = request.state.runs
         await runs.stop_anywhere(task_id, caller.owner(user))  # wrong user: nothing (Dify)
         return {"result": "success"}
 

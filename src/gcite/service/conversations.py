@@ -33,7 +33,7 @@ from gcite.service.deps import CallerDep, ConversationsDep, ResourcesDep
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import storable
 from gcite.service.resources import Resources
-from gcite.service.store import MessageRecord
+from gcite.service.store import ConversationStore, MessageRecord
 from gcite.service.visibility import kb_document_ids, redact_chunks, redact_message
 from gcite.stream.styles import styled_answer
 
@@ -117,6 +117,20 @@ async def _visible_now(
     return await asyncio.to_thread(resources.visible_documents, ids, roles)
 
 
+async def _chunks_seen(
+    resources: Resources, rows: list[MessageRecord], roles: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Plan B bodies of ``rows``, redacted for ``roles`` now."""
+    seen = await _visible_now(resources, rows, roles)
+    return [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
+
+
+async def _check_owner(store: ConversationStore, conversation_id: str, owner: str) -> None:
+    """404 unless the conversation exists and is ``owner``'s."""
+    if await store.call(store.get_conversation, conversation_id, owner) is None:
+        raise ApiError(404, "not_found", "Conversation Not Exists.")
+
+
 async def messages(
     caller: CallerDep,
     store: ConversationsDep,
@@ -130,9 +144,7 @@ async def messages(
     conversation = _required(conversation_id, "conversation_id")
     owner = caller.owner(user or DEFAULT_USER)
     size = _limit(limit)
-    conv = await store.call(store.get_conversation, conversation, owner)
-    if conv is None:
-        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    await _check_owner(store, conversation, owner)
     try:
         rows, has_more = await store.call(
             store.list_messages, conversation, first_id=first_id or None, limit=size
@@ -198,8 +210,7 @@ async def message_chunks(
     record = await store.call(store.get_message, message_id, owner)
     if record is None:
         raise ApiError(404, "not_found", "Message Not Exists.")
-    seen = await _visible_now(resources, [record], caller.roles)
-    return redact_chunks(chunk_metadata_json(record), seen)
+    return (await _chunks_seen(resources, [record], caller.roles))[0]
 
 
 async def conversation_chunks(
@@ -210,13 +221,9 @@ async def conversation_chunks(
     user: str | None = None,
 ) -> dict[str, Any]:
     """``GET /v1/conversations/{conversation_id}/chunk-metadata``."""
-    owner = caller.owner(_required(user, "user"))
-    conv = await store.call(store.get_conversation, conversation_id, owner)
-    if conv is None:
-        raise ApiError(404, "not_found", "Conversation Not Exists.")
+    await _check_owner(store, conversation_id, caller.owner(_required(user, "user")))
     rows = await store.call(store.conversation_messages, conversation_id)
-    seen = await _visible_now(resources, rows, caller.roles)
-    data = [redact_chunks(chunk_metadata_json(r), seen) for r in rows]
+    data = await _chunks_seen(resources, rows, caller.roles)
     return {"conversation_id": conversation_id, "data": data}
 
 

@@ -1,4 +1,4 @@
-"""Typed FastAPI dependencies on what the app's lifespan owns (``app.state``).
+"""Typed FastAPI dependencies on what the app's lifespan owns (``request.state``).
 
 Route handlers are module-level functions that declare what they need:
 
@@ -7,7 +7,7 @@ Route handlers are module-level functions that declare what they need:
 - :data:`ConversationsDep` - the conversation store;
 - :data:`ResourcesDep` - the service's shared :class:`~gcite.service.resources.Resources`.
 
-``create_app`` sets ``app.state.settings`` and ``app.state.resources``.
+``create_app`` sets ``app.state.settings``; its lifespan state holds ``resources``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def settings_of(request: Request) -> Settings:
 
 def resources_of(request: Request) -> Resources:
     """The app's shared resources."""
-    resources: Resources = request.app.state.resources
+    resources: Resources = request.state.resources
     return resources
 
 

@@ -1,7 +1,7 @@
 """Knowledge-base management over HTTP, in the shape of Dify's Knowledge (dataset) API.
 
 The handlers work on the app's :class:`~gcite.knowledge.admin.KnowledgeAdmin`
-(``app.state.knowledge``, a :class:`~gcite.knowledge.access.KnowledgeAccess`): the
+(the lifespan state ``knowledge``, a :class:`~gcite.knowledge.access.KnowledgeAccess`): the
 service's own store, changed without downtime (chats keep streaming while a document is
 added, and the next answer sees it), or, with ``knowledge_url`` set (the chat workers of
 ``gcite serve --workers N`` among them), the knowledge base of that service, called
@@ -109,7 +109,7 @@ def _admin_key(request: Request, settings: Annotated[Settings, Depends(_settings
 
 async def _admin(request: Request, _key: Annotated[ApiKey, Depends(_admin_key)]) -> KnowledgeAdmin:
     """The app's KnowledgeAdmin, for an admin key only (opening it may block)."""
-    access: KnowledgeAccess = request.app.state.knowledge
+    access: KnowledgeAccess = request.state.knowledge
     return await asyncio.to_thread(access.admin)
 
 
@@ -832,8 +832,8 @@ async def dataset_tags(dataset_id: str, admin: Admin) -> dict[str, Any]:
 
 
 def knowledge_router() -> APIRouter:
-    """The management endpoints (module docstring); the app sets ``app.state.settings``
-    and ``app.state.knowledge``."""
+    """The management endpoints (module docstring); the app sets ``app.state.settings``,
+    its lifespan state ``knowledge``."""
     router = APIRouter()
 
     def add(path: str, endpoint: Callable[..., Any], methods: list[str] | None = None) -> None:

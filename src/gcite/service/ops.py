@@ -110,6 +110,58 @@ class _BodyTimeout(BaseException):
     ``except Exception`` in an endpoint turns it into a 500 with a traceback)."""
 
 
+class _Exchange:
+    """One request's ``receive`` with the body-read deadline and ``send`` tagging the
+    response with the request id, both recording into ``record``."""
+
+    def __init__(self, record: RequestRecord, receive: Receive, send: Send, timeout_s: float):
+        self.record = record
+        self.timeout_s = timeout_s
+        self.response_started = False
+        self._receive = receive
+        self._send = send
+        self._body_done = False
+        self._loop = asyncio.get_running_loop()
+
+    async def receive(self) -> Message:
+        """The next message; raises :class:`_BodyTimeout` when the body is late."""
+        record = self.record
+        if self._body_done or self.timeout_s <= 0:
+            return await self._receive()
+        allowed = self.timeout_s + record.body_bytes / MIN_BODY_RATE
+        remaining = record.started + allowed - self._loop.time()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                message = await self._receive()
+        except TimeoutError as exc:
+            record.aborted = "body_timeout"
+            raise _BodyTimeout from exc
+        if message["type"] == "http.request":
+            record.body_bytes += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                self._body_done = True
+        elif message["type"] == "http.disconnect":
+            record.aborted = "client_left"
+        return message
+
+    async def send(self, message: Message) -> None:
+        """Send ``message`` (nothing after a body timeout), the start with ``x-request-id``."""
+        record = self.record
+        if message["type"] == "http.response.start":
+            if self.response_started or record.aborted == "body_timeout":
+                return
+            self.response_started = True
+            record.status = int(message["status"])
+            message.setdefault("headers", [])
+            message["headers"] = [
+                *message["headers"],
+                (b"x-request-id", record.request_id.encode()),
+            ]
+        elif record.aborted == "body_timeout":
+            return
+        await self._send(message)
+
+
 class OpsMiddleware:
     """ASGI middleware: request id, body-read deadline, one access log line (module doc)."""
 
@@ -139,52 +191,13 @@ class OpsMiddleware:
             key=key_name(self.keys, headers.get("authorization")),
         )
         token = _current.set(record)
-        body_done = False
-        response_started = False
-        loop = asyncio.get_running_loop()
-
-        async def timed_receive() -> Message:
-            nonlocal body_done
-            if body_done or self.timeout_s <= 0:
-                return await receive()
-            allowed = self.timeout_s + record.body_bytes / MIN_BODY_RATE
-            remaining = record.started + allowed - loop.time()
-            try:
-                async with asyncio.timeout(max(remaining, 0.0)):
-                    message = await receive()
-            except TimeoutError as exc:
-                record.aborted = "body_timeout"
-                raise _BodyTimeout from exc
-            if message["type"] == "http.request":
-                record.body_bytes += len(message.get("body", b""))
-                if not message.get("more_body", False):
-                    body_done = True
-            elif message["type"] == "http.disconnect":
-                record.aborted = "client_left"
-            return message
-
-        async def tagged_send(message: Message) -> None:
-            nonlocal response_started
-            if message["type"] == "http.response.start":
-                if response_started or record.aborted == "body_timeout":
-                    return
-                response_started = True
-                record.status = int(message["status"])
-                message.setdefault("headers", [])
-                message["headers"] = [
-                    *message["headers"],
-                    (b"x-request-id", record.request_id.encode()),
-                ]
-            elif record.aborted == "body_timeout":
-                return
-            await send(message)
-
+        exchange = _Exchange(record, receive, send, self.timeout_s)
         try:
-            await self.app(scope, timed_receive, tagged_send)
+            await self.app(scope, exchange.receive, exchange.send)
             if record.aborted == "body_timeout":  # the endpoint swallowed the timeout
-                await self._timeout_response(send, record, response_started)
+                await self._timeout_response(send, record, exchange.response_started)
         except _BodyTimeout:
-            await self._timeout_response(send, record, response_started)
+            await self._timeout_response(send, record, exchange.response_started)
         except Exception:
             if record.aborted != "client_left":
                 record.status = record.status or 500

@@ -1,5 +1,8 @@
 """What the service builds once and shares between requests, with its lifecycle.
 
+The app's lifespan builds one :class:`Resources` at start-up and closes it at shutdown
+(:func:`gcite.service.app.create_app`); nothing of it is module state.
+
 :class:`Resources`: the settings, the conversation store, the LLM backend
 (:func:`gcite.generate.factory.make_backend`), the web source
 (:func:`gcite.web.make_web_source`), the system prompt template and the knowledge base
@@ -31,15 +34,21 @@ from gcite.web import make_web_source
 log = logging.getLogger("gcite.service")
 
 
+def open_conversations(settings: Settings) -> ConversationStore:
+    """The conversation store of ``settings``, migrated to the newest schema. The data
+    dir's own database may create its folder; a ``database_url`` only with
+    ``create_database_dir``. Raises ``StoreError``."""
+    create = not settings.service.database_url or settings.service.create_database_dir
+    return ConversationStore(settings.db_url, create_dir=create)
+
+
 class Resources:
     """The service's shared state (see the module docstring). Raises ``ConfigError`` /
     ``StoreError`` at construction for a bad configuration or an unusable database."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        # the data dir's own database may create its folder; a database_url only when asked
-        create = not settings.service.database_url or settings.service.create_database_dir
-        self.conversations = ConversationStore(settings.db_url, create_dir=create)
+        self.conversations = open_conversations(settings)
         self.backend: LLMBackend = make_backend(settings)
         self.web_source: WebSource | None = make_web_source(settings)
         self.verifier = make_verifier(settings)
@@ -124,4 +133,4 @@ class Resources:
         self.conversations.close()
 
 
-__all__ = ["Resources"]
+__all__ = ["Resources", "open_conversations"]

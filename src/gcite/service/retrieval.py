@@ -46,7 +46,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -277,30 +276,19 @@ SEARCH_THREADS = 8
 """Searches running at once in one process (a bounded pool: more threads only add GIL
 contention; concurrent query embeddings are micro-batched, gcite.knowledge.embed)."""
 
-_limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
-
-
-def _search_limiter() -> anyio.CapacityLimiter:
-    """The search thread limit of the running event loop (one per loop)."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    limiter = _limiters.get(loop)
-    if limiter is None:
-        limiter = _limiters[loop] = anyio.CapacityLimiter(SEARCH_THREADS)
-    return limiter
-
 
 @dataclass(frozen=True)
 class RetrievalSetup:
-    """What ``POST /retrieval`` works with (``app.state.retrieval``): the settings (their
+    """What ``POST /retrieval`` works with (the lifespan state ``retrieval``): the settings (their
     ``retrieval_keys`` follow the config file), the shared store (``get_store()``, called
     per request so the app may open it lazily; a :class:`StoreError` becomes 503 / 5001)
-    and the search timeout in seconds."""
+    the search timeout in seconds and the limit of searches at once (:data:`SEARCH_THREADS`).
+    Built by the app's lifespan (:func:`retrieval_setup`)."""
 
     settings: Settings
     get_store: Callable[[], KnowledgeStore]
     timeout_s: float
+    limiter: anyio.CapacityLimiter
 
 
 def retrieval_setup(settings: Settings, get_store: Callable[[], KnowledgeStore]) -> RetrievalSetup:
@@ -316,12 +304,12 @@ def retrieval_setup(settings: Settings, get_store: Callable[[], KnowledgeStore])
     timeout_s = RETRIEVAL_TIMEOUT_S
     if 0 < settings.knowledge.timeout_s < RETRIEVAL_TIMEOUT_S:
         timeout_s = settings.knowledge.timeout_s
-    return RetrievalSetup(settings, get_store, timeout_s)
+    return RetrievalSetup(settings, get_store, timeout_s, anyio.CapacityLimiter(SEARCH_THREADS))
 
 
 async def retrieval(request: Request) -> JSONResponse:
-    """``POST /retrieval`` (module docstring), on ``request.app.state.retrieval``."""
-    setup: RetrievalSetup = request.app.state.retrieval
+    """``POST /retrieval`` (module docstring), on the lifespan state ``retrieval``."""
+    setup: RetrievalSetup = request.state.retrieval
     settings = setup.settings
     try:
         api_key = authenticate(
@@ -338,11 +326,10 @@ async def retrieval(request: Request) -> JSONResponse:
         except FilterError as exc:
             raise RetrievalAPIError(400, ERR_BAD_CONDITION, str(exc)) from exc
         records = await _search(
-            setup.get_store,
+            setup,
             parsed,
             decision.roles,
             decision.condition,
-            setup.timeout_s,
             expose_roles=api_key.expose_roles,
         )
     except RetrievalAPIError as exc:
@@ -466,18 +453,19 @@ async def _read_body(request: Request) -> bytes:
 
 
 async def _search(
-    get_store: Callable[[], KnowledgeStore],
+    setup: RetrievalSetup,
     req: RetrievalRequest,
     roles: tuple[str, ...],
     condition: Node | None,
-    timeout_s: float,
     *,
     expose_roles: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the (blocking) store search in a worker thread, within ``timeout_s`` seconds."""
+    """Run the (blocking) store search in a worker thread (at most ``setup.limiter``'s at
+    once), within ``setup.timeout_s`` seconds."""
+    timeout_s = setup.timeout_s
 
     def work() -> list[dict[str, Any]]:
-        store = get_store()
+        store = setup.get_store()
         dataset = dataset_by_ref(store.datasets(), req.knowledge_id)
         if dataset is None:
             raise RetrievalAPIError(
@@ -501,7 +489,7 @@ async def _search(
     try:
         with anyio.fail_after(timeout_s):
             return await anyio.to_thread.run_sync(
-                work, abandon_on_cancel=True, limiter=_search_limiter()
+                work, abandon_on_cancel=True, limiter=setup.limiter
             )
     except TimeoutError as exc:
         raise RetrievalAPIError(504, ERR_TIMEOUT, f"检索超时（超过 {timeout_s:g} 秒）") from exc

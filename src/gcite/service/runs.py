@@ -38,15 +38,24 @@ STOP_POLL_S = 0.25
 
 ABANDONED = "client disconnected"
 
-_RUNNING: set[asyncio.Task[None]] = set()
-"""Strong references to running producers (a cancelled one still stores its outcome)."""
 
+class Tasks:
+    """Strong references to the tasks the runs start (producers, outcome saves): the
+    event loop keeps only weak ones, and a producer whose client left must still store
+    its outcome. The app's lifespan keeps one for the process (:attr:`RunRegistry.tasks`)."""
 
-def _start(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    task = asyncio.create_task(coro)
-    _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
-    return task
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[None]] = set()
+
+    def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """``coro`` as a task, referenced until it is done."""
+        task = asyncio.create_task(coro)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return task
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,10 @@ class Outcome:
 class RunRegistry:
     """Running streamed runs by ``task_id``, for ``POST /chat-messages/{task_id}/stop``."""
 
-    def __init__(self, conversations: ConversationStore | None = None) -> None:
+    def __init__(
+        self, conversations: ConversationStore | None = None, tasks: Tasks | None = None
+    ) -> None:
+        self.tasks = tasks or Tasks()
         self._runs: dict[str, tuple[str, RunHandle]] = {}
         self._conversations = conversations
         self._watcher: asyncio.Task[None] | None = None
@@ -73,7 +85,7 @@ class RunRegistry:
         :data:`STOP_POLL_S` for all the runs of this process)."""
         self._runs[task_id] = (owner, handle)
         if self._conversations is not None and (self._watcher is None or self._watcher.done()):
-            self._watcher = _start(self._watch())
+            self._watcher = self.tasks.start(self._watch())
 
     async def _watch(self) -> None:
         assert self._conversations is not None
@@ -111,7 +123,9 @@ class RunRegistry:
 class RunHandle:
     """One run's lifetime (see the module docstring).
 
-    ``conversations``/``message_id``: where the outcome is stored; ``ping_interval``: s.
+    ``conversations``/``message_id``: where the outcome is stored; ``ping_interval``: s;
+    ``tasks``: where its tasks are kept (the process's :attr:`RunRegistry.tasks`; by
+    default its own, when the caller keeps the handle until the run has ended).
     """
 
     def __init__(
@@ -122,7 +136,9 @@ class RunHandle:
         conversations: ConversationStore,
         message_id: str,
         ping_interval: float,
+        tasks: Tasks | None = None,
     ) -> None:
+        self.tasks = tasks or Tasks()
         self.run = run
         self.wire = wire
         self.conversations = conversations
@@ -181,7 +197,7 @@ class RunHandle:
             error = summary.error
         # its own task: a producer cancelled while the save waits (the client went away,
         # a stop) cannot drop it; the outcome is written after the chunks
-        await asyncio.shield(_start(self._save(summary, status, error)))
+        await asyncio.shield(self.tasks.start(self._save(summary, status, error)))
 
     async def _save(self, summary: RunSummary, status: str, error: str | None) -> None:
         if self._chunks_stored is not None:
@@ -197,7 +213,7 @@ class RunHandle:
             # Plan B: the chunks are stored before this event is sent, but the run does not
             # wait for the write: the model call starts meanwhile, and the stream sends this
             # event (and everything after it) once the write is done (frames()).
-            self._chunks_stored = _start(self._store_chunks())
+            self._chunks_stored = self.tasks.start(self._store_chunks())
             if self._queue is not None:
                 self._queue.put_nowait(self._chunks_stored)
         elif isinstance(event, RunEnded | RunFailed):
@@ -254,7 +270,7 @@ class RunHandle:
         """The SSE bytes of the run: ``workflow_started``, every event, pings."""
         queue: asyncio.Queue[bytes | asyncio.Task[None] | None] = asyncio.Queue()
         self._queue = queue
-        self._producer = producer = _start(self._produce())
+        self._producer = producer = self.tasks.start(self._produce())
         pinger = asyncio.create_task(self._ping())
         try:
             self._last_sent = time.monotonic()
@@ -292,7 +308,7 @@ class RunHandle:
     async def result(self, disconnected: Callable[[], Coroutine[Any, Any, None]] | None) -> Outcome:
         """Run to the end; ``disconnected`` returns when the client went away, and then the
         run is cancelled (closing the model call) and stored as abandoned."""
-        self._producer = runner = _start(self._produce())
+        self._producer = runner = self.tasks.start(self._produce())
         watcher = asyncio.create_task(_forever() if disconnected is None else disconnected())
         try:
             await asyncio.wait({runner, watcher}, return_when=asyncio.FIRST_COMPLETED)
@@ -333,4 +349,11 @@ async def wait_for_disconnect(receive: Callable[[], Awaitable[Any]]) -> None:
             return
 
 
-__all__ = ["ABANDONED", "Outcome", "RunHandle", "RunRegistry", "wait_for_disconnect"]
+__all__ = [
+    "ABANDONED",
+    "Outcome",
+    "RunHandle",
+    "RunRegistry",
+    "Tasks",
+    "wait_for_disconnect",
+]

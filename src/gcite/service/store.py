@@ -742,14 +742,18 @@ def migrate(engine: Engine) -> None:
     :data:`BASELINE` first. Runs in one transaction (PostgreSQL and SQLite have
     transactional DDL); stores opening together migrate one after the other: in a process
     under a lock (Alembic's context is process-global), across processes on PostgreSQL
-    under a transaction-scoped advisory lock. Raises SQLAlchemy errors (the caller maps
-    them).
+    under a transaction-scoped advisory lock, on SQLite under the database's write lock
+    taken first (``BEGIN IMMEDIATE``: the driver would begin no transaction before DDL, so
+    two processes could both see no version table and both create it). Raises SQLAlchemy
+    errors (the caller maps them).
     """
     with _migrating, engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         if _current(connection) == [SCHEMA_HEAD]:
             return
+        if connection.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")  # waits busy_timeout for the lock
         from alembic import command
 
         config = _alembic_config(connection)

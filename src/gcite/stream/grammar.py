@@ -22,6 +22,7 @@ baseline. Pure, standard library only.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import Final
 
@@ -172,48 +173,68 @@ class MarkerMatcher:
         cls = _CLASS.get(ch)
         if cls is None:
             return Step.FAIL
+        if self._state == _S_ESC:
+            return self._after_escape(ch, cls)
+        return _HANDLERS[cls](self, ch, cls)
+
+    def _after_escape(self, ch: str, cls: int) -> Step:
+        """After the closer's escape only a closer may follow."""
+        if cls == _CLOSE:
+            self._state = _S_OPEN
+            return Step.DONE
+        return Step.FAIL
+
+    def _digit(self, ch: str, cls: int) -> Step:
+        """A digit starts an id (after a colon, separator or range) or continues one."""
         state = self._state
-        if state == _S_ESC:
-            if cls == _CLOSE:
-                self._state = _S_OPEN
-                return Step.DONE
-            return Step.FAIL
-        if cls == _DIGIT:
-            if state in (_S_ID, _S_ID2):
-                if len(self._digits) >= MAX_ID_DIGITS:
-                    return Step.FAIL
-            elif state in (_S_COLON, _S_SEP):
-                self._state = _S_ID
-            elif state == _S_RANGE:
-                self._state = _S_ID2
-            else:
+        if state in (_S_ID, _S_ID2):
+            if len(self._digits) >= MAX_ID_DIGITS:
                 return Step.FAIL
-            self._digits.append(_DIGIT_VALUE[ch])
-            return Step.MORE
-        if cls == _WS:
-            if state in (_S_ID, _S_ID2):
-                if not self._end_id():
-                    return Step.FAIL
-                self._state = _S_ID_WS if state == _S_ID else _S_ID2_WS
-            return Step.MORE
-        if cls == _PREFIX:
-            if state in (_S_OPEN, _S_SEP):
-                self._state = _S_PREFIX
-                return Step.MORE
+        elif state in (_S_COLON, _S_SEP):
+            self._state = _S_ID
+        elif state == _S_RANGE:
+            self._state = _S_ID2
+        else:
             return Step.FAIL
-        if cls == _COLON:
-            if state == _S_PREFIX:
-                self._state = _S_COLON
-                return Step.MORE
-            return Step.FAIL
-        if cls == _RANGE:
-            if state == _S_ID:
-                self._end_id()
-            elif state != _S_ID_WS:
+        self._digits.append(_DIGIT_VALUE[ch])
+        return Step.MORE
+
+    def _space(self, ch: str, cls: int) -> Step:
+        """Whitespace is allowed anywhere; it ends an id being read."""
+        state = self._state
+        if state in (_S_ID, _S_ID2):
+            if not self._end_id():
                 return Step.FAIL
-            self._state = _S_RANGE
+            self._state = _S_ID_WS if state == _S_ID else _S_ID2_WS
+        return Step.MORE
+
+    def _prefix(self, ch: str, cls: int) -> Step:
+        """The ``C`` prefix follows the opener or a separator."""
+        if self._state in (_S_OPEN, _S_SEP):
+            self._state = _S_PREFIX
             return Step.MORE
-        # SEP, ESC, CLOSE: only after an id
+        return Step.FAIL
+
+    def _colon(self, ch: str, cls: int) -> Step:
+        """The colon follows the prefix."""
+        if self._state == _S_PREFIX:
+            self._state = _S_COLON
+            return Step.MORE
+        return Step.FAIL
+
+    def _range(self, ch: str, cls: int) -> Step:
+        """A range sign follows an item's first id."""
+        state = self._state
+        if state == _S_ID:
+            self._end_id()
+        elif state != _S_ID_WS:
+            return Step.FAIL
+        self._state = _S_RANGE
+        return Step.MORE
+
+    def _after_id(self, ch: str, cls: int) -> Step:
+        """A separator, the closer's escape or the closer: only after an id."""
+        state = self._state
         if state not in _AFTER_ID:
             return Step.FAIL
         if state in (_S_ID, _S_ID2) and not self._end_id():
@@ -226,3 +247,16 @@ class MarkerMatcher:
             return Step.MORE
         self._state = _S_OPEN
         return Step.DONE
+
+
+#: The matcher's transition for each character class, indexed by the class.
+_HANDLERS: Final[tuple[Callable[[MarkerMatcher, str, int], Step], ...]] = (
+    MarkerMatcher._space,  # _WS
+    MarkerMatcher._prefix,  # _PREFIX
+    MarkerMatcher._colon,  # _COLON
+    MarkerMatcher._after_id,  # _SEP
+    MarkerMatcher._after_id,  # _CLOSE
+    MarkerMatcher._digit,  # _DIGIT
+    MarkerMatcher._range,  # _RANGE
+    MarkerMatcher._after_id,  # _ESC
+)

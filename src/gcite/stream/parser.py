@@ -287,51 +287,61 @@ class CitationParser:
     # -- reasoning block (spec §4a) -------------------------------------------------
 
     def _consume(self, text: str) -> None:
-        i, n = 0, len(text)
-        while i < n and self._phase != _BODY:
+        """Feed ``text`` through the phases before the body (start, reasoning, after it)."""
+        i = 0
+        while i < len(text) and self._phase != _BODY:
             if self._phase == _START:
-                ch = text[i]
-                if not self._start_tag and ch in _START_SPACE:
-                    self._start_space.append(ch)
-                    i += 1
-                    continue
-                tag = self._start_tag + ch
-                if tag in _THINK_TAGS:
-                    self._phase, self._close_tag = _REASON, _THINK_TAGS[tag]
-                    self._start_space, self._start_tag = [], ""
-                elif any(t.startswith(tag) for t in _THINK_TAGS):
-                    self._start_tag = tag
-                else:  # no reasoning block: what was held is the answer's start
-                    held = "".join(self._start_space) + self._start_tag
-                    self._start_space, self._start_tag = [], ""
-                    self._phase = _BODY
-                    self._body(held)
-                    continue  # re-read ch in the body
-                i += 1
+                i = self._consume_start(text, i)
             elif self._phase == _REASON:
-                rest = self._reason_held + text[i:]
-                i = n
-                end = rest.find(self._close_tag)
-                if end >= 0:
-                    self._reasoning(rest[:end])
-                    self._reason_held = ""
-                    self._phase = _AFTER_REASON
-                    text, i, n = rest, end + len(self._close_tag), len(rest)
-                    continue
-                keep = rest.rfind("<", max(0, len(rest) - len(self._close_tag) + 1))
-                if keep >= 0 and self._close_tag.startswith(rest[keep:]):
-                    self._reasoning(rest[:keep])
-                    self._reason_held = rest[keep:]
-                else:
-                    self._reasoning(rest)
-                    self._reason_held = ""
+                text, i = self._consume_reasoning(text, i)
             else:  # line breaks right after the closing tag are dropped
-                if text[i] in "\r\n":
-                    i += 1
-                else:
-                    self._phase = _BODY
-        if i < n:
+                i = self._skip_line_break(text, i)
+        if i < len(text):
             self._body(text[i:] if i else text)
+
+    def _consume_start(self, text: str, i: int) -> int:
+        """One character at the answer's start: a ``<think>`` tag or the body's start."""
+        ch = text[i]
+        if not self._start_tag and ch in _START_SPACE:
+            self._start_space.append(ch)
+            return i + 1
+        tag = self._start_tag + ch
+        if tag in _THINK_TAGS:
+            self._phase, self._close_tag = _REASON, _THINK_TAGS[tag]
+            self._start_space, self._start_tag = [], ""
+        elif any(t.startswith(tag) for t in _THINK_TAGS):
+            self._start_tag = tag
+        else:  # no reasoning block: what was held is the answer's start
+            held = "".join(self._start_space) + self._start_tag
+            self._start_space, self._start_tag = [], ""
+            self._phase = _BODY
+            self._body(held)
+            return i  # re-read ch in the body
+        return i + 1
+
+    def _consume_reasoning(self, text: str, i: int) -> tuple[str, int]:
+        """Reasoning text up to the closing tag; returns the text and position to go on."""
+        rest = self._reason_held + text[i:]
+        end = rest.find(self._close_tag)
+        if end >= 0:
+            self._reasoning(rest[:end])
+            self._reason_held = ""
+            self._phase = _AFTER_REASON
+            return rest, end + len(self._close_tag)
+        keep = rest.rfind("<", max(0, len(rest) - len(self._close_tag) + 1))
+        if keep >= 0 and self._close_tag.startswith(rest[keep:]):
+            self._reasoning(rest[:keep])
+            self._reason_held = rest[keep:]
+        else:
+            self._reasoning(rest)
+            self._reason_held = ""
+        return rest, len(rest)
+
+    def _skip_line_break(self, text: str, i: int) -> int:
+        if text[i] in "\r\n":
+            return i + 1
+        self._phase = _BODY
+        return i
 
     # -- answer body state machine ----------------------------------------------------
 
@@ -400,90 +410,104 @@ class CitationParser:
             self._body(rest)
 
     def _body(self, text: str) -> None:
+        """The answer body: each step consumes one character or one plain run."""
         i, n = 0, len(text)
-        max_hold = self._max_hold
         while i < n:
-            held = self._held
-            if held:  # a possible marker: one more character (spec §5)
-                ch = text[i]
-                if len(held) == 1 and held[0] == ESCAPE:  # an escape waits for its opener
-                    if ch in OPENERS and max_hold > 2:
-                        held.append(ch)
-                        self._matcher.reset()
-                        i += 1
-                    else:
-                        self._hold_fail()
-                    continue
-                step = self._matcher.step(ch)
-                if step is Step.MORE:
-                    if len(held) + 1 < max_hold:
-                        held.append(ch)
-                        i += 1
-                        continue
-                elif step is Step.DONE and len(held) < max_hold:
-                    self._held = []
-                    for raw_id in self._matcher.ids:
-                        self._cite(raw_id)
-                    i += 1
-                    continue
-                self._hold_fail()  # FAIL, or no room left; re-read ch
-                continue
-            if self._run_len:
-                if text[i] == self._run_char:
-                    self._run_len += 1
-                    self._text(text[i])
-                    i += 1
-                else:
-                    self._resolve_run()
-                continue
-            ch = text[i]
-            if self._ls != _LS_NONE:
-                if self._ls == _LS_START and ch in "`~" and self._mode != _INLINE:
-                    self._start_run(ch)
-                    i += 1
-                    continue
-                if self._line_prefix(ch):
-                    i += 1
-                    continue
-            if self._mode == _NORMAL:
-                m = _NORMAL_STOP.search(text, i)
-                j = n if m is None else m.start()
-                if j > i:
-                    self._text(text[i:j])
-                    i = j
-                    continue
-                if ch == "\n":
-                    self._text(ch)
-                    self._new_line()
-                elif ch == "`":
-                    self._start_run(ch)
-                else:  # an opener or an escape: hold it
-                    self._matcher.reset()
-                    self._held = [ch]
-                i += 1
-            elif self._mode == _INLINE:
-                m = _INLINE_STOP.search(text, i)
-                j = n if m is None else m.start()
-                if j > i:
-                    self._text(text[i:j])
-                    i = j
-                    continue
-                if ch == "\n":
-                    self._text("\n")
-                    self._mode = _NORMAL
-                    self._new_line()
-                else:
-                    self._start_run("`")
-                i += 1
-            else:  # fenced code block
-                j = text.find("\n", i)
-                if j < 0:
-                    self._text(text[i:])
-                    i = n
-                else:
-                    self._text(text[i : j + 1])
-                    self._new_line()
-                    i = j + 1
+            if self._held:
+                i = self._held_step(text, i)
+            elif self._run_len:
+                i = self._run_step(text, i)
+            else:
+                i = self._plain_step(text, i, n)
+
+    def _held_step(self, text: str, i: int) -> int:
+        """A possible marker is held: one more character (spec §5)."""
+        held, ch, max_hold = self._held, text[i], self._max_hold
+        if len(held) == 1 and held[0] == ESCAPE:  # an escape waits for its opener
+            if ch in OPENERS and max_hold > 2:
+                held.append(ch)
+                self._matcher.reset()
+                return i + 1
+            self._hold_fail()
+            return i
+        step = self._matcher.step(ch)
+        if step is Step.MORE and len(held) + 1 < max_hold:
+            held.append(ch)
+            return i + 1
+        if step is Step.DONE and len(held) < max_hold:
+            self._held = []
+            for raw_id in self._matcher.ids:
+                self._cite(raw_id)
+            return i + 1
+        self._hold_fail()  # FAIL, or no room left; re-read ch
+        return i
+
+    def _run_step(self, text: str, i: int) -> int:
+        """Inside a run of backticks or tildes: extend it or resolve what it opens/closes."""
+        if text[i] == self._run_char:
+            self._run_len += 1
+            self._text(text[i])
+            return i + 1
+        self._resolve_run()
+        return i
+
+    def _plain_step(self, text: str, i: int, n: int) -> int:
+        """Neither holding nor in a run: line prefixes, then by code mode."""
+        ch = text[i]
+        if self._ls != _LS_NONE:
+            if self._ls == _LS_START and ch in "`~" and self._mode != _INLINE:
+                self._start_run(ch)
+                return i + 1
+            if self._line_prefix(ch):
+                return i + 1
+        if self._mode == _NORMAL:
+            return self._normal_step(text, i, n)
+        if self._mode == _INLINE:
+            return self._inline_step(text, i, n)
+        return self._fence_step(text, i, n)
+
+    def _normal_step(self, text: str, i: int, n: int) -> int:
+        """Outside code: copy the plain run, then a line break, a backtick or an opener."""
+        m = _NORMAL_STOP.search(text, i)
+        j = n if m is None else m.start()
+        if j > i:
+            self._text(text[i:j])
+            return j
+        ch = text[i]
+        if ch == "\n":
+            self._text(ch)
+            self._new_line()
+        elif ch == "`":
+            self._start_run(ch)
+        else:  # an opener or an escape: hold it
+            self._matcher.reset()
+            self._held = [ch]
+        return i + 1
+
+    def _inline_step(self, text: str, i: int, n: int) -> int:
+        """Inside an inline code span: literal up to a backtick run or a line break."""
+        m = _INLINE_STOP.search(text, i)
+        j = n if m is None else m.start()
+        if j > i:
+            self._text(text[i:j])
+            return j
+        if text[i] == "\n":
+            self._text("\n")
+            self._mode = _NORMAL
+            self._new_line()
+        else:
+            self._start_run("`")
+        return i + 1
+
+    def _fence_step(self, text: str, i: int, n: int) -> int:
+        """Inside a fenced code block: literal up to and including the line break."""
+        j = text.find("\n", i)
+        if j < 0:
+            self._text(text[i:])
+            return n
+        self._text(text[i : j + 1])
+        self._new_line()
+        return j + 1
 
 
 @dataclass(frozen=True)

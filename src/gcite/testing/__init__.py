@@ -5,7 +5,8 @@ What is here (none of it imports pytest except the contract suites):
 - contract suites, as mixin classes for pytest (pytest-asyncio in auto mode for the
   async ones): :mod:`gcite.testing.store_contract` (``KnowledgeStore``),
   :mod:`gcite.testing.web_contract` (``WebSource``), :mod:`gcite.testing.llm_contract`
-  (``LLMBackend``); each module's docstring names the fixtures a subclass provides;
+  (``LLMBackend``), :mod:`gcite.testing.admin_contract` (``KnowledgeAdmin``); each
+  module's docstring names the fixtures a subclass provides;
 - :mod:`gcite.testing.corpus`: the documents the store contract searches;
 - :class:`MemoryStore` (:mod:`gcite.testing.memory`): an in-memory ``KnowledgeStore``
   (lexical scoring, no embeddings) for tests of what sits above the store;
@@ -37,8 +38,8 @@ Running a contract suite against your own implementation (``pip install gcite[te
         def reopen(self, my_kb):
             return lambda: open_my_store(my_kb)
 
-then ``pytest test_my_store.py``. docs/testing.md has the same for web sources and model
-backends.
+then ``pytest test_my_store.py``. docs/testing.md has the same for web sources, model
+backends and knowledge admins.
 """
 
 from __future__ import annotations

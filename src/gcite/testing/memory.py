@@ -22,15 +22,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gcite.errors import FilterError, StoreError
+from gcite.errors import StoreError
 from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.chunking import bounded, chunk_text
 from gcite.knowledge.filters import ROLE_FIELD, Node, build_filter, filter_payload
 from gcite.knowledge.ingest import MAX_TITLE_CHARS
 from gcite.knowledge.relevance import LEXICAL_ONLY, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
+from gcite.knowledge.search_args import (
+    check_roles,
+    clamp_threshold,
+    clamp_top_k,
+    query_text,
+    unknown_dataset,
+)
 from gcite.knowledge.sparse import document_vector, query_weights
-from gcite.knowledge.store import MAX_QUERY_CHARS, MAX_TOP_K, payload_of
+from gcite.knowledge.store import payload_of
+from gcite.knowledge.vocabulary import (
+    Vocabulary,
+    build_vocabulary,
+    document_vocabulary,
+    shipped_synonyms,
+)
 from gcite.roles import validate_metadata
 
 Payload = Mapping[str, Any]
@@ -121,9 +134,20 @@ class MemoryStore:
     chunker's sizes in characters. A closed store raises :class:`StoreError`.
     """
 
-    def __init__(self, *, chunk_size: int = 600, chunk_overlap: int = 80) -> None:
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 600,
+        chunk_overlap: int = 80,
+        synonyms: Sequence[tuple[str, ...]] | None = None,
+    ) -> None:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        # the query vocabulary (gcite.knowledge.vocabulary): each document's words, and
+        # the synonym groups (default: the shipped table)
+        self._synonyms = list(shipped_synonyms() if synonyms is None else synonyms)
+        self._vocabularies: dict[str, dict[str, Any]] = {}
+        self._vocabulary: Vocabulary | None = None
         self._points: dict[str, list[_Point]] = {}  # document id -> its chunks
         self._datasets: dict[str, dict[str, Any]] = {}
         self._array_fields: set[str] = {ROLE_FIELD}
@@ -180,7 +204,20 @@ class MemoryStore:
                 indexed = f"{title}\n{chunk.text}"
                 points.append(_Point(payload, frozenset(document_vector(indexed).indices)))
             self._points[document_id] = points
+            self._vocabularies[document_id] = document_vocabulary(text)
+            self._vocabulary = None
         return document_id
+
+    def vocabulary(self) -> Vocabulary:
+        """The query vocabulary of the documents stored now."""
+        with self._lock:
+            if self._vocabulary is None:
+                self._vocabulary = build_vocabulary(self._vocabularies.values(), self._synonyms)
+            return self._vocabulary
+
+    def normalise_query(self, query: str) -> str:
+        """``query`` in the stored documents' wording, as :meth:`search` searches it."""
+        return self.vocabulary().normalise(query_text(query))
 
     def ingest(
         self, paths: Iterable[Path], *, dataset: str, manifest: Path | None = None
@@ -238,15 +275,13 @@ class MemoryStore:
         """Lexical search -> Dify KR ``result`` items; shapes and errors as
         :class:`~gcite.knowledge.KnowledgeStore` (``top_k`` clamped to 1-100)."""
         self._check_open()
-        if not isinstance(query, str):
-            raise FilterError(f"query 必须是字符串，得到 {type(query).__name__}")
+        text = query_text(query)
         matches = self._filter(dataset, roles, condition)
-        text = query.strip()[:MAX_QUERY_CHARS]
         if not text:
             return []
-        weights = query_weights(text)
-        limit = min(max(int(top_k), 1), MAX_TOP_K)
-        threshold = min(max(float(score_threshold), 0.0), 1.0)
+        weights = query_weights(self.vocabulary().normalise(text))
+        limit = clamp_top_k(top_k)
+        threshold = clamp_threshold(score_threshold)
         scored: list[tuple[float, dict[str, Any]]] = []
         with self._lock:
             points = [p for chunks in self._points.values() for p in chunks]
@@ -271,8 +306,7 @@ class MemoryStore:
     ) -> set[str]:
         """The ids among ``document_ids`` stored (in ``dataset``) and visible to ``roles``."""
         self._check_open()
-        if isinstance(roles, str) or not all(isinstance(r, str) for r in roles):
-            raise FilterError("roles 必须是字符串列表")
+        check_roles(roles)
         with self._lock:
             if dataset is not None and dataset not in self._datasets:
                 return set()
@@ -302,10 +336,7 @@ class MemoryStore:
         roles: Sequence[str] | None,
         condition: Mapping[str, Any] | Node | None,
     ) -> Predicate:
-        if roles is not None and (
-            isinstance(roles, str) or not all(isinstance(r, str) for r in roles)
-        ):
-            raise FilterError("roles 必须是字符串列表")
+        check_roles(roles)
         with self._lock:
             fields = frozenset(self._array_fields)
             known = sorted(self._datasets)
@@ -313,7 +344,7 @@ class MemoryStore:
             MemoryModels(), dataset=dataset, roles=roles, condition=condition, array_fields=fields
         )
         if dataset is not None and dataset not in known:
-            raise StoreError(f"知识库中没有数据集 {dataset!r}（现有: {', '.join(known)}）")
+            raise unknown_dataset(dataset, known)
         return predicate if predicate is not None else (lambda p: True)
 
     def _check_open(self) -> None:

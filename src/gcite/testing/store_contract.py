@@ -52,6 +52,13 @@ class KnowledgeStoreContract:
         high = store.search("管理", roles=None, top_k=10, score_threshold=0.99)
         assert all(i["metadata"]["score"] >= 0.99 for i in high)
 
+    def test_a_homophone_typo_finds_what_the_word_finds(self, store: Any) -> None:
+        # 维宝 (a pinyin-input slip for 维保, a word of the documents) is searched as 维保
+        right = store.search("维保记录由谁签字", roles=None, top_k=1)
+        typo = store.search("维宝记录由谁签字", roles=None, top_k=1)
+        assert right and typo and typo[0]["content"] == right[0]["content"]
+        assert typo[0]["metadata"]["score"] == right[0]["metadata"]["score"]
+
     def test_blank_query_finds_nothing(self, store: Any) -> None:
         assert store.search("   ", roles=None) == []
 

@@ -11,7 +11,17 @@ report, the value of ``message_end.metadata.gcite_verification``::
                                    "support": {"text": "物业须在 5 分钟内到场…",
                                                "start": 261, "end": 283},
                                    "missing_numbers": []}]}],
-     "weak": [{"sentence": 0, "id": "2"}], "checked": 3, "supported": 2}
+     "weak": [{"sentence": 0, "id": "2"}], "checked": 3, "supported": 2,
+     "answers_question": true | false | null,
+     "answering": null | {"parts": [{"text": "电梯关人了物业几分钟能到", "types": ["duration"],
+                                     "typed": true, "cover": 0.71, "missing": ["关人"],
+                                     "answered": true, "refused": false}],
+                          "min_cover": 0.25}}
+
+Two dimensions: *supported* (``sentences``, ``weak``: does each cited chunk state its
+sentence) and *answers the question* (``answers_question``, ``answering``: does the
+answer give what the question asks for, :func:`answering_report`; null when the run
+had no question or cited nothing).
 
 ``start``/``end`` of a sentence are offsets in the answer *without markers* (what the
 user reads); ``support.start``/``end`` are offsets in the cited chunk's ``content``.
@@ -29,12 +39,20 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.stream.parser import parse_all
+from gcite.verify.asks import answer_check
 from gcite.verify.support import SupportModel, support_model
 
 #: A citation whose support score is below this is weak ("该来源未能直接支持这句话").
 #: Chosen from the planted-error curve (docs/benchmarks.md, "Citation verifier").
 DEFAULT_THRESHOLD = 0.45
+#: The second dimension flags an answer holding less than this share of a question
+#: part's content words (the offline answerer itself refuses below
+#: :data:`gcite.verify.asks.MIN_WORD_COVER`): a warning zone, not a refusal.
+FLAG_COVER = 0.25
+#: ... unless it holds at least this many of the part's own content words.
+FLAG_WORDS = 3
 _ENDS = "。！？!?；;\n"
+_CLAUSE_ENDS = "；;"
 _CLOSERS = "”’」』）)"
 
 
@@ -52,8 +70,11 @@ def answer_claims(answer: str) -> list[Claim]:
     """The answer's sentences with the raw ids they cite, in order.
 
     A marker belongs to the sentence whose text precedes it; a marker right after a
-    sentence end ("…到场。[C:2]") belongs to that sentence. Sentences without text
-    (punctuation only) are dropped; sentences without a marker are kept with ``ids=[]``.
+    sentence end ("…到场。[C:2]") belongs to that sentence. A clause ended by "；" / ";"
+    is a sentence of its own only when it carries a marker; otherwise it stays joined
+    to the clauses after it, up to their marker ("全部 24 个点位；日间……一条线路[C:1]。" is
+    one claim citing 1). Sentences without text (punctuation only) are dropped;
+    sentences without a marker are kept with ``ids=[]``.
     """
     claims: list[Claim] = []
     current = Claim("", 0, 0)
@@ -86,11 +107,22 @@ def answer_claims(answer: str) -> list[Claim]:
         for ch in text:
             current.text += ch
             pos += 1
-            if ch in _ENDS:
+            if ch in _ENDS and (ch not in _CLAUSE_ENDS or current.ids):
                 close()
         # closers right after an end stay with the closed sentence (rare; ignored)
     close()
     return claims
+
+
+def _cited_titles(answer: str, chunks: Sequence[Mapping[str, Any]]) -> str:
+    """The document titles of the chunks ``answer`` cites, space-separated."""
+    cited = {raw for claim in answer_claims(answer) for raw in claim.ids}
+    titles = [
+        str(chunk.get("document_title") or "")
+        for chunk in chunks
+        if str(chunk.get("id") or "").strip() in cited
+    ]
+    return " ".join(dict.fromkeys(t for t in titles if t))
 
 
 def _content_of(chunks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -103,18 +135,90 @@ def _content_of(chunks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+def answering_report(
+    question: str,
+    answer: str,
+    *,
+    search_query: str = "",
+    context: str = "",
+    min_cover: float = FLAG_COVER,
+) -> dict[str, Any] | None:
+    """The second dimension: does ``answer`` (markers included) answer ``question``?
+
+    ``{"answers_question": bool, "parts": [{"text", "types", "typed", "cover",
+    "missing", "answered", "refused"}], "min_cover": 0.25}``, or None when there is
+    nothing to judge (no question, or nothing cited: a refusal). Each part of the
+    question (:func:`gcite.verify.asks.question_parts`) is answered when the answer
+    gives a value of the strict answer type it asks for (a sum of money, a duration, a
+    phone number, a place...) and holds ``min_cover`` of the weight of its content
+    words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them.
+    ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
+    its words at half weight, its answer types when the part asks none).
+    ``context``: the cited documents' titles (words found there count half). When
+    the answer also says something it does not cite (a part it declares unknown:
+    "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
+    ``answers_question`` is False when some part is neither answered nor refused.
+    """
+    claims = answer_claims(answer)
+    if not question.strip() or not any(claim.ids for claim in claims):
+        return None
+    text = "".join(claim.text for claim in claims)
+    carried = ""
+    if search_query.strip() and search_query.strip() != question.strip():
+        carried = search_query.replace(question.strip(), " ").strip()
+    declares = any(not claim.ids for claim in claims)
+    parts: list[dict[str, Any]] = []
+    for check in answer_check(question, text, carried=carried, context=context):
+        answered = check.typed and check.covered(min_cover, FLAG_WORDS)
+        parts.append(
+            {
+                "text": check.text,
+                "types": list(check.types),
+                "typed": check.typed,
+                "cover": check.cover,
+                "missing": list(check.missing),
+                "answered": answered,
+                "refused": declares and not answered,
+            }
+        )
+    ok = all(p["answered"] or p["refused"] for p in parts) and any(p["answered"] for p in parts)
+    return {"answers_question": ok, "parts": parts, "min_cover": min_cover}
+
+
 def verify_answer(
     answer: str,
     chunks: Sequence[Mapping[str, Any]],
     model: SupportModel,
     *,
     threshold: float = DEFAULT_THRESHOLD,
+    question: str = "",
+    search_query: str = "",
 ) -> dict[str, Any]:
     """The verification report of ``answer`` against ``chunks`` (module docstring shape).
 
-    ``chunks``: the run's UnifiedChunks (``id``, ``content``). Never raises on odd
-    input: an empty answer gives ``sentences: []``.
+    ``chunks``: the run's UnifiedChunks (``id``, ``content``); ``question``: the user's
+    question (and ``search_query`` the run's retrieval query), for the second
+    dimension (:func:`answering_report`: ``answers_question`` and ``answering``; both
+    None without a question or for a refusal). Never raises on odd input: an empty
+    answer gives ``sentences: []``.
     """
+    report = _support_report(answer, chunks, model, threshold=threshold)
+    answering = answering_report(
+        question, answer, search_query=search_query, context=_cited_titles(answer, chunks)
+    )
+    report["answers_question"] = None if answering is None else answering.pop("answers_question")
+    report["answering"] = answering
+    return report
+
+
+def _support_report(
+    answer: str,
+    chunks: Sequence[Mapping[str, Any]],
+    model: SupportModel,
+    *,
+    threshold: float,
+) -> dict[str, Any]:
+    """The first dimension: every (sentence, cited chunk) pair's support."""
     claims = answer_claims(answer)
     contents = _content_of(chunks)
     pairs: list[tuple[str, str]] = []
@@ -247,8 +351,9 @@ JUDGE_BUDGET_S = 20.0
 
 def make_verifier(
     settings: Settings, *, threshold: float = DEFAULT_THRESHOLD
-) -> Callable[[str, list[dict[str, Any]]], dict[str, Any]]:
-    """The run-end verifier for ``settings``: ``(answer, chunk_metadata) -> report``, on
+) -> Callable[[str, list[dict[str, Any]], str, str], dict[str, Any]]:
+    """The run-end verifier for ``settings``: ``(answer, chunk_metadata, question="",
+    search_query="") -> report`` (:func:`verify_answer`), on
     :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
     with the model judge of :mod:`gcite.verify.judge` when ``settings.verify`` has a
     ``judge_base_url`` and a ``judge_model``. Its ``warm_up()`` attribute runs the offline part
@@ -261,9 +366,18 @@ def make_verifier(
 
         judge = Judge(checks.judge_base_url, checks.judge_model, checks.judge_api_key)
 
-    def verify(answer: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    def verify(
+        answer: str, chunks: list[dict[str, Any]], question: str = "", search_query: str = ""
+    ) -> dict[str, Any]:
         with OFFLINE_LOCK:  # CPU work: one at a time in a process
-            report = verify_answer(answer, chunks, model, threshold=threshold)
+            report = verify_answer(
+                answer,
+                chunks,
+                model,
+                threshold=threshold,
+                question=question,
+                search_query=search_query,
+            )
         if judge is not None and report["checked"]:  # network calls: concurrently
             from gcite.verify.judge import apply_judge
 

@@ -53,6 +53,15 @@ _USER_AGENT = "gcite-web/0.1"
 
 
 @dataclass(frozen=True)
+class RetryTiming:
+    """How a client waits between attempts: ``sleep(seconds)`` and ``rand()`` in [0, 1)
+    for the jitter (defaults :func:`asyncio.sleep`, :func:`random.random`)."""
+
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    rand: Callable[[], float] = random.random
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long to retry a failed provider call.
 
@@ -186,8 +195,8 @@ class JsonClient:
     ``timeout_s`` is the whole budget of one :meth:`post_json` call, seconds;
     ``connect_timeout_s`` caps the TCP/TLS connect of each attempt.
 
-    ``sleep`` / ``rand`` exist for deterministic tests; they default to
-    :func:`asyncio.sleep` and :func:`random.random`.
+    ``timing`` (:class:`RetryTiming`: the sleep and the jitter's random numbers between
+    attempts) exists for deterministic tests.
 
     Raises :class:`ConfigError` at construction for a bad URL or timeout.
     """
@@ -202,8 +211,7 @@ class JsonClient:
         connect_timeout_s: float = 3.0,
         retry: RetryPolicy | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        rand: Callable[[], float] = random.random,
+        timing: RetryTiming | None = None,
     ) -> None:
         if not timeout_s > 0:
             raise ConfigError(f"{source} 的超时时间必须大于 0 秒: {timeout_s}")
@@ -214,8 +222,9 @@ class JsonClient:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = max_response_bytes
         self._headers = {"User-Agent": _USER_AGENT, "Accept": "application/json", **headers}
-        self._sleep = sleep
-        self._rand = rand
+        timing = timing or RetryTiming()
+        self._sleep = timing.sleep
+        self._rand = timing.rand
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: set[asyncio.Future[None]] = set()
@@ -344,6 +353,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "JsonClient",
     "RetryPolicy",
+    "RetryTiming",
     "check_base_url",
     "classify_status",
     "excerpt",

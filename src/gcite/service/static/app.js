@@ -16,6 +16,7 @@ import {
   sheetText,
   splitReasoning,
   WEAK_SUPPORT_TEXT,
+  answerNoticeText,
   chunkSupport,
   supportParts,
   verificationOf,
@@ -361,6 +362,16 @@ function showSupport(chunk, sheet) {
   }, 0);
 }
 
+// The verifier found (a part of) the question unanswered: a small notice under the answer,
+// naming the parts (text only).
+function showAnswerNotice(view, report) {
+  var text = answerNoticeText(report);
+  if (!text || view.notice) return;
+  view.notice = el("div", "answer-notice", text);
+  view.notice.setAttribute("role", "note");
+  view.bubble.insertBefore(view.notice, view.status);
+}
+
 // After message_end: remember the report for each cited chunk; superscripts and panel rows
 // of a chunk the verifier found no support in are marked weak.
 function applyVerification(view, report, metadata) {
@@ -368,6 +379,7 @@ function applyVerification(view, report, metadata) {
   metadata.forEach(function (chunk) {
     if (chunk && typeof chunk === "object") reportOf.set(chunk, report);
   });
+  showAnswerNotice(view, report);
   var weak = weakIds(report);
   if (!weak.length) return;
   weak.forEach(function (id) {

@@ -69,6 +69,7 @@ Component({
     canRetry: false,
     retryText: '重试',
     weakLegend: '',
+    answerNotice: '',
     incomplete: false,
     panelRows: [],
     panelOpen: false,
@@ -143,6 +144,7 @@ Component({
         canRetry: false,
         retryText: TEXT.retry,
         weakLegend: '',
+        answerNotice: '',
         incomplete: false,
         panelRows: [],
         panelOpen: false,
@@ -402,6 +404,9 @@ Component({
         patch.panelRows = view.panelRows(this._panel, weak);
         patch.weakLegend = TEXT.weakLegend;
       }
+      // ... and an answer the verifier found not to answer (a part of) the question gets
+      // a small notice naming the parts.
+      patch.answerNotice = client.answerNoticeText(this._report);
       var status;
       if (error && error.code === 'aborted') {
         status = 'stopped';

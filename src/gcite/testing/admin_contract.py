@@ -1,10 +1,14 @@
 """The KnowledgeAdmin contract: one suite every management implementation passes.
 
-A test module subclasses :class:`KnowledgeAdminContract` and provides two fixtures:
-``admin`` (a :class:`gcite.knowledge.admin.KnowledgeAdmin` on a knowledge base with no
-dataset named like the ones below) and ``search`` (a function ``(query, roles) -> set of
-document names`` searching the same knowledge base, as the chat would). Each test uses
-datasets of its own name, so one knowledge base may serve the whole class.
+Subclass :class:`KnowledgeAdminContract` in a pytest module and provide two fixtures:
+
+- ``admin``: a :class:`gcite.knowledge.admin.KnowledgeAdmin` on a knowledge base with no
+  dataset named like the ones the suite makes;
+- ``search``: a function ``(query, roles) -> set of document names`` (:data:`Search`)
+  searching the same knowledge base, as the chat would (``roles=None``: no role filter).
+
+Each test uses datasets of its own name, so one knowledge base may serve the whole class.
+Nothing here knows which backend runs underneath. Needs pytest (the ``testing`` extra).
 """
 
 from __future__ import annotations
@@ -68,20 +72,22 @@ class KnowledgeAdminContract:
 
     def test_unknown_datasets_and_documents_are_404(self, admin: KnowledgeAdmin) -> None:
         missing = _name("没有")
-        for call in (
+        calls: tuple[Callable[[], object], ...] = (
             lambda: admin.delete_dataset(missing),
             lambda: admin.list_documents(missing),
             lambda: admin.upsert_document(missing, name="a.md", data=b"# a\n\ntext"),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ManageError) as exc:
                 call()
             assert exc.value.status == 404
         name = _name("库")
         admin.create_dataset(name)
-        for call in (
+        calls = (
             lambda: admin.find_document(name, "nope.md"),
             lambda: admin.delete_document(name, "nope.md"),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ManageError) as exc:
                 call()
             assert exc.value.status == 404
@@ -278,10 +284,11 @@ class KnowledgeAdminContract:
             admin.rename_tag(other.id, first)
         assert taken.value.status == 400
         missing = str(uuid.uuid4())
-        for call in (
+        calls: list[Callable[[], TagInfo]] = [
             lambda: admin.rename_tag(missing, _name("标签")),
             lambda: admin.delete_tag(missing),
-        ):
+        ]
+        for call in calls:
             with pytest.raises(ManageError) as unknown:
                 call()
             assert (unknown.value.status, unknown.value.code) == (404, "not_found")

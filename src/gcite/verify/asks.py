@@ -1,0 +1,425 @@
+"""What a question asks for, and whether a text gives it: answer types, parts, content words.
+
+Pure functions, no I/O; shared by the offline answerer (:mod:`gcite.generate.extractive`,
+which refuses a question no retrieved sentence can answer) and the verifier's second
+dimension (:func:`answer_check`: does the answer answer the question).
+
+* :func:`question_types` - the kinds of answer a question asks for (:data:`TYPES`): a sum
+  of money (``money``), a duration or deadline (``duration``), how often
+  (``frequency``), how many (``count``), a clock time or date (``time``), a place
+  (``place``), a phone number (``phone``), who / which office (``who``), a name, brand
+  or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
+  how to do it (``procedure``), which ones (``list``) and yes / no (``yesno``).
+  The first ones are *strict*: a text that does not contain such a value (a number
+  with a money unit, a duration, a phone number...) does not answer, however close
+  its topic. ``procedure``, ``list`` and ``yesno`` only say what a good answer looks
+  like (steps, an enumeration, a rule).
+* :func:`gives` - whether a text contains a value of a type.
+* :func:`question_parts` - a message holding several questions ("电梯困人怎么办，救援多久
+  到？") cut into one part per question; clauses that ask nothing ("哎请问一下") stay
+  with their neighbour.
+* :func:`answer_check` - per part: its types, whether the answer gives them, and the
+  share of the part's content words (IDF-weighted, :func:`gcite.knowledge.sparse.terms`,
+  the one tokeniser) the answer holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gcite.knowledge.sparse import terms
+from gcite.verify.text import bigram_coverage
+
+_NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
+_TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
+
+
+@dataclass(frozen=True)
+class AskType:
+    """One answer type: ``asked`` matches a question asking for it, ``answer`` a text
+    giving it; ``strict``: a text without such a value does not answer."""
+
+    name: str
+    asked: re.Pattern[str]
+    answer: re.Pattern[str]
+    strict: bool = True
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+#: The answer types, most specific first (see the module docstring).
+TYPES: tuple[AskType, ...] = (
+    AskType(
+        "money",
+        _re(
+            r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
+            r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴多少|补助多少|津贴|多少元|工资多少|贵不贵"
+        ),
+        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|收费标准|计费|不另收"),
+    ),
+    AskType(
+        "frequency",
+        _re(
+            r"(?:多久|多长时间|隔多久|多少天|几天|几个月|多少小时|几小时|几个小时).{0,8}(?:一次|一回|一趟|一圈)"
+            r"|几次|多少次|多频繁|频率|多久.{0,3}(?:转|巡|查|检|换|洗|保养|清洗|演练)"
+        ),
+        _re(
+            rf"每\s*{_NUM}?\s*(?:个)?{_TIME_UNIT}|每(?:年|月|周|天|日|班|季度|半年)|{_NUM}\s*次"
+            r"|一次|每隔|定期"
+        ),
+    ),
+    AskType(
+        "duration",
+        _re(
+            r"多久|多长时间|多少时间|几天|几个?小时|几个钟|几分钟|多少(?:天|日|小时|分钟|个工作日|个月|年)"
+            r"|几个月|几年|几个工作日|时限|期限|有效期|多快|提前多|保存多|保留多|多长[？?]?$|任期"
+        ),
+        _re(rf"{_NUM}\s*{_TIME_UNIT}|当天|当日|立即|立刻|马上|随时|长期|永久|之日起|以内|之内"),
+    ),
+    AskType(
+        "time",
+        _re(
+            r"几点|什么时候|啥时候|何时|哪天|几号|几月|什么时间|哪个时间|时间段|开到几"
+            r"|哪一天|什么日子|日期"
+        ),
+        _re(
+            r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|[一二三四五六七八九十]+\s*点|\d+\s*月|周[一二三四五六日末]"
+            r"|星期|工作日|节假日|上午|下午|晚上|夜间|凌晨|白天|日间|\d{4}\s*年|之日起|之前|以前|之后"
+            r"|以后|前|后|期间|时|当天|每(?:年|月|周|天|日)"
+        ),
+    ),
+    AskType(
+        "phone",
+        _re(
+            r"(?:电话|号码|热线|手机|分机).{0,6}(?:多少|是啥|是什么|几号|啥)|打(?:哪个|什么|几号)"
+            r"|拨(?:哪个|什么|几号)|电话号|联系电话|联系方式|号码"
+        ),
+        _re(r"\d{3,}(?:[-\s]\d{3,})*"),
+    ),
+    AskType(
+        "count",
+        _re(
+            r"(?<!好)(?:几|多少)\s*(?:个|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
+        ),
+        _re(
+            rf"{_NUM}\s*(?:个|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
+            r"|\d+"
+        ),
+    ),
+    AskType(
+        "measure",
+        _re(
+            r"多大|多重|多少公斤|多高|多长(?!时间)|多宽|多少米|面积|容量|功率|多少瓦|多少千瓦|多少度"
+            r"|温度|多少吨|多少升"
+        ),
+        _re(rf"{_NUM}\s*(?:公斤|kg|千克|米|m|平方|㎡|kw|千瓦|瓦|吨|度|℃|升|l|人|寸|厘米|cm|毫米)"),
+    ),
+    AskType(
+        "ratio",
+        _re(r"比例|百分之|多少比例|几成|占多少|百分比|几折|打折"),
+        _re(r"\d\s*%|百分之|分之|\d\s*成|[一二三四五六七八九]成|比例|折"),
+    ),
+    AskType(
+        "place",
+        _re(
+            r"哪里|在哪|哪儿|哪边|什么地方|啥地方|什么位置|位置在|地点|放哪|停哪|站哪|去哪|几楼"
+            r"|哪层|哪一层|哪个门|哪个口|在几层|哪个房间|哪个区"
+        ),
+        _re(
+            r"位于|设在|设于|存放|放在|放置|停放|集合点|\d+\s*层|[一二三四五六七八九十]+\s*层|(?<![a-z])[bＢ]\d"
+            r"|[东西南北]侧|[东西南北]门|大堂|广场|机房|上风|下风|方向|附近|旁边|对面"
+            r"|(?:在|于|到|至|去)[^，。；]{0,12}(?:室|房|厅|柜|库|区|门|台|处|楼|层|侧|车位|中心)"
+        ),
+    ),
+    AskType(
+        "level",
+        _re(r"第几|几级|哪一级|哪级|什么级别|哪个级别|哪个等级|什么等级"),
+        _re(r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色"),
+    ),
+    AskType(
+        "penalty",
+        _re(r"怎么罚|如何处罚|怎么处罚|什么处罚|罚不罚|会被罚|被罚|处罚|承担什么责任|什么责任"),
+        _re(r"罚款|处罚|警告|拘留|吊销|责令|追究|处分|没收|赔偿|责任"),
+    ),
+    AskType(
+        "code",
+        _re(r"密码|验证码|取件码|口令"),
+        _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为|[:：])\s*\S|\d{4,}"),
+    ),
+    AskType(
+        "brand",
+        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|供应商|哪家的"),
+        _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
+    ),
+    AskType(
+        "model",
+        _re(r"型号|规格"),
+        _re(r"型号|规格|[a-z]{1,5}-?\d{2,}"),
+    ),
+    AskType(
+        "name",
+        _re(r"叫什么名|名字|姓名|叫啥|叫什么"),
+        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅室馆楼]"),
+    ),
+    AskType(
+        "who",
+        _re(
+            r"找谁|联系谁|问谁|谁负责|谁来|谁出|谁管|谁批|谁审|谁签|谁承担|由谁|是谁|谁[？?]?$|打给谁"
+            r"|哪个部门|什么部门|哪个单位|什么单位|谁"
+        ),
+        _re(
+            r"部|主管|经理|负责人|人员|单位|中心|服务台|业主|租户|物业|机构|部门|政府|委员会|公司"
+            r"|派出所|员|者|方|人|师|长|队|组|科|局|所|会|由.{1,12}(?:负责|承担|组织|审批|批准|签发)"
+        ),
+    ),
+    AskType(
+        "procedure",
+        _re(
+            r"怎么办|咋办|怎么处理|如何处理|怎么做|怎么弄|咋弄|怎么用|如何用|怎样用|咋用|怎么使用"
+            r"|如何使用|怎么操作|如何操作|步骤|流程|怎么报|怎么登记|咋登记|怎么预订|怎么订|咋订"
+            r"|怎么申请|如何申请|怎么走|该干啥|该做什么|要做什么|应该怎么|怎么才能|如何|怎样|咋整"
+            r"|怎么"
+        ),
+        _re(
+            r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
+            r"|上报|报修|登记|通过|扫描|出示|选择|填写|提交|关闭|打开|使用|须|应|请|先"
+        ),
+        strict=False,
+    ),
+    AskType(
+        "list",
+        _re(r"哪些|有什么|有啥|都有|包括什么|包括哪|几类|哪几"),
+        _re(r"、|：|:|包括|分为|以下"),
+        strict=False,
+    ),
+    AskType(
+        "yesno",
+        _re(
+            r"吗[？?。！!\s]*$|能不能|可不可以|可以不|是不是|是否|有没有|要不要|会不会|行不行|需不需要"
+            r"|用不用|让不让|准不准|算不算|能否|可否|得不得"
+        ),
+        _re(r"可以|可|能|不得|禁止|严禁|须|必须|应|不能|不可|允许|无需|不需要|需|是|有|算|视为|不"),
+        strict=False,
+    ),
+)
+_BY_NAME = {t.name: t for t in TYPES}
+#: Types that, when asked, make a wider one redundant ("多久一次" asks how often, not
+#: how long; "电话多少" asks for a phone number, not a count).
+_SHADOWS = {
+    "frequency": ("duration", "count", "time"),
+    "phone": ("count", "who", "procedure"),
+    "money": ("count", "penalty"),
+    "penalty": ("procedure",),
+    "measure": ("count",),
+    "duration": ("time",),
+}
+
+
+def question_types(question: str) -> tuple[str, ...]:
+    """The names of the answer types ``question`` asks for, in :data:`TYPES` order."""
+    found = [t.name for t in TYPES if t.asked.search(question)]
+    shadowed = {name for asked in found for name in _SHADOWS.get(asked, ())}
+    return tuple(name for name in found if name not in shadowed)
+
+
+def strict_types(types: tuple[str, ...]) -> tuple[str, ...]:
+    """The strict ones among ``types`` (a text lacking their value does not answer)."""
+    return tuple(name for name in types if _BY_NAME[name].strict)
+
+
+def gives(type_name: str, text: str) -> bool:
+    """Whether ``text`` contains a value of the type ``type_name`` (see :data:`TYPES`)."""
+    return bool(_BY_NAME[type_name].answer.search(text))
+
+
+def gives_any(types: tuple[str, ...], text: str) -> bool:
+    """Whether ``text`` gives one of the strict ``types`` (True when none is strict)."""
+    strict = strict_types(types)
+    return not strict or any(gives(name, text) for name in strict)
+
+
+_PIECE_RE = re.compile(r"[^？?；;，,。！!\n]+[？?；;，,。！!\n]*")
+_JOINER_RE = re.compile(r"^(?:还有|另外|以及|并且|而且|同时|顺便问一?下|再问一?下|那)")
+#: A part needs at least this many characters of its own (a shorter typed clause, "几个",
+#: stays with its neighbour).
+MIN_PART_CHARS = 3
+
+
+def _asks(piece: str) -> bool:
+    return bool(question_types(piece)) or piece.rstrip().endswith(("？", "?"))
+
+
+def question_parts(question: str) -> list[str]:
+    """The questions a message asks, one string per part, in order (at least one).
+
+    The message is cut at ？?；;，,。！! and at "还有 / 另外 / 以及 …"; a piece that
+    asks something (an answer type, or a question mark) starts a new part when the part
+    before it asks something too; other pieces join the part before them (the first
+    ones the part after them). A message asking one thing is one part, unchanged.
+    """
+    pieces = [p.strip() for p in _PIECE_RE.findall(question) if p.strip()]
+    parts: list[str] = []
+    asked: list[bool] = []
+    for piece in pieces:
+        bare = _JOINER_RE.sub("", piece).strip("？?；;，,。！! ")
+        asks = _asks(piece) and len(bare) >= MIN_PART_CHARS
+        if parts and (not asks or not asked[-1]):
+            parts[-1] += piece
+            asked[-1] = asked[-1] or asks
+            continue
+        parts.append(piece)
+        asked.append(asks)
+    if len(parts) <= 1:
+        return [question.strip()] if question.strip() else []
+    return parts
+
+
+#: Words that ask rather than say (removed with the answer-type phrases before the
+#: question's content words are taken).
+_ASKING_RE = re.compile(
+    r"什么|啥|哪|怎么|咋|怎样|如何|吗|呢|吧|啊|呀|哈|嘛|多少|几|多久|多长|会怎样|怎么样|请问|一下"
+    r"|那个|哎|嗯|是不是|能不能|可不可以|有没有|要不要|会不会|行不行"
+)
+
+
+def content_terms(question: str) -> dict[str, float]:
+    """The question's content words -> IDF weight (:func:`gcite.knowledge.sparse.terms`),
+    without what only asks: the answer-type phrases ("多长时间", "在哪"), interrogatives
+    and particles, a leading "那 / 还有"."""
+    text = _JOINER_RE.sub("", question.strip())
+    for kind in TYPES:
+        text = kind.asked.sub(" ", text)
+    return dict(terms(_ASKING_RE.sub(" ", text)))
+
+
+def _close_in_order(word: str, text: str) -> bool:
+    """A two-character word whose characters occur in order, close together ("灯坏" in
+    "灯具损坏")."""
+    first = text.find(word[0])
+    while first >= 0:
+        if word[1] in text[first + 1 : first + 4]:
+            return True
+        first = text.find(word[0], first + 1)
+    return False
+
+
+def _word_found(word: str, text: str) -> float:
+    """1 when ``word`` is in ``text``; 0.5 when half its bigrams are (typos, other cuts)
+    or, for a two-character word, its characters are close together in order."""
+    if word in text:
+        return 1.0
+    if len(word) > 2 and bigram_coverage(word, text) >= 0.5:
+        return 0.5
+    if len(word) == 2 and _close_in_order(word, text):
+        return 0.5
+    return 0.0
+
+
+def word_cover(
+    weights: dict[str, float], text: str, context: str = ""
+) -> tuple[float, tuple[str, ...]]:
+    """(share of the weight of ``weights`` found in ``text`` - in ``context``, such as
+    the cited documents' titles, at half - and the words not found in ``text``)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 1.0, ()
+    low, ctx = text.lower(), context.lower()
+    found = 0.0
+    missing: list[str] = []
+    for word, weight in weights.items():
+        share = _word_found(word, low)
+        if share < 1.0 and ctx:
+            share = max(share, 0.5 * _word_found(word, ctx))
+        found += share * weight
+        if share < 1.0:
+            missing.append(word)
+    return found / total, tuple(missing)
+
+
+#: A part counts as answered when the answer gives its strict types and holds at least
+#: this share of its content words' weight, or ``MIN_WORDS_FOUND`` of its own words
+#: (a long question describes a situation in words the answer need not repeat).
+MIN_WORD_COVER = 0.12
+MIN_WORDS_FOUND = 2
+#: Carried words (another part, the earlier turn) weigh at most this share of the part's
+#: own words in all.
+CARRIED_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """One question part against the answer: ``types`` asked, ``typed`` (the answer gives
+    a strict type asked, or none is strict), ``cover`` (0..1) and ``missing`` content
+    words, ``found`` (how many of the part's own content words the answer holds),
+    ``answered`` (typed and :meth:`covered`)."""
+
+    text: str
+    types: tuple[str, ...]
+    typed: bool
+    cover: float
+    missing: tuple[str, ...] = field(default_factory=tuple)
+    found: int = 0
+
+    def covered(self, min_cover: float = MIN_WORD_COVER, min_found: int = MIN_WORDS_FOUND) -> bool:
+        """``min_cover`` of the weight, or ``min_found`` of the part's own words, found."""
+        return self.cover >= min_cover or self.found >= min_found
+
+    @property
+    def answered(self) -> bool:
+        """Typed and covered (see the class docstring)."""
+        return self.typed and self.covered()
+
+
+def check_part(part: str, answer: str, *, carried: str = "", context: str = "") -> PartCheck:
+    """``part`` of a question against the ``answer`` text (markers removed).
+
+    ``carried``: the subject carried from the earlier turn or the other parts; its words
+    join at half weight (all of them together at most ``CARRIED_SHARE`` of the part's
+    own), and its types apply when the part asks for none itself.
+    ``context``: text the answer stands in (the cited documents' titles): words found
+    there count half.
+    """
+    weights = content_terms(part)
+    own = sum(weights.values())
+    extra = {w: v for w, v in content_terms(carried).items() if w not in weights}
+    scale = min(0.5, CARRIED_SHARE * own / sum(extra.values())) if own and extra else 0.5
+    for word, weight in extra.items():
+        weights[word] = scale * weight
+    types = question_types(part) or (question_types(carried) if carried else ())
+    cover, missing = word_cover(weights, answer, context)
+    found = sum(1 for word in content_terms(part) if word not in missing)
+    return PartCheck(part, types, gives_any(types, answer), round(cover, 3), missing, found)
+
+
+def answer_check(
+    question: str, answer: str, *, carried: str = "", context: str = ""
+) -> list[PartCheck]:
+    """Every part of ``question`` (:func:`question_parts`) checked against ``answer``."""
+    parts = question_parts(question)
+    out: list[PartCheck] = []
+    for part in parts:
+        others = " ".join(p for p in parts if p is not part)
+        also = " ".join(x for x in (carried, others) if x)
+        out.append(check_part(part, answer, carried=also, context=context))
+    return out
+
+
+__all__ = [
+    "MIN_WORD_COVER",
+    "TYPES",
+    "AskType",
+    "PartCheck",
+    "answer_check",
+    "check_part",
+    "content_terms",
+    "gives",
+    "gives_any",
+    "question_parts",
+    "question_types",
+    "strict_types",
+    "word_cover",
+]

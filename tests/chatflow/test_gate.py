@@ -1,0 +1,89 @@
+"""The relevance gate: the refusal decision weighs the ranked list, not one absolute score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gcite.chatflow.gate import (
+    BACKGROUND_RANK,
+    FLOOR,
+    Evidence,
+    admit,
+    coverage,
+    decide,
+    evidence,
+)
+
+
+def _item(score: float, content: str, segment: str) -> dict[str, Any]:
+    return {
+        "content": content,
+        "title": "t.md",
+        "metadata": {"score": score, "segment_id": segment},
+    }
+
+
+PATROL = "夜间巡更每 1 小时一次，共 24 个点位，每个点位须刷卡打卡。"
+OTHER = "会议室须提前预订，使用后恢复桌椅。"
+
+
+def test_coverage_is_the_share_of_the_question_content_weight() -> None:
+    assert coverage("夜间巡更要打几个点位", PATROL) == 1.0
+    assert coverage("夜间巡更要打几个点位", OTHER) == 0.0
+    assert 0.0 < coverage("夜间巡更和会议室", PATROL) < 1.0
+    assert coverage("？？", PATROL) == 0.0  # no content words
+
+
+def test_above_the_threshold_answers_unless_a_lookalike() -> None:
+    assert decide(Evidence(0.8, 0.1, 0.5), 0.5).reason == "above_threshold"
+    # the embedding found a passage on something else: little of the question in it
+    lookalike = decide(Evidence(0.8, 0.1, 0.1), 0.5)
+    assert not lookalike.answer and lookalike.reason == "lookalike"
+    # a very high score is trusted even with other words
+    assert decide(Evidence(0.95, 0.1, 0.1), 0.5).answer
+
+
+def test_below_the_threshold_a_chunk_that_stands_out_is_promoted() -> None:
+    promoted = decide(Evidence(0.36, 0.02, 0.34), 0.5)
+    assert promoted.answer and promoted.promoted and promoted.reason == "promoted"
+    # the whole list scores alike: the off-topic baseline, nothing stands out
+    assert decide(Evidence(0.39, 0.17, 0.55), 0.5).reason == "weak"
+    # too little of the question in the chunk
+    assert decide(Evidence(0.36, 0.02, 0.15), 0.5).reason == "weak"
+    # under the floor nothing is promoted, whatever the rest
+    assert decide(Evidence(FLOOR - 0.01, 0.0, 1.0), 0.5).reason == "below_floor"
+    assert decide(Evidence(0.0, 0.0, 0.0), 0.5).reason == "none"
+
+
+def test_a_zero_threshold_turns_the_gate_off() -> None:
+    items = [_item(0.1, OTHER, "s1")]
+    gated = admit("夜间巡更要打几个点位", items, 0.0)
+    assert gated.decision.reason == "off" and gated.items == items
+
+
+def test_evidence_takes_the_background_at_its_rank() -> None:
+    items = [_item(0.9 - i / 10, PATROL, f"s{i}") for i in range(BACKGROUND_RANK + 2)]
+    ev = evidence("夜间巡更", items)
+    assert ev.score == 0.9 and abs(ev.background - (0.9 - (BACKGROUND_RANK - 1) / 10)) < 1e-9
+    assert ev.coverage == 1.0
+    assert evidence("夜间巡更", items[:2]).background == 0.0
+    assert evidence("夜间巡更", []) == Evidence(0.0, 0.0, 0.0)
+
+
+def test_admit_passes_the_promoted_chunk_and_the_weak_rest() -> None:
+    items = [_item(0.4, PATROL, "p"), _item(0.05, OTHER, "o")]
+    gated = admit("夜间巡更要打几个点位", items, 0.5)
+    assert gated.decision.promoted and gated.promoted == {"p"}
+    assert [i["metadata"]["segment_id"] for i in gated.items] == ["p"]
+    # a refused question passes nothing to a model ...
+    refused = admit("会议室怎么订", items, 0.5)
+    assert not refused.decision.answer and refused.items == []
+    # ... and the weak chunks, marked by the chatflow, to a backend that weighs them
+    weak = admit("会议室怎么订", items, 0.5, weak_floor=0.3)
+    assert [i["metadata"]["segment_id"] for i in weak.items] == ["p"] and not weak.promoted
+
+
+def test_a_lookalike_passes_nothing_even_to_a_backend_weighing_weak_chunks() -> None:
+    items = [_item(0.8, OTHER, "o"), _item(0.7, OTHER, "o2")]
+    gated = admit("夜间巡更要打几个点位", items, 0.5, weak_floor=0.3)
+    assert gated.decision.reason == "lookalike" and gated.items == []

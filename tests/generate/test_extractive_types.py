@@ -1,0 +1,54 @@
+"""The offline answerer checks that it answers the question: the answer type asked for
+(a price, a duration, a phone number...) in the sentence it quotes, or a refusal; a
+multi-part question answered part by part; a procedure with its steps."""
+
+from __future__ import annotations
+
+from gcite.generate.extractive import answer_parts, compose_parts, pick_sentences
+from gcite.generate.prompt import NO_ANSWER
+from generate.test_extractive import CHUNKS, EXTINGUISHER, _answer
+
+TERMINAL = (
+    "巡更路线与打卡规范 > 三、打卡要求\n"
+    "1. 巡更人员到达点位后，用巡检终端靠近 NFC 标签，听到“嘀”声即打卡成功。\n"
+    "2. 打卡失败时，先擦拭标签重试两次；仍失败则在终端选择“手工补录”。"
+)
+FIRE = (
+    "消防应急预案 > 一、发现火情\n"
+    "发现火情时，第一时间按下就近的手动火灾报警按钮，并拨打消防控制室电话 6119 报警。"
+    "初期小火可使用就近的灭火器扑救，烟雾较大时立即撤离，不要贪恋财物。\n\n"
+    "## 二、演练\n大厦每半年组织一次全员消防疏散演练。"
+)
+
+
+def test_a_sentence_on_the_topic_without_the_value_asked_for_is_not_an_answer() -> None:
+    chunks = [{"id": "7", "content": TERMINAL, "document_title": "巡更路线与打卡规范"}]
+    # the terminal is described, its price is not: refuse rather than cite the topic
+    assert _answer("巡检终端买个新的多少钱？", chunks) == NO_ANSWER
+    assert _answer("巡检终端是什么牌子的？", chunks) == NO_ANSWER
+    # the same chunk answers what it does say
+    assert "[C:7]" in _answer("巡检终端打卡失败了咋办？", chunks)
+    # a phone number asked for and not given: refused; given: answered
+    assert _answer("巡更打卡失败打哪个电话？", chunks) == NO_ANSWER
+    assert "400-800-1234" in _answer("报修电话是多少？")
+
+
+def test_a_multi_part_question_is_answered_part_by_part() -> None:
+    answer = _answer("空调不制冷多久能来人？报修电话是多少？")
+    assert "30 分钟" in answer and "400-800-1234" in answer
+    assert answer.count("[C:1]") >= 1 and answer.count("[C:2]") == 1
+    parts = answer_parts("空调不制冷多久能来人？停车月卡多少钱？", CHUNKS)
+    assert [bool(p.picks) for p in parts] == [True, False]
+    text = compose_parts(parts)
+    assert "30 分钟" in text and text.endswith("“停车月卡多少钱”：根据现有资料无法确定。")
+    assert compose_parts(answer_parts("停车月卡多少钱？食堂几点开门？", CHUNKS)) == NO_ANSWER
+
+
+def test_a_procedure_gets_its_steps() -> None:
+    chunks = [{"id": "5", "content": FIRE, "document_title": "消防应急预案"}]
+    picks = pick_sentences("着火了怎么办？", chunks)
+    quoted = "".join(p.sentence for p in picks)
+    assert "手动火灾报警按钮" in quoted and "立即撤离" in quoted  # the next step too
+    assert "演练" not in quoted  # not the next section
+    steps = _answer("干粉灭火器怎么用？", [{"id": "6", "content": EXTINGUISHER}])
+    assert "第一步拔掉保险销" in steps and "第三步压下压把" in steps

@@ -1,0 +1,123 @@
+"""Query normalisation: a user's wording mapped to the documents' own words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gcite.errors import ConfigError
+from gcite.knowledge.vocabulary import (
+    Vocabulary,
+    VocabularyBuilder,
+    build_vocabulary,
+    document_vocabulary,
+    parse_synonyms,
+    read_synonyms,
+    shipped_synonyms,
+)
+
+DOC = (
+    "夜间巡更每 1 小时一次，巡更点共 24 个。消防控制室 24 小时有人值守。"
+    "柴油发电机每月试运行一次。不间断电源（UPS）每季度放电测试。"
+    "会议室须提前预订，报修电话 8008。电梯每十五日保养一次。"
+)
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> Vocabulary:
+    return build_vocabulary([document_vocabulary(DOC)], shipped_synonyms())
+
+
+def test_a_document_gives_its_words_compounds_and_defined_short_forms() -> None:
+    entry = document_vocabulary(DOC)
+    words = set(entry["words"].split())
+    assert {"巡更", "消防控制室", "会议室", "报修"} <= words
+    assert "柴油发电机" in words  # a compound of two content words is one word
+    assert entry["short"] == {"ups": "不间断电源"}
+    builder = VocabularyBuilder()
+    for piece in (DOC[:40], DOC[40:]):
+        builder.add(piece)
+    assert {"巡更", "报修"} <= set(builder.entry()["words"].split())
+
+
+def test_homophone_typos_become_the_documents_words(vocabulary: Vocabulary) -> None:
+    assert vocabulary.normalise("巡梗点一共多少个") == "巡更点一共多少个"
+    assert vocabulary.normalise("报休电话多少") == "报修电话多少"
+    assert vocabulary.normalise("会意室最多提前几天订") == "会议室最多提前几天订"
+
+
+def test_short_forms_become_the_documents_long_forms(vocabulary: Vocabulary) -> None:
+    assert vocabulary.normalise("柴发多久试一次") == "柴油发电机多久试一次"
+    assert vocabulary.normalise("消控室在哪") == "消防控制室在哪"
+    # a short form the documents define is kept, its long form added
+    assert vocabulary.normalise("ups多久测一次") == "ups多久测一次 不间断电源"
+
+
+def test_synonyms_map_to_the_word_the_documents_use(vocabulary: Vocabulary) -> None:
+    assert vocabulary.normalise("升降机多久保养") == "电梯多久保养"
+
+
+def test_words_the_documents_use_and_real_words_stay(vocabulary: Vocabulary) -> None:
+    for query in ("夜间巡更多久一次", "公司的股票期权什么时候归属", "今天天气怎么样"):
+        assert vocabulary.normalise(query) == query
+    assert build_vocabulary([]).normalise("巡梗点") == "巡梗点"  # nothing known: unchanged
+
+
+def test_numbers_and_common_words_are_never_targets() -> None:
+    vocabulary = build_vocabulary([document_vocabulary("第十章 罚则。要求是必须的。")])
+    # 视障 sounds like 十章, an ordinal: a rare real word is not a typo of a number
+    assert vocabulary.normalise("有视障访客能进吗") == "有视障访客能进吗"
+    # 要是 is a common word, never a short form of 要求是
+    assert vocabulary.normalise("要是被查到会怎么罚") == "要是被查到会怎么罚"
+
+
+def test_malformed_entries_are_skipped() -> None:
+    vocabulary = build_vocabulary([{"words": 3}, "x", {"short": {"a": 1}}])  # type: ignore[list-item]
+    assert vocabulary.normalise("巡梗") == "巡梗"
+
+
+def test_the_synonym_table_format(tmp_path: Path) -> None:
+    groups = parse_synonyms("# 注释\n电梯 升降机, 直梯\n\n消火栓、消防栓  # 行尾注释\n")
+    assert groups == [("电梯", "升降机", "直梯"), ("消火栓", "消防栓")]
+    with pytest.raises(ConfigError, match="第 2 行只有一个词"):
+        parse_synonyms("电梯 升降机\n电梯\n", source="my.txt")
+    table = tmp_path / "synonyms.txt"
+    table.write_text("巡更 巡逻\n", encoding="utf-8")
+    assert read_synonyms(str(table)) == [("巡更", "巡逻")]
+    table.write_bytes(b"\xff\xfe bad")
+    with pytest.raises(ConfigError, match="不是 UTF-8"):
+        read_synonyms(str(table))
+    with pytest.raises(ConfigError, match="无法读取同义词表"):
+        read_synonyms(str(tmp_path / "missing.txt"))
+
+
+def test_the_operators_table_extends_the_shipped_one() -> None:
+    vocabulary = build_vocabulary(
+        [document_vocabulary(DOC)], [*shipped_synonyms(), *parse_synonyms("巡更 巡逻\n")]
+    )
+    assert vocabulary.normalise("巡逻多久一次") == "巡更多久一次"
+
+
+def test_an_older_knowledge_base_gets_its_vocabulary_at_the_next_ingest(tmp_path: Path) -> None:
+    from gcite.config import Settings
+    from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "patrol.md").write_text("# 巡更\n\n" + DOC, encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="d").added == 1
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少") == "报修电话多少"
+        # as a catalog written before vocabularies were kept
+        for entry in store.catalog.datasets.values():
+            for info in entry["documents"].values():
+                del info[CATALOG_KEY]
+        store.save()
+        assert store.normalise_query("报休电话多少") == "报休电话多少"
+    report = ingest_paths([docs], settings=settings, dataset="d")
+    assert report.unchanged == 1 and report.chunks == 0  # nothing re-embedded
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少") == "报修电话多少"

@@ -1,0 +1,113 @@
+"""What a question asks for (answer types, parts, content words) and the verifier's second
+dimension: does the answer answer the question."""
+
+from __future__ import annotations
+
+import pytest
+
+from gcite.verify import SupportModel, verify_answer
+from gcite.verify.asks import (
+    answer_check,
+    check_part,
+    content_terms,
+    gives,
+    question_parts,
+    question_types,
+)
+from gcite.verify.verifier import answering_report
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        ("巡检终端买个新的多少钱", ("money",)),
+        ("白天巡更多久一次", ("frequency",)),
+        ("监控录像要留多久", ("duration",)),
+        ("巡更一组几个人？", ("count",)),
+        ("大堂服务台几点下班", ("time",)),
+        ("疏散后在哪集合", ("place",)),
+        ("报修电话多少", ("phone",)),
+        ("这笔钱该由谁出？", ("who",)),
+        ("冷机是什么牌子的", ("brand",)),
+        ("干粉灭火器怎么用？", ("procedure",)),
+        ("火灾疏散的时候能坐电梯吗", ("yesno",)),
+        ("wifi密码是多少", ("code",)),
+        ("大厦食堂周五的特价菜是什么？", ()),
+    ],
+)
+def test_question_types(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+def test_a_value_of_the_type_is_what_answers() -> None:
+    assert gives("money", "超出部分按物业收费标准计费") and gives("money", "罚款五千元")
+    assert not gives("money", "巡更人员用巡检终端靠近 NFC 标签打卡")
+    assert gives("phone", "物业服务热线：400-800-1234") and not gives("phone", "拨打热线")
+    assert gives("duration", "物业须在 30 分钟内到场") and not gives("duration", "物业须到场")
+    assert gives("frequency", "每月清洗一次集水盘") and gives("place", "消防控制室位于 1 层东侧")
+
+
+@pytest.mark.parametrize(
+    ("message", "parts"),
+    [
+        ("电梯困人怎么办，救援多久能到？", ["电梯困人怎么办，", "救援多久能到？"]),
+        ("哎请问一下，夜间巡更要打几个点啊", ["哎请问一下，夜间巡更要打几个点啊"]),
+        (
+            "会议室最多能提前几天订？一次最长能订多久？",
+            ["会议室最多能提前几天订？", "一次最长能订多久？"],
+        ),
+        ("夜间巡更要打卡多少个点位？", ["夜间巡更要打卡多少个点位？"]),
+        ("", []),
+    ],
+)
+def test_question_parts(message: str, parts: list[str]) -> None:
+    assert question_parts(message) == parts
+
+
+def test_content_words_leave_out_what_only_asks() -> None:
+    words = content_terms("晚上巡更多长时间走一趟？")
+    assert "巡更" in words and "晚上" in words
+    assert not {"多长", "多长时间", "时间"} & set(words)
+
+
+def test_a_sentence_on_the_topic_without_the_value_does_not_answer() -> None:
+    close = check_part("巡检终端买个新的多少钱", "巡更人员用巡检终端靠近 NFC 标签打卡。")
+    assert close.types == ("money",) and not close.typed and not close.answered
+    right = check_part(
+        "电梯关人了物业几分钟能到", "一级（紧急）：电梯困人。物业须在 5 分钟内到场。"
+    )
+    assert right.typed and right.answered
+    # a follow-up takes the type and subject of the earlier turn
+    follow = check_part("那白天呢？", "日间巡更每 2 小时一次。", carried="夜间巡更多久一次？")
+    assert follow.types == ("frequency",) and follow.answered
+    off = check_part("那白天呢？", "访客须在服务台登记。", carried="夜间巡更多久一次？")
+    assert not off.answered
+
+
+def test_each_part_is_checked() -> None:
+    answer = "电梯困人时请按轿厢内的紧急呼叫按钮，保持冷静，不要强行扒门。"
+    first, second = answer_check("电梯困人怎么办，救援多久能到？", answer)
+    assert first.answered and not second.typed  # no duration in the answer
+
+
+def test_the_report_has_both_dimensions() -> None:
+    chunks = [{"id": "1", "content": "巡更人员到达点位后，用巡检终端靠近 NFC 标签打卡。"}]
+    answer = "巡更人员到达点位后，用巡检终端靠近 NFC 标签打卡[C:1]。"
+    report = verify_answer(answer, chunks, SupportModel(), question="巡检终端买个新的多少钱？")
+    assert report["weak"] == [] and report["supported"] == 1  # supported ...
+    assert report["answers_question"] is False  # ... and not an answer
+    (part,) = report["answering"]["parts"]
+    assert part["types"] == ["money"] and part["typed"] is False and part["answered"] is False
+    asked = verify_answer(answer, chunks, SupportModel(), question="巡更怎么打卡？")
+    assert asked["answers_question"] is True
+    # no question, or a refusal: nothing to judge
+    assert verify_answer(answer, chunks, SupportModel())["answers_question"] is None
+    refusal = verify_answer("根据现有资料无法确定", chunks, SupportModel(), question="多少钱")
+    assert refusal["answers_question"] is None and refusal["answering"] is None
+
+
+def test_a_part_the_answer_declares_unknown_is_refused_not_unanswered() -> None:
+    answer = "电梯困人时请按紧急呼叫按钮[C:1]。“救援多久能到”：根据现有资料无法确定。"
+    report = answering_report("电梯困人怎么办，救援多久能到？", answer)
+    assert report is not None and report["answers_question"] is True
+    assert [p["refused"] for p in report["parts"]] == [False, True]
