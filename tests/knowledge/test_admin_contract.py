@@ -65,26 +65,27 @@ class TestLocalAdmin(KnowledgeAdminContract):
 
 
 @pytest.fixture(scope="module")
-def pg_access(
-    tmp_path_factory: pytest.TempPathFactory, pgvector_url: str
-) -> Iterator[KnowledgeAccess]:
-    base = tmp_path_factory.mktemp("pg-admin")
-    settings = Settings.from_keys(
-        data_dir=base / "data",
+def pgvector_settings(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Settings:
+    return Settings.from_keys(
+        data_dir=tmp_path_factory.mktemp("pgvector-admin") / "data",
         embed_backend="use",
         store="pgvector",
         knowledge_database_url=fresh_database(pgvector_url),
     )
-    with KnowledgeAccess(settings) as access:
+
+
+@pytest.fixture(scope="module")
+def pgvector_access(pgvector_settings: Settings) -> Iterator[KnowledgeAccess]:
+    with KnowledgeAccess(pgvector_settings) as access:
         yield access
 
 
-class TestPgvectorLocalAdmin(KnowledgeAdminContract):
-    """:class:`LocalAdmin` over the pgvector store."""
+class TestPgvectorAdmin(KnowledgeAdminContract):
+    """The local admin on the pgvector store (the catalog in the database's tables)."""
 
     @pytest.fixture
-    def access(self, pg_access: KnowledgeAccess) -> KnowledgeAccess:
-        return pg_access
+    def access(self, pgvector_access: KnowledgeAccess) -> KnowledgeAccess:
+        return pgvector_access
 
     @pytest.fixture
     def admin(self, access: KnowledgeAccess) -> Any:
@@ -95,6 +96,34 @@ class TestPgvectorLocalAdmin(KnowledgeAdminContract):
     @pytest.fixture
     def search(self, access: KnowledgeAccess) -> Search:
         return _search_with(access)
+
+
+@pytest.mark.parametrize("backend", ["local", "pgvector"])
+def test_tags_and_bindings_survive_a_restart(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Tags and bindings are stored (catalog.json, or the pgvector tables): a second
+    KnowledgeAccess on the same data sees them, and a deleted tag stays deleted."""
+    if backend == "pgvector":
+        url = fresh_database(request.getfixturevalue("pgvector_url"))
+        extra: dict[str, Any] = {"store": "pgvector", "knowledge_database_url": url}
+    else:
+        extra = {}
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use", **extra)
+    with KnowledgeAccess(settings) as access:
+        admin = access.admin()
+        admin.create_dataset("标签库")
+        kept, dropped = admin.create_tag("保留"), admin.create_tag("删除")
+        admin.bind_tags("标签库", [kept.id, dropped.id])
+        admin.rename_tag(kept.id, "保留的")
+        admin.delete_tag(dropped.id)
+    with KnowledgeAccess(settings) as access:
+        admin = access.admin()
+        assert [(t.id, t.name, t.binding_count) for t in admin.list_tags()] == [
+            (kept.id, "保留的", 1)
+        ]
+        info = next(d for d in admin.list_datasets() if d.name == "标签库")
+        assert [(t.id, t.name) for t in info.tags] == [(kept.id, "保留的")]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -360,3 +361,42 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
         store.add_points([point])
         store.commit_version(document_id, "half", lambda _catalog: None)
         assert _contents(index, store, only) == {text}
+
+
+def test_tags_and_bindings_reach_a_catalog_open_in_another_store(pgvector_url: str) -> None:
+    """Another process's catalog (here: a second index on the same database) reloads the
+    tags and a dataset's bindings at the save's notification, keeping its entry object."""
+    from gcite.knowledge.stores.pgvector import PgCatalog
+
+    url = fresh_database(pgvector_url)
+    writer_index, reader_index = PgIndex(url), PgIndex(url)
+    try:
+        writer, reader = PgCatalog(writer_index), PgCatalog(reader_index)
+        writer.dataset("标签库")
+        writer.save()
+        deadline = time.monotonic() + 30  # a hang guard for the notifications
+        while "标签库" not in reader.datasets:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        entry = reader.datasets["标签库"]
+        writer.tags = {"t1": {"name": "安防", "created_at": 1}}
+        writer.datasets["标签库"]["tag_ids"] = ["t1"]
+        writer.save()
+        while "t1" not in reader.tags:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        assert reader.tags == {"t1": {"name": "安防", "created_at": 1}}
+        assert reader.datasets["标签库"] is entry and entry["tag_ids"] == ["t1"]
+        writer.tags = {}
+        del writer.datasets["标签库"]["tag_ids"]
+        writer.save()
+        while reader.tags:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        assert "tag_ids" not in reader.datasets["标签库"]
+    finally:
+        writer_index.close()
+        reader_index.close()

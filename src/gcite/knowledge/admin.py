@@ -41,12 +41,23 @@ METADATA_TYPES = ("string", "number", "time")
 
 
 @dataclass(frozen=True)
+class TagInfo:
+    """One knowledge tag (Dify's ``type: "knowledge"`` tag): id, name (1..50
+    characters, unique) and ``binding_count`` (the datasets it is bound to)."""
+
+    id: str
+    name: str
+    binding_count: int = 0
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """One dataset: stable id, name, numbers of documents and chunks, and the embedding
     model its vectors were made with (``""`` before the first document); ``description``,
     ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known), ``word_count``
     (characters of its documents' text) and the metadata fields declared for it
-    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry)."""
+    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry);
+    ``tags``: the tags bound to it, sorted by name."""
 
     id: str
     name: str
@@ -58,6 +69,7 @@ class DatasetInfo:
     updated_at: int = 0
     word_count: int = 0
     metadata_fields: dict[str, str] = field(default_factory=dict)
+    tags: tuple[TagInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,35 @@ class KnowledgeAdmin(Protocol):
         """The documents of ``dataset``, sorted by name; 404 when the dataset is unknown."""
         ...
 
+    def list_tags(self) -> list[TagInfo]:
+        """Every knowledge tag with its ``binding_count``, newest first."""
+        ...
+
+    def create_tag(self, name: str) -> TagInfo:
+        """Create a tag; 400 ``invalid_param`` for a name that is empty, longer than 50
+        characters or already a tag's."""
+        ...
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """Rename a tag (its bindings are kept); 404 ``not_found`` when unknown, 400 as
+        for :meth:`create_tag`."""
+        ...
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """Remove a tag and its bindings; returns it as it was. 404 when unknown."""
+        ...
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """Bind tags to a dataset (binding a bound tag again changes nothing); returns the
+        dataset as it is now. 404 for an unknown dataset or tag (nothing is bound then),
+        400 for an empty ``tag_ids``."""
+        ...
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """Remove tags from a dataset (a tag not bound to it is no error); returns the
+        dataset as it is now. 404 for an unknown dataset, 400 for an empty ``tag_ids``."""
+        ...
+
     def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
         """The stored chunks of a document in order of ``position``; 404 when the dataset
         or the document is unknown."""
@@ -243,5 +284,6 @@ __all__ = [
     "KnowledgeStatus",
     "ManageError",
     "SegmentInfo",
+    "TagInfo",
     "Upserted",
 ]

@@ -44,7 +44,7 @@ from typing import Any
 
 from gcite.config import Settings
 from gcite.errors import FilterError
-from gcite.knowledge import segments
+from gcite.knowledge import segments, tags
 from gcite.knowledge.admin import (
     METADATA_TYPES,
     DatasetInfo,
@@ -52,6 +52,7 @@ from gcite.knowledge.admin import (
     KnowledgeStatus,
     ManageError,
     SegmentInfo,
+    TagInfo,
     Upserted,
 )
 from gcite.knowledge.catalog import Catalog, stable_id
@@ -65,6 +66,9 @@ UPLOADS = "uploads"
 MAX_NAME_CHARS = 120
 META_SUFFIX = ".meta.json"
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
+
+
+_TAGS = "\x00tags"  # the lock of the tag table (no dataset name has a control character)
 
 
 class DatasetLocks:
@@ -90,7 +94,13 @@ def list_datasets(store: KnowledgeStore) -> list[DatasetInfo]:
     with store.lock:
         items = list(store.catalog.datasets.items())
         embedder = str(store.catalog.embedder or store.settings.embed.backend)
-    return [_dataset_info(name, entry, embedder) for name, entry in sorted(items)]
+        all_tags = dict(store.catalog.tags)
+    return [
+        dataclasses.replace(
+            _dataset_info(name, entry, embedder), tags=tags.bound_tags(all_tags, entry)
+        )
+        for name, entry in sorted(items)
+    ]
 
 
 def _dataset_info(name: str, entry: Mapping[str, Any], embedder: str) -> DatasetInfo:
@@ -660,6 +670,40 @@ class LocalAdmin:
             metadata_fields=metadata_fields,
             locks=self.locks,
         )
+
+    def list_tags(self) -> list[TagInfo]:
+        """See :meth:`KnowledgeAdmin.list_tags`."""
+        return tags.list_tags(self.store)
+
+    def create_tag(self, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.create_tag`."""
+        with self.locks(_TAGS), self.store.write_guard():
+            return tags.create_tag(self.store, name)
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.rename_tag`."""
+        with self.locks(_TAGS), self.store.write_guard():
+            return tags.rename_tag(self.store, tag_id, name)
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.delete_tag`."""
+        with self.locks(_TAGS), self.store.write_guard():
+            return tags.delete_tag(self.store, tag_id)
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.bind_tags`."""
+        return self._bindings(dataset, tag_ids, bind=True)
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.unbind_tags`."""
+        return self._bindings(dataset, tag_ids, bind=False)
+
+    def _bindings(self, dataset: str, tag_ids: list[str], *, bind: bool) -> DatasetInfo:
+        ids = tags.checked_ids(tag_ids)
+        name = dataset_named(self.store, dataset)
+        with self.locks(name), self.store.write_guard():
+            tags.set_bindings(self.store, name, ids, bind=bind)
+        return next(i for i in list_datasets(self.store) if i.name == name)
 
     def update_document_metadata(
         self, dataset: str, ref: str, metadata: Mapping[str, Any]

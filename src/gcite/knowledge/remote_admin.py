@@ -30,6 +30,7 @@ from gcite.dify.knowledge_api import (
     document_record,
     retrieve_items,
     segment_record,
+    tag_record,
 )
 from gcite.errors import StoreError
 from gcite.knowledge.admin import (
@@ -38,6 +39,7 @@ from gcite.knowledge.admin import (
     KnowledgeStatus,
     ManageError,
     SegmentInfo,
+    TagInfo,
     Upserted,
 )
 
@@ -138,6 +140,44 @@ class RemoteAdmin:
         for name, kind in wanted.items():
             if name not in current:
                 self._call("POST", f"{path}/metadata", json={"type": kind, "name": name})
+
+    # ------------------------------------------------------------------ tags
+
+    def list_tags(self) -> list[TagInfo]:
+        """See :meth:`KnowledgeAdmin.list_tags`."""
+        rows = self._call("GET", "/v1/datasets/tags", listing=True)
+        return [tag_record(r) for r in rows if isinstance(r, dict)]
+
+    def create_tag(self, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.create_tag`."""
+        return tag_record(self._call("POST", "/v1/datasets/tags", json={"name": name}))
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.rename_tag`."""
+        body = {"tag_id": tag_id, "name": name}
+        return tag_record(self._call("PATCH", "/v1/datasets/tags", json=body))
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.delete_tag`."""
+        tag = next((t for t in self.list_tags() if t.id == tag_id), None)
+        if tag is None:
+            raise ManageError("Tag not found", status=404, code="not_found")
+        self._call("DELETE", "/v1/datasets/tags", json={"tag_id": tag_id})
+        return tag
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.bind_tags`."""
+        return self._bindings("binding", dataset, tag_ids)
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.unbind_tags`."""
+        return self._bindings("unbinding", dataset, tag_ids)
+
+    def _bindings(self, action: str, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        target = self._info(dataset).id
+        body = {"tag_ids": tag_ids, "target_id": target}
+        self._call("POST", f"/v1/datasets/tags/{action}", json=body)
+        return self._dataset(target)
 
     def _dataset(self, dataset: str) -> DatasetInfo:
         info = self._info(dataset)
@@ -383,7 +423,9 @@ class RemoteAdmin:
                 return items
             page += 1
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _call(self, method: str, path: str, *, listing: bool = False, **kwargs: Any) -> Any:
+        """The JSON answer (an object; a list where ``listing``); errors as in the class
+        docstring."""
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -395,7 +437,7 @@ class RemoteAdmin:
         except ValueError:
             body = None
         if response.status_code in (200, 201):
-            if not isinstance(body, dict):
+            if not isinstance(body, list if listing else dict):
                 raise StoreError("远程知识库返回的数据不是 JSON 对象")
             return body
         message = ""

@@ -14,9 +14,9 @@ chat keys (``[[app_keys]]``) and retrieval keys (``[[retrieval_keys]]``) get 403
 Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the name,
 ``document_id`` the id or the file name; the table in ``docs/api.md`` gives each answer):
 
-- datasets: list (``page``, ``limit``, ``keyword``), create ``{"name", "description"?}``
-  (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``; a new name is 400),
-  delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
+- datasets: list (``page``, ``limit``, ``keyword``, ``tag_ids``), create ``{"name",
+  "description"?}`` (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``;
+  a new name is 400), delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
 - documents: ``document/create-by-text`` / ``create-by-file`` and
   ``documents/{document_id}/update-by-text`` / ``update-by-file`` -> ``{"document",
   "batch"}`` (the same name again replaces the document); list, get, delete;
@@ -27,7 +27,10 @@ Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the 
   documents are not split parent-child, writes are 400);
 - metadata fields (list, create 201, rename, delete, built-in), ``documents/metadata``
   (values set on documents, the names not given kept: roles are never dropped);
-- tags: none (lists are empty, writes 400).
+- tags (:mod:`gcite.knowledge.tags`): ``GET /v1/datasets/tags``, create ``POST``
+  ``{"name"}``, rename ``PATCH`` ``{"tag_id", "name"}``, ``DELETE`` ``{"tag_id"}`` (204),
+  ``tags/binding`` ``{"tag_ids", "target_id"}`` and ``tags/unbinding`` (``tag_ids`` or
+  ``tag_id``) (204), ``GET .../{dataset_id}/tags``; a dataset's ``tags`` lists its tags.
 
 Create and update answer at once with a ``batch`` (``indexing_status: "waiting"``); the
 knowledge base's :class:`~gcite.knowledge.indexing.Indexer` indexes the document off the
@@ -52,13 +55,14 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from gcite.config import ApiKey, Settings
 from gcite.dify.knowledge_api import (
+    METADATA_CHOICES,
     RetrievalSettings,
     batch_documents,
     batch_id,
@@ -66,12 +70,14 @@ from gcite.dify.knowledge_api import (
     dataset_metadata_fields,
     doc_metadata,
     document_body,
+    document_detail_body,
     indexing_status_body,
     metadata_field_id,
     page_body,
     page_bounds,
     retrieve_body,
     segment_body,
+    tag_body,
     upload_file_body,
     upserted_body,
 )
@@ -85,6 +91,7 @@ from gcite.knowledge.admin import (
 )
 from gcite.knowledge.convert import MAX_FILE_BYTES
 from gcite.knowledge.indexing import Job
+from gcite.knowledge.tags import checked_ids, checked_name
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import BodyError, load_json, read_limited
@@ -217,12 +224,19 @@ async def list_datasets(
     page: str | None = None,
     limit: str | None = None,
     keyword: str | None = None,
+    tag_ids: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
-    """``GET /v1/datasets`` (``keyword``: part of the name)."""
+    """``GET /v1/datasets`` (``keyword``: part of the name; ``tag_ids``, repeated: the
+    datasets bound to any of these tags, as Dify filters)."""
     number, size = page_bounds(page, limit)
+    wanted = set(tag_ids or ())
 
     def work() -> list[dict[str, Any]]:
-        items = [i for i in admin.list_datasets() if (keyword or "") in i.name]
+        items = [
+            i
+            for i in admin.list_datasets()
+            if (keyword or "") in i.name and (not wanted or wanted & {t.id for t in i.tags})
+        ]
         start = (number - 1) * size  # only the page's datasets are read in full
         return [
             _full_dataset(admin, i, settings) if start <= n < start + size else {}
@@ -447,10 +461,16 @@ def _document(admin: KnowledgeAdmin, dataset_id: str, document_id: str) -> tuple
     return info.id, admin.find_document(info.id, document_id)
 
 
-async def get_document(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
-    """``GET .../documents/{document_id}``."""
+async def get_document(
+    dataset_id: str, document_id: str, admin: Admin, metadata: str = "all"
+) -> dict[str, Any]:
+    """``GET .../documents/{document_id}?metadata=all|only|without`` (Dify's detail
+    shape, :func:`document_detail_body`); another ``metadata`` is 400
+    ``invalid_metadata`` (after the 404s, as in Dify)."""
     ident, doc = await _blocking(lambda: _document(admin, dataset_id, document_id))
-    return document_body(doc, ident)
+    if metadata not in METADATA_CHOICES:
+        raise ApiError(400, "invalid_metadata", f"Invalid metadata value: {metadata}")
+    return document_detail_body(doc, ident, metadata)
 
 
 async def upload_file(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
@@ -823,20 +843,69 @@ async def update_documents_metadata(
 # --------------------------------------------------------------------------- tags
 
 
-async def list_tags(_admin: Admin) -> list[dict[str, Any]]:
-    """``GET /v1/datasets/tags``: gcite keeps no tags."""
-    return []
+async def list_tags(admin: Admin) -> list[dict[str, Any]]:
+    """``GET /v1/datasets/tags``: every knowledge tag, newest first."""
+    return [tag_body(t) for t in await _blocking(admin.list_tags)]
+
+
+async def create_tag(request: Request, admin: Admin) -> dict[str, Any]:
+    """``POST /v1/datasets/tags`` ``{"name"}`` -> the tag (``binding_count`` ``"0"``)."""
+    name = checked_name((await _json_body(request)).get("name"))
+    return tag_body(await _blocking(lambda: admin.create_tag(name)))
+
+
+def _tag_id(body: dict[str, Any]) -> str:
+    tag_id = body.get("tag_id")
+    if not isinstance(tag_id, str) or not tag_id:
+        raise ManageError("tag_id 不能为空")
+    return tag_id
+
+
+async def rename_tag(request: Request, admin: Admin) -> dict[str, Any]:
+    """``PATCH /v1/datasets/tags`` ``{"tag_id", "name"}`` -> the tag."""
+    body = await _json_body(request)
+    tag_id, name = _tag_id(body), checked_name(body.get("name"))
+    return tag_body(await _blocking(lambda: admin.rename_tag(tag_id, name)))
+
+
+async def delete_tag(request: Request, admin: Admin) -> Response:
+    """``DELETE /v1/datasets/tags`` ``{"tag_id"}`` (204; its bindings go with it)."""
+    tag_id = _tag_id(await _json_body(request))
+    await _blocking(lambda: admin.delete_tag(tag_id))
+    return Response(status_code=204)
+
+
+def _binding(body: dict[str, Any]) -> tuple[str, list[str]]:
+    """``(target dataset, tag ids)`` of a binding body; ``tag_id`` (one id) is accepted
+    where ``tag_ids`` is empty, as Dify's unbinding does."""
+    target = body.get("target_id")
+    if not isinstance(target, str) or not target:
+        raise ManageError("target_id 不能为空")
+    ids = body.get("tag_ids")
+    if not ids and isinstance(body.get("tag_id"), str) and body["tag_id"]:
+        ids = [body["tag_id"]]
+    return target, checked_ids(ids)
+
+
+async def bind_tags(request: Request, admin: Admin) -> Response:
+    """``POST /v1/datasets/tags/binding`` ``{"tag_ids", "target_id"}`` (204)."""
+    target, ids = _binding(await _json_body(request))
+    await _blocking(lambda: admin.bind_tags(_find_dataset(admin, target).id, ids))
+    return Response(status_code=204)
+
+
+async def unbind_tags(request: Request, admin: Admin) -> Response:
+    """``POST /v1/datasets/tags/unbinding`` ``{"tag_ids" | "tag_id", "target_id"}`` (204)."""
+    target, ids = _binding(await _json_body(request))
+    await _blocking(lambda: admin.unbind_tags(_find_dataset(admin, target).id, ids))
+    return Response(status_code=204)
 
 
 async def dataset_tags(dataset_id: str, admin: Admin) -> dict[str, Any]:
-    """``GET /v1/datasets/{dataset_id}/tags`` (also POST, as some SDKs send it)."""
-    await _blocking(lambda: _find_dataset(admin, dataset_id))
-    return {"data": [], "total": 0}
-
-
-async def tag_write(_admin: Admin) -> dict[str, Any]:
-    """Creating, renaming, deleting, binding tags: 400 (not supported)."""
-    raise ManageError("gcite 不支持知识库标签")
+    """``GET /v1/datasets/{dataset_id}/tags`` (also POST, as some SDKs send it):
+    ``{"data": [{"id", "name"}], "total"}``."""
+    info = await _blocking(lambda: _find_dataset(admin, dataset_id))
+    return {"data": [{"id": t.id, "name": t.name} for t in info.tags], "total": len(info.tags)}
 
 
 def knowledge_router() -> APIRouter:
@@ -851,9 +920,11 @@ def knowledge_router() -> APIRouter:
     document = f"{dataset}/documents/{{document_id}}"
     segment = f"{document}/segments/{{segment_id}}"
     add("/tags", list_tags, ["GET"])  # before /{dataset_id}
-    add("/tags", tag_write, ["POST", "PATCH", "DELETE"])
-    add("/tags/binding", tag_write)
-    add("/tags/unbinding", tag_write)
+    add("/tags", create_tag)
+    add("/tags", rename_tag, ["PATCH"])
+    add("/tags", delete_tag, ["DELETE"])
+    add("/tags/binding", bind_tags)
+    add("/tags/unbinding", unbind_tags)
     add("", list_datasets, ["GET"])
     add("", create_dataset)
     add(dataset, get_dataset, ["GET"])
