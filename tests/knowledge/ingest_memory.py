@@ -82,17 +82,14 @@ def main() -> None:
         ingest.WRITE_BATCH = args.write_batch  # type: ignore[misc]
 
     writes: list[int] = []  # points per store write
-    write_document, add_points = HybridStore.write_document, HybridStore.add_points
-
-    def write(self: HybridStore, document_id: str, points: Any) -> None:
-        writes.append(len(points))
-        write_document(self, document_id, points)
+    add_points = HybridStore.add_points
 
     def add(self: HybridStore, points: Any) -> None:
-        writes.append(len(points))
+        if points:
+            writes.append(len(points))
         add_points(self, points)
 
-    HybridStore.write_document, HybridStore.add_points = write, add  # type: ignore[method-assign]
+    HybridStore.add_points = add  # type: ignore[method-assign]
 
     progress: list[tuple[float, float | None, int]] = []
     update = Progress.update

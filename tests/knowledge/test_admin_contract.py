@@ -1,7 +1,8 @@
 """Both KnowledgeAdmin implementations pass the one contract (:mod:`gcite.testing.admin_contract`).
 
 - :class:`gcite.knowledge.manage.LocalAdmin`: the data dir's own embedded store, reached
-  through :class:`gcite.knowledge.access.KnowledgeAccess` (as the service and the CLI do);
+  through :class:`gcite.knowledge.access.KnowledgeAccess` (as the service and the CLI do),
+  and the same over the pgvector store;
 - :class:`gcite.knowledge.remote_admin.RemoteAdmin`: a real gcite service (uvicorn on a
   free loopback port) managed through its Knowledge API, as a worker of ``gcite serve
   --workers N`` or a ``knowledge_url`` service is.
@@ -26,6 +27,7 @@ from gcite.knowledge.manage import LocalAdmin
 from gcite.knowledge.remote_admin import RemoteAdmin
 from gcite.service.app import create_app
 from gcite.testing.admin_contract import KnowledgeAdminContract, Search
+from support.pg import fresh_database
 
 KEY = "admin-every-role"
 ROLES = ("安保主管",)
@@ -60,6 +62,68 @@ class TestLocalAdmin(KnowledgeAdminContract):
     @pytest.fixture
     def search(self, access: KnowledgeAccess) -> Search:
         return _search_with(access)
+
+
+@pytest.fixture(scope="module")
+def pgvector_settings(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Settings:
+    return Settings.from_keys(
+        data_dir=tmp_path_factory.mktemp("pgvector-admin") / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=fresh_database(pgvector_url),
+    )
+
+
+@pytest.fixture(scope="module")
+def pgvector_access(pgvector_settings: Settings) -> Iterator[KnowledgeAccess]:
+    with KnowledgeAccess(pgvector_settings) as access:
+        yield access
+
+
+class TestPgvectorAdmin(KnowledgeAdminContract):
+    """The local admin on the pgvector store (the catalog in the database's tables)."""
+
+    @pytest.fixture
+    def access(self, pgvector_access: KnowledgeAccess) -> KnowledgeAccess:
+        return pgvector_access
+
+    @pytest.fixture
+    def admin(self, access: KnowledgeAccess) -> Any:
+        admin = access.admin()
+        assert isinstance(admin, LocalAdmin)
+        return admin
+
+    @pytest.fixture
+    def search(self, access: KnowledgeAccess) -> Search:
+        return _search_with(access)
+
+
+@pytest.mark.parametrize("backend", ["local", "pgvector"])
+def test_tags_and_bindings_survive_a_restart(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Tags and bindings are stored (catalog.json, or the pgvector tables): a second
+    KnowledgeAccess on the same data sees them, and a deleted tag stays deleted."""
+    if backend == "pgvector":
+        url = fresh_database(request.getfixturevalue("pgvector_url"))
+        extra: dict[str, Any] = {"store": "pgvector", "knowledge_database_url": url}
+    else:
+        extra = {}
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use", **extra)
+    with KnowledgeAccess(settings) as access:
+        admin = access.admin()
+        admin.create_dataset("标签库")
+        kept, dropped = admin.create_tag("保留"), admin.create_tag("删除")
+        admin.bind_tags("标签库", [kept.id, dropped.id])
+        admin.rename_tag(kept.id, "保留的")
+        admin.delete_tag(dropped.id)
+    with KnowledgeAccess(settings) as access:
+        admin = access.admin()
+        assert [(t.id, t.name, t.binding_count) for t in admin.list_tags()] == [
+            (kept.id, "保留的", 1)
+        ]
+        info = next(d for d in admin.list_datasets() if d.name == "标签库")
+        assert [(t.id, t.name) for t in info.tags] == [(kept.id, "保留的")]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,25 +138,34 @@ def test_a_document_switches_versions_in_one_transaction(fresh_pg: Settings) -> 
             text = "电梯维保规程（修订）\n电梯每周检查一次。"
             points = [
                 PointData(
-                    stable_id(document_id, "v2", str(i)),
+                    stable_id(document_id, version, str(i)),
                     _dense(store, text).dense or [],
                     document_vector(text),
-                    {**payload, "content": f"{text}{i}", "segment_id": f"v2-{i}"},
+                    {
+                        **payload,
+                        "content": f"{text}{version}{i}",
+                        "segment_id": f"{version}-{i}",
+                        "version": version,
+                    },
                 )
+                for version in ("v2", "v3")
                 for i in range(3)
             ]
-            store.write_document(document_id, points[:2])
-            store.add_points(points[2:])
-            # readers see the old version until the save
+            store.begin_version("v2")
+            store.add_points(points[:2])
+            store.add_points(points[2:3])
+            # readers see the old version until the swap
             assert _contents(reader, store, only) == old_contents
             assert _contents(store._handle.index, store, only) == old_contents
-            store.rollback()
+            store.abandon_version(document_id, "v2")
             assert _contents(reader, store, only) == old_contents
-            store.write_document(document_id, points)
-            store.save()
-            new_contents = {p.payload["content"] for p in points}
+            store.begin_version("v2")
+            store.add_points(points[:3])
+            store.commit_version(document_id, "v2", lambda _catalog: None)
+            new_contents = {p.payload["content"] for p in points[:3]}
             assert _contents(reader, store, only) == new_contents
-            store.write_document(document_id, points[:1])  # interrupted: never saved
+            store.begin_version("v3")
+            store.add_points(points[3:4])  # interrupted: never swapped in
         assert _contents(reader, None, only) == new_contents
     finally:
         reader.close()
@@ -308,7 +318,8 @@ points = [
               {"document_id": document_id, "dataset_name": "园区制度库", "content": text})
     for i in range(3)
 ]
-store.write_document(document_id, points)
+store.begin_version("half")
+store.add_points(points)
 print("written", flush=True)
 sys.stdin.read()  # killed here, before the save
 """
@@ -362,9 +373,10 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
             stable_id(document_id, "half", "0"),
             _dense(store, text).dense or [],
             document_vector(text),
-            {**payload, "content": text},
+            {**payload, "content": text, "version": "half"},
         )
-        store.write_document(document_id, [point])
+        store.begin_version("half")
+        store.add_points([point])
         with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:
             pid = index._writer.info.backend_pid
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
@@ -377,6 +389,46 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
             store.save()
         assert _contents(index, store, only) == before
         # the next document write starts afresh
-        store.write_document(document_id, [point])
-        store.save()
+        store.begin_version("half")
+        store.add_points([point])
+        store.commit_version(document_id, "half", lambda _catalog: None)
         assert _contents(index, store, only) == {text}
+
+
+def test_tags_and_bindings_reach_a_catalog_open_in_another_store(pgvector_url: str) -> None:
+    """Another process's catalog (here: a second index on the same database) reloads the
+    tags and a dataset's bindings at the save's notification, keeping its entry object."""
+    from gcite.knowledge.stores.pgvector import PgCatalog
+
+    url = fresh_database(pgvector_url)
+    writer_index, reader_index = PgIndex(url), PgIndex(url)
+    try:
+        writer, reader = PgCatalog(writer_index), PgCatalog(reader_index)
+        writer.dataset("标签库")
+        writer.save()
+        deadline = time.monotonic() + 30  # a hang guard for the notifications
+        while "标签库" not in reader.datasets:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        entry = reader.datasets["标签库"]
+        writer.tags = {"t1": {"name": "安防", "created_at": 1}}
+        writer.datasets["标签库"]["tag_ids"] = ["t1"]
+        writer.save()
+        while "t1" not in reader.tags:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        assert reader.tags == {"t1": {"name": "安防", "created_at": 1}}
+        assert reader.datasets["标签库"] is entry and entry["tag_ids"] == ["t1"]
+        writer.tags = {}
+        del writer.datasets["标签库"]["tag_ids"]
+        writer.save()
+        while reader.tags:
+            assert time.monotonic() < deadline, "the notification never arrived"
+            reader.refresh()
+            time.sleep(0.02)
+        assert "tag_ids" not in reader.datasets["标签库"]
+    finally:
+        writer_index.close()
+        reader_index.close()

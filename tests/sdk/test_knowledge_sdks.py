@@ -2,7 +2,8 @@
 
 PyPI ``dify-dataset-sdk`` 0.6.3 (strict pydantic models) and ``dify-oapi2`` 1.1.2
 (builder requests, pydantic responses) each run their dataset, document, segment,
-metadata (where the SDK has it), retrieve and tag calls against the real service on
+metadata (where the SDK has it), retrieve and tag calls (create, rename, bind, list,
+unbind, delete: each SDK leaves no tag behind) against the real service on
 loopback (``tests/sdk/python/drive_dify_dataset_sdk.py``, ``drive_dify_oapi2.py``):
 every step must succeed with no exception, and what the SDK read back is checked here.
 """
@@ -54,8 +55,9 @@ DATASET_SDK_STEPS = (
     "update_by_text", "status_enable", "upload_file", "list_segments", "create_segment",
     "get_segment", "update_segment", "child_chunks", "delete_segment", "create_metadata",
     "rename_metadata", "list_metadata", "document_metadata", "metadata_after",
-    "built_in_disable", "retrieve", "list_tags", "dataset_tags", "delete_document",
-    "delete_dataset",
+    "built_in_disable", "retrieve", "create_tag", "create_tag_2", "update_tag", "bind_tags",
+    "dataset_tags", "dataset_with_tags", "list_tags", "unbind_tag", "dataset_tags_after",
+    "delete_tag", "list_tags_after", "delete_last_tag", "delete_document", "delete_dataset",
 )  # fmt: skip
 
 
@@ -68,8 +70,9 @@ def test_dify_dataset_sdk_runs_every_call(kb_service: str, sdk_driver: Driver) -
     assert ok(steps, "update_dataset")["description"] == "SDK 改"
     text = ok(steps, "create_by_text")
     assert text["batch"] and text["document"]["name"] == "bikes.md"
-    doc = ok(steps, "get_document")  # read once the batch is indexed
-    assert doc["word_count"] > 0 and doc["tokens"] > 0 and doc["position"] == 1
+    # read once the batch is indexed; Dify's document detail has no word_count
+    doc = ok(steps, "get_document")
+    assert doc["tokens"] > 0 and doc["position"] == 1 and doc["name"] == "bikes.md"
     listed = ok(steps, "list_documents")
     assert sorted(d["position"] for d in listed["data"]) == [1, 2]
     [status] = ok(steps, "indexing_status")["data"]
@@ -79,14 +82,36 @@ def test_dify_dataset_sdk_runs_every_call(kb_service: str, sdk_driver: Driver) -
     assert "值班人" in fields
     records = ok(steps, "retrieve")["records"]
     assert records and "二十二点" in records[0]["segment"]["content"]
+    _tags_read_back(steps)
+
+
+def _tags_read_back(steps: Steps) -> None:
+    """What the dataset SDK's tag calls wrote is what it reads back."""
+    one, two = ok(steps, "create_tag"), ok(steps, "create_tag_2")
+    assert (one["name"], one["binding_count"], two["name"]) == ("安防", 0, "访客")
+    assert ok(steps, "update_tag")["name"] == "安防巡逻"
+    bound = ok(steps, "dataset_tags")
+    assert bound["total"] == 2
+    assert {(t["id"], t["name"]) for t in bound["data"]} == {
+        (one["id"], "安防巡逻"),
+        (two["id"], "访客"),
+    }
+    # the SDK's Dataset model has no tags field: its get only has to validate
+    assert ok(steps, "dataset_with_tags")["name"] == "SDK 数据集"
+    counts = {t["name"]: t["binding_count"] for t in ok(steps, "list_tags")}
+    assert counts == {"安防巡逻": 1, "访客": 1}
+    assert [t["name"] for t in ok(steps, "dataset_tags_after")] == ["安防巡逻"]
+    assert [t["id"] for t in ok(steps, "list_tags_after")] == [one["id"]]
 
 
 OAPI2_STEPS = (
     "create_dataset", "list_datasets", "get_dataset", "update_dataset", "create_by_text",
     "create_by_file", "list_documents", "get_document", "indexing_status", "update_by_text",
     "status_enable", "upload_file", "list_segments", "create_segment", "get_segment",
-    "update_segment", "child_chunks", "delete_segment", "retrieve", "list_tags",
-    "dataset_tags", "delete_document", "delete_dataset",
+    "update_segment", "child_chunks", "delete_segment", "retrieve", "create_tag",
+    "create_tag_2", "update_tag", "bind_tags", "dataset_tags", "list_tags", "unbind_tag",
+    "dataset_tags_after", "delete_tag", "list_tags_after", "delete_last_tag", "delete_document",
+    "delete_dataset",
 )  # fmt: skip
 
 
@@ -99,9 +124,22 @@ def test_dify_oapi2_runs_every_call(kb_service: str, sdk_driver: Driver) -> None
     text = ok(steps, "create_by_text")
     assert text["batch"] and text["document"]["name"] == "bikes.md"
     doc = ok(steps, "get_document")  # read once the batch is indexed
-    assert doc["doc_metadata"] is None and doc["created_by"] and doc["word_count"] > 0
+    assert doc["doc_metadata"] is None and doc["created_by"] and doc["tokens"] > 0
     listed = ok(steps, "list_documents")
     assert sorted(d["position"] for d in listed["data"]) == [1, 2]
     assert ok(steps, "update_segment")["data"]["content"] == "车棚旁边设有两个充电桩。"
     records = ok(steps, "retrieve")["records"]
     assert records and "二十二点" in records[0]["segment"]["content"]
+    one, two = ok(steps, "create_tag"), ok(steps, "create_tag_2")
+    assert (one["name"], one["type"], one["binding_count"]) == ("安防", "knowledge", 0)
+    assert ok(steps, "update_tag")["name"] == "安防巡逻"
+    bound = ok(steps, "dataset_tags")
+    assert bound["total"] == 2
+    assert {(t["id"], t["name"]) for t in bound["data"]} == {
+        (one["id"], "安防巡逻"),
+        (two["id"], "访客"),
+    }
+    counts = {t["name"]: t["binding_count"] for t in ok(steps, "list_tags")}
+    assert counts == {"安防巡逻": "1", "访客": "1"}  # Dify answers the count as a string
+    assert [t["name"] for t in ok(steps, "dataset_tags_after")["data"]] == ["安防巡逻"]
+    assert [t["id"] for t in ok(steps, "list_tags_after")] == [one["id"]]

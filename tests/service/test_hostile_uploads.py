@@ -1,12 +1,16 @@
 """Fuzz-style: 200+ generated hostile office files uploaded through the Knowledge API of a
 real server on loopback (``create-by-file``): never a 5xx, each refusal a typed 413/415/
-422 in Dify's error shape on a connection that stays usable, the service healthy, and
-nothing of a refused file listed, retrievable or left in ``uploads/``."""
+422 (in Dify's error shape on a connection that stays usable when refused at once, in the
+batch's ``error`` status when the indexer refuses it), the service healthy, and nothing of
+a refused file listed, retrievable or left in ``uploads/``."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,6 +57,20 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             yield server
 
 
+async def _finished(client: httpx.AsyncClient, live: LiveServer, batch: str) -> dict[str, Any]:
+    """The indexing status of ``batch`` once completed or failed (a hang guard bounds it)."""
+    url = f"{live.base_url}/v1/datasets/{DATASET}/documents/{batch}/indexing-status"
+    deadline = time.monotonic() + HANG_GUARD_S
+    while True:
+        answer = await client.get(url, headers=ADMIN)
+        assert answer.status_code == 200, answer.text
+        [item] = answer.json()["data"]
+        if item["indexing_status"] in {"completed", "error"}:
+            return dict(item)
+        assert time.monotonic() < deadline, "indexing never finished"
+        await asyncio.sleep(0.02)
+
+
 def _status_bytes(field: str) -> int:
     for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
         if line.startswith(field + ":"):
@@ -72,15 +90,23 @@ async def test_hostile_uploads_are_refused_by_type_and_leave_nothing(live: LiveS
             response = await client.post(
                 url, files={"file": (name, data)}, data={"data": "{}"}, headers=ADMIN
             )
-            statuses[name] = response.status_code
             assert response.status_code < 500, (name, response.text)
-            if response.status_code != 200:
+            if response.status_code != 200:  # refused before it was accepted
+                statuses[name] = response.status_code
                 body = response.json()
                 assert set(body) == {"code", "message", "status"}
                 assert body["status"] == response.status_code in {413, 415, 422}, (name, body)
                 assert "Traceback" not in body["message"] and "\n" not in body["message"]
                 # the keep-alive connection stays usable after a refusal
                 assert response.headers.get("connection", "").lower() != "close"
+                continue
+            # accepted at once; the indexer converts it and reports a refusal in its batch
+            item = await _finished(client, live, response.json()["batch"])
+            statuses[name] = 200
+            if item["indexing_status"] == "error":
+                statuses[name] = item["gcite_error"]["status"]
+                assert statuses[name] in {413, 415, 422}, (name, item)
+                assert "Traceback" not in item["error"] and "\n" not in item["error"]
         assert len(statuses) >= 200
         assert _status_bytes("VmHWM") - idle < 512 * MIB
         health = await client.get(live.base_url + "/health")

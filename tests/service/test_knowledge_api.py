@@ -66,6 +66,20 @@ def live(
         yield server
 
 
+async def indexed(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    """Poll an indexing-status URL until its run is completed or failed (a hang guard
+    bounds it); the status item."""
+    deadline = time.monotonic() + 300
+    while True:
+        answer = await client.get(url, headers=ADMIN)
+        assert answer.status_code == 200, answer.text
+        [item] = answer.json()["data"]
+        if item["indexing_status"] in {"completed", "error"}:
+            return dict(item)
+        assert time.monotonic() < deadline, "indexing never finished"
+        await asyncio.sleep(0.05)
+
+
 async def _dataset_id(live: LiveServer, client: httpx.AsyncClient) -> str:
     page = await client.get(live.base_url + "/v1/datasets", headers=ADMIN)
     assert page.status_code == 200, page.text
@@ -136,9 +150,8 @@ async def test_documents_create_update_status_delete(
     )
     assert made.status_code == 200, made.text
     doc, batch = made.json()["document"], made.json()["batch"]
-    assert doc["name"] == "电梯.md" and doc["indexing_status"] == "completed"
-    status = await client.get(f"{base}/documents/{batch}/indexing-status", headers=ADMIN)
-    [entry] = status.json()["data"]
+    assert doc["name"] == "电梯.md" and doc["indexing_status"] == "waiting"
+    entry = await indexed(client, f"{base}/documents/{batch}/indexing-status")
     assert entry["id"] == doc["id"] and entry["indexing_status"] == "completed"
     assert entry["completed_segments"] == entry["total_segments"] >= 1
     updated = await client.post(
@@ -147,6 +160,7 @@ async def test_documents_create_update_status_delete(
         headers=ADMIN,
     )
     assert updated.status_code == 200 and updated.json()["document"]["id"] == doc["id"]
+    await indexed(client, f"{base}/documents/{updated.json()['batch']}/indexing-status")
     listed = (await client.get(base + "/documents", headers=ADMIN)).json()
     assert sorted(d["name"] for d in listed["data"]) == ["visitor.md", "电梯.md"]
     assert listed["total"] == 2
@@ -171,6 +185,7 @@ async def test_upload_with_roles_is_never_public(
         headers=ADMIN,
     )
     assert made.status_code == 200, made.text
+    await indexed(client, f"{base}/documents/{made.json()['batch']}/indexing-status")
     retrieval = live.base_url + "/retrieval"
     query = {
         "knowledge_id": DATASET,
@@ -238,6 +253,10 @@ async def test_update_while_chats_stream_and_the_next_answer_sees_it(
         headers=ADMIN,
     )
     assert created.status_code == 200, created.text
+    batch = created.json()["batch"]
+    await indexed(
+        client, f"{live.base_url}/v1/datasets/{DATASET}/documents/{batch}/indexing-status"
+    )
     for finished in await asyncio.gather(*streams):
         done = next(e for e in finished if e["event"] == "workflow_finished")
         assert finished[-1]["event"] == "message_end", finished[-1]  # Dify's terminal order

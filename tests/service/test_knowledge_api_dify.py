@@ -96,8 +96,9 @@ def _dataset(api: httpx.Client, name: str = DATASET) -> dict[str, Any]:
 
 
 def _indexed(api: httpx.Client, dataset_id: str, answer: httpx.Response) -> dict[str, Any]:
-    """The document of a create/update ``answer`` once its batch is indexed (as Dify's
-    clients poll ``indexing-status``; a generous hang guard, not a speed limit)."""
+    """The document (as listed) of a create/update ``answer`` once its batch is indexed
+    (as Dify's clients poll ``indexing-status``; a generous hang guard, not a speed
+    limit)."""
     assert answer.status_code == 200, answer.text
     body = answer.json()
     url = f"/datasets/{dataset_id}/documents/{body['batch']}/indexing-status"
@@ -106,9 +107,8 @@ def _indexed(api: httpx.Client, dataset_id: str, answer: httpx.Response) -> dict
         [status] = api.get(url).json()["data"]
         if status["indexing_status"] in ("completed", "error"):
             assert status["indexing_status"] == "completed", status
-            return dict(
-                api.get(f"/datasets/{dataset_id}/documents/{body['document']['id']}").json()
-            )
+            listed = api.get(f"/datasets/{dataset_id}/documents", params={"limit": 100})
+            return next(d for d in listed.json()["data"] if d["id"] == body["document"]["id"])
         time.sleep(0.05)
     raise AssertionError(f"batch {body['batch']} not indexed")
 
@@ -321,7 +321,7 @@ def test_metadata_fields_and_document_metadata_keep_roles(
     assert {f["name"] for f in api.get(f"{url}/built-in").json()["fields"]} >= {"document_name"}
 
 
-def test_status_actions_upload_file_and_tags(api: httpx.Client) -> None:
+def test_status_actions_and_upload_file(api: httpx.Client) -> None:
     dataset_id = _dataset(api)["id"]
     doc = _docs(api, dataset_id)["visitor.md"]
     url = f"/datasets/{dataset_id}/documents/status"
@@ -337,10 +337,165 @@ def test_status_actions_upload_file_and_tags(api: httpx.Client) -> None:
     assert upload["id"] == doc["id"] and upload["name"] == "visitor.md"
     assert upload["extension"] == "md" and upload["size"] > 0 and upload["created_at"] > 0
 
+
+def _error(answer: httpx.Response, status: int, code: str, message: str | None = None) -> None:
+    """``answer`` is Dify's error body ``{"code", "message", "status"}``."""
+    assert answer.status_code == status, answer.text
+    body = answer.json()
+    assert (body["code"], body["status"]) == (code, status), body
+    if message is not None:
+        assert body["message"] == message
+
+
+def test_tags_are_created_bound_listed_renamed_and_deleted(api: httpx.Client) -> None:
+    dataset_id = _dataset(api)["id"]
+    made = api.post("/datasets/tags", json={"name": "安防"})
+    assert made.status_code == 200, made.text
+    tag = made.json()
+    assert set(tag) == {"id", "name", "type", "binding_count"}
+    assert (tag["name"], tag["type"], tag["binding_count"]) == ("安防", "knowledge", "0")
+    other = api.post("/datasets/tags", json={"name": "访客"}).json()
+    listed = {t["id"]: t for t in api.get("/datasets/tags").json()}
+    assert listed[tag["id"]] == tag and listed[other["id"]]["name"] == "访客"
+
+    bound = api.post(
+        "/datasets/tags/binding",
+        json={"tag_ids": [tag["id"], other["id"]], "target_id": dataset_id},
+    )
+    assert bound.status_code == 204 and bound.content == b""
+    on_dataset = api.get(f"/datasets/{dataset_id}/tags").json()
+    assert on_dataset["total"] == 2
+    assert {(t["id"], t["name"]) for t in on_dataset["data"]} == {
+        (tag["id"], "安防"),
+        (other["id"], "访客"),
+    }
+    assert all(set(t) == {"id", "name"} for t in on_dataset["data"])
+    tags = api.get(f"/datasets/{dataset_id}").json()["tags"]
+    assert {(t["name"], t["type"]) for t in tags} == {("安防", "knowledge"), ("访客", "knowledge")}
+    assert set(tags[0]) == {"id", "name", "type"}
+    assert _dataset(api)["tags"] == tags  # the list shows them too
+    filtered = api.get("/datasets", params={"tag_ids": [other["id"], "x"]}).json()["data"]
+    assert [d["id"] for d in filtered] == [dataset_id]
+    assert api.get("/datasets", params={"tag_ids": "x"}).json()["data"] == []
+
+    renamed = api.patch("/datasets/tags", json={"tag_id": tag["id"], "name": "安防巡逻"})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json() == {**tag, "name": "安防巡逻", "binding_count": "1"}
+
+    # Dify's legacy unbinding body: one tag_id
+    unbound = api.post(
+        "/datasets/tags/unbinding", json={"tag_id": other["id"], "target_id": dataset_id}
+    )
+    assert unbound.status_code == 204
+    assert [t["name"] for t in api.get(f"/datasets/{dataset_id}/tags").json()["data"]] == [
+        "安防巡逻"
+    ]
+    gone = api.request("DELETE", "/datasets/tags", json={"tag_id": tag["id"]})
+    assert gone.status_code == 204
+    assert api.get(f"/datasets/{dataset_id}").json()["tags"] == []
+    assert {t["id"] for t in api.get("/datasets/tags").json()} == {other["id"]}
+    api.request("DELETE", "/datasets/tags", json={"tag_id": other["id"]})
     assert api.get("/datasets/tags").json() == []
+
+
+def test_tag_errors_are_difys(api: httpx.Client) -> None:
+    dataset_id = _dataset(api)["id"]
+    tag = api.post("/datasets/tags", json={"name": "重复"}).json()
+    _error(
+        api.post("/datasets/tags", json={"name": "重复"}),
+        400,
+        "invalid_param",
+        "Tag name already exists",
+    )
+    for bad in ({}, {"name": ""}, {"name": "x" * 51}, {"name": 3}):
+        _error(api.post("/datasets/tags", json=bad), 400, "invalid_param")
+    assert api.post("/datasets/tags", json={"name": "x" * 50}).status_code == 200
+    long = next(t for t in api.get("/datasets/tags").json() if t["name"] == "x" * 50)
+    _error(
+        api.patch("/datasets/tags", json={"tag_id": long["id"], "name": "重复"}),
+        400,
+        "invalid_param",
+        "Tag name already exists",
+    )
+    missing = "00000000-0000-0000-0000-000000000000"
+    _error(
+        api.patch("/datasets/tags", json={"tag_id": missing, "name": "新"}),
+        404,
+        "not_found",
+        "Tag not found",
+    )
+    _error(
+        api.request("DELETE", "/datasets/tags", json={"tag_id": missing}),
+        404,
+        "not_found",
+        "Tag not found",
+    )
+    binding = {"tag_ids": [], "target_id": dataset_id}
+    _error(
+        api.post("/datasets/tags/binding", json=binding),
+        400,
+        "invalid_param",
+        "Tag IDs is required.",
+    )
+    _error(
+        api.post("/datasets/tags/unbinding", json=binding),
+        400,
+        "invalid_param",
+        "Tag IDs is required.",
+    )
+    binding = {"tag_ids": [tag["id"]], "target_id": missing}
+    _error(api.post("/datasets/tags/binding", json=binding), 404, "not_found")
+    binding = {"tag_ids": [tag["id"], missing], "target_id": dataset_id}
+    _error(api.post("/datasets/tags/binding", json=binding), 404, "not_found", "Tag not found")
     assert api.get(f"/datasets/{dataset_id}/tags").json() == {"data": [], "total": 0}
-    refused = api.post("/datasets/tags", json={"name": "x"})
-    assert refused.status_code == 400 and refused.json()["code"] == "invalid_param"
+    _error(api.get(f"/datasets/{missing}/tags"), 404, "not_found")
+    _error(api.post("/datasets/tags", content=b"[1]"), 400, "invalid_param")
+    chat_key = {"Authorization": "Bearer kb-guard"}
+    assert api.post("/datasets/tags", json={"name": "密钥"}, headers=chat_key).status_code == 403
+    for t in (tag, long):
+        assert api.request("DELETE", "/datasets/tags", json={"tag_id": t["id"]}).status_code == 204
+
+
+#: Dify's ``DocumentApi.get`` keys (``metadata=all``).
+DETAIL_FIELDS = {
+    "id", "position", "data_source_type", "data_source_info", "dataset_process_rule_id",
+    "dataset_process_rule", "document_process_rule", "name", "created_from", "created_by",
+    "created_at", "tokens", "indexing_status", "completed_at", "updated_at",
+    "indexing_latency", "error", "enabled", "disabled_at", "disabled_by", "archived",
+    "doc_type", "doc_metadata", "segment_count", "average_segment_length", "hit_count",
+    "display_status", "doc_form", "doc_language", "summary_index_status", "need_summary",
+}  # fmt: skip
+
+
+def test_a_document_is_read_with_all_only_or_without_metadata(api: httpx.Client) -> None:
+    dataset_id = _dataset(api)["id"]
+    guard = _docs(api, dataset_id)["guard.md"]
+    url = f"/datasets/{dataset_id}/documents/{guard['id']}"
+    full = api.get(url).json()
+    assert set(full) == DETAIL_FIELDS
+    assert api.get(url, params={"metadata": "all"}).json() == full
+    assert full["doc_metadata"] == guard["doc_metadata"]
+    assert (full["name"], full["segment_count"], full["tokens"]) == (
+        "guard.md",
+        guard["segment_count"],
+        guard["tokens"],
+    )
+    assert full["average_segment_length"] > 0
+    only = api.get(url, params={"metadata": "only"}).json()
+    assert only == {"id": guard["id"], "doc_type": None, "doc_metadata": guard["doc_metadata"]}
+    without = api.get(url, params={"metadata": "without"}).json()
+    assert without == {k: v for k, v in full.items() if k not in ("doc_type", "doc_metadata")}
+    _error(
+        api.get(url, params={"metadata": "some"}),
+        400,
+        "invalid_metadata",
+        "Invalid metadata value: some",
+    )
+    _error(
+        api.get(f"/datasets/{dataset_id}/documents/nope", params={"metadata": "some"}),
+        404,
+        "not_found",
+    )
 
 
 def test_external_knowledge_accepts_the_dataset_id(api: httpx.Client, live: LiveServer) -> None:

@@ -5,6 +5,7 @@ with its roles applied, on a real PostgreSQL with pgvector (``pgvector_url``).""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +55,18 @@ def _retrieve(live: LiveServer, key: str, query: str) -> list[str]:
     return [r["content"] for r in response.json()["records"]]
 
 
+def _indexed(client: httpx.Client, document: str) -> None:
+    """Wait until an accepted document's batch completed (a hang guard bounds it)."""
+    deadline = time.monotonic() + 300
+    while True:
+        [item] = client.get(f"{document}/indexing-status").json()["data"]
+        if item["indexing_status"] == "completed":
+            return
+        assert item["indexing_status"] != "error", item
+        assert time.monotonic() < deadline, "indexing never finished"
+        time.sleep(0.05)
+
+
 def test_documents_created_through_the_api_are_retrieved_with_roles(live: LiveServer) -> None:
     with httpx.Client(base_url=live.base_url, timeout=120, headers=ADMIN) as client:
         made = client.post("/v1/datasets", json={"name": DATASET})
@@ -70,6 +83,7 @@ def test_documents_created_through_the_api_are_retrieved_with_roles(live: LiveSe
                 f"/v1/datasets/{dataset_id}/document/create-by-text", json=payload
             )
             assert created.status_code == 200, created.text
+            _indexed(client, f"/v1/datasets/{dataset_id}/documents/{created.json()['batch']}")
         listed = client.get(f"/v1/datasets/{dataset_id}/documents").json()
         assert sorted(d["name"] for d in listed["data"]) == ["访客.md", "钥匙.md"]
     guard = _retrieve(live, "kb-guard", "备用钥匙放在哪里")

@@ -33,6 +33,7 @@ class DifyKnowledgeStandin:
         self.datasets: dict[str, dict[str, Any]] = {}
         self.documents: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[str] = []
+        self.batches: dict[str, dict[str, Any]] = {}
         self.app = self._build(with_upload)
 
     def _build(self, with_upload: bool) -> FastAPI:
@@ -105,7 +106,19 @@ class DifyKnowledgeStandin:
                     "doc_metadata": None,
                 }
                 docs.append(doc)
-                return {"document": doc, "batch": time.strftime("%Y%m%d%H%M%S")}
+                batch = time.strftime("%Y%m%d%H%M%S") + uuid.uuid4().hex[:6]
+                self.batches[batch] = doc
+                return {"document": doc, "batch": batch}
+
+            @app.get("/v1/datasets/{dataset_id:uuid}/documents/{batch}/indexing-status")
+            async def indexing_status(dataset_id: uuid.UUID, batch: str) -> Any:
+                # Dify indexes in a worker: the document is done by the first poll here
+                doc = self.batches.get(batch)
+                if doc is None:
+                    body = {"code": "not_found", "message": "Documents not found.", "status": 404}
+                    return JSONResponse(body, status_code=404)
+                doc["indexing_status"] = "completed"
+                return {"data": [{"id": doc["id"], "indexing_status": "completed", "error": None}]}
 
         return app
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gcite.knowledge.admin import DatasetInfo, DocumentInfo, ManageError, SegmentInfo
+from gcite.knowledge.admin import DatasetInfo, DocumentInfo, ManageError, SegmentInfo, TagInfo
 from gcite.knowledge.results import rank, result_item
 
 _STAMP = len("20260101000000")
@@ -123,7 +123,7 @@ def dataset_body(
             "model_provider_name": None,
             "summary_prompt": None,
         },
-        "tags": [],
+        "tags": [{"id": t.id, "name": t.name, "type": TAG_TYPE} for t in info.tags],
         "doc_form": "text_model",
         "external_knowledge_info": None,
         "external_retrieval_model": None,
@@ -140,6 +140,34 @@ def dataset_body(
         "is_multimodal": False,
         "segment_count": info.chunks,
     }
+
+
+#: The ``type`` of knowledge tags (Dify's ``TagType.KNOWLEDGE``).
+TAG_TYPE = "knowledge"
+
+
+def tag_body(tag: TagInfo) -> dict[str, Any]:
+    """Dify's ``KnowledgeTagResponse``: ``{"id", "name", "type", "binding_count"}``
+    (``binding_count`` a string, as Dify answers it)."""
+    return {
+        "id": tag.id,
+        "name": tag.name,
+        "type": TAG_TYPE,
+        "binding_count": str(tag.binding_count),
+    }
+
+
+def tag_record(body: Mapping[str, Any]) -> TagInfo:
+    """A :func:`tag_body` (or a dataset's ``tags`` item) read back as a record."""
+    return TagInfo(
+        id=str(body.get("id") or ""),
+        name=str(body.get("name") or ""),
+        binding_count=_int(_number(body.get("binding_count"))),
+    )
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
 def document_metadata_list(dataset_id: str, doc: DocumentInfo) -> list[dict[str, Any]]:
@@ -199,6 +227,60 @@ def document_body(doc: DocumentInfo, dataset_id: str = "") -> dict[str, Any]:
         "need_summary": False,
         "segment_count": doc.segments,
     }
+
+
+#: ``GET .../documents/{id}?metadata=``: what the answer holds (Dify's ``DocumentApi``).
+METADATA_CHOICES = ("all", "only", "without")
+
+
+def document_detail_body(
+    doc: DocumentInfo, dataset_id: str, metadata: str = "all"
+) -> dict[str, Any]:
+    """Dify's answer to ``GET .../documents/{document_id}`` (``DocumentApi.get``), whose
+    keys differ from a listed document's: ``metadata="only"`` gives ``{"id", "doc_type",
+    "doc_metadata"}``, ``"without"`` every key but ``doc_type`` and ``doc_metadata``,
+    ``"all"`` every key. ``metadata`` must be one of :data:`METADATA_CHOICES` (the
+    caller answers 400 ``invalid_metadata`` otherwise)."""
+    listed = document_body(doc, dataset_id)
+    if metadata == "only":
+        return {"id": doc.id, "doc_type": None, "doc_metadata": listed["doc_metadata"]}
+    updated = listed["updated_at"]
+    body: dict[str, Any] = {
+        "id": doc.id,
+        "position": listed["position"],
+        "data_source_type": "upload_file",
+        "data_source_info": listed["data_source_detail_dict"],
+        "dataset_process_rule_id": None,
+        "dataset_process_rule": {"mode": "automatic", "rules": {}},
+        "document_process_rule": {},
+        "name": doc.name,
+        "created_from": "api",
+        "created_by": ACCOUNT_ID,
+        "created_at": doc.created_at,
+        "tokens": doc.tokens,
+        "indexing_status": "completed",
+        "completed_at": updated,
+        "updated_at": updated,
+        "indexing_latency": None,
+        "error": None,
+        "enabled": True,
+        "disabled_at": None,
+        "disabled_by": None,
+        "archived": False,
+        "doc_type": None,
+        "doc_metadata": listed["doc_metadata"],
+        "segment_count": doc.segments,
+        "average_segment_length": doc.word_count // doc.segments if doc.segments else 0,
+        "hit_count": 0,
+        "display_status": "available",
+        "doc_form": "text_model",
+        "doc_language": None,
+        "summary_index_status": None,
+        "need_summary": False,
+    }
+    if metadata == "without":
+        del body["doc_type"], body["doc_metadata"]
+    return body
 
 
 def _extension(name: str) -> str:
@@ -439,6 +521,7 @@ def dataset_record(body: Mapping[str, Any]) -> DatasetInfo:
         created_at=_int(body.get("created_at")),
         updated_at=_int(body.get("updated_at")),
         word_count=_int(body.get("word_count")),
+        tags=tuple(tag_record(t) for t in body.get("tags") or () if isinstance(t, Mapping)),
     )
 
 
@@ -467,6 +550,8 @@ def document_record(body: Mapping[str, Any], dataset: str) -> DocumentInfo:
 __all__ = [
     "ACCOUNT_ID",
     "AUTHOR",
+    "METADATA_CHOICES",
+    "TAG_TYPE",
     "RetrievalSettings",
     "batch_documents",
     "batch_id",
@@ -475,6 +560,7 @@ __all__ = [
     "dataset_record",
     "doc_metadata",
     "document_body",
+    "document_detail_body",
     "document_metadata_list",
     "document_record",
     "indexing_status_body",
@@ -485,6 +571,8 @@ __all__ = [
     "retrieve_items",
     "segment_body",
     "segment_record",
+    "tag_body",
+    "tag_record",
     "upload_file_body",
     "upserted_body",
 ]

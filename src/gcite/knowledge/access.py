@@ -13,7 +13,9 @@ ingest`` and the management commands open the knowledge base with:
 - otherwise the data dir's own store (:func:`gcite.knowledge.store.open_store`, Qdrant
   Edge or ``qdrant_url``), opened once on first use and shared by :meth:`store` and
   :meth:`admin` (a :class:`~gcite.knowledge.manage.LocalAdmin`; management creates the
-  knowledge base when the data dir has none yet).
+  knowledge base when the data dir has none yet). Opening it reconciles the store with
+  its catalog (:func:`gcite.knowledge.store.reconcile`) and ``uploads/`` with the catalog
+  (:func:`gcite.knowledge.manage.reconcile_uploads`): what an interrupted write left goes.
 
 Opening raises :class:`~gcite.errors.StoreError` (missing, corrupt, or held by another
 process); it is retried at the next call. Thread-safe; :meth:`close` releases everything.
@@ -29,6 +31,7 @@ from gcite.knowledge.admin import KnowledgeAdmin
 from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
+    from gcite.knowledge.indexing import Indexer
     from gcite.knowledge.store import HybridStore
 
 
@@ -41,6 +44,7 @@ class KnowledgeAccess:
         self._local: HybridStore | None = None
         self._remote: KnowledgeStore | None = None
         self._admin: KnowledgeAdmin | None = None
+        self._indexer: Indexer | None = None
 
     @property
     def remote(self) -> bool:
@@ -79,18 +83,40 @@ class KnowledgeAccess:
                     self._admin = LocalAdmin(self._open_local(create=True))
             return self._admin
 
+    def indexer(self) -> Indexer:
+        """The worker that indexes documents accepted by the Knowledge API off the request
+        path (:class:`~gcite.knowledge.indexing.Indexer`), started on first use."""
+        with self._lock:
+            if self._indexer is None:
+                from gcite.knowledge.indexing import Indexer
+
+                self._indexer = Indexer()
+            return self._indexer
+
     def _open_local(self, *, create: bool) -> HybridStore:
         if self._local is None:
+            from gcite.knowledge.manage import reconcile_uploads
             from gcite.knowledge.store import open_store
 
-            self._local = open_store(self.settings, create=create)
+            store = open_store(self.settings, create=create)
+            # what an interrupted write left in uploads/ (a pgvector database may be shared
+            # by processes writing now: only what is an hour old there)
+            transactional = store.settings.knowledge.store == "pgvector"
+            with store.lock:
+                reconcile_uploads(
+                    self.settings, store.catalog, min_age_s=3600.0 if transactional else 0.0
+                )
+            self._local = store
         return self._local
 
     def close(self) -> None:
         """Release the stores and the admin. Idempotent."""
         with self._lock:
+            indexer, self._indexer = self._indexer, None
             opened = (self._admin, self._remote, self._local)
             self._admin = self._remote = self._local = None
+        if indexer is not None:  # running writes end before the store closes
+            indexer.close()
         for item in opened:
             if item is not None:
                 item.close()

@@ -41,12 +41,23 @@ METADATA_TYPES = ("string", "number", "time")
 
 
 @dataclass(frozen=True)
+class TagInfo:
+    """One knowledge tag (Dify's ``type: "knowledge"`` tag): id, name (1..50
+    characters, unique) and ``binding_count`` (the datasets it is bound to)."""
+
+    id: str
+    name: str
+    binding_count: int = 0
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """One dataset: stable id, name, numbers of documents and chunks, and the embedding
     model its vectors were made with (``""`` before the first document); ``description``,
     ``created_at`` / ``updated_at`` (Unix seconds, 0 when not known), ``word_count``
     (characters of its documents' text) and the metadata fields declared for it
-    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry)."""
+    (``metadata_fields``: ``{name: Dify type}``, besides those its documents carry);
+    ``tags``: the tags bound to it, sorted by name."""
 
     id: str
     name: str
@@ -58,6 +69,7 @@ class DatasetInfo:
     updated_at: int = 0
     word_count: int = 0
     metadata_fields: dict[str, str] = field(default_factory=dict)
+    tags: tuple[TagInfo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,10 +113,13 @@ class SegmentInfo:
 @dataclass(frozen=True)
 class Upserted:
     """A document after :meth:`KnowledgeAdmin.upsert_document`; ``created`` is False when
-    it replaced one with the same name (or the one named by ``replace``)."""
+    it replaced one with the same name (or the one named by ``replace``);
+    ``roles_change``: ``(roles before, roles after)`` (sorted) when the replacement changed
+    the document's ``access_roles``, else ``None``."""
 
     document: DocumentInfo
     created: bool
+    roles_change: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,35 @@ class KnowledgeAdmin(Protocol):
 
     def list_documents(self, dataset: str) -> list[DocumentInfo]:
         """The documents of ``dataset``, sorted by name; 404 when the dataset is unknown."""
+        ...
+
+    def list_tags(self) -> list[TagInfo]:
+        """Every knowledge tag with its ``binding_count``, newest first."""
+        ...
+
+    def create_tag(self, name: str) -> TagInfo:
+        """Create a tag; 400 ``invalid_param`` for a name that is empty, longer than 50
+        characters or already a tag's."""
+        ...
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """Rename a tag (its bindings are kept); 404 ``not_found`` when unknown, 400 as
+        for :meth:`create_tag`."""
+        ...
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """Remove a tag and its bindings; returns it as it was. 404 when unknown."""
+        ...
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """Bind tags to a dataset (binding a bound tag again changes nothing); returns the
+        dataset as it is now. 404 for an unknown dataset or tag (nothing is bound then),
+        400 for an empty ``tag_ids``."""
+        ...
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """Remove tags from a dataset (a tag not bound to it is no error); returns the
+        dataset as it is now. 404 for an unknown dataset, 400 for an empty ``tag_ids``."""
         ...
 
     def list_segments(self, dataset: str, ref: str) -> list[SegmentInfo]:
@@ -203,9 +247,11 @@ class KnowledgeAdmin(Protocol):
 
         ``name``'s suffix chooses the converter (without a supported one it is Markdown
         and gets ``.md``); ``metadata`` (e.g. ``access_roles``) is in force from the first
-        moment. ``replace``: the id or name of the document to replace (an update:
-        ``name`` may be empty, renaming is refused with 400). A document that cannot be
-        converted, or refused metadata, is 400 and changes nothing.
+        moment; without it a replaced document keeps its metadata (its roles above all).
+        ``replace``: the id or name of the document to replace (an update: ``name`` may be
+        empty; another name renames it, its id kept). The replacement is atomic: searches
+        see the old version until the new one is complete. A document that cannot be
+        converted, or refused metadata, is 4xx and changes nothing.
         """
         ...
 
@@ -238,5 +284,6 @@ __all__ = [
     "KnowledgeStatus",
     "ManageError",
     "SegmentInfo",
+    "TagInfo",
     "Upserted",
 ]

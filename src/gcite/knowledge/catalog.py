@@ -41,14 +41,16 @@ def dataset_by_ref(names: Iterable[str], ref: str) -> str | None:
 class Catalog:
     """Dataset bookkeeping persisted as ``<data_dir>/catalog.json``.
 
-    ``datasets[name] = {"dataset_id", "array_fields": [...],
-    "documents": {document_id: {"path", "root", "name", "hash", "segments"}}}``.
+    ``datasets[name] = {"dataset_id", "array_fields": [...], "tag_ids"?: [...],
+    "documents": {document_id: {"path", "root", "name", "hash", "segments"}}}``;
+    ``tags[tag_id] = {"name", "created_at"}`` (:mod:`gcite.knowledge.tags`).
     """
 
     path: Path
     embedder: str = ""
     dim: int = 0
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tags: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Catalog:
@@ -61,9 +63,17 @@ class Catalog:
             not isinstance(raw, dict)
             or raw.get("format") != CATALOG_FORMAT
             or not isinstance(raw.get("datasets"), dict)
+            or not isinstance(raw.get("tags", {}), dict)
+            or not all(isinstance(t, dict) for t in raw.get("tags", {}).values())
         ):
             raise StoreError(f"知识库数据损坏: {path} 不是 gcite 知识库目录文件")
-        return cls(path, str(raw.get("embedder", "")), int(raw.get("dim", 0)), raw["datasets"])
+        return cls(
+            path,
+            str(raw.get("embedder", "")),
+            int(raw.get("dim", 0)),
+            raw["datasets"],
+            raw.get("tags", {}),
+        )
 
     def save(self) -> None:
         """Write atomically (temporary file + rename)."""
@@ -72,6 +82,7 @@ class Catalog:
             "embedder": self.embedder,
             "dim": self.dim,
             "datasets": self.datasets,
+            "tags": self.tags,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")

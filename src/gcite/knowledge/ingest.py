@@ -27,9 +27,14 @@ its body).
 Files previously ingested into the same dataset from the same root that no
 longer exist are deleted. A file that cannot be read or converted is listed in
 ``IngestReport.failed`` with the reason; its previous version (if any) is kept,
-and the rest is ingested. The catalog is saved after every document, so an
-interrupted run loses at most the document in flight (on pgvector a document's chunks
-and its catalog entry are one transaction: it keeps its old version).
+and the rest is ingested. Each document is written as a new version beside its old one
+and swapped in with one catalog change (:meth:`~gcite.knowledge.store.HybridStore.commit_version`),
+so searches see the old version until then and an interrupted run leaves every document
+in its old or its new version.
+
+Metadata follows the document: a document without a manifest entry keeps the metadata
+given with its previous version (the catalog's ``given``, :func:`given_metadata`), so a
+re-ingest never drops the roles an operator gave it.
 
 After the run the store's dense index is built or brought up to date
 (:meth:`~gcite.knowledge.store.HybridStore.optimize`: Qdrant Edge does not index by
@@ -43,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,19 +147,31 @@ def _walk(paths: Sequence[Path], report: IngestReport) -> tuple[list[_Source], s
 def _metadata(
     source: _Source,
     front: dict[str, Any],
-    manifest: Manifest | None,
+    given: Mapping[str, Any],
     title: str | None,
     lookalikes: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The document's metadata: front matter < ``given`` (manifest or API metadata)."""
     meta = dict(front)
-    if manifest is not None:
-        entry = manifest.metadata_for(source.path, source.root)
-        if entry:
-            meta.update(entry)
+    meta.update(given)
     if not meta.get("document_title"):
         meta["document_title"] = title or source.path.stem
     meta.setdefault("source_file_url", "")
     return validate_metadata(meta, document=source.path.name, allowed_lookalikes=lookalikes)
+
+
+def given_metadata(
+    source_path: Path, root: Path, manifest: Manifest | None, previous: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The metadata given with a document besides its own front matter: its manifest entry
+    when it has a non-empty one, else what was given with its previous version (catalog
+    ``given``): metadata follows the document, so a re-ingest or an update that gives none
+    keeps the document's roles."""
+    entry = manifest.metadata_for(source_path, root) if manifest is not None else None
+    if entry:
+        return dict(entry)
+    kept = (previous or {}).get("given")
+    return dict(kept) if isinstance(kept, Mapping) else {}
 
 
 def _fingerprint(text_digest: str, meta: dict[str, Any], settings: Settings, embedder: str) -> str:
@@ -248,14 +265,10 @@ def _times(previous: dict[str, Any] | None) -> dict[str, int]:
     return {"created_at": int(created) if created else now, "updated_at": now}
 
 
-def _given(
-    meta: dict[str, Any], front: dict[str, Any], manifest: Manifest | None, source: _Source
-) -> dict[str, Any]:
-    """The part of ``meta`` (validated) the document was given (front matter, manifest),
-    without the defaults ingestion fills in."""
-    keys = set(front)
-    if manifest is not None:
-        keys.update(manifest.metadata_for(source.path, source.root) or {})
+def _given(meta: dict[str, Any], front: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``meta`` (validated) the document was given (front matter, manifest or
+    the metadata kept from its previous version), without the defaults ingestion fills in."""
+    keys = set(front) | set(given)
     return {k: v for k, v in meta.items() if k in keys}
 
 
@@ -277,8 +290,13 @@ def ingest_paths(
     dataset: str,
     manifest: Path | None = None,
     progress: bool = False,
+    document_id: str | None = None,
 ) -> IngestReport:
     """Ingest files and directories into ``dataset`` (see the module docstring).
+
+    ``document_id``: the id of the document when ``paths`` is one file (the Knowledge API
+    keeps a document's id when its file moves or is renamed); otherwise ids are derived
+    from the dataset and each file's path.
 
     Raises :class:`ConfigError` for an empty dataset name or invalid chunk
     settings, :class:`ConversionError` for an unreadable manifest and
@@ -296,12 +314,13 @@ def ingest_paths(
     man = load_manifest(Path(manifest)) if manifest is not None else None
     report = IngestReport(dataset=dataset)
     sources, roots = _walk(paths, report)
+    ids = {s.path: document_id for s in sources} if document_id and len(sources) == 1 else {}
     store = open_store(settings, create=True)
     try:
         with store.lock:  # a dataset's id names it too
             dataset = dataset_by_ref(store.catalog.datasets, dataset) or dataset
         report.dataset = dataset
-        _run(store, sources, roots, report, settings, dataset, man, progress)
+        _run(store, (sources, roots), report, settings, dataset, man, progress, ids)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
     finally:
@@ -309,127 +328,73 @@ def ingest_paths(
     return report
 
 
+@dataclass
+class _Run:
+    """What every document of one ingestion run shares."""
+
+    store: HybridStore
+    settings: Settings
+    dataset: str
+    entry: dict[str, Any]
+    manifest: Manifest | None
+    report: IngestReport
+    bar: Any
+    task: Any
+    limits: ConvertLimits
+    embedder: Any
+    array_fields: set[str] = field(default_factory=set)
+    ids: dict[Path, str] = field(default_factory=dict)
+
+    def document_id(self, source: _Source) -> str:
+        """The id of ``source``'s document (given, or derived from its path)."""
+        return self.ids.get(source.path) or stable_id(self.dataset, str(source.path))
+
+    @property
+    def docs(self) -> dict[str, dict[str, Any]]:
+        docs: dict[str, dict[str, Any]] = self.entry["documents"]
+        return docs
+
+
 def _run(
     store: HybridStore,
-    sources: list[_Source],
-    roots: set[Path],
+    walked: tuple[list[_Source], set[Path]],
     report: IngestReport,
     settings: Settings,
     dataset: str,
     man: Manifest | None,
     progress: bool,
+    ids: Mapping[Path, str],
 ) -> None:
+    sources, roots = walked
     embedder = store.embedder(for_write=True)
-    limits = ConvertLimits.from_settings(settings)
     with store.lock:
         entry = store.catalog.dataset(dataset)
-        docs: dict[str, dict[str, Any]] = entry["documents"]
         array_fields: set[str] = set(entry.get("array_fields", []))
     seen_ids: set[str] = set()
     total = sum(_size(s.path) for s in sources)
     with _progress(progress) as bar:
         task = bar.add_task(dataset, total=total or None, chunks=0) if bar is not None else None
+        run = _Run(
+            store,
+            settings,
+            dataset,
+            entry,
+            man,
+            report,
+            bar,
+            task,
+            ConvertLimits.from_settings(settings),
+            embedder,
+            array_fields,
+            dict(ids),
+        )
         for number, source in enumerate(sources, 1):
-            document_id = stable_id(dataset, str(source.path))
-            seen_ids.add(document_id)
+            seen_ids.add(run.document_id(source))
             if bar is not None:
                 bar.update(task, description=f"{source.path.name} ({number}/{len(sources)})")
             start = bar.tasks[0].completed if bar is not None else 0.0
             try:
-                document = _open_document(source, limits)
-                meta = _metadata(
-                    source,
-                    document.metadata,
-                    man,
-                    document.title,
-                    settings.knowledge.role_lookalikes,
-                )
-                fingerprint = _fingerprint(document.digest, meta, settings, embedder.name)
-                previous = docs.get(document_id)
-                if previous is not None and previous.get("hash") == fingerprint:
-                    report.unchanged += 1
-                    if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
-                        _add_vocabulary(store, previous, document)
-                    continue
-                lookups = filter_payload(meta)
-                array_fields.update(k for k, v in meta.items() if isinstance(v, list))
-                title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
-                title = title if MAX_TITLE_CHARS > 0 else ""
-                consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
-                vocabulary = VocabularyBuilder()
-
-                def lines(doc: _Document = document, used: list[int] = consumed) -> Iterator[str]:
-                    for line, size in doc.lines():
-                        used[0] += size
-                        used[1] += len(line)
-                        used[2] += len(tokenize(line))
-                        yield line
-
-                chunks = iter_chunks(
-                    lines(),
-                    chunk_size=settings.knowledge.chunk_size,
-                    chunk_overlap=settings.knowledge.chunk_overlap,
-                )
-                written = 0
-                pending: list[PointData] = []
-                for batch in _batches(chunks, EMBED_BATCH):
-                    texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
-                    for chunk in batch:
-                        vocabulary.add(chunk.text)
-                    vectors = embedder.embed_documents(texts)
-                    points = []
-                    for chunk, text, vector in zip(batch, texts, vectors, strict=True):
-                        segment_id = stable_id(document_id, fingerprint, str(chunk.position))
-                        payload = payload_of(
-                            dataset=entry,
-                            dataset_name=dataset,
-                            document_id=document_id,
-                            document_name=source.path.name,
-                            segment_id=segment_id,
-                            position=chunk.position,
-                            content=chunk.text,
-                            content_hash=hashlib.sha256(chunk.text.encode()).hexdigest()[:32],
-                            articles=chunk.articles,
-                            doc_metadata=meta,
-                            lookups=lookups,
-                        )
-                        points.append(
-                            PointData(segment_id, vector.tolist(), document_vector(text), payload)
-                        )
-                    pending.extend(points)
-                    if len(pending) >= WRITE_BATCH:
-                        _write(store, document_id, pending, first=written == 0)
-                        written += len(pending)
-                        pending = []
-                    report.chunks += len(points)
-                    if bar is not None:
-                        bar.update(
-                            task,
-                            completed=start + consumed[0],
-                            chunks=bar.tasks[0].fields["chunks"] + len(points),
-                        )
-                if pending or written == 0:
-                    _write(store, document_id, pending, first=written == 0)
-                    written += len(pending)
-                with store.lock:
-                    docs[document_id] = {
-                        "path": str(source.path),
-                        "root": str(source.root),
-                        "name": source.path.name,
-                        "hash": fingerprint,
-                        "segments": written,
-                        **_times(previous),
-                        "word_count": consumed[1],
-                        "tokens": consumed[2],
-                        "doc_metadata": _plain(_given(meta, document.metadata, man, source)),
-                        CATALOG_KEY: vocabulary.entry(),
-                    }
-                    entry["array_fields"] = sorted(array_fields)
-                    store.save()
-                if previous is None:
-                    report.added += 1
-                else:
-                    report.updated += 1
+                _ingest_one(run, source, start)
             except (ConversionError, RoleValueError) as exc:
                 store.rollback()  # where the store can, the document keeps its old version
                 report.failed.append((source.path, str(exc)))
@@ -438,17 +403,71 @@ def _run(
             finally:
                 if bar is not None:
                     bar.update(task, completed=start + _size(source.path))
-    for document_id, info in list(docs.items()):
+    _drop_missing(run, seen_ids, roots)
+    store.save()
+
+
+def _drop_missing(run: _Run, seen_ids: set[str], roots: set[Path]) -> None:
+    """Remove the documents of ``roots`` whose files no longer exist."""
+    for document_id, info in list(run.docs.items()):
         if document_id in seen_ids or Path(info["root"]) not in roots:
             continue
         if Path(info["path"]).exists():
             continue
-        store.delete_document(document_id)
-        with store.lock:
-            docs.pop(document_id, None)
-            store.save()
-        report.deleted += 1
-    store.save()
+
+        def unlist(_catalog: Any, gone: str = document_id) -> None:
+            run.docs.pop(gone, None)
+
+        run.store.remove_document(document_id, unlist)
+        run.report.deleted += 1
+
+
+def _ingest_one(run: _Run, source: _Source, start: float) -> None:
+    """Convert, chunk, embed and write one document as a new version, then swap it in."""
+    document_id = run.document_id(source)
+    document = _open_document(source, run.limits)
+    previous = run.docs.get(document_id)
+    given = given_metadata(source.path, source.root, run.manifest, previous)
+    meta = _metadata(
+        source, document.metadata, given, document.title, run.settings.knowledge.role_lookalikes
+    )
+    fingerprint = _fingerprint(document.digest, meta, run.settings, run.embedder.name)
+    if previous is not None and previous.get("hash") == fingerprint:
+        run.report.unchanged += 1
+        if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
+            _add_vocabulary(run.store, previous, document)
+        return
+    run.array_fields.update(k for k, v in meta.items() if isinstance(v, list))
+    run.store.begin_version(fingerprint)
+    try:
+        written, counts, vocabulary = _write_chunks(
+            run, source, document, document_id, meta, fingerprint, start
+        )
+    except BaseException:
+        run.store.abandon_version(document_id, fingerprint)
+        raise
+
+    def record(_catalog: Any) -> None:
+        run.docs[document_id] = {
+            "path": str(source.path),
+            "root": str(source.root),
+            "name": source.path.name,
+            "hash": fingerprint,
+            "segments": written,
+            **_times(previous),
+            "word_count": counts[0],
+            "tokens": counts[1],
+            "doc_metadata": _plain(_given(meta, document.metadata, given)),
+            "given": given,
+            CATALOG_KEY: vocabulary.entry(),
+        }
+        run.entry["array_fields"] = sorted(run.array_fields)
+
+    run.store.commit_version(document_id, fingerprint, record)
+    if previous is None:
+        run.report.added += 1
+    else:
+        run.report.updated += 1
 
 
 def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Document) -> None:
@@ -464,7 +483,7 @@ def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Documen
             builder.add("\n".join(piece))
             piece, size = [], 0
     builder.add("\n".join(piece))
-    with store.lock:
+    with store.write_guard(), store.lock:
         info[CATALOG_KEY] = builder.entry()
         store.save()
 
@@ -473,12 +492,73 @@ VOCABULARY_PIECE = 20_000
 """Characters of a document read at once for its vocabulary."""
 
 
-def _write(store: HybridStore, document_id: str, points: list[PointData], *, first: bool) -> None:
-    """The first write of a document replaces its old points; later ones add to it."""
-    if first:
-        store.write_document(document_id, points)
-    else:
-        store.add_points(points)
+def _write_chunks(
+    run: _Run,
+    source: _Source,
+    document: _Document,
+    document_id: str,
+    meta: dict[str, Any],
+    fingerprint: str,
+    start: float,
+) -> tuple[int, tuple[int, int], VocabularyBuilder]:
+    """Chunk, embed and add the points of one version; returns how many were written,
+    the text's characters and tokens, and its vocabulary."""
+    settings, bar = run.settings, run.bar
+    lookups = filter_payload(meta)
+    title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
+    title = title if MAX_TITLE_CHARS > 0 else ""
+    consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
+
+    def lines() -> Iterator[str]:
+        for line, size in document.lines():
+            consumed[0] += size
+            consumed[1] += len(line)
+            consumed[2] += len(tokenize(line))
+            yield line
+
+    chunks = iter_chunks(
+        lines(),
+        chunk_size=settings.knowledge.chunk_size,
+        chunk_overlap=settings.knowledge.chunk_overlap,
+    )
+    written = 0
+    pending: list[PointData] = []
+    vocabulary = VocabularyBuilder()
+    for batch in _batches(chunks, EMBED_BATCH):
+        texts = [f"{title}\n{c.text}" if title else c.text for c in batch]
+        for chunk in batch:
+            vocabulary.add(chunk.text)
+        vectors = run.embedder.embed_documents(texts)
+        for chunk, text, vector in zip(batch, texts, vectors, strict=True):
+            segment_id = stable_id(document_id, fingerprint, str(chunk.position))
+            payload = payload_of(
+                dataset=run.entry,
+                dataset_name=run.dataset,
+                document_id=document_id,
+                document_name=source.path.name,
+                segment_id=segment_id,
+                position=chunk.position,
+                content=chunk.text,
+                content_hash=hashlib.sha256(chunk.text.encode()).hexdigest()[:32],
+                articles=chunk.articles,
+                doc_metadata=meta,
+                lookups=lookups,
+                version=fingerprint,
+            )
+            pending.append(PointData(segment_id, vector.tolist(), document_vector(text), payload))
+        if len(pending) >= WRITE_BATCH:
+            run.store.add_points(pending)
+            written += len(pending)
+            pending = []
+        run.report.chunks += len(batch)
+        if bar is not None:
+            bar.update(
+                run.task,
+                completed=start + consumed[0],
+                chunks=bar.tasks[0].fields["chunks"] + len(batch),
+            )
+    run.store.add_points(pending)
+    return written + len(pending), (consumed[1], consumed[2]), vocabulary
 
 
 def _size(path: Path) -> int:
@@ -488,4 +568,4 @@ def _size(path: Path) -> int:
         return 0
 
 
-__all__ = ["IngestReport", "ingest_paths"]
+__all__ = ["IngestReport", "given_metadata", "ingest_paths"]

@@ -17,6 +17,7 @@ admin; thread-safe.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -29,6 +30,7 @@ from gcite.dify.knowledge_api import (
     document_record,
     retrieve_items,
     segment_record,
+    tag_record,
 )
 from gcite.errors import StoreError
 from gcite.knowledge.admin import (
@@ -37,10 +39,12 @@ from gcite.knowledge.admin import (
     KnowledgeStatus,
     ManageError,
     SegmentInfo,
+    TagInfo,
     Upserted,
 )
 
 UPLOAD_TIMEOUT_S = 600.0
+POLL_S = 0.1  # between two indexing-status calls while the service indexes a document
 """Longest wait for one call (seconds): an upload is converted and embedded before the
 answer."""
 
@@ -83,6 +87,7 @@ class RemoteAdmin:
         timeout_s: float = UPLOAD_TIMEOUT_S,
     ) -> None:
         self.base = origin_of(url)
+        self._timeout_s = timeout_s
         self._client = httpx.Client(
             base_url=self.base,
             headers={"Authorization": f"Bearer {key}"},
@@ -135,6 +140,44 @@ class RemoteAdmin:
         for name, kind in wanted.items():
             if name not in current:
                 self._call("POST", f"{path}/metadata", json={"type": kind, "name": name})
+
+    # ------------------------------------------------------------------ tags
+
+    def list_tags(self) -> list[TagInfo]:
+        """See :meth:`KnowledgeAdmin.list_tags`."""
+        rows = self._call("GET", "/v1/datasets/tags", listing=True)
+        return [tag_record(r) for r in rows if isinstance(r, dict)]
+
+    def create_tag(self, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.create_tag`."""
+        return tag_record(self._call("POST", "/v1/datasets/tags", json={"name": name}))
+
+    def rename_tag(self, tag_id: str, name: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.rename_tag`."""
+        body = {"tag_id": tag_id, "name": name}
+        return tag_record(self._call("PATCH", "/v1/datasets/tags", json=body))
+
+    def delete_tag(self, tag_id: str) -> TagInfo:
+        """See :meth:`KnowledgeAdmin.delete_tag`."""
+        tag = next((t for t in self.list_tags() if t.id == tag_id), None)
+        if tag is None:
+            raise ManageError("Tag not found", status=404, code="not_found")
+        self._call("DELETE", "/v1/datasets/tags", json={"tag_id": tag_id})
+        return tag
+
+    def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.bind_tags`."""
+        return self._bindings("binding", dataset, tag_ids)
+
+    def unbind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        """See :meth:`KnowledgeAdmin.unbind_tags`."""
+        return self._bindings("unbinding", dataset, tag_ids)
+
+    def _bindings(self, action: str, dataset: str, tag_ids: list[str]) -> DatasetInfo:
+        target = self._info(dataset).id
+        body = {"tag_ids": tag_ids, "target_id": target}
+        self._call("POST", f"/v1/datasets/tags/{action}", json=body)
+        return self._dataset(target)
 
     def _dataset(self, dataset: str) -> DatasetInfo:
         info = self._info(dataset)
@@ -233,10 +276,35 @@ class RemoteAdmin:
         if not isinstance(document, dict):
             raise StoreError("远程知识库返回的文档格式无效")
         doc = document_record(document, info.name)
+        if document.get("indexing_status") != "completed":  # indexed after the answer
+            self._wait_indexed(path, str(body.get("batch") or ""))
+            doc = self.find_document(info.id, doc.id)
         created = replace is None and doc.name not in existing
         if metadata and not set(metadata) <= set(doc.metadata):
             self._refuse_without_metadata(info, doc, metadata, created)
         return Upserted(doc, created=created)
+
+    def _wait_indexed(self, path: str, batch: str) -> None:
+        """Poll the indexing status of ``batch`` until it is completed; its ``error`` is a
+        :class:`ManageError` (with the status the service gave the failure)."""
+        deadline = time.monotonic() + self._timeout_s  # a hang guard
+        while True:
+            body = self._call("GET", f"{path}/documents/{_segment(batch)}/indexing-status")
+            items = body.get("data") if isinstance(body, dict) else None
+            item = items[0] if isinstance(items, list) and items else {}
+            status = item.get("indexing_status") if isinstance(item, dict) else None
+            if status == "completed":
+                return
+            if status == "error":
+                failure = item.get("gcite_error") or {}
+                raise ManageError(
+                    str(item.get("error") or "文档未能导入"),
+                    status=int(failure.get("status") or 422),
+                    code=str(failure.get("code") or "invalid_param"),
+                )
+            if time.monotonic() > deadline:
+                raise StoreError("远程知识库的文档索引超时")
+            time.sleep(POLL_S)
 
     def _refuse_without_metadata(
         self, info: DatasetInfo, doc: DocumentInfo, metadata: Mapping[str, Any], created: bool
@@ -355,7 +423,9 @@ class RemoteAdmin:
                 return items
             page += 1
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _call(self, method: str, path: str, *, listing: bool = False, **kwargs: Any) -> Any:
+        """The JSON answer (an object; a list where ``listing``); errors as in the class
+        docstring."""
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -367,7 +437,7 @@ class RemoteAdmin:
         except ValueError:
             body = None
         if response.status_code in (200, 201):
-            if not isinstance(body, dict):
+            if not isinstance(body, list if listing else dict):
                 raise StoreError("远程知识库返回的数据不是 JSON 对象")
             return body
         message = ""

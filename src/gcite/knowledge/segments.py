@@ -103,6 +103,7 @@ def _points(
             articles=list(template.get("articles") or []),
             doc_metadata=meta,
             lookups=filter_payload(meta),
+            version=str(template.get("version") or ""),  # the document's current version
         )
         points.append(PointData(segment_id, vector.tolist(), document_vector(indexed), payload))
     return points
@@ -168,17 +169,12 @@ def update_segment(
 
 
 def delete_segment(store: HybridStore, doc: DocumentInfo, segment_id: str) -> SegmentInfo:
-    """Remove one chunk of ``doc``: the document's other chunks are indexed again
-    without it (the index removes chunks by document)."""
+    """Remove one chunk of ``doc`` (the document's other chunks stay as they are)."""
     removed = _info(doc, segment_id, _find(store, doc, segment_id))
     ids = [i for i in segment_ids(store, doc) if i != segment_id]
     payloads = store.payloads(ids) if ids else {}
     kept = [i for i in ids if i in payloads]
-    items = [
-        (i, int(payloads[i].get("segment_position", 0)), str(payloads[i]["content"])) for i in kept
-    ]
-    points = _points(store, doc, payloads[kept[0]], items) if kept else []
-    store.write_document(doc.id, points)
+    store.delete_segments(doc.id, [segment_id])
     _save(store, doc, kept)
     return removed
 

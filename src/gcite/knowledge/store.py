@@ -25,6 +25,16 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
+Versions: every chunk's payload carries ``version`` (its document's fingerprint, the
+catalog entry's ``hash``). A document is written as a new version beside the old one
+(:meth:`HybridStore.begin_version`, :meth:`~HybridStore.add_points`) and swapped in with
+one catalog change (:meth:`~HybridStore.commit_version`): on pgvector the new chunks, the
+old ones' removal and the catalog are one transaction; on the Qdrant adapters, which show
+every write at once, the new version's chunks are filtered out of every search until the
+catalog (saved atomically) points at them, and the old chunks are removed under the same
+lock. Opening a Qdrant store reconciles it with its catalog (:func:`reconcile`): chunks of
+a version or a document the catalog does not list (an interrupted write) are removed.
+
 Source: dify-protocol.md §2 (result items).
 """
 
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +56,7 @@ from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stable_id
 from gcite.knowledge.embed import Embedder, make_embedder
+from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
@@ -148,6 +160,15 @@ def score_candidates(
     return hits
 
 
+def _kept(scored: list[Hit], *, limit: int, threshold: float, rerank: bool) -> list[Hit]:
+    """The hits of a search worth their payloads: the best ``limit`` above ``threshold``,
+    or, before a rerank (which scores its candidates; the threshold applies after), its
+    candidates."""
+    if rerank:
+        return scored[: max(limit, RERANK_CANDIDATES)]
+    return [h for h in scored if h.score >= threshold][:limit]
+
+
 def _floats(vector: Any) -> list[float]:
     """An embedding as a list of Python floats (``tolist`` of a NumPy row: the same values
     as ``float()`` of each element, without a Python call per element)."""
@@ -166,8 +187,27 @@ class _Handle:
     catalog: Catalog
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
+    # versions being written on an index that shows writes at once: hidden from searches
+    staged: frozenset[str] = frozenset()
+    # on a transactional index (one write transaction per connection): held by the thread
+    # writing a version from begin_version to its commit or abandonment, and around every
+    # other catalog save, so no save commits half of another thread's document
+    writes: threading.RLock = field(default_factory=threading.RLock)
+
     # the query vocabulary of the catalog state it was built for (vocabulary_key)
     vocabulary: tuple[Any, Vocabulary] | None = None
+
+    def write_guard(self) -> Any:
+        """The context that serialises writes where the index needs it (see ``writes``)."""
+        return self.writes if self.index.transactional else contextlib.nullcontext()
+
+    def visible(self, flt: Any) -> Any:
+        """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
+        if not self.staged:
+            return flt
+        models = self.index.models
+        hidden = models.match_any("version", sorted(self.staged))
+        return models.filter(must=[flt] if flt is not None else None, must_not=[hidden])
 
 
 def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
@@ -311,25 +351,42 @@ class HybridStore:
         if sparse is not None and sparse.indices:
             stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
+        rerank = mode == "hybrid" and bool(self.settings.rerank.url)
+        cut = functools.partial(_kept, limit=limit, threshold=threshold, rerank=rerank)
+        scored = self._scored(stages, flt, depth, (text, dense), weights, mode, cut)
+        if rerank and scored:
+            scored = self._rerank(text, scored, limit)
+        return [h for h in scored if h.score >= threshold and h.payload][:limit]
+
+    def _scored(
+        self,
+        stages: list[Stage],
+        flt: Any,
+        depth: int,
+        query: tuple[str, list[float] | None],
+        weights: Mapping[int, float],
+        mode: str,
+        cut: Callable[[list[Hit]], list[Hit]],
+    ) -> list[Hit]:
+        """The scored candidates of ``stages`` under ``flt`` that ``cut`` keeps, with their
+        payloads. Candidates come without payloads (building 2 x depth payloads as Python
+        objects was most of the query's time, with the GIL held): only the hits kept get
+        theirs, under the same hold of the lock as the query, so a version swapped in
+        meanwhile cannot leave a hit without its chunk."""
         index = self._handle.index
-        # Candidates come without payloads (building 2 x depth payloads as Python objects
-        # was most of the query's time, with the GIL held): only the hits kept get theirs.
-        query_dense = self._query_dense(text, dense)
+        query_dense = self._query_dense(*query)
         with self._handle.lock:
-            found = [index.nearest(stage, flt, depth, with_payload=False) for stage in stages]
+            visible = self._handle.visible(flt)
+            found = [index.nearest(stage, visible, depth, with_payload=False) for stage in stages]
             found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
-        calibration = calibration_for(self._handle.catalog.embedder)
-        scored = score_candidates(found, weights, calibration)
-        if mode != "hybrid":  # one retriever: its own order, relevance as the score
-            order = {c.id: i for i, c in enumerate(found[0])} if found else {}
-            scored.sort(key=lambda h: order.get(h.id, 0))
-        elif self.settings.rerank.url and scored:
-            candidates = scored[: max(limit, RERANK_CANDIDATES)]
-            self._fill_payloads(candidates)
-            scored = self._rerank(text, candidates, limit)
-        kept = [h for h in scored if h.score >= threshold][:limit]
-        self._fill_payloads(kept)
-        return kept
+            calibration = calibration_for(self._handle.catalog.embedder)
+            scored = score_candidates(found, weights, calibration)
+            if mode != "hybrid":  # one retriever: its own order, relevance as the score
+                order = {c.id: i for i, c in enumerate(found[0])} if found else {}
+                scored.sort(key=lambda h: order.get(h.id, 0))
+            scored = cut(scored)
+            self._fill_payloads(scored)
+        return scored
 
     def vocabulary(self) -> Vocabulary:
         """The query vocabulary of the knowledge base as it is now (built from the catalog's
@@ -406,6 +463,7 @@ class HybridStore:
         if plan is None:
             return []
         with self._handle.lock:
+            plan = dataclasses.replace(plan, flt=self._handle.visible(plan.flt))
             hits = self._handle.index.query(plan)
         return [h for h in hits if h.score >= threshold]
 
@@ -441,7 +499,8 @@ class HybridStore:
             if base is not None:
                 must.append(base)
             with self._handle.lock:
-                if self._handle.index.count_matching(models.filter(must=must)) > 0:
+                flt = self._handle.visible(models.filter(must=must))
+                if self._handle.index.count_matching(flt) > 0:
                     visible.add(document_id)
         return visible
 
@@ -493,6 +552,12 @@ class HybridStore:
         """The data directory's lock (hold it around read-modify-write sequences)."""
         return self._handle.lock
 
+    def write_guard(self) -> Any:
+        """A context to take before :attr:`lock` around a catalog change that is saved: on
+        pgvector it waits for a document version another thread is writing (whose write
+        transaction the save would commit); elsewhere it does nothing."""
+        return self._handle.write_guard()
+
     def embedder(self, *, for_write: bool = False) -> Embedder:
         """The embedder of this store.
 
@@ -519,38 +584,135 @@ class HybridStore:
             self._embedder = make_embedder(settings)
         return self._embedder
 
-    def write_document(self, document_id: str, points: Sequence[PointData]) -> None:
-        """Replace all points of ``document_id`` by ``points`` (catalog untouched). Starts a
-        new document: unsaved writes of an earlier one are discarded where the index keeps
-        them in a transaction (pgvector; :meth:`rollback`)."""
+    def begin_version(self, version: str) -> None:
+        """Start writing a new version of a document (chunks with ``payload["version"] ==
+        version``, added with :meth:`add_points`): invisible to searches until
+        :meth:`commit_version`, beside the version searched now. Discards the unsaved writes
+        of an earlier document where the index keeps them in a transaction (pgvector)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
+        if self._handle.index.transactional:  # released by commit_version / abandon_version
+            self._handle.writes.acquire()
         with self._handle.lock:
             self._handle.index.rollback()
             catalog = self._handle.catalog
             if not catalog.embedder:
                 catalog.embedder, catalog.dim = embedder.name, embedder.dim
             self._handle.index.ensure(catalog.dim)
-            self._handle.index.delete_document(document_id)
-            for start in range(0, len(points), 256):
-                self._handle.index.upsert(points[start : start + 256])
+            if not self._handle.index.transactional:
+                self._handle.staged = self._handle.staged | {version}
 
     def add_points(self, points: Sequence[PointData]) -> None:
-        """Add more points of the document being written (after :meth:`write_document`)."""
+        """Add points of the version being written (after :meth:`begin_version`)."""
         self._check_open()
         with self._handle.lock:
             for start in range(0, len(points), 256):
                 self._handle.index.upsert(points[start : start + 256])
 
+    def commit_version(
+        self, document_id: str, version: str, record: Callable[[Catalog], None]
+    ) -> None:
+        """Swap version ``version`` of ``document_id`` in, in one step: ``record`` changes
+        the catalog (its entry's ``hash`` is ``version``), the catalog is saved and every
+        other chunk of the document removed. Readers see the old version until then and
+        only the new one after; a crash in between leaves one of them (:func:`reconcile`)."""
+        self._check_open()
+        handle = self._handle
+        models = handle.index.models
+        others = models.filter(
+            must=[models.match_value("document_id", document_id)],
+            must_not=[models.match_value("version", version)],
+        )
+        checkpoint("version-staged")
+        if handle.index.transactional:  # one transaction: the save commits both
+            try:
+                with handle.lock:
+                    record(handle.catalog)
+                    handle.index.delete_matching(others)
+                    self.save()
+            finally:
+                handle.writes.release()
+            return
+        with handle.lock:
+            record(handle.catalog)
+            self.save()  # the commit point: the catalog names the new version
+            handle.staged = handle.staged - {version}
+            checkpoint("version-swapped")
+            handle.index.delete_matching(others)
+
+    def abandon_version(self, document_id: str, version: str) -> None:
+        """Drop what was written of ``version`` (the document keeps its old version)."""
+        handle = self._handle
+        models = handle.index.models
+        if handle.index.transactional:
+            try:
+                with handle.lock:
+                    handle.index.rollback()
+            finally:
+                handle.writes.release()
+            return
+        mine = models.filter(
+            must=[
+                models.match_value("document_id", document_id),
+                models.match_value("version", version),
+            ]
+        )
+        with handle.lock:
+            handle.index.delete_matching(mine)
+            handle.staged = handle.staged - {version}
+
+    def remove_document(self, document_id: str, record: Callable[[Catalog], None]) -> None:
+        """Remove ``document_id`` in one step: ``record`` takes it out of the catalog, the
+        catalog is saved and its chunks removed (one transaction on pgvector; on the Qdrant
+        adapters the catalog save is the commit point and :func:`reconcile` finishes an
+        interrupted removal)."""
+        models = self._handle.index.models
+        self._remove(models.match_value("document_id", document_id), record)
+
+    def remove_dataset(self, name: str, record: Callable[[Catalog], None]) -> None:
+        """:meth:`remove_document` for every document of dataset ``name`` at once."""
+        models = self._handle.index.models
+        self._remove(models.match_value("dataset_name", name), record)
+
+    def _remove(self, condition: Any, record: Callable[[Catalog], None]) -> None:
+        self._check_open()
+        handle = self._handle
+        flt = handle.index.models.filter(must=[condition])
+        with handle.write_guard(), handle.lock:
+            handle.index.rollback()
+            record(handle.catalog)
+            if handle.index.transactional:
+                handle.index.delete_matching(flt)
+                self.save()
+                return
+            self.save()
+            checkpoint("document-unlisted")
+            handle.index.delete_matching(flt)
+
+    def delete_segments(self, document_id: str, segment_ids: Sequence[str]) -> None:
+        """Remove the chunks ``segment_ids`` of ``document_id`` (catalog untouched: save
+        it after, holding :meth:`write_guard` around both)."""
+        self._check_open()
+        models = self._handle.index.models
+        flt = models.filter(
+            must=[
+                models.match_value("document_id", document_id),
+                models.match_any("segment_id", list(segment_ids)),
+            ]
+        )
+        with self._handle.write_guard(), self._handle.lock:
+            self._handle.index.delete_matching(flt)
+
     def delete_document(self, document_id: str) -> None:
-        """Remove every point of ``document_id``."""
+        """Remove every point of ``document_id`` (catalog untouched)."""
         self._check_open()
         with self._handle.lock:
             self._handle.index.delete_document(document_id)
 
     def save(self) -> None:
-        """Flush the shard and write the catalog."""
-        with self._handle.lock:
+        """Flush the shard and write the catalog. Do not hold :attr:`lock` when calling it
+        (on pgvector it waits for a version being written by another thread)."""
+        with self._handle.write_guard(), self._handle.lock:
             self._handle.index.flush()
             self._handle.catalog.save()
 
@@ -609,10 +771,44 @@ def shared_store(
         handle = _handles.get(key)
         if handle is None:
             index, catalog = make()
+            reconcile(index, catalog)  # what an interrupted write left (Qdrant stores)
             handle = _Handle(index, catalog)
             _handles[key] = handle
         handle.refs += 1
     return HybridStore(settings, handle, key)
+
+
+def reconcile(index: VectorIndex, catalog: Catalog) -> int:
+    """Remove the chunks an interrupted write left in ``index`` (a Qdrant store opened by
+    this process, nothing written yet): chunks of documents the catalog does not list and
+    chunks whose ``version`` is not their document's catalog ``hash`` (chunks without a
+    version, written before versions existed, are kept). Returns how many were removed.
+    Raises :class:`StoreError`."""
+    if index.transactional:  # pgvector: an interrupted transaction left nothing
+        return 0
+    models = index.models
+    docs = [(d, e) for ds in catalog.datasets.values() for d, e in ds.get("documents", {}).items()]
+    ids = sorted({d for d, _ in docs})
+    versions = sorted({str(e.get("hash", "")) for _, e in docs})
+    stray = [
+        models.filter(must_not=[models.match_any("document_id", ids)])
+        if ids
+        else models.filter(must_not=[models.is_empty("document_id")]),
+        models.filter(
+            must_not=[models.is_empty("version")]
+            + ([models.match_any("version", versions)] if versions else [])
+        ),
+    ]
+    removed = 0
+    for flt in stray:
+        found = index.count_matching(flt)
+        if found:
+            index.delete_matching(flt)
+            removed += found
+    if removed:
+        index.flush()
+        log.warning("removed %d chunks left by an interrupted write", removed)
+    return removed
 
 
 def open_qdrant(settings: Settings, *, create: bool = False) -> HybridStore:
@@ -687,9 +883,12 @@ def payload_of(
     articles: Sequence[str],
     doc_metadata: Mapping[str, Any],
     lookups: Mapping[str, Any],
+    version: str = "",
 ) -> dict[str, Any]:
-    """The stored payload of one chunk (everything :mod:`results` and the filters read)."""
+    """The stored payload of one chunk (everything :mod:`results` and the filters read);
+    ``version``: the fingerprint of the document version it belongs to (module docstring)."""
     return {
+        **({"version": version} if version else {}),
         "dataset_name": dataset_name,
         "dataset_id": dataset["dataset_id"],
         "document_id": document_id,
@@ -715,5 +914,6 @@ __all__ = [
     "PointData",
     "open_store",
     "payload_of",
+    "reconcile",
     "stable_id",
 ]

@@ -14,9 +14,9 @@ chat keys (``[[app_keys]]``) and retrieval keys (``[[retrieval_keys]]``) get 403
 Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the name,
 ``document_id`` the id or the file name; the table in ``docs/api.md`` gives each answer):
 
-- datasets: list (``page``, ``limit``, ``keyword``), create ``{"name", "description"?}``
-  (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``; a new name is 400),
-  delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
+- datasets: list (``page``, ``limit``, ``keyword``, ``tag_ids``), create ``{"name",
+  "description"?}`` (409 ``dataset_name_duplicate``), get, ``PATCH`` (``description``;
+  a new name is 400), delete (204); ``POST .../retrieve`` and ``.../hit-testing``;
 - documents: ``document/create-by-text`` / ``create-by-file`` and
   ``documents/{document_id}/update-by-text`` / ``update-by-file`` -> ``{"document",
   "batch"}`` (the same name again replaces the document); list, get, delete;
@@ -27,10 +27,18 @@ Endpoints (Dify's paths under ``/v1/datasets``; ``dataset_id`` is the id or the 
   documents are not split parent-child, writes are 400);
 - metadata fields (list, create 201, rename, delete, built-in), ``documents/metadata``
   (values set on documents, the names not given kept: roles are never dropped);
-- tags: none (lists are empty, writes 400).
+- tags (:mod:`gcite.knowledge.tags`): ``GET /v1/datasets/tags``, create ``POST``
+  ``{"name"}``, rename ``PATCH`` ``{"tag_id", "name"}``, ``DELETE`` ``{"tag_id"}`` (204),
+  ``tags/binding`` ``{"tag_ids", "target_id"}`` and ``tags/unbinding`` (``tag_ids`` or
+  ``tag_id``) (204), ``GET .../{dataset_id}/tags``; a dataset's ``tags`` lists its tags.
 
-Differences from Dify, on purpose: indexing is done when the create/update call returns
-(``indexing_status: "completed"``, or a 400 naming the reason, nothing changed);
+Create and update answer at once with a ``batch`` (``indexing_status: "waiting"``); the
+knowledge base's :class:`~gcite.knowledge.indexing.Indexer` indexes the document off the
+request path and ``indexing-status`` reports ``waiting`` / ``indexing`` / ``completed`` or
+``error`` (the Chinese reason; nothing of the document visible). ``original_document_id``
+on create replaces that document (atomically: one version searchable at every moment).
+A knowledge base of another service (``knowledge_url``) is written by that service, and
+the call waits for its indexing. Differences from Dify, on purpose:
 ``doc_metadata`` is accepted with the document (an object, or Dify's list of
 ``{"name", "value"}``) so that ``access_roles`` is in force from the first moment (a
 document is never public between two calls); ``indexing_technique``, ``process_rule`` and
@@ -47,25 +55,29 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from gcite.config import ApiKey, Settings
 from gcite.dify.knowledge_api import (
+    METADATA_CHOICES,
     RetrievalSettings,
     batch_documents,
+    batch_id,
     dataset_body,
     dataset_metadata_fields,
     doc_metadata,
     document_body,
+    document_detail_body,
     indexing_status_body,
     metadata_field_id,
     page_body,
     page_bounds,
     retrieve_body,
     segment_body,
+    tag_body,
     upload_file_body,
     upserted_body,
 )
@@ -78,6 +90,8 @@ from gcite.knowledge.admin import (
     ManageError,
 )
 from gcite.knowledge.convert import MAX_FILE_BYTES
+from gcite.knowledge.indexing import Job
+from gcite.knowledge.tags import checked_ids, checked_name
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError
 from gcite.service.jsonbody import BodyError, load_json, read_limited
@@ -210,12 +224,19 @@ async def list_datasets(
     page: str | None = None,
     limit: str | None = None,
     keyword: str | None = None,
+    tag_ids: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
-    """``GET /v1/datasets`` (``keyword``: part of the name)."""
+    """``GET /v1/datasets`` (``keyword``: part of the name; ``tag_ids``, repeated: the
+    datasets bound to any of these tags, as Dify filters)."""
     number, size = page_bounds(page, limit)
+    wanted = set(tag_ids or ())
 
     def work() -> list[dict[str, Any]]:
-        items = [i for i in admin.list_datasets() if (keyword or "") in i.name]
+        items = [
+            i
+            for i in admin.list_datasets()
+            if (keyword or "") in i.name and (not wanted or wanted & {t.id for t in i.tags})
+        ]
         start = (number - 1) * size  # only the page's datasets are read in full
         return [
             _full_dataset(admin, i, settings) if start <= n < start + size else {}
@@ -338,46 +359,81 @@ async def retrieve(
 
 
 async def _upsert(
+    request: Request,
     admin: KnowledgeAdmin,
     dataset_id: str,
     replace: str | None,
     body: tuple[dict[str, Any], str, bytes],
 ) -> dict[str, Any]:
+    """Accept a document: indexed off the request path by the knowledge base's
+    :class:`~gcite.knowledge.indexing.Indexer` (the answer's ``batch`` reports it), or, for
+    a knowledge base of another service, by that service (waited for)."""
     fields, name, data = body
     metadata = doc_metadata(fields.get("doc_metadata"))
-
-    def work() -> dict[str, Any]:
-        info = _find_dataset(admin, dataset_id)
-        result = admin.upsert_document(
-            info.id, name=name, data=data, metadata=metadata, replace=replace
+    original = fields.get("original_document_id")  # Dify's "replace this document"
+    if replace is None and isinstance(original, str) and original.strip():
+        replace = original.strip()
+    access: KnowledgeAccess = request.state.knowledge
+    info = await _blocking(lambda: _find_dataset(admin, dataset_id))
+    if access.remote:
+        result = await _blocking(
+            lambda: admin.upsert_document(
+                info.id, name=name, data=data, metadata=metadata, replace=replace
+            )
         )
-        return upserted_body(result.document, info.id)
+        return _with_roles_change(upserted_body(result.document, info.id), result.roles_change)
+    job, _done = await _blocking(
+        lambda: access.indexer().submit(
+            admin,
+            info.id,
+            name=name,
+            data=data,
+            metadata=metadata,
+            replace=replace,
+            batch=batch_id,
+        )
+    )
+    answer = upserted_body(job.document, info.id)
+    answer["batch"] = job.batch
+    answer["document"].update(indexing_status="waiting", display_status="queuing")
+    return _with_roles_change(answer, job.roles_change)
 
-    return await _blocking(work)
+
+def _with_roles_change(
+    answer: dict[str, Any], change: tuple[tuple[str, ...], tuple[str, ...]] | None
+) -> dict[str, Any]:
+    """``answer`` with ``access_roles_changed`` when the write changes who may see the
+    document (an update that gives other roles says so)."""
+    if change is not None:
+        before, after = change
+        answer["access_roles_changed"] = {"before": list(before), "after": list(after)}
+    return answer
 
 
 async def create_by_text(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
     """``POST .../document/create-by-text``."""
-    return await _upsert(admin, dataset_id, None, await _text_body(request, update=False))
+    return await _upsert(request, admin, dataset_id, None, await _text_body(request, update=False))
 
 
 async def create_by_file(dataset_id: str, request: Request, admin: Admin) -> dict[str, Any]:
     """``POST .../document/create-by-file``."""
-    return await _upsert(admin, dataset_id, None, await _form_body(request))
+    return await _upsert(request, admin, dataset_id, None, await _form_body(request))
 
 
 async def update_by_text(
     dataset_id: str, document_id: str, request: Request, admin: Admin
 ) -> dict[str, Any]:
     """``POST .../documents/{document_id}/update-by-text``."""
-    return await _upsert(admin, dataset_id, document_id, await _text_body(request, update=True))
+    return await _upsert(
+        request, admin, dataset_id, document_id, await _text_body(request, update=True)
+    )
 
 
 async def update_by_file(
     dataset_id: str, document_id: str, request: Request, admin: Admin
 ) -> dict[str, Any]:
     """``POST .../documents/{document_id}/update-by-file``."""
-    return await _upsert(admin, dataset_id, document_id, await _form_body(request))
+    return await _upsert(request, admin, dataset_id, document_id, await _form_body(request))
 
 
 async def list_documents(
@@ -405,10 +461,16 @@ def _document(admin: KnowledgeAdmin, dataset_id: str, document_id: str) -> tuple
     return info.id, admin.find_document(info.id, document_id)
 
 
-async def get_document(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
-    """``GET .../documents/{document_id}``."""
+async def get_document(
+    dataset_id: str, document_id: str, admin: Admin, metadata: str = "all"
+) -> dict[str, Any]:
+    """``GET .../documents/{document_id}?metadata=all|only|without`` (Dify's detail
+    shape, :func:`document_detail_body`); another ``metadata`` is 400
+    ``invalid_metadata`` (after the 404s, as in Dify)."""
     ident, doc = await _blocking(lambda: _document(admin, dataset_id, document_id))
-    return document_body(doc, ident)
+    if metadata not in METADATA_CHOICES:
+        raise ApiError(400, "invalid_metadata", f"Invalid metadata value: {metadata}")
+    return document_detail_body(doc, ident, metadata)
 
 
 async def upload_file(dataset_id: str, document_id: str, admin: Admin) -> dict[str, Any]:
@@ -457,9 +519,17 @@ async def delete_document(dataset_id: str, document_id: str, admin: Admin) -> Re
     return Response(status_code=204)
 
 
-async def indexing_status(dataset_id: str, batch: str, admin: Admin) -> dict[str, Any]:
-    """``GET .../documents/{batch}/indexing-status``: the documents of the batch still
-    stored (404 for a batch gcite did not make)."""
+async def indexing_status(
+    dataset_id: str, batch: str, request: Request, admin: Admin
+) -> dict[str, Any]:
+    """``GET .../documents/{batch}/indexing-status``: the batch's run as this service's
+    indexer knows it (``waiting``, ``indexing``, ``completed`` or ``error`` with the
+    reason), else the documents of the batch still stored, completed (404 for a batch
+    gcite did not make)."""
+    access: KnowledgeAccess = request.state.knowledge
+    job = None if access.remote else access.indexer().job(batch)
+    if job is not None:
+        return {"data": [_job_status(job)]}
     ids = batch_documents(batch)
     if not ids:
         raise ApiError(404, "not_found", "Documents not found.")
@@ -475,6 +545,33 @@ async def indexing_status(dataset_id: str, batch: str, admin: Admin) -> dict[str
         return found
 
     return indexing_status_body(await _blocking(work))
+
+
+def _job_status(job: Job) -> dict[str, Any]:
+    """One item of an indexing-status answer for ``job`` (Dify's fields; times in Unix
+    seconds, ``None`` until reached; a failure's reason in ``error``)."""
+    item: dict[str, Any] = indexing_status_body([job.document])["data"][0]
+    started = int(job.started_at) or None
+    finished = int(job.completed_at) or None
+    done = job.status == "completed"
+    item.update(
+        indexing_status=job.status,
+        processing_started_at=started,
+        parsing_completed_at=finished if done else None,
+        cleaning_completed_at=finished if done else None,
+        splitting_completed_at=finished if done else None,
+        completed_at=finished if done else None,
+        stopped_at=finished if job.status == "error" else None,
+        error=job.error,
+        completed_segments=job.document.segments if done else 0,
+        total_segments=job.document.segments if done else 0,
+    )
+    if job.status == "error":  # what a gcite client needs to report the failure as it was
+        item["gcite_error"] = {"status": job.error_status, "code": job.error_code}
+    if job.roles_change is not None:
+        before, after = job.roles_change
+        item["access_roles_changed"] = {"before": list(before), "after": list(after)}
+    return item
 
 
 # --------------------------------------------------------------------------- segments
@@ -746,20 +843,69 @@ async def update_documents_metadata(
 # --------------------------------------------------------------------------- tags
 
 
-async def list_tags(_admin: Admin) -> list[dict[str, Any]]:
-    """``GET /v1/datasets/tags``: gcite keeps no tags."""
-    return []
+async def list_tags(admin: Admin) -> list[dict[str, Any]]:
+    """``GET /v1/datasets/tags``: every knowledge tag, newest first."""
+    return [tag_body(t) for t in await _blocking(admin.list_tags)]
+
+
+async def create_tag(request: Request, admin: Admin) -> dict[str, Any]:
+    """``POST /v1/datasets/tags`` ``{"name"}`` -> the tag (``binding_count`` ``"0"``)."""
+    name = checked_name((await _json_body(request)).get("name"))
+    return tag_body(await _blocking(lambda: admin.create_tag(name)))
+
+
+def _tag_id(body: dict[str, Any]) -> str:
+    tag_id = body.get("tag_id")
+    if not isinstance(tag_id, str) or not tag_id:
+        raise ManageError("tag_id 不能为空")
+    return tag_id
+
+
+async def rename_tag(request: Request, admin: Admin) -> dict[str, Any]:
+    """``PATCH /v1/datasets/tags`` ``{"tag_id", "name"}`` -> the tag."""
+    body = await _json_body(request)
+    tag_id, name = _tag_id(body), checked_name(body.get("name"))
+    return tag_body(await _blocking(lambda: admin.rename_tag(tag_id, name)))
+
+
+async def delete_tag(request: Request, admin: Admin) -> Response:
+    """``DELETE /v1/datasets/tags`` ``{"tag_id"}`` (204; its bindings go with it)."""
+    tag_id = _tag_id(await _json_body(request))
+    await _blocking(lambda: admin.delete_tag(tag_id))
+    return Response(status_code=204)
+
+
+def _binding(body: dict[str, Any]) -> tuple[str, list[str]]:
+    """``(target dataset, tag ids)`` of a binding body; ``tag_id`` (one id) is accepted
+    where ``tag_ids`` is empty, as Dify's unbinding does."""
+    target = body.get("target_id")
+    if not isinstance(target, str) or not target:
+        raise ManageError("target_id 不能为空")
+    ids = body.get("tag_ids")
+    if not ids and isinstance(body.get("tag_id"), str) and body["tag_id"]:
+        ids = [body["tag_id"]]
+    return target, checked_ids(ids)
+
+
+async def bind_tags(request: Request, admin: Admin) -> Response:
+    """``POST /v1/datasets/tags/binding`` ``{"tag_ids", "target_id"}`` (204)."""
+    target, ids = _binding(await _json_body(request))
+    await _blocking(lambda: admin.bind_tags(_find_dataset(admin, target).id, ids))
+    return Response(status_code=204)
+
+
+async def unbind_tags(request: Request, admin: Admin) -> Response:
+    """``POST /v1/datasets/tags/unbinding`` ``{"tag_ids" | "tag_id", "target_id"}`` (204)."""
+    target, ids = _binding(await _json_body(request))
+    await _blocking(lambda: admin.unbind_tags(_find_dataset(admin, target).id, ids))
+    return Response(status_code=204)
 
 
 async def dataset_tags(dataset_id: str, admin: Admin) -> dict[str, Any]:
-    """``GET /v1/datasets/{dataset_id}/tags`` (also POST, as some SDKs send it)."""
-    await _blocking(lambda: _find_dataset(admin, dataset_id))
-    return {"data": [], "total": 0}
-
-
-async def tag_write(_admin: Admin) -> dict[str, Any]:
-    """Creating, renaming, deleting, binding tags: 400 (not supported)."""
-    raise ManageError("gcite 不支持知识库标签")
+    """``GET /v1/datasets/{dataset_id}/tags`` (also POST, as some SDKs send it):
+    ``{"data": [{"id", "name"}], "total"}``."""
+    info = await _blocking(lambda: _find_dataset(admin, dataset_id))
+    return {"data": [{"id": t.id, "name": t.name} for t in info.tags], "total": len(info.tags)}
 
 
 def knowledge_router() -> APIRouter:
@@ -774,9 +920,11 @@ def knowledge_router() -> APIRouter:
     document = f"{dataset}/documents/{{document_id}}"
     segment = f"{document}/segments/{{segment_id}}"
     add("/tags", list_tags, ["GET"])  # before /{dataset_id}
-    add("/tags", tag_write, ["POST", "PATCH", "DELETE"])
-    add("/tags/binding", tag_write)
-    add("/tags/unbinding", tag_write)
+    add("/tags", create_tag)
+    add("/tags", rename_tag, ["PATCH"])
+    add("/tags", delete_tag, ["DELETE"])
+    add("/tags/binding", bind_tags)
+    add("/tags/unbinding", unbind_tags)
     add("", list_datasets, ["GET"])
     add("", create_dataset)
     add(dataset, get_dataset, ["GET"])

@@ -26,6 +26,7 @@ from gcite.knowledge.admin import (
     KnowledgeStatus,
     ManageError,
     SegmentInfo,
+    TagInfo,
 )
 
 Search = Callable[[str, list[str] | None], set[str]]
@@ -114,9 +115,13 @@ class KnowledgeAdminContract:
             name, name="", data=f"# 车棚\n\n{NEW_FACT}再次更新。".encode(), replace=doc.id
         )
         assert not updated.created and updated.document.id == doc.id
-        with pytest.raises(ManageError) as renamed:
-            admin.upsert_document(name, name="other.md", data=b"# x\n\ny", replace=doc.id)
-        assert renamed.value.status == 400
+        renamed = admin.upsert_document(
+            name, name="other.md", data=f"# 车棚\n\n{FACT}".encode(), replace=doc.id
+        )
+        assert (renamed.document.id, renamed.document.name) == (doc.id, "other.md")
+        assert [d.name for d in admin.list_documents(name)] == ["other.md"]
+        found = search("自行车棚几点上锁", None)
+        assert "other.md" in found and "bikes.md" not in found
 
         removed = admin.delete_document(name, doc.id)
         assert removed.id == doc.id
@@ -239,3 +244,76 @@ class KnowledgeAdminContract:
             admin.retrieve(_name("没有"), "车棚", top_k=3)
         assert missing.value.status == 404
         admin.delete_dataset(name)
+
+    def test_tags_are_created_renamed_bound_and_deleted(self, admin: KnowledgeAdmin) -> None:
+        first, second = _name("标签"), _name("标签")
+        a = admin.create_tag(first)
+        b = admin.create_tag(second)
+        assert isinstance(a, TagInfo) and (a.name, a.binding_count) == (first, 0) and a.id
+        assert a.id != b.id
+        listed = {t.id: t for t in admin.list_tags()}
+        assert (listed[a.id].name, listed[b.id].name) == (first, second)
+        name = _name("库")
+        admin.create_dataset(name)
+        assert admin.list_datasets() and _dataset(admin, name).tags == ()
+        bound = admin.bind_tags(name, [a.id, b.id])
+        assert {t.id for t in bound.tags} == {a.id, b.id}
+        admin.bind_tags(name, [a.id])  # again: nothing changes
+        assert {t.id: t.binding_count for t in admin.list_tags()}[a.id] == 1
+        renamed = admin.rename_tag(a.id, first + "新")
+        assert (renamed.id, renamed.name, renamed.binding_count) == (a.id, first + "新", 1)
+        assert {t.name for t in _dataset(admin, name).tags} == {first + "新", second}
+        after = admin.unbind_tags(name, [b.id, _name("没有")])  # an unbound id is no error
+        assert [t.id for t in after.tags] == [a.id]
+        gone = admin.delete_tag(a.id)
+        assert gone.id == a.id and gone.binding_count == 1
+        assert a.id not in {t.id for t in admin.list_tags()}
+        assert _dataset(admin, name).tags == ()
+        admin.delete_tag(b.id)
+        admin.delete_dataset(name)
+
+    def test_tag_names_follow_dify_and_unknown_tags_are_404(self, admin: KnowledgeAdmin) -> None:
+        first = _name("标签")
+        tag = admin.create_tag(first)
+        with pytest.raises(ManageError) as dup:
+            admin.create_tag(first)
+        assert (dup.value.status, str(dup.value)) == (400, "Tag name already exists")
+        for bad in ["", "   ", "x" * 51]:
+            with pytest.raises(ManageError) as refused:
+                admin.create_tag(bad)
+            assert refused.value.status == 400
+        assert admin.create_tag("y" * 50).name == "y" * 50
+        other = next(t for t in admin.list_tags() if t.name == "y" * 50)
+        with pytest.raises(ManageError) as taken:
+            admin.rename_tag(other.id, first)
+        assert taken.value.status == 400
+        missing = str(uuid.uuid4())
+        calls: list[Callable[[], TagInfo]] = [
+            lambda: admin.rename_tag(missing, _name("标签")),
+            lambda: admin.delete_tag(missing),
+        ]
+        for call in calls:
+            with pytest.raises(ManageError) as unknown:
+                call()
+            assert (unknown.value.status, unknown.value.code) == (404, "not_found")
+        name = _name("库")
+        admin.create_dataset(name)
+        with pytest.raises(ManageError) as unknown_tag:
+            admin.bind_tags(name, [tag.id, missing])
+        assert unknown_tag.value.status == 404
+        assert _dataset(admin, name).tags == ()  # nothing bound
+        with pytest.raises(ManageError) as empty:
+            admin.bind_tags(name, [])
+        assert empty.value.status == 400
+        with pytest.raises(ManageError) as no_dataset:
+            admin.bind_tags(_name("没有"), [tag.id])
+        assert no_dataset.value.status == 404
+        admin.bind_tags(name, [tag.id])
+        admin.delete_dataset(name)  # its bindings go with it
+        assert {t.id: t.binding_count for t in admin.list_tags()}[tag.id] == 0
+        admin.delete_tag(tag.id)
+        admin.delete_tag(other.id)
+
+
+def _dataset(admin: KnowledgeAdmin, name: str) -> DatasetInfo:
+    return next(d for d in admin.list_datasets() if d.name == name)

@@ -105,10 +105,26 @@ def main() -> None:
     run("metadata_after", lambda: dump(sdk.metadata.list(ds)))
     run("built_in_disable", lambda: sdk.metadata.toggle_built_in(ds, "disable"))
     run("retrieve", lambda: dump(sdk.datasets.retrieve(ds, "自行车棚几点上锁")))
-    run("list_tags", lambda: dump(sdk.tags.list()))
-    run("dataset_tags", lambda: dump(sdk.tags.get_dataset_tags(ds)))
+    tags(sdk, ds)
     run("delete_document", lambda: sdk.documents.delete(ds, doc))
     run("delete_dataset", lambda: sdk.datasets.delete(ds))
+
+
+def tags(sdk: DifyDatasetClient, ds: str) -> None:
+    """Every tag call of the SDK, each step reading back what the one before wrote."""
+    first = run("create_tag", lambda: dump(sdk.tags.create("安防")))
+    second = run("create_tag_2", lambda: dump(sdk.tags.create("访客")))
+    one, two = (first or {}).get("id", ""), (second or {}).get("id", "")
+    run("update_tag", lambda: dump(sdk.tags.update(one, "安防巡逻")))
+    run("bind_tags", lambda: sdk.tags.bind_to_dataset(ds, [one, two]))
+    run("dataset_tags", lambda: dump(sdk.tags.get_dataset_tags(ds, return_detail=True)))
+    run("dataset_with_tags", lambda: dump(sdk.datasets.get(ds)))
+    run("list_tags", lambda: dump(sdk.tags.list()))
+    run("unbind_tag", lambda: sdk.tags.unbind_from_dataset(ds, two))
+    run("dataset_tags_after", lambda: dump(sdk.tags.get_dataset_tags(ds)))
+    run("delete_tag", lambda: sdk.tags.delete(two))
+    run("list_tags_after", lambda: dump(sdk.tags.list()))
+    run("delete_last_tag", lambda: sdk.tags.delete(one))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 from typing import Any
 
 from dify_oapi.api.knowledge.v1.model import (
+    bind_tags_to_dataset_request,
+    bind_tags_to_dataset_request_body,
     create_dataset_request,
     create_dataset_request_body,
     create_document_by_file_request,
@@ -25,9 +27,13 @@ from dify_oapi.api.knowledge.v1.model import (
     create_document_by_text_request_body,
     create_segment_request,
     create_segment_request_body,
+    create_tag_request,
+    create_tag_request_body,
     delete_dataset_request,
     delete_document_request,
     delete_segment_request,
+    delete_tag_request,
+    delete_tag_request_body,
     get_batch_indexing_status_request,
     get_dataset_request,
     get_dataset_tags_request,
@@ -43,6 +49,8 @@ from dify_oapi.api.knowledge.v1.model import (
     retrieve_from_dataset_request,
     retrieve_from_dataset_request_body,
     segment_content,
+    unbind_tags_from_dataset_request,
+    unbind_tags_from_dataset_request_body,
     update_dataset_request,
     update_dataset_request_body,
     update_document_by_text_request,
@@ -51,6 +59,8 @@ from dify_oapi.api.knowledge.v1.model import (
     update_document_status_request_body,
     update_segment_request,
     update_segment_request_body,
+    update_tag_request,
+    update_tag_request_body,
 )
 from dify_oapi.client import Client
 from dify_oapi.core.model.request_option import RequestOption
@@ -288,23 +298,7 @@ def main() -> None:
             )
         ),
     )
-    run(
-        "list_tags",
-        lambda: checked(
-            kb.tag.list(
-                list_tags_request.ListTagsRequest.builder().type("knowledge").build(), option
-            )
-        ),
-    )
-    run(
-        "dataset_tags",
-        lambda: checked(
-            kb.tag.get_dataset_tags(
-                get_dataset_tags_request.GetDatasetTagsRequest.builder().dataset_id(ds).build(),
-                option,
-            )
-        ),
-    )
+    tags(kb, option, ds)
     run(
         "delete_document",
         lambda: checked(
@@ -416,6 +410,85 @@ def segments_of(kb: Any, option: RequestOption, ds: str, doc: str) -> None:
                 .segment_id(new)
                 .build(),
                 option,
+            )
+        ),
+    )
+
+
+def raw(response: Any) -> Any:
+    """The JSON body of a successful response (the SDK's list models do not read Dify's
+    bare list of tags)."""
+    checked(response)
+    return json.loads(response.raw.content)
+
+
+def tags(kb: Any, option: RequestOption, ds: str) -> None:
+    """Every tag call of the SDK, each step reading back what the one before wrote."""
+
+    def create(name: str) -> Any:
+        body = create_tag_request_body.CreateTagRequestBody.builder().name(name)
+        request = create_tag_request.CreateTagRequest.builder().request_body(
+            body.type("knowledge").build()
+        )
+        return checked(kb.tag.create(request.build(), option))
+
+    one = (run("create_tag", lambda: create("安防")) or {}).get("id", "")
+    two = (run("create_tag_2", lambda: create("访客")) or {}).get("id", "")
+    rename = update_tag_request_body.UpdateTagRequestBody.builder().tag_id(one).name("安防巡逻")
+    run(
+        "update_tag",
+        lambda: checked(
+            kb.tag.update(
+                update_tag_request.UpdateTagRequest.builder().request_body(rename.build()).build(),
+                option,
+            )
+        ),
+    )
+    bind = bind_tags_to_dataset_request_body.BindTagsToDatasetRequestBody.builder()
+    run(
+        "bind_tags",
+        lambda: checked(
+            kb.tag.bind(
+                bind_tags_to_dataset_request.BindTagsToDatasetRequest.builder()
+                .request_body(bind.target_id(ds).tag_ids([one, two]).build())
+                .build(),
+                option,
+            )
+        ),
+    )
+    on_dataset = get_dataset_tags_request.GetDatasetTagsRequest.builder().dataset_id(ds).build()
+    run("dataset_tags", lambda: checked(kb.tag.get_dataset_tags(on_dataset, option)))
+    listing = list_tags_request.ListTagsRequest.builder().type("knowledge").build()
+    run("list_tags", lambda: raw(kb.tag.list(listing, option)))
+    unbind = unbind_tags_from_dataset_request_body.UnbindTagsFromDatasetRequestBody.builder()
+    run(
+        "unbind_tag",
+        lambda: checked(
+            kb.tag.unbind(
+                unbind_tags_from_dataset_request.UnbindTagsFromDatasetRequest.builder()
+                .request_body(unbind.target_id(ds).tag_id(two).build())
+                .build(),
+                option,
+            )
+        ),
+    )
+    run("dataset_tags_after", lambda: checked(kb.tag.get_dataset_tags(on_dataset, option)))
+    delete = delete_tag_request_body.DeleteTagRequestBody.builder().tag_id(two).build()
+    run(
+        "delete_tag",
+        lambda: checked(
+            kb.tag.delete(
+                delete_tag_request.DeleteTagRequest.builder().request_body(delete).build(), option
+            )
+        ),
+    )
+    run("list_tags_after", lambda: raw(kb.tag.list(listing, option)))
+    last = delete_tag_request_body.DeleteTagRequestBody.builder().tag_id(one).build()
+    run(
+        "delete_last_tag",
+        lambda: checked(
+            kb.tag.delete(
+                delete_tag_request.DeleteTagRequest.builder().request_body(last).build(), option
             )
         ),
     )

@@ -136,10 +136,18 @@ class VectorIndex(Protocol):
     """
 
     models: FilterModels
+    transactional: bool
+    """True when writes stay invisible to every reader until the catalog save commits them
+    (pgvector); False when every write is visible at once (the Qdrant adapters: a new
+    version is then hidden by the store's filter until it is swapped in)."""
 
     def ensure(self, dim: int) -> None: ...
     def upsert(self, points: Sequence[PointData]) -> None: ...
     def delete_document(self, document_id: str) -> None: ...
+    def delete_matching(self, flt: Any) -> None:
+        """Remove every point that ``flt`` (a filter of :attr:`models`) matches."""
+        ...
+
     def query(self, query: HybridQuery) -> list[Hit]: ...
     def nearest(
         self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True

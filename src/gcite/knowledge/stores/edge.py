@@ -136,6 +136,7 @@ class EdgeIndex:
 
         self.q = q
         self.models: FilterModels = EdgeModels()
+        self.transactional = False
         self.path = path
         self.shard: Any = None
         if path.is_dir() and any(path.iterdir()):
@@ -199,6 +200,12 @@ class EdgeIndex:
             return
         with edge_errors(self.path, "write"):
             flt = self.q.Filter(must=[self.models.match_value("document_id", document_id)])
+            self.shard.update(self.q.UpdateOperation.delete_points_by_filter(flt))
+
+    def delete_matching(self, flt: Any) -> None:
+        if self.shard is None:
+            return
+        with edge_errors(self.path, "write"):
             self.shard.update(self.q.UpdateOperation.delete_points_by_filter(flt))
 
     def query(self, query: HybridQuery) -> list[Hit]:

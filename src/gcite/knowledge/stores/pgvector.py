@@ -271,6 +271,7 @@ class PgIndex:
         self.url = url
         self.info = conninfo(url)
         self.models: FilterModels = SqlModels()
+        self.transactional = True
         self._reader: Any = None
         self._writer: Any = None
         self._in_write = False
@@ -442,6 +443,12 @@ class PgIndex:
         with self._write() as conn:
             conn.execute("DELETE FROM gcite_kb_chunks WHERE document_id = %s", (document_id,))
 
+    def delete_matching(self, flt: Any) -> None:
+        sql = _sql()
+        where = self._where(flt)
+        with self._write() as conn:
+            conn.execute(sql.SQL("DELETE FROM gcite_kb_chunks WHERE {}").format(where), {})
+
     def _where(self, flt: Any) -> Any:
         """The filter as SQL text for a query that also has ``%s`` parameters: its literal
         values are rendered here, so a ``%`` in one (a role name) is escaped, never a
@@ -587,16 +594,24 @@ class PgIndex:
                 datasets[dataset_name]["documents"][document_id] = dict(info)
         return embedder, dim, datasets
 
+    def load_tags(self) -> dict[str, dict[str, Any]]:
+        """The tags as stored (the ``catalog.json`` shape: ``{id: {"name", "created_at"}}``)."""
+        rows = self._read("SELECT id, name, created_at FROM gcite_kb_tags")
+        return {str(i): {"name": str(n), "created_at": int(c)} for i, n, c in rows}
+
     def save_catalog(
         self,
         embedder: str,
         dim: int,
         datasets: Mapping[str, Mapping[str, Any]],
         saved: Mapping[str, Mapping[str, Any]],
+        tags: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]] = ({}, {}),
     ) -> None:
-        """Write what changed from ``saved`` to ``datasets`` and commit the write
-        transaction (with the chunks written since the last commit)."""
+        """Write what changed from ``saved`` to ``datasets`` (and from the saved tags to
+        the current ones: ``tags = (current, saved)``) and commit the write transaction
+        (with the chunks written since the last commit)."""
         with self._write() as conn:
+            _save_tags(conn, *tags)
             conn.execute(
                 "UPDATE gcite_kb_meta SET embedder = %s, dim = %s, generation = generation + 1 "
                 "WHERE id = 1",
@@ -646,6 +661,22 @@ class PgIndex:
 _ENTRY_COLUMNS = ("dataset_id", "array_fields", "documents")
 
 
+def _save_tags(
+    conn: Any, tags: Mapping[str, Mapping[str, Any]], saved: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Write the tags that changed (removed ones first: names stay unique)."""
+    gone = [t for t in saved if t not in tags]
+    if gone:
+        conn.execute("DELETE FROM gcite_kb_tags WHERE id = ANY(%s)", (gone,))
+    for tag_id, tag in tags.items():
+        if saved.get(tag_id) != tag:
+            conn.execute(
+                "INSERT INTO gcite_kb_tags (id, name, created_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name",
+                (tag_id, str(tag.get("name", "")), int(tag.get("created_at") or 0)),
+            )
+
+
 def _dataset_info(entry: Mapping[str, Any]) -> dict[str, Any]:
     """What a dataset's catalog entry keeps besides its columns (the ``info`` column)."""
     return {k: v for k, v in entry.items() if k not in _ENTRY_COLUMNS}
@@ -669,14 +700,20 @@ class PgCatalog(Catalog):
 
     def __init__(self, index: PgIndex) -> None:
         embedder, dim, datasets = index.load_catalog()
-        super().__init__(Path(f"pgvector:{_safe(index.url)}"), embedder, dim, datasets)
+        super().__init__(
+            Path(f"pgvector:{_safe(index.url)}"), embedder, dim, datasets, index.load_tags()
+        )
         self.index = index
         self._saved = copy.deepcopy(self.datasets)
+        self._saved_tags = copy.deepcopy(self.tags)
 
     def save(self) -> None:
         """Write the changes and commit (see the class docstring)."""
-        self.index.save_catalog(self.embedder, self.dim, self.datasets, self._saved)
+        self.index.save_catalog(
+            self.embedder, self.dim, self.datasets, self._saved, (self.tags, self._saved_tags)
+        )
         self._saved = copy.deepcopy(self.datasets)
+        self._saved_tags = copy.deepcopy(self.tags)
 
     def refresh(self, *, sync: bool = False) -> None:
         """Reload the catalog when another store (this process's or another's) saved one
@@ -693,6 +730,9 @@ class PgCatalog(Catalog):
             if old is None:
                 merged[name] = entry
                 continue
+            for key in _dataset_info(old).keys() - entry.keys():
+                del old[key]
+            old.update(_dataset_info(entry))  # description, tag bindings, ...
             old["dataset_id"] = entry["dataset_id"]
             old["array_fields"] = entry["array_fields"]
             old["documents"].clear()
@@ -700,6 +740,8 @@ class PgCatalog(Catalog):
             merged[name] = old
         self.datasets = merged  # copy on write: searches read the table without the lock
         self._saved = copy.deepcopy(self.datasets)
+        self.tags = self.index.load_tags()
+        self._saved_tags = copy.deepcopy(self.tags)
 
 
 __all__ = ["PgCatalog", "PgIndex", "SqlModels", "conninfo", "migrate", "pg_errors"]

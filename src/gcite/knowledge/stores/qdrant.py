@@ -92,6 +92,7 @@ class QdrantIndex:
 
         self.m = models
         self.models: FilterModels = ClientModels()
+        self.transactional = False
         self.url = url
         self._server = not (url.startswith("local:") or url == ":memory:")
         self._failure = f"Qdrant 请求失败 ({url})"
@@ -143,10 +144,14 @@ class QdrantIndex:
             self.client.upsert(COLLECTION, items, wait=True)
 
     def delete_document(self, document_id: str) -> None:
+        self.delete_matching(
+            self.m.Filter(must=[self.models.match_value("document_id", document_id)])
+        )
+
+    def delete_matching(self, flt: Any) -> None:
         if not self._ready:
             return
         with client_errors(self._failure):
-            flt = self.m.Filter(must=[self.models.match_value("document_id", document_id)])
             selector = self.m.FilterSelector(filter=flt)
             self.client.delete(COLLECTION, points_selector=selector, wait=True)
 
