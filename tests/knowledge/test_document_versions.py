@@ -62,6 +62,7 @@ def _agree(store: Any) -> None:
 
 
 SMALL = {"chunk_size": 40, "chunk_overlap": 0}  # a chunk per paragraph
+HANG_GUARD_S = 600.0  # waits that end at once unless the code under test hangs
 
 
 def _edge(base: Path) -> Settings:
@@ -249,39 +250,50 @@ def test_a_killed_ingest_leaves_one_complete_version(
 
 
 def test_a_long_write_does_not_hold_up_another_dataset(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    access: KnowledgeAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write to one dataset held mid-version (inside its chunk writes) does not stop a
-    write to another dataset from completing (Qdrant Edge: per-dataset locks only)."""
-    with KnowledgeAccess(_edge(tmp_path)) as access:
-        admin = access.admin()
-        admin.create_dataset(DATASET)
-        admin.create_dataset("其他库")
-        held, release = threading.Event(), threading.Event()
-        add_points = HybridStore.add_points
+    write to another dataset from completing (per-dataset locks only; on pgvector each
+    writing thread has its own transaction), and the held version stays invisible."""
+    admin = access.admin()
+    admin.create_dataset(DATASET)
+    admin.create_dataset("其他库")
+    held, release = threading.Event(), threading.Event()
+    add_points = HybridStore.add_points
 
-        def hold(self: HybridStore, points: Any) -> None:
-            add_points(self, points)
-            if threading.current_thread().name == "long-write":
-                held.set()
-                assert release.wait(600)  # a hang guard
+    def hold(self: HybridStore, points: Any) -> None:
+        add_points(self, points)
+        if threading.current_thread().name == "long-write":
+            held.set()
+            assert release.wait(HANG_GUARD_S)
 
-        monkeypatch.setattr(HybridStore, "add_points", hold)
-        long_write = threading.Thread(
-            target=admin.upsert_document,
-            args=(DATASET,),
-            kwargs={"name": "patrol.md", "data": OLD.encode()},
-            name="long-write",
+    monkeypatch.setattr(HybridStore, "add_points", hold)
+    long_write = threading.Thread(
+        target=admin.upsert_document,
+        args=(DATASET,),
+        kwargs={"name": "patrol.md", "data": OLD.encode()},
+        name="long-write",
+    )
+    results: list[Any] = []
+    other = threading.Thread(
+        target=lambda: results.append(
+            admin.upsert_document("其他库", name="lift.md", data=NEW.encode())
         )
-        long_write.start()
-        assert held.wait(600)
-        other = admin.upsert_document("其他库", name="lift.md", data=NEW.encode())
-        assert other.created and long_write.is_alive()
+    )
+    long_write.start()
+    try:
+        assert held.wait(HANG_GUARD_S)
+        other.start()
+        other.join(HANG_GUARD_S)  # a hang guard: a write waiting for the held one never ends
+        assert results and results[0].created, "the other dataset's write waited"
+        assert long_write.is_alive()
         assert _versions(access.store()) == {"新版"}  # the held version is not searchable
+    finally:
         release.set()
-        long_write.join(600)
-        assert _versions(access.store()) == {"旧版", "新版"}
-        _agree(access.store())
+        long_write.join(HANG_GUARD_S)
+        other.join(HANG_GUARD_S)
+    assert _versions(access.store()) == {"旧版", "新版"}
+    _agree(access.store())
 
 
 def test_concurrent_writes_to_two_datasets_both_land(access: KnowledgeAccess) -> None:

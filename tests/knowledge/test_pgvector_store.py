@@ -378,7 +378,7 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
         store.begin_version("half")
         store.add_points([point])
         with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:
-            pid = index._writer.info.backend_pid
+            pid = index.writer().info.backend_pid  # this thread's transaction
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError):
             store.add_points([point])

@@ -483,7 +483,7 @@ def _add_vocabulary(store: HybridStore, info: dict[str, Any], document: _Documen
             builder.add("\n".join(piece))
             piece, size = [], 0
     builder.add("\n".join(piece))
-    with store.write_guard(), store.lock:
+    with store.lock:
         info[CATALOG_KEY] = builder.entry()
         store.save()
 

@@ -147,7 +147,7 @@ def _check_name(name: Any, what: str) -> str:
 def create_dataset(store: KnowledgeStore, name: Any) -> DatasetInfo:
     """Create an empty dataset; 409 when the name exists."""
     name = _check_name(name, "数据集")
-    with store.write_guard(), store.lock:
+    with store.lock:
         catalog = store.catalog
         if name in catalog.datasets:
             raise ManageError(
@@ -266,7 +266,7 @@ def update_dataset(
         raise ManageError("数据集描述必须是不超过 400 个字符的文本")
     fields = None if metadata_fields is None else _checked_fields(metadata_fields)
     name = dataset_named(store, dataset)
-    with (locks or DatasetLocks())(name), store.write_guard(), store.lock:
+    with (locks or DatasetLocks())(name), store.lock:
         catalog = store.catalog
         entry = dict(catalog.datasets[name])
         if description is not None:
@@ -523,7 +523,7 @@ def run_upsert(
             shutil.rmtree(folder, True)
         elif previous.get("path") and previous["path"] != str(target):
             _remove_upload(store.settings, str(previous["path"]))
-        with store.write_guard(), store.lock:
+        with store.lock:
             stored = store.catalog.datasets[dataset_name]["documents"].get(document_id)
             if stored is not None:
                 stored["updated_at"] = int(time.time())
@@ -677,17 +677,17 @@ class LocalAdmin:
 
     def create_tag(self, name: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.create_tag`."""
-        with self.locks(_TAGS), self.store.write_guard():
+        with self.locks(_TAGS):
             return tags.create_tag(self.store, name)
 
     def rename_tag(self, tag_id: str, name: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.rename_tag`."""
-        with self.locks(_TAGS), self.store.write_guard():
+        with self.locks(_TAGS):
             return tags.rename_tag(self.store, tag_id, name)
 
     def delete_tag(self, tag_id: str) -> TagInfo:
         """See :meth:`KnowledgeAdmin.delete_tag`."""
-        with self.locks(_TAGS), self.store.write_guard():
+        with self.locks(_TAGS):
             return tags.delete_tag(self.store, tag_id)
 
     def bind_tags(self, dataset: str, tag_ids: list[str]) -> DatasetInfo:
@@ -701,7 +701,7 @@ class LocalAdmin:
     def _bindings(self, dataset: str, tag_ids: list[str], *, bind: bool) -> DatasetInfo:
         ids = tags.checked_ids(tag_ids)
         name = dataset_named(self.store, dataset)
-        with self.locks(name), self.store.write_guard():
+        with self.locks(name):
             tags.set_bindings(self.store, name, ids, bind=bind)
         return next(i for i in list_datasets(self.store) if i.name == name)
 
@@ -721,19 +721,19 @@ class LocalAdmin:
 
     def create_segments(self, dataset: str, ref: str, contents: list[str]) -> list[SegmentInfo]:
         """See :meth:`KnowledgeAdmin.create_segments`."""
-        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+        with self.locks(dataset_named(self.store, dataset)):
             doc = find_document(self.store, dataset, ref)
             return segments.create_segments(self.store, doc, contents)
 
     def update_segment(self, dataset: str, ref: str, segment_id: str, content: str) -> SegmentInfo:
         """See :meth:`KnowledgeAdmin.update_segment`."""
-        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+        with self.locks(dataset_named(self.store, dataset)):
             doc = find_document(self.store, dataset, ref)
             return segments.update_segment(self.store, doc, segment_id, content)
 
     def delete_segment(self, dataset: str, ref: str, segment_id: str) -> SegmentInfo:
         """See :meth:`KnowledgeAdmin.delete_segment`."""
-        with self.locks(dataset_named(self.store, dataset)), self.store.write_guard():
+        with self.locks(dataset_named(self.store, dataset)):
             doc = find_document(self.store, dataset, ref)
             return segments.delete_segment(self.store, doc, segment_id)
 

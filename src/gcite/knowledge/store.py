@@ -29,7 +29,8 @@ Versions: every chunk's payload carries ``version`` (its document's fingerprint,
 catalog entry's ``hash``). A document is written as a new version beside the old one
 (:meth:`HybridStore.begin_version`, :meth:`~HybridStore.add_points`) and swapped in with
 one catalog change (:meth:`~HybridStore.commit_version`): on pgvector the new chunks, the
-old ones' removal and the catalog are one transaction; on the Qdrant adapters, which show
+old ones' removal and the catalog are one transaction (the writing thread's own, so writes
+to other datasets go on beside it); on the Qdrant adapters, which show
 every write at once, the new version's chunks are filtered out of every search until the
 catalog (saved atomically) points at them, and the old chunks are removed under the same
 lock. Opening a Qdrant store reconciles it with its catalog (:func:`reconcile`): chunks of
@@ -189,17 +190,8 @@ class _Handle:
     refs: int = 0
     # versions being written on an index that shows writes at once: hidden from searches
     staged: frozenset[str] = frozenset()
-    # on a transactional index (one write transaction per connection): held by the thread
-    # writing a version from begin_version to its commit or abandonment, and around every
-    # other catalog save, so no save commits half of another thread's document
-    writes: threading.RLock = field(default_factory=threading.RLock)
-
     # the query vocabulary of the catalog state it was built for (vocabulary_key)
     vocabulary: tuple[Any, Vocabulary] | None = None
-
-    def write_guard(self) -> Any:
-        """The context that serialises writes where the index needs it (see ``writes``)."""
-        return self.writes if self.index.transactional else contextlib.nullcontext()
 
     def visible(self, flt: Any) -> Any:
         """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
@@ -552,12 +544,6 @@ class HybridStore:
         """The data directory's lock (hold it around read-modify-write sequences)."""
         return self._handle.lock
 
-    def write_guard(self) -> Any:
-        """A context to take before :attr:`lock` around a catalog change that is saved: on
-        pgvector it waits for a document version another thread is writing (whose write
-        transaction the save would commit); elsewhere it does nothing."""
-        return self._handle.write_guard()
-
     def embedder(self, *, for_write: bool = False) -> Embedder:
         """The embedder of this store.
 
@@ -588,11 +574,10 @@ class HybridStore:
         """Start writing a new version of a document (chunks with ``payload["version"] ==
         version``, added with :meth:`add_points`): invisible to searches until
         :meth:`commit_version`, beside the version searched now. Discards the unsaved writes
-        of an earlier document where the index keeps them in a transaction (pgvector)."""
+        of an earlier document where the index keeps them in a transaction (pgvector: the
+        calling thread's; the whole version is written by one thread)."""
         self._check_open()
         embedder = self.embedder(for_write=True)
-        if self._handle.index.transactional:  # released by commit_version / abandon_version
-            self._handle.writes.acquire()
         with self._handle.lock:
             self._handle.index.rollback()
             catalog = self._handle.catalog
@@ -625,13 +610,10 @@ class HybridStore:
         )
         checkpoint("version-staged")
         if handle.index.transactional:  # one transaction: the save commits both
-            try:
-                with handle.lock:
-                    record(handle.catalog)
-                    handle.index.delete_matching(others)
-                    self.save()
-            finally:
-                handle.writes.release()
+            with handle.lock:
+                record(handle.catalog)
+                handle.index.delete_matching(others)
+                self.save()
             return
         with handle.lock:
             record(handle.catalog)
@@ -645,11 +627,8 @@ class HybridStore:
         handle = self._handle
         models = handle.index.models
         if handle.index.transactional:
-            try:
-                with handle.lock:
-                    handle.index.rollback()
-            finally:
-                handle.writes.release()
+            with handle.lock:
+                handle.index.rollback()
             return
         mine = models.filter(
             must=[
@@ -678,7 +657,7 @@ class HybridStore:
         self._check_open()
         handle = self._handle
         flt = handle.index.models.filter(must=[condition])
-        with handle.write_guard(), handle.lock:
+        with handle.lock:
             handle.index.rollback()
             record(handle.catalog)
             if handle.index.transactional:
@@ -691,7 +670,7 @@ class HybridStore:
 
     def delete_segments(self, document_id: str, segment_ids: Sequence[str]) -> None:
         """Remove the chunks ``segment_ids`` of ``document_id`` (catalog untouched: save
-        it after, holding :meth:`write_guard` around both)."""
+        it after, in the same thread: on pgvector the save commits the removal)."""
         self._check_open()
         models = self._handle.index.models
         flt = models.filter(
@@ -700,7 +679,7 @@ class HybridStore:
                 models.match_any("segment_id", list(segment_ids)),
             ]
         )
-        with self._handle.write_guard(), self._handle.lock:
+        with self._handle.lock:
             self._handle.index.delete_matching(flt)
 
     def delete_document(self, document_id: str) -> None:
@@ -710,9 +689,9 @@ class HybridStore:
             self._handle.index.delete_document(document_id)
 
     def save(self) -> None:
-        """Flush the shard and write the catalog. Do not hold :attr:`lock` when calling it
-        (on pgvector it waits for a version being written by another thread)."""
-        with self._handle.write_guard(), self._handle.lock:
+        """Flush the shard and write the catalog (pgvector: and commit the calling thread's
+        write transaction; other threads' writes stay theirs)."""
+        with self._handle.lock:
             self._handle.index.flush()
             self._handle.catalog.save()
 

@@ -24,9 +24,12 @@ token ids (so the same tokeniser could not be kept without merging tokens), and 
 searched exactly (a scan) or through an approximate HNSW graph; measurements in
 docs/knowledge-base.md ("PostgreSQL + pgvector").
 
-Writes: one transaction on the writer connection from a document's first write to the
-catalog save that records it (:meth:`PgCatalog.save`), so readers see a document's old
-version or its new one, never half of it, and an interrupted write leaves the old one.
+Writes: one transaction per writing thread, on a connection of its own (taken from a
+small pool of idle ones at its first write, given back at its commit or rollback), from a
+document's first write to the catalog save that records it (:meth:`PgCatalog.save`), so
+readers see a document's old version or its new one, never half of it, an interrupted
+write leaves the old one, and a long write (one dataset's) neither waits for nor holds up
+another thread's (another dataset's): each save commits its own thread's transaction.
 Reads: an autocommit connection. Every failure of the driver is a
 :class:`~gcite.errors.StoreError` (:func:`pg_errors`).
 Source: issue 31 items 1 and 4; pgvector README (HNSW, iterative index scans).
@@ -74,6 +77,10 @@ CHANNEL = "gcite_kb_catalog"
 every store's reader connection listens, so a dataset created by another worker or by
 ``gcite ingest`` is known to this one at its next search."""
 _COLUMNS = {"dataset_name": "dataset_name", "document_id": "document_id"}
+IDLE_WRITERS = 4
+"""Write connections kept open between transactions (more writing threads at once open
+more; those beyond this many are closed at their commit)."""
+FAILED = "知识库写入已失败并回滚，正在写入的文档保持旧版本"
 _migrating = threading.Lock()
 
 
@@ -273,9 +280,11 @@ class PgIndex:
         self.models: FilterModels = SqlModels()
         self.transactional = True
         self._reader: Any = None
-        self._writer: Any = None
-        self._in_write = False
-        self._failed = False
+        # the open write transactions, by thread: [connection, False], or [None, True]
+        # after a failed write (rolled back, refused until the thread rolls back)
+        self._writes: dict[int, list[Any]] = {}
+        self._idle: list[Any] = []  # write connections between transactions
+        self._writers_lock = threading.Lock()
         self._stale = False
         self.dim = 0
         migrate(url)
@@ -322,17 +331,29 @@ class PgIndex:
 
     @property
     def writing(self) -> bool:
-        """Whether a write transaction is open (writes not yet committed)."""
-        return self._in_write
+        """Whether a write transaction is open in any thread (writes not yet committed)."""
+        with self._writers_lock:
+            return any(not failed for _, failed in self._writes.values())
 
     def writer(self) -> Any:
-        """The connection of writes; its transaction runs until :meth:`commit`."""
-        if self._failed:
-            raise StoreError("知识库写入已失败并回滚，正在写入的文档保持旧版本")
-        if self._writer is None or self._writer.closed or self._writer.broken:
-            self._writer = self._connect(autocommit=False)
-        self._in_write = True
-        return self._writer
+        """The calling thread's write connection; its transaction runs until :meth:`commit`
+        (or :meth:`rollback`) in the same thread. Raises :class:`StoreError` after a failed
+        write of this thread until it rolls back."""
+        key = threading.get_ident()
+        with self._writers_lock:
+            open_write = self._writes.get(key)
+            if open_write is not None and open_write[1]:
+                raise StoreError(FAILED)
+            if open_write is not None and not (open_write[0].closed or open_write[0].broken):
+                return open_write[0]
+            idle = [c for c in self._idle if not (c.closed or c.broken)]
+            conn = idle.pop() if idle else None
+            self._idle = idle
+        if conn is None:
+            conn = self._connect(autocommit=False)
+        with self._writers_lock:
+            self._writes[key] = [conn, False]
+        return conn
 
     def _read(self, query: Any, params: Any = None) -> list[Any]:
         with pg_errors("知识库查询失败", self.url):
@@ -348,34 +369,66 @@ class PgIndex:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:
-        """A block of statements in the open write transaction; a failure rolls it back."""
+        """A block of statements in the calling thread's write transaction; a failure rolls
+        it back."""
         try:
             with pg_errors("知识库写入失败", self.url):
                 yield self.writer()
         except StoreError:
-            self.rollback()
+            conn = self._end()
+            if conn is not None:
+                self._release(conn, commit=False)
             # the rest of this transaction's writes must not start a new one (it would hold
-            # half a document): refused until the store rolls back explicitly
-            self._failed = True
+            # half a document): refused until the thread rolls back explicitly
+            with self._writers_lock:
+                self._writes[threading.get_ident()] = [None, True]
             raise
 
+    def _end(self) -> Any:
+        """Take the calling thread's write connection out of its open transaction."""
+        with self._writers_lock:
+            open_write = self._writes.pop(threading.get_ident(), None)
+        return None if open_write is None else open_write[0]
+
+    def _release(self, conn: Any, *, commit: bool) -> None:
+        """End ``conn``'s transaction (rolled back unless ``commit``; a failed commit raises
+        :class:`StoreError`) and keep it for the next one, or close it."""
+        try:
+            if commit:
+                with pg_errors("知识库写入失败", self.url):
+                    conn.commit()
+            else:
+                with contextlib.suppress(Exception):
+                    conn.rollback()
+        except StoreError:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        with self._writers_lock:
+            if not (conn.closed or conn.broken) and len(self._idle) < IDLE_WRITERS:
+                self._idle.append(conn)
+                return
+        with contextlib.suppress(Exception):
+            conn.close()
+
     def commit(self) -> None:
-        """End the write transaction: every write since the last commit becomes visible.
-        Raises :class:`StoreError` after a failed write (nothing of it is committed)."""
-        if self._failed:
-            raise StoreError("知识库写入已失败并回滚，正在写入的文档保持旧版本")
-        if self._writer is not None and self._in_write:
-            with pg_errors("知识库写入失败", self.url):
-                self._writer.commit()
-        self._in_write = False
+        """End the calling thread's write transaction: its writes since its last commit
+        become visible. Raises :class:`StoreError` after a failed write (nothing of it is
+        committed)."""
+        with self._writers_lock:
+            open_write = self._writes.get(threading.get_ident())
+            if open_write is not None and open_write[1]:
+                raise StoreError(FAILED)
+        conn = self._end()
+        if conn is not None:
+            self._release(conn, commit=True)
 
     def rollback(self) -> None:
-        """Discard every write since the last commit (and clear a failed write's refusal)."""
-        if self._writer is not None and self._in_write:
-            with contextlib.suppress(Exception):
-                self._writer.rollback()
-        self._in_write = False
-        self._failed = False
+        """Discard the calling thread's writes since its last commit (and clear a failed
+        write's refusal)."""
+        conn = self._end()
+        if conn is not None:
+            self._release(conn, commit=False)
 
     # -- VectorIndex -------------------------------------------------------
 
@@ -564,12 +617,15 @@ class PgIndex:
         self.commit()
 
     def close(self) -> None:
-        self.rollback()
-        for conn in (self._reader, self._writer):
+        """Close every connection (open write transactions are rolled back)."""
+        with self._writers_lock:
+            conns = [c for c, _ in self._writes.values() if c is not None] + self._idle
+            self._writes, self._idle = {}, []
+        for conn in [self._reader, *conns]:
             if conn is not None:
                 with contextlib.suppress(Exception):
                     conn.close()
-        self._reader = self._writer = None
+        self._reader = None
 
     # -- the catalog -------------------------------------------------------
 
