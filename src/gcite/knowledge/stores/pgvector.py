@@ -344,8 +344,15 @@ class PgIndex:
             open_write = self._writes.get(key)
             if open_write is not None and open_write[1]:
                 raise StoreError(FAILED)
-            if open_write is not None and not (open_write[0].closed or open_write[0].broken):
-                return open_write[0]
+            if open_write is not None:
+                if not (open_write[0].closed or open_write[0].broken):
+                    return open_write[0]
+                # the connection went away with part of this transaction: never go on
+                # with the rest in a new one
+                with contextlib.suppress(Exception):
+                    open_write[0].close()
+                self._writes[key] = [None, True]
+                raise StoreError(FAILED)
             idle = [c for c in self._idle if not (c.closed or c.broken)]
             conn = idle.pop() if idle else None
             self._idle = idle
