@@ -9,6 +9,7 @@ request to the caller's roles.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,20 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
         assert "停车场管理办法" in found["none"]
 
 
+def _indexed(url: str, headers: dict[str, str]) -> None:
+    """Poll a batch's indexing-status until it completed (a hang guard bounds it)."""
+    deadline = time.monotonic() + 300
+    while True:
+        answer = httpx.get(url, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        [item] = answer.json()["data"]
+        assert item["indexing_status"] != "error", item
+        if item["indexing_status"] == "completed":
+            return
+        assert time.monotonic() < deadline, "indexing never finished"
+        time.sleep(0.05)
+
+
 def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str) -> None:
     """Two workers (two RemoteStores); a document re-ingested through the management API
     with tightened roles is hidden from both at their next search."""
@@ -130,6 +145,7 @@ def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str
     )
     assert created.status_code == 200, created.text
     doc_id = created.json()["document"]["id"]
+    _indexed(f"{base}/documents/{created.json()['batch']}/indexing-status", admin)
     workers = [RemoteStore(endpoint, INTERNAL), RemoteStore(endpoint, INTERNAL)]
 
     def seen(store: RemoteStore, roles: list[str]) -> bool:
@@ -145,6 +161,8 @@ def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str
             timeout=60,
         )
         assert updated.status_code == 200, updated.text
+        # indexing runs after the answer (as in Dify): the old version answers until then
+        _indexed(f"{base}/documents/{updated.json()['batch']}/indexing-status", admin)
         assert not any(seen(w, []) for w in workers)
         assert not any(seen(w, ["运维工程师"]) for w in workers)
         assert all(seen(w, ["安保主管"]) for w in workers)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sqlite3
 import threading
 import time
 import uuid
@@ -772,13 +773,38 @@ class ConversationStore:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
     # several worker processes write to one file: under a burst on a busy machine a writer
     # waited seconds for the lock and some requests failed with "database is locked"
     # (benchmarks/bench_scale.py); waiting is better than failing
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+    _switch_to_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+SQLITE_BUSY_MS = 30_000
+"""How long a SQLite connection waits for another process's lock before failing."""
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting for the lock it needs.
+
+    Switching a new file to WAL takes an exclusive lock, and SQLite answers "database is
+    locked" at once, without its busy handler, when processes opening one new file
+    together (the workers of ``gcite serve --workers N``) race for it. So the switch is
+    retried, with short pauses, for up to :data:`SQLITE_BUSY_MS`.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
