@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,15 @@ def _create(base: str, dataset: str, name: str, text: str, roles: list[str] | No
         timeout=300,
     )
     assert r.status_code == 200, r.text
+    # indexed after the answer (as in Dify): wait for the batch (a hang guard bounds it)
+    status = f"{base}/v1/datasets/{dataset}/documents/{r.json()['batch']}/indexing-status"
+    deadline = time.monotonic() + 300
+    while (item := httpx.get(status, headers=ADMIN, timeout=60).json()["data"][0])[
+        "indexing_status"
+    ] not in {"completed", "error"}:
+        assert time.monotonic() < deadline, "indexing never finished"
+        time.sleep(0.05)
+    assert item["indexing_status"] == "completed", item
 
 
 @pytest.fixture(scope="module")
