@@ -7,6 +7,7 @@ on "another machine" one recorded with another host, its lease run out on an inj
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import uuid
@@ -150,7 +151,7 @@ class _Admin:
         doc = planned.document  # type: ignore[attr-defined]
         if data == b"bad":
             raise StoreError("嵌入服务不可用")
-        return Upserted(replace_job(doc, segments=3), created=True)
+        return Upserted(dataclasses.replace(doc, segments=3), created=True)
 
 
 def test_an_indexer_writes_every_state_where_another_process_reads_it(

@@ -66,11 +66,14 @@ class Resources:
         is reached), and the model is reachable (always, for the offline extractive
         backend or with ``on_model_error = "extractive"``). ``background`` (the periodic
         re-check of :class:`gcite.service.readiness.Readiness`): the store only, and only
-        once it is open (nothing is opened, no model request is sent)."""
+        once it is open or opening it takes nothing from another process (a pgvector or a
+        remote store; an embedded store is held by the process that opens it), and no model
+        request."""
         from gcite.generate.probe import ModelProbe
 
         checks: dict[str, bool] = {}
-        if background and not self.knowledge.opened:
+        embedded = not self.knowledge.remote and self.settings.knowledge.store != "pgvector"
+        if background and embedded and not self.knowledge.opened:
             return checks
         try:
             await asyncio.to_thread(lambda: self.get_store().datasets())

@@ -9,6 +9,7 @@ where the jobs are kept. Needs pytest (the ``testing`` extra).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +61,7 @@ class JobLogContract:
         running = replace_job(job, status="indexing", started_at=1_700_000_101.0)
         log.update(running)
         assert log.get(job.batch) == running
-        stored = replace_job(job.document, segments=7, word_count=420, tokens=300)
+        stored = dataclasses.replace(job.document, segments=7, word_count=420, tokens=300)
         done = replace_job(
             running,
             status="completed",
