@@ -51,11 +51,6 @@ class KnowledgeAccess:
         """True when the knowledge base is another service's (``knowledge_url``)."""
         return bool(self.settings.knowledge.url.strip())
 
-    @property
-    def opened(self) -> bool:
-        """Whether the store was opened (by a search or a management call) and not closed."""
-        return self._local is not None or self._remote is not None
-
     def store(self) -> KnowledgeStore:
         """The shared search store, opened on first use (blocking; raises StoreError)."""
         with self._lock:

@@ -3,8 +3,8 @@
 :class:`Readiness` (built by the app's lifespan) holds the outcome of ``GET /ready``'s
 checks (the knowledge store answers, the model is reachable:
 :meth:`gcite.service.resources.Resources.readiness`), refreshed every :data:`RECHECK_S`
-seconds in the background (the store, once open: nothing is opened and no model request
-is sent for it) and at every ``/ready`` (every check), and ``draining`` (set when the server
+seconds in the background (a pgvector store of this process: nothing else is opened or
+asked for it) and at every ``/ready`` (every check), and ``draining`` (set when the server
 begins to stop: :class:`gcite.service.server.GciteServer`).
 
 :class:`ReadinessGate` (ASGI middleware, outermost) answers a request that came through a

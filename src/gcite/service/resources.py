@@ -65,15 +65,15 @@ class Resources:
         datasets: for a remote store, the knowledge process or ``knowledge_url`` service
         is reached), and the model is reachable (always, for the offline extractive
         backend or with ``on_model_error = "extractive"``). ``background`` (the periodic
-        re-check of :class:`gcite.service.readiness.Readiness`): the store only, and only
-        once it is open or opening it takes nothing from another process (a pgvector or a
-        remote store; an embedded store is held by the process that opens it), and no model
-        request."""
+        re-check of :class:`gcite.service.readiness.Readiness`): the store only, and only a
+        pgvector store of this process (its own connection to the database; an embedded store
+        is held by the process that opens it, a remote one would be asked over HTTP), and
+        no model request."""
         from gcite.generate.probe import ModelProbe
 
         checks: dict[str, bool] = {}
-        embedded = not self.knowledge.remote and self.settings.knowledge.store != "pgvector"
-        if background and embedded and not self.knowledge.opened:
+        own_database = not self.knowledge.remote and self.settings.knowledge.store == "pgvector"
+        if background and not own_database:
             return checks
         try:
             await asyncio.to_thread(lambda: self.get_store().datasets())
