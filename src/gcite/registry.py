@@ -4,7 +4,7 @@ Adding a web search provider is one module with a class that has
 ``from_settings(settings) -> WebSource`` and one line in :data:`WEB_PROVIDERS`; an LLM
 protocol is one module with a class that has ``from_settings(settings) -> LLMBackend``
 and one line in :data:`LLM_PROTOCOLS`; a store backend is one module with an opener
-``(settings, *, create) -> HybridStore`` and one line in :data:`STORE_BACKENDS`.
+``(settings, *, create, handles) -> HybridStore`` and one line in :data:`STORE_BACKENDS`.
 Everything else follows from the entry: the accepted values of ``web_provider`` /
 ``llm_protocol`` / ``store``, the provider's key setting (``<name>_api_key``,
 ``GCITE_<NAME>_API_KEY``, ``[web.<name>] api_key``, then the entry's conventional
@@ -66,8 +66,9 @@ class StoreBackend:
     """One knowledge-store backend.
 
     ``name``: the ``store`` value. ``opener``: ``"module:function"`` of its opener,
-    ``(settings, *, create: bool) -> HybridStore`` (:func:`gcite.knowledge.store.shared_store`
-    shares one handle per knowledge base in a process); it raises ``StoreError``.
+    ``(settings, *, create: bool, handles: StoreHandles) -> HybridStore``, opening through
+    :meth:`gcite.knowledge.store.StoreHandles.open` (one handle per knowledge base and
+    owner); it raises ``StoreError``.
     """
 
     name: str

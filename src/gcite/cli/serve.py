@@ -105,6 +105,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     from gcite.config import with_internal_key
     from gcite.errors import StoreError
     from gcite.knowledge.access import KnowledgeAccess
+    from gcite.knowledge.store import StoreHandles
     from gcite.service import create_app
     from gcite.service.server import serve_app
 
@@ -116,9 +117,10 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     # The internal key's roles follow the config file: re-derived when the key tables are
     # re-read (gcite.config.KeyTables, at each request of the knowledge process).
     with_internal_key(knowledge)
-    app = create_app(knowledge)
+    handles = StoreHandles()
+    app = create_app(knowledge, handles)
     # held open for the life of the process: the app's own access shares the handle
-    access = KnowledgeAccess(knowledge)
+    access = KnowledgeAccess(knowledge, handles)
     try:
         access.store()
     except StoreError as exc:

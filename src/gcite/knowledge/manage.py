@@ -320,6 +320,7 @@ def update_document_metadata(
                 dataset=doc.dataset,
                 manifest=target,
                 document_id=doc.id,
+                handles=store.handles,
             )
         finally:
             scratch.unlink(missing_ok=True)
@@ -610,6 +611,7 @@ def _ingest_upload(
             dataset=dataset,
             manifest=manifest,
             document_id=document_id,
+            handles=store.handles,
         )
     except BaseException:
         shutil.rmtree(target.parent, True)

@@ -266,6 +266,7 @@ class HybridPageIndex:
 
     def __init__(self, folder: Path, settings: Settings) -> None:
         from gcite.knowledge import ingest_paths, open_store
+        from gcite.knowledge.store import StoreHandles
 
         folder_name = web_index_folder(settings.service.worker_id)
         web_dir = Path(settings.data_dir).expanduser() / folder_name
@@ -274,10 +275,13 @@ class HybridPageIndex:
         self.dataset = dataset_name(folder)
         staging = web_dir / "pages" / self.dataset.removeprefix("_web:")
         stage_pages(load_pages(folder), folder, staging)
-        report = ingest_paths([staging], settings=self.settings, dataset=self.dataset)
+        handles = StoreHandles()  # the search store reuses the embedder ingestion loaded
+        report = ingest_paths(
+            [staging], settings=self.settings, dataset=self.dataset, handles=handles
+        )
         for path, reason in report.failed:
             logger.warning("offline web page %s not indexed: %s", path, reason)
-        self._store = open_store(self.settings)
+        self._store = open_store(self.settings, handles=handles)
 
     def rank(self, query: str, count: int) -> list[Ranked]:
         """At most ``count`` pages for ``query``, best first (scores: the store's 0-1 score)."""
