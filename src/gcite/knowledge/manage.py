@@ -627,7 +627,9 @@ def _ingest_upload(
 
 def _store_name(settings: Settings) -> str:
     if settings.knowledge.store == "pgvector":
-        url = settings.knowledge.database_url or settings.service.database_url
+        from gcite.knowledge.store import pgvector_url
+
+        url = pgvector_url(settings)
         return f"PostgreSQL + pgvector（{url.rsplit('@', 1)[-1]}）"
     return (
         f"Qdrant {settings.knowledge.qdrant_url}"

@@ -847,12 +847,20 @@ def open_qdrant(settings: Settings, *, create: bool, handles: StoreHandles) -> H
     return handles.open(settings, f"{data_dir}|{settings.knowledge.qdrant_url}", make)
 
 
+def pgvector_url(settings: Settings) -> str:
+    """The database of the ``"pgvector"`` backend: its ``database_url`` setting
+    (``knowledge_database_url``, declared in :data:`gcite.registry.STORE_BACKENDS`), or
+    else the service's ``database_url``."""
+    own: str = settings.knowledge.setting("pgvector", "database_url")
+    return own or settings.service.database_url
+
+
 def open_pgvector(settings: Settings, *, create: bool, handles: StoreHandles) -> HybridStore:
     """The ``"pgvector"`` backend: the PostgreSQL knowledge tables
-    (:mod:`gcite.knowledge.stores.pgvector`) in ``knowledge_database_url`` or else ``database_url``;
+    (:mod:`gcite.knowledge.stores.pgvector`) in the database of :func:`pgvector_url`;
     one handle per URL in a process (``create`` changes nothing: the tables are migrated
     on open)."""
-    url = settings.knowledge.database_url or settings.service.database_url
+    url = pgvector_url(settings)
 
     def make() -> tuple[VectorIndex, Any]:
         from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
