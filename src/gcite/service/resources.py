@@ -51,12 +51,14 @@ class Resources:
 
     def __init__(self, settings: Settings, handles: StoreHandles | None = None) -> None:
         self.settings = settings
-        # the open stores and embedders: the store, the verifier and the offline backend
-        # share one bundled model
+        # the open stores and embedders: the store, the verifier, the offline backend and
+        # the offline web index share one bundled model
         self.handles = handles if handles is not None else StoreHandles()
         self.conversations = open_conversations(settings)
         self.backend: LLMBackend = make_backend(settings, self.handles.embedders)
-        self.web_source: WebSource | None = make_web_source(settings)
+        self.web_source: WebSource | None = make_web_source(
+            settings, embedders=self.handles.embedders
+        )
         self.verifier = make_verifier(settings, embedders=self.handles.embedders)
         self.template = (
             load_template(settings.llm.system_prompt_file)
