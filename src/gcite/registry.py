@@ -32,7 +32,8 @@ class WebProvider:
     """One web search provider.
 
     ``name``: the ``web_provider`` value. ``source``: ``"module:Class"`` of its
-    :class:`~gcite.web.WebSource`, whose ``from_settings(settings)`` builds it.
+    :class:`~gcite.web.WebSource`, whose ``from_settings(settings, *, retry, embedders)``
+    builds it (``embedders``: the owner's, for a source that embeds).
     ``key_env``: the provider's own environment variables for its API key, read in this
     order after the ``<name>_api_key`` setting. ``needs_key``: False for a provider
     without an API key (it has no ``<name>_api_key`` setting).
