@@ -234,7 +234,9 @@ async def test_hang_past_the_timeout(case: Case, standin: WebStandin) -> None:
     standin.default = Reply.hang(60)
     with pytest.raises(SourceTimeout):
         await search(make(case, standin, timeout_s=0.3))
-    assert len(standin.requests) == 1  # timeouts spend the budget: not retried
+    # timeouts spend the budget: not retried (on a loaded machine the 0.3 s may end even
+    # before the request arrives)
+    assert len(standin.requests) <= 1
 
 
 async def test_invalid_json(case: Case, standin: WebStandin) -> None:
