@@ -32,8 +32,9 @@ class WebProvider:
     """One web search provider.
 
     ``name``: the ``web_provider`` value. ``source``: ``"module:Class"`` of its
-    :class:`~gcite.web.WebSource`, whose ``from_settings(settings, *, retry, embedders)``
-    builds it (``embedders``: the owner's, for a source that embeds).
+    :class:`~gcite.web.WebSource`, whose ``from_settings(settings, *, retry, handles)``
+    builds it (``handles``: the owner's open stores and embedders, for a source that
+    searches a store).
     ``key_env``: the provider's own environment variables for its API key, read in this
     order after the ``<name>_api_key`` setting. ``needs_key``: False for a provider
     without an API key (it has no ``<name>_api_key`` setting).

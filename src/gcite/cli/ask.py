@@ -151,7 +151,7 @@ async def local_frames(
     knowledge = KnowledgeAccess(settings, handles)
     store = knowledge.store()  # fail early, as one line, when there is no knowledge base
     backend = make_backend(settings, handles.embedders)
-    web_source = make_web_source(settings, embedders=handles.embedders)
+    web_source = make_web_source(settings, handles=handles)
     from gcite.verify import make_verifier
 
     deps = Deps(

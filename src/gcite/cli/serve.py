@@ -73,12 +73,14 @@ def serve(
         run_workers(settings, workers, config_file)
         return
     from gcite.cli.startup import open_serve_store
+    from gcite.knowledge.store import StoreHandles
 
     # The service opens the store on the first question, where a failure would only be
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
-    store = open_serve_store(settings)
+    handles = StoreHandles()  # the service's: it shares the handle held here
+    store = open_serve_store(settings, handles)
     backend = check_service(settings)
-    app = create_app(settings)
+    app = create_app(settings, handles)
     service = settings.service
     click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （回答后端: {backend}）")
     click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)

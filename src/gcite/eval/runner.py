@@ -129,7 +129,7 @@ class LocalAsker:
         self.store = open_store(settings, handles=handles) if store is None else store
         try:
             self.backend = make_backend(settings, handles.embedders)
-            self.web_source = make_web_source(settings, embedders=handles.embedders)
+            self.web_source = make_web_source(settings, handles=handles)
             self.deps = Deps(
                 settings=settings,
                 backend=self.backend,

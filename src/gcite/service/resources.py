@@ -56,9 +56,7 @@ class Resources:
         self.handles = handles if handles is not None else StoreHandles()
         self.conversations = open_conversations(settings)
         self.backend: LLMBackend = make_backend(settings, self.handles.embedders)
-        self.web_source: WebSource | None = make_web_source(
-            settings, embedders=self.handles.embedders
-        )
+        self.web_source: WebSource | None = make_web_source(settings, handles=self.handles)
         self.verifier = make_verifier(settings, embedders=self.handles.embedders)
         self.template = (
             load_template(settings.llm.system_prompt_file)

@@ -27,7 +27,7 @@ from gcite.registry import WEB_PROVIDERS
 from gcite.web.http import JsonClient, RetryPolicy
 
 if TYPE_CHECKING:
-    from gcite.knowledge.embed import Embedders
+    from gcite.knowledge.store import StoreHandles
 
 #: Longest query sent to a provider, characters.
 MAX_QUERY_CHARS = 400
@@ -122,10 +122,10 @@ class HttpWebSource:
         settings: Settings,
         *,
         retry: RetryPolicy | None = None,
-        embedders: Embedders | None = None,
+        handles: StoreHandles | None = None,
     ) -> Self:
         """The client ``settings.web`` describes (``base_url``, ``timeout_s``,
-        ``freshness``) with the provider's key (``embedders`` is not used: nothing is
+        ``freshness``) with the provider's key (``handles`` is not used: nothing is
         embedded here). Raises :class:`ConfigError` when the key
         is missing (naming the setting and the variables it may come from)."""
         key = settings.web.api_key(cls.name)

@@ -73,7 +73,7 @@ from gcite.web.pages import (
 )
 
 if TYPE_CHECKING:
-    from gcite.knowledge.embed import Embedders
+    from gcite.knowledge.store import StoreHandles
 
 logger = logging.getLogger("gcite.web")
 
@@ -268,7 +268,7 @@ class HybridPageIndex:
     """
 
     def __init__(
-        self, folder: Path, settings: Settings, embedders: Embedders | None = None
+        self, folder: Path, settings: Settings, handles: StoreHandles | None = None
     ) -> None:
         from gcite.knowledge import ingest_paths, open_store
         from gcite.knowledge.store import StoreHandles
@@ -280,7 +280,7 @@ class HybridPageIndex:
         self.dataset = dataset_name(folder)
         staging = web_dir / "pages" / self.dataset.removeprefix("_web:")
         stage_pages(load_pages(folder), folder, staging)
-        handles = StoreHandles(embedders)  # the search store reuses ingestion's embedder
+        handles = handles or StoreHandles()  # the owner's: its embedder, its open shard
         report = ingest_paths(
             [staging], settings=self.settings, dataset=self.dataset, handles=handles
         )
@@ -333,11 +333,12 @@ class OfflineWebSource:
         settings: Settings,
         *,
         retry: object | None = None,
-        embedders: Embedders | None = None,
+        handles: StoreHandles | None = None,
     ) -> OfflineWebSource:
         """The source ``settings.web.offline`` describes (``dir``, ``index``), its index
-        build started in the background with the caller's ``embedders`` (the hybrid
-        index embeds with the model the knowledge store loaded); ``retry`` is ignored
+        build started in the background with the caller's ``handles`` (the hybrid
+        index embeds with the model the knowledge store loaded, and shares a shard the
+        caller holds open); ``retry`` is ignored
         (nothing is sent). Raises
         :class:`ConfigError` when no folder is set."""
         offline = settings.web.offline
@@ -350,7 +351,7 @@ class OfflineWebSource:
             settings=settings,
             index=offline.index,
             warm_up=True,
-            embedders=embedders,
+            handles=handles,
         )
 
     def __init__(
@@ -361,7 +362,7 @@ class OfflineWebSource:
         timeout_s: float | None = None,
         index: str = "hybrid",
         warm_up: bool = False,
-        embedders: Embedders | None = None,
+        handles: StoreHandles | None = None,
     ) -> None:
         self.folder = Path(folder).expanduser()
         if not self.folder.is_dir():
@@ -373,7 +374,7 @@ class OfflineWebSource:
         if not self.timeout_s > 0:
             raise ConfigError(f"离线联网搜索的超时时间必须大于 0 秒: {self.timeout_s}")
         self.index = index
-        self._embedders = embedders
+        self._handles = handles
         self.passage_chars = max(100, self.settings.knowledge.chunk_size)
         self._index: PageIndex | HybridPageIndex | None = None
         self._fingerprint: Fingerprint | None = None
@@ -397,7 +398,7 @@ class OfflineWebSource:
                 if isinstance(old, HybridPageIndex):
                     old.close()
                 if self.index == "hybrid":
-                    self._index = HybridPageIndex(self.folder, self.settings, self._embedders)
+                    self._index = HybridPageIndex(self.folder, self.settings, self._handles)
                 else:
                     self._index = PageIndex(
                         load_pages(self.folder), passage_chars=self.passage_chars
