@@ -80,7 +80,7 @@ def handbook(verbose: bool) -> dict[str, Any]:
     settings = demo_settings(data_dir)
     prepare_demo(settings)
     store = open_store(settings)
-    backend = make_backend(settings)
+    backend = make_backend(settings, store.handles.embedders)  # one loaded model
     backend.warm_up()
 
     off: list[dict[str, Any]] = []
@@ -154,7 +154,7 @@ def laws(verbose: bool) -> dict[str, Any]:
 
     articles = {c.content: (c.doc, c.articles) for c in law_chunks()}
     store, settings = open_law_store()
-    backend = make_backend(settings)
+    backend = make_backend(settings, store.handles.embedders)  # one loaded model
     backend.warm_up()
     deps = Deps(settings=settings, backend=backend, get_store=lambda: store, web_source=None)
     meta = json.loads((CORPUS / "laws.meta.json").read_text("utf-8"))["documents"]

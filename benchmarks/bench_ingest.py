@@ -122,10 +122,11 @@ def _settings(embedder: str, **extra: Any) -> Any:
 
 def worker(kind: str, path: Path, embedder: str) -> dict[str, Any]:
     """One measured run of ``kind`` (``ingest`` | ``embed``) on ``path``."""
-    from gcite.knowledge.embed import make_embedder
+    from gcite.knowledge.store import StoreHandles
 
     settings = _settings(embedder)
-    model = make_embedder(settings)
+    handles = StoreHandles()  # the ingests and the held store share the loaded model
+    model = handles.embedders.get(settings)
     model.embed_documents(["预热"])  # model and tokeniser loads are not part of either figure
     from gcite.knowledge.sparse import tokenize
 
@@ -139,14 +140,15 @@ def worker(kind: str, path: Path, embedder: str) -> dict[str, Any]:
             warm = Path(tmp) / "warm.txt"
             make_file(warm, 0.05)  # first-write costs of the shard, the HTTP client, caches
             warm_settings = _settings(embedder, data_dir=Path(tmp) / "w")
-            ingest_paths([warm], settings=warm_settings, dataset="w")
+            ingest_paths([warm], settings=warm_settings, dataset="w", handles=handles)
             settings = _settings(embedder, data_dir=Path(tmp) / "data")
-            with open_store(settings, create=True):  # the shard stays open after the ingest
+            # the shard stays open after the ingest
+            with open_store(settings, create=True, handles=handles):
                 _release()
                 _reset_peak()
                 rss_loaded = _status_mib("VmRSS")
                 started, cpu = time.perf_counter(), _cpu_s()
-                report = ingest_paths([path], settings=settings, dataset="bench")
+                report = ingest_paths([path], settings=settings, dataset="bench", handles=handles)
                 elapsed, cpu = time.perf_counter() - started, _cpu_s() - cpu
                 peak = _status_mib("VmHWM")
                 _release()

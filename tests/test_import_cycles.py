@@ -81,3 +81,28 @@ def test_the_check_sees_lazy_and_type_only_cycles(tmp_path: Path) -> None:
     (package / "sub" / "b.py").write_text("B = 1\n")  # a child importing its package: fine
     (package / "sub" / "c.py").write_text("from pkg.sub import b\nfrom . import b as bb\n")
     graphlib.TopologicalSorter(_graph(package)).prepare()
+
+
+def test_config_reaches_no_backend() -> None:
+    """:mod:`gcite.config` takes the backends' names and settings from the registry's
+    entries (strings and plain data), never from a backend module: a new web provider,
+    LLM protocol or store backend, settings included, leaves config.py and its imports
+    as they are."""
+    from gcite.registry import LLM_PROTOCOLS, STORE_BACKENDS, WEB_PROVIDERS
+
+    graph = _graph(SRC)
+    reached: set[str] = set()
+    todo = ["gcite.config"]
+    while todo:
+        for module in graph[todo.pop()] - reached:
+            reached.add(module)
+            todo.append(module)
+    references = [
+        *(p.source for p in WEB_PROVIDERS.values()),
+        *LLM_PROTOCOLS.values(),
+        *(b.opener for b in STORE_BACKENDS.values()),
+    ]
+    backends = {reference.partition(":")[0] for reference in references}
+    assert "gcite.registry" in reached
+    assert not reached & backends
+    assert not {m for m in reached if m.startswith(("gcite.knowledge", "gcite.web."))}

@@ -129,6 +129,14 @@ class LlmSettings:
     condense_timeout_s: float = _setting(5.0, "condense_timeout_s")
 
 
+def _backend_tables() -> dict[str, Mapping[str, Any]]:
+    return {
+        b.name: {s.name: s.default for s in b.settings}
+        for b in STORE_BACKENDS.values()
+        if b.settings
+    }
+
+
 @dataclass(frozen=True)
 class KnowledgeSettings:
     """The knowledge base (``[knowledge]``): where it is, how it is searched and chunked."""
@@ -138,9 +146,9 @@ class KnowledgeSettings:
     dataset: str = _setting("", "dataset")
     # "qdrant" (an embedded Qdrant Edge shard in the data dir, or a Qdrant server when
     # qdrant_url is set) or "pgvector" (PostgreSQL + pgvector tables in the database of
-    # database_url, or of the service's database_url when that is empty).
+    # its database_url, knowledge_database_url, or of the service's database_url when
+    # that is empty); a name of gcite.registry.STORE_BACKENDS.
     store: str = _setting("qdrant", "store")
-    database_url: str = _setting("", "knowledge_database_url")
     qdrant_url: str = _setting("", "qdrant_url")
     qdrant_api_key: str = _setting("", "qdrant_api_key")
     # Or a knowledge base behind an External Knowledge API endpoint (gcite's own /retrieval
@@ -158,6 +166,15 @@ class KnowledgeSettings:
     # The operator's synonym table (gcite.knowledge.vocabulary; applied with the shipped
     # one to every search's query); empty: the shipped table only.
     synonyms_file: str = _setting("", "synonyms_file")
+    # The settings store backends declare in their registry entry
+    # (gcite.registry.BackendSetting), by backend, then by name.
+    backends: Mapping[str, Mapping[str, Any]] = field(default_factory=_backend_tables)
+
+    def setting(self, backend: str, name: str) -> Any:
+        """The setting ``name`` of the store backend ``backend`` (``KeyError`` when the
+        backend declares no such setting)."""
+        return self.backends[backend][name]
+
     chunk_size: int = _setting(600, "chunk_size")
     chunk_overlap: int = _setting(80, "chunk_overlap")
     # Metadata field names that look like a misspelt access_roles but are meant
@@ -413,6 +430,9 @@ def _keys() -> dict[str, tuple[str, ...]]:
         walk(section, (name,))
     for provider in _provider_tables():
         keys[f"{provider}_api_key"] = ("web", "providers", provider, "api_key")
+    for backend in STORE_BACKENDS.values():
+        for setting in backend.settings:
+            keys[setting.key] = ("knowledge", "backends", backend.name, setting.name)
     return keys
 
 
@@ -738,10 +758,13 @@ def _provider_keys_from_env(
 
 def _file_paths() -> dict[tuple[str, ...], str]:
     """Where each config key may sit in a file's section tables (``("llm", "base_url")``;
-    a provider's key as ``("web", "<name>", "api_key")``)."""
+    a provider's key as ``("web", "<name>", "api_key")``, a store backend's setting as
+    ``("knowledge", "<setting>")``)."""
     paths: dict[tuple[str, ...], str] = {}
     for key, path in KEYS.items():
-        if path[0] in SECTIONS:
+        if path[:2] == ("knowledge", "backends"):
+            paths[("knowledge", path[-1])] = key
+        elif path[0] in SECTIONS:
             paths[tuple(p for p in path if p != "providers")] = key
     return paths
 

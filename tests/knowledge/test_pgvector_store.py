@@ -127,7 +127,7 @@ def test_a_document_switches_versions_in_one_transaction(fresh_pg: Settings) -> 
     other connections, as another process would be) until the catalog save commits it;
     a rollback, or closing the store mid-write, keeps the old version."""
     settings = fresh_pg
-    reader = PgIndex(settings.knowledge.database_url)
+    reader = PgIndex(settings.value("knowledge_database_url"))
     try:
         with open_store(settings) as store:
             payload, document_id = _first_document(store)
@@ -334,7 +334,13 @@ def test_a_writer_killed_mid_document_leaves_the_old_version(fresh_pg: Settings)
         only = store._handle.index.models.match_value("document_id", document_id)
         before = _contents(store._handle.index, store, only)
         writer = subprocess.Popen(
-            [sys.executable, "-c", _KILLED_WRITER, settings.knowledge.database_url, document_id],
+            [
+                sys.executable,
+                "-c",
+                _KILLED_WRITER,
+                settings.value("knowledge_database_url"),
+                document_id,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -377,7 +383,7 @@ def test_a_lost_write_connection_fails_the_write_and_keeps_the_old_version(
         )
         store.begin_version("half")
         store.add_points([point])
-        with psycopg.connect(settings.knowledge.database_url, autocommit=True) as admin:
+        with psycopg.connect(settings.value("knowledge_database_url"), autocommit=True) as admin:
             pid = index.writer().info.backend_pid  # this thread's transaction
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError):

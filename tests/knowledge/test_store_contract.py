@@ -21,6 +21,7 @@ from gcite.config import Settings
 from gcite.errors import StoreError
 from gcite.knowledge import ingest_paths, open_store
 from gcite.knowledge.sparse import Sparse
+from gcite.knowledge.store import StoreHandles
 from gcite.knowledge.stores.base import PointData, hybrid_query
 from gcite.knowledge.stores.edge import EdgeIndex, map_edge_error
 from gcite.knowledge.stores.qdrant import QdrantIndex
@@ -94,13 +95,17 @@ def contract_settings(request: pytest.FixtureRequest) -> Settings:
 
 class TestEveryStoreBackend(KnowledgeStoreContract):
     @pytest.fixture
-    def store(self, contract_settings: Settings) -> Iterator[Any]:
-        with open_store(contract_settings) as store:
+    def handles(self) -> StoreHandles:
+        return StoreHandles()
+
+    @pytest.fixture
+    def store(self, contract_settings: Settings, handles: StoreHandles) -> Iterator[Any]:
+        with open_store(contract_settings, handles=handles) as store:
             yield store
 
     @pytest.fixture
-    def reopen(self, contract_settings: Settings) -> Callable[[], Any]:
-        return lambda: open_store(contract_settings)
+    def reopen(self, contract_settings: Settings, handles: StoreHandles) -> Callable[[], Any]:
+        return lambda: open_store(contract_settings, handles=handles)
 
 
 def test_every_layout_is_a_registered_backend() -> None:

@@ -15,7 +15,7 @@ import uvicorn
 
 from gcite.service.http import MAX_HEAD_BYTES, BoundedHttpToolsProtocol
 
-HANG_GUARD_S = 30.0  # only against a hang: the deadline itself is enforced by the server
+HANG_GUARD_S = 120.0  # only against a hang: the deadline itself is enforced by the server
 
 
 class QuickHeadProtocol(BoundedHttpToolsProtocol):

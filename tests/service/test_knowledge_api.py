@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -225,8 +226,10 @@ async def test_update_while_chats_stream_and_the_next_answer_sees_it(
     before = await raw_events(client, url, body(QUESTION, user="before"), GUARD)
     assert NEEDLE not in json.dumps(before, ensure_ascii=False)
 
-    # three answers streaming slowly while the document is added
-    llm.push(*[Script.text("访客登记在一层大堂办理。" * 4, size=2, token_delay_s=0.05)] * 3)
+    # three answers streaming while the document is added: each holds after its first
+    # delta until the update is in (the stand-in's gate), however slow the machine
+    gate = threading.Event()
+    llm.push(*[Script.text("访客登记在一层大堂办理。" * 4, size=2, gate=gate)] * 3)
     started = asyncio.Event()
 
     ended: list[float] = []
@@ -245,7 +248,7 @@ async def test_update_while_chats_stream_and_the_next_answer_sees_it(
         return events
 
     streams = [asyncio.ensure_future(chat(f"streamer-{i}")) for i in range(3)]
-    await asyncio.wait_for(started.wait(), 20)
+    await asyncio.wait_for(started.wait(), 120)  # a hang guard
     update_sent = time.monotonic()
     created = await client.post(
         f"{live.base_url}/v1/datasets/{DATASET}/document/create-by-text",
@@ -257,6 +260,7 @@ async def test_update_while_chats_stream_and_the_next_answer_sees_it(
     await indexed(
         client, f"{live.base_url}/v1/datasets/{DATASET}/documents/{batch}/indexing-status"
     )
+    gate.set()
     for finished in await asyncio.gather(*streams):
         done = next(e for e in finished if e["event"] == "workflow_finished")
         assert finished[-1]["event"] == "message_end", finished[-1]  # Dify's terminal order

@@ -27,7 +27,7 @@ from support.clock import ManualClock, until
 from support.web_standin import PayloadWeb
 
 DELTAS = ["第一句。", "第二句。", "第三句。", "第四句。"]
-GUARD_S = 20.0  # hang guard only
+GUARD_S = 120.0  # hang guard only (a loaded machine may need tens of seconds)
 
 
 class Slow(BackendLifecycle):

@@ -95,6 +95,8 @@ class Script:
     ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``), with ``content`` set
     to ``reasoning_placeholder`` (``None``: JSON ``null``, as DeepSeek; ``""``, as Ollama).
     ``ascii_json``: encode chunks with ASCII escapes (always done for lone surrogates).
+    ``gate``: the deltas after the first wait until it is set (or the client leaves), so
+    a test decides when the answer goes on, whatever the machine's speed.
     """
 
     deltas: list[str] = field(default_factory=lambda: ["你好", "。"])
@@ -113,6 +115,7 @@ class Script:
     reasoning_field: str = "reasoning_content"
     reasoning_placeholder: str | None = None
     ascii_json: bool = False
+    gate: threading.Event | None = None
 
     @classmethod
     def text(cls, answer: str, *, size: int = 4, **kwargs: Any) -> Script:
@@ -429,6 +432,9 @@ class OpenAIStandin:
                 return False
             if i and not await pause(script.token_delay_s):
                 return False
+            while i == 1 and script.gate is not None and not script.gate.is_set():
+                if not await pause(0.01):
+                    return False
             if eof.done():
                 self._note_disconnect()
                 return False

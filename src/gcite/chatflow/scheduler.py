@@ -47,13 +47,13 @@ import functools
 import heapq
 import itertools
 import math
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from gcite.clock import Clock, MonotonicClock
 from gcite.config import from_section
 from gcite.generate.backends import Reasoning, WrappedBackend, aclose_stream
 from gcite.generate.coalesce import flush_interval, join
@@ -63,31 +63,6 @@ if TYPE_CHECKING:
     from gcite.generate.backends import LLMBackend, Usage
 
 T = TypeVar("T")
-
-
-class Clock(Protocol):
-    """Seconds on a monotonic scale, and a sleep on the same scale."""
-
-    def now(self) -> float:
-        """The time now, seconds."""
-        ...
-
-    async def sleep(self, seconds: float) -> None:
-        """Return once ``seconds`` have passed (at once for ``<= 0``)."""
-        ...
-
-
-class MonotonicClock:
-    """The real clock: :func:`time.monotonic` and :func:`asyncio.sleep` (the event loop's
-    own clock, the same scale)."""
-
-    def now(self) -> float:
-        """``time.monotonic()``."""
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        """``asyncio.sleep(seconds)``."""
-        await asyncio.sleep(max(0.0, seconds))
 
 
 @dataclass(frozen=True)

@@ -144,12 +144,14 @@ async def local_frames(
     from gcite.dify.wire import DifyStream, Envelope, data_frame
     from gcite.generate.factory import make_backend
     from gcite.knowledge.access import KnowledgeAccess
+    from gcite.knowledge.store import StoreHandles
     from gcite.web import make_web_source
 
-    knowledge = KnowledgeAccess(settings)
+    handles = StoreHandles()  # the store, the verifier and the backend share the embedder
+    knowledge = KnowledgeAccess(settings, handles)
     store = knowledge.store()  # fail early, as one line, when there is no knowledge base
-    backend = make_backend(settings)
-    web_source = make_web_source(settings)
+    backend = make_backend(settings, handles.embedders)
+    web_source = make_web_source(settings, handles=handles)
     from gcite.verify import make_verifier
 
     deps = Deps(
@@ -157,7 +159,7 @@ async def local_frames(
         backend=backend,
         get_store=lambda: store,
         web_source=web_source,
-        verifier=make_verifier(settings),
+        verifier=make_verifier(settings, embedders=handles.embedders),
         scheduler=Scheduler.from_settings(settings),  # its sched_* settings apply here too
     )
     envelope = Envelope(

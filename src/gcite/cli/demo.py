@@ -212,12 +212,14 @@ def demo(
         check_port(settings.service.host, port)
     click.echo(f"演示数据目录: {settings.data_dir.resolve()}", err=True)
     from gcite.cli.startup import open_demo_stores, translate_in_use
+    from gcite.knowledge.store import StoreHandles
 
+    handles = StoreHandles()  # the service's: it shares the handles held here
     try:
         state = prepare_demo(settings, progress=sys.stderr.isatty(), force=reingest)
         # The service opens the stores on the first question; a store held by another
         # process would only turn every answer into "无法确定". Check (and hold) them now.
-        stores = open_demo_stores(settings)
+        stores = open_demo_stores(settings, handles)
     except StoreError as exc:
         raise translate_in_use(exc, settings) from exc
     if state.ingested:
@@ -228,15 +230,15 @@ def demo(
     if question is not None:
         from gcite.cli.ask import answer_in_terminal
 
-        code = answer_in_terminal(settings, question, roles=list(roles), as_json=as_json)
-        for store in stores:
+        for store in stores:  # checked; the answer opens them as its own
             store.close()
+        code = answer_in_terminal(settings, question, roles=list(roles), as_json=as_json)
         sys.exit(code)
 
     from gcite.service import create_app
     from gcite.service.server import serve_app
 
-    app = create_app(settings)
+    app = create_app(settings, handles)
     url = f"http://{settings.service.host}:{port}/"
     click.echo(f"演示已启动: {url}", err=False)
     click.echo("用手机尺寸的浏览器窗口打开上面的地址；按 Ctrl+C 停止。", err=True)

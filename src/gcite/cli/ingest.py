@@ -22,18 +22,39 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from gcite.config import load_settings
 from gcite.errors import GciteError
 
+if TYPE_CHECKING:
+    from gcite.config import Settings
+    from gcite.knowledge.ingest import IngestReport
+
 DEFAULT_DATASET = "default"
 """Dataset used when neither ``--dataset``, a manifest nor the ``dataset`` setting names one."""
 
 
-def _fail(message: str) -> None:
+@dataclass(frozen=True)
+class IngestFlags:
+    """The options of ``gcite ingest`` (click passes them by name; ``None``: not given)."""
+
+    dataset: str | None
+    manifest: Path | None
+    data_dir: Path | None
+    chunk_size: int | None
+    chunk_overlap: int | None
+    config_file: Path | None
+    quiet: bool
+    url: str | None
+    key: str | None
+
+
+def _fail(message: str) -> NoReturn:
     """One clear Chinese line on stderr, exit status 1, no traceback."""
     click.echo(f"错误: {message}", err=True)
     raise SystemExit(1)
@@ -98,46 +119,15 @@ def _check_paths(paths: Sequence[Path], data_dir: Path) -> bool:
 @click.option("--quiet", is_flag=True, help="不显示进度条")
 @click.option("--url", default=None, help="导入到正在运行的服务（如 http://127.0.0.1:8000）")
 @click.option("--key", envvar="GCITE_ADMIN_KEY", default=None, help="服务的管理密钥（admin_keys）")
-def ingest(
-    paths: tuple[Path, ...],
-    dataset: str | None,
-    manifest: Path | None,
-    data_dir: Path | None,
-    chunk_size: int | None,
-    chunk_overlap: int | None,
-    config_file: Path | None,
-    quiet: bool,
-    url: str | None,
-    key: str | None,
-) -> None:
+def ingest(paths: tuple[Path, ...], **flags: Any) -> None:
     """把文档导入知识库（Markdown、TXT、HTML、PDF、DOCX、XLSX、CSV）。"""
-    from gcite.knowledge import ingest_paths
-    from gcite.knowledge.convert import load_manifest
-
-    if url is not None:
-        _ingest_remote(paths, dataset, manifest, config_file, url, key)
+    options = IngestFlags(**flags)
+    if options.url is not None:
+        _ingest_remote(paths, options)
         return
-
-    try:
-        settings = load_settings(
-            {"data_dir": data_dir, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap},
-            config_file=config_file,
-        )
-        if settings.knowledge.url.strip():  # another service's knowledge base: upload there
-            _ingest_remote(paths, dataset, manifest, config_file, None, None, data_dir)
-            return
-        name = dataset
-        if name is None and manifest is not None:
-            name = load_manifest(manifest).dataset_name
-        name = name or settings.knowledge.dataset or DEFAULT_DATASET
-        if not _check_paths(paths, settings.data_dir):
-            return
-        _quiet_pypdf()
-        report = ingest_paths(
-            list(paths), settings=settings, dataset=name, manifest=manifest, progress=not quiet
-        )
-    except GciteError as exc:
-        _fail(str(exc))
+    report, settings = _ingest_local(paths, options)
+    if report is None:
+        return
     click.echo(f"数据目录: {settings.data_dir.resolve()}")
     click.echo(
         f"数据集 {report.dataset}: 新增 {report.added}，更新 {report.updated}，"
@@ -152,25 +142,58 @@ def ingest(
         raise SystemExit(1)
 
 
-def _ingest_remote(
-    paths: Sequence[Path],
-    dataset: str | None,
-    manifest: Path | None,
-    config_file: Path | None,
-    url: str | None,
-    key: str | None,
-    data_dir: Path | None = None,
-) -> None:
-    """Upload through a service's Knowledge API: ``--url`` with ``--key``, or (``url``
-    None) the ``knowledge_url`` service of the configuration, with its admin key."""
+def _ingest_local(
+    paths: Sequence[Path], options: IngestFlags
+) -> tuple[IngestReport | None, Settings]:
+    """Ingest into the data dir (or, with ``knowledge_url`` configured, upload there:
+    ``None``); exits with one line on a :class:`GciteError`."""
+    from gcite.knowledge import ingest_paths
+    from gcite.knowledge.convert import load_manifest
+
+    try:
+        settings = load_settings(
+            {
+                "data_dir": options.data_dir,
+                "chunk_size": options.chunk_size,
+                "chunk_overlap": options.chunk_overlap,
+            },
+            config_file=options.config_file,
+        )
+        if settings.knowledge.url.strip():  # another service's knowledge base: upload there
+            _ingest_remote(paths, options)
+            return None, settings
+        name = options.dataset
+        if name is None and options.manifest is not None:
+            name = load_manifest(options.manifest).dataset_name
+        name = name or settings.knowledge.dataset or DEFAULT_DATASET
+        if not _check_paths(paths, settings.data_dir):
+            return None, settings
+        _quiet_pypdf()
+        report = ingest_paths(
+            list(paths),
+            settings=settings,
+            dataset=name,
+            manifest=options.manifest,
+            progress=not options.quiet,
+        )
+    except GciteError as exc:
+        _fail(str(exc))
+    return report, settings
+
+
+def _ingest_remote(paths: Sequence[Path], options: IngestFlags) -> None:
+    """Upload through a service's Knowledge API: ``--url`` with ``--key``, or (no
+    ``--url``) the ``knowledge_url`` service of the configuration, with its admin key."""
     from gcite.cli.remote_ingest import ingest_remote, upload
     from gcite.knowledge.access import KnowledgeAccess
     from gcite.knowledge.convert import load_manifest
 
+    url, key, dataset, manifest = options.url, options.key, options.dataset, options.manifest
     if url is not None and not key:
         _fail("使用 --url 时需要 --key（服务配置中 [[admin_keys]] 的管理密钥）")
     try:
-        settings = load_settings({"data_dir": data_dir}, config_file=config_file)
+        data_dir = None if url is not None else options.data_dir
+        settings = load_settings({"data_dir": data_dir}, config_file=options.config_file)
         man = load_manifest(manifest) if manifest is not None else None
         name = dataset or (man.dataset_name if man is not None else None)
         name = name or settings.knowledge.dataset or DEFAULT_DATASET

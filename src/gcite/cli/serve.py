@@ -73,12 +73,14 @@ def serve(
         run_workers(settings, workers, config_file)
         return
     from gcite.cli.startup import open_serve_store
+    from gcite.knowledge.store import StoreHandles
 
     # The service opens the store on the first question, where a failure would only be
     # logged; check (and hold) it now so a busy or missing knowledge base is one line.
-    store = open_serve_store(settings)
+    handles = StoreHandles()  # the service's: it shares the handle held here
+    store = open_serve_store(settings, handles)
     backend = check_service(settings)
-    app = create_app(settings)
+    app = create_app(settings, handles)
     service = settings.service
     click.echo(f"对话服务已启动: http://{service.host}:{service.port}/  （回答后端: {backend}）")
     click.echo(f"数据目录: {settings.data_dir.resolve()}", err=True)
@@ -105,6 +107,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     from gcite.config import with_internal_key
     from gcite.errors import StoreError
     from gcite.knowledge.access import KnowledgeAccess
+    from gcite.knowledge.store import StoreHandles
     from gcite.service import create_app
     from gcite.service.server import serve_app
 
@@ -116,9 +119,10 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     # The internal key's roles follow the config file: re-derived when the key tables are
     # re-read (gcite.config.KeyTables, at each request of the knowledge process).
     with_internal_key(knowledge)
-    app = create_app(knowledge)
+    handles = StoreHandles()
+    app = create_app(knowledge, handles)
     # held open for the life of the process: the app's own access shares the handle
-    access = KnowledgeAccess(knowledge)
+    access = KnowledgeAccess(knowledge, handles)
     try:
         access.store()
     except StoreError as exc:

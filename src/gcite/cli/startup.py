@@ -18,12 +18,15 @@ import errno
 import re
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from gcite.knowledge.store import StoreHandles
 
 CATALOG_NAME = "catalog.json"
 """The knowledge base's bookkeeping file (``gcite.knowledge.catalog.CATALOG_NAME``)."""
@@ -115,11 +118,13 @@ def in_use_error(what: str, path: Path | str) -> ConfigError:
     )
 
 
-def _open(settings: Settings, what: str, *, create: bool = False) -> Any:
+def _open(
+    settings: Settings, what: str, *, create: bool = False, handles: StoreHandles | None = None
+) -> Any:
     from gcite.knowledge import open_store
 
     try:
-        return open_store(settings, create=create)
+        return open_store(settings, create=create, handles=handles)
     except StoreError as exc:
         if is_in_use(exc):
             raise in_use_error(what, Path(settings.data_dir).expanduser()) from exc
@@ -133,27 +138,29 @@ def translate_in_use(exc: StoreError, settings: Settings) -> StoreError | Config
     return exc
 
 
-def open_demo_stores(settings: Settings) -> list[Any]:
-    """Open the demo's knowledge base and its offline web index (``<data_dir>/web-offline``).
+def open_demo_stores(settings: Settings, handles: StoreHandles) -> list[Any]:
+    """Open the demo's knowledge base and its offline web index (``<data_dir>/web-offline``)
+    through ``handles`` (the service and ``--ask`` share them).
 
     Returns the open stores (keep them until the server stops). Raises
     :class:`ConfigError` when one is open in another process and
     :class:`StoreError` when one is missing or corrupt.
     """
-    stores = [_open(settings, "知识库")]
+    stores = [_open(settings, "知识库", handles=handles)]
     record_serving_url(settings)
     web_settings = settings.embedded_at(Path(settings.data_dir).expanduser() / "web-offline")
     try:
-        stores.append(_open(web_settings, "离线网页索引", create=True))
+        stores.append(_open(web_settings, "离线网页索引", create=True, handles=handles))
     except Exception:
         stores[0].close()
         raise
     return stores
 
 
-def open_serve_store(settings: Settings) -> Any:
-    """Open the knowledge base ``gcite serve`` will answer from (``None`` with
-    ``knowledge_url``: the other service's is reached at the first question).
+def open_serve_store(settings: Settings, handles: StoreHandles) -> Any:
+    """Open the knowledge base ``gcite serve`` will answer from through ``handles`` (the
+    service's, so it shares the handle) (``None`` with ``knowledge_url``: the other
+    service's is reached at the first question).
 
     A store held by another process, or a corrupt one, raises (one line, exit 1).
     A data dir without a knowledge base (missing folder, no ``catalog.json``) is an
@@ -180,7 +187,7 @@ def open_serve_store(settings: Settings) -> Any:
             f"{missing}；请先运行 gcite ingest 导入文档，或用 --data-dir 指定已导入的目录"
             "（只用联网搜索时请配置 web_provider）"
         )
-    store = _open(settings, "知识库")
+    store = _open(settings, "知识库", handles=handles)
     record_serving_url(settings)
     return store
 

@@ -116,6 +116,7 @@ class LocalAsker:
         from gcite.chatflow.run import Deps
         from gcite.generate.factory import make_backend
         from gcite.knowledge import open_store
+        from gcite.knowledge.store import StoreHandles
         from gcite.verify import make_verifier
         from gcite.web import make_web_source
 
@@ -124,16 +125,17 @@ class LocalAsker:
         self.probe = probe
         self.clock = clock
         self._owns_store = store is None
-        self.store = open_store(settings) if store is None else store
+        handles = StoreHandles()  # the store, the verifier and the backend share the embedder
+        self.store = open_store(settings, handles=handles) if store is None else store
         try:
-            self.backend = make_backend(settings)
-            self.web_source = make_web_source(settings)
+            self.backend = make_backend(settings, handles.embedders)
+            self.web_source = make_web_source(settings, handles=handles)
             self.deps = Deps(
                 settings=settings,
                 backend=self.backend,
                 get_store=lambda: self.store,
                 web_source=self.web_source,
-                verifier=make_verifier(settings),
+                verifier=make_verifier(settings, embedders=handles.embedders),
             )
         except BaseException:
             if self._owns_store:

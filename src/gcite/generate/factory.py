@@ -7,6 +7,8 @@ fallback), so a new protocol brings only its own class.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.generate.backends import LLMBackend
@@ -16,24 +18,27 @@ from gcite.generate.limits import limited
 from gcite.registry import LLM_PROTOCOLS, load
 from gcite.verify.support import support_model
 
+if TYPE_CHECKING:
+    from gcite.knowledge.embed import Embedders
 
-def make_backend(settings: Settings) -> LLMBackend:
+
+def make_backend(settings: Settings, embedders: Embedders | None = None) -> LLMBackend:
     """The backend the settings ask for.
 
     ``settings.llm.base_url`` set -> the class of ``settings.llm.protocol``
     (:data:`gcite.registry.LLM_PROTOCOLS`; ``"openai"``:
     :class:`~gcite.generate.openai_backend.OpenAIBackend`) built by its
     ``from_settings(settings)``; unset -> :class:`ExtractiveBackend` (offline, no key) on
-    the support model of :func:`gcite.verify.support.support_model` (the bundled
-    embedder). Either is wrapped in :class:`gcite.generate.limits.LimitedBackend` (total
-    and no-text deadlines, answer size cap from ``settings.llm``). With
-    ``on_model_error = "extractive"`` the model is wrapped in
-    :class:`gcite.generate.fallback.FallbackBackend` (offline answers when it is down).
+    the support model of :func:`gcite.verify.support.support_model` (the bundled embedder,
+    from ``embedders``: the owner's, shared with its knowledge store). Either is wrapped in
+    :class:`gcite.generate.limits.LimitedBackend` (total and no-text deadlines, answer size
+    cap from ``settings.llm``). With ``on_model_error = "extractive"`` the model is wrapped
+    in :class:`gcite.generate.fallback.FallbackBackend` (offline answers when it is down).
     Raises :class:`ConfigError` for an unknown protocol or (from the protocol's class) a
     base URL without a model.
     """
     if not settings.llm.base_url:
-        return limited(ExtractiveBackend(support=support_model(settings)), settings)
+        return limited(ExtractiveBackend(support=support_model(settings, embedders)), settings)
     reference = LLM_PROTOCOLS.get(settings.llm.protocol)
     if reference is None:
         raise ConfigError(
@@ -42,7 +47,7 @@ def make_backend(settings: Settings) -> LLMBackend:
         )
     model: LLMBackend = limited(load(reference).from_settings(settings), settings)
     if settings.llm.on_model_error == "extractive":
-        offline = ExtractiveBackend(support=support_model(settings))
+        offline = ExtractiveBackend(support=support_model(settings, embedders))
         return FallbackBackend(model, limited(offline, settings))
     return model
 

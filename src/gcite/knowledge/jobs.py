@@ -147,9 +147,10 @@ def open_job_log(settings: Settings) -> JobLog:
     (``knowledge_database_url``, else ``database_url``) for ``store = "pgvector"``, else
     in memory. Opening connects on first use (raises nothing here)."""
     if settings.knowledge.store == "pgvector":
+        from gcite.knowledge.store import pgvector_url
         from gcite.knowledge.stores.pgjobs import PgJobLog
 
-        return PgJobLog(settings.knowledge.database_url or settings.service.database_url)
+        return PgJobLog(pgvector_url(settings))
     return MemoryJobLog()
 
 

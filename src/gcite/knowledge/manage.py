@@ -320,6 +320,7 @@ def update_document_metadata(
                 dataset=doc.dataset,
                 manifest=target,
                 document_id=doc.id,
+                handles=store.handles,
             )
         finally:
             scratch.unlink(missing_ok=True)
@@ -610,6 +611,7 @@ def _ingest_upload(
             dataset=dataset,
             manifest=manifest,
             document_id=document_id,
+            handles=store.handles,
         )
     except BaseException:
         shutil.rmtree(target.parent, True)
@@ -625,7 +627,9 @@ def _ingest_upload(
 
 def _store_name(settings: Settings) -> str:
     if settings.knowledge.store == "pgvector":
-        url = settings.knowledge.database_url or settings.service.database_url
+        from gcite.knowledge.store import pgvector_url
+
+        url = pgvector_url(settings)
         return f"PostgreSQL + pgvector（{url.rsplit('@', 1)[-1]}）"
     return (
         f"Qdrant {settings.knowledge.qdrant_url}"

@@ -15,7 +15,6 @@ Errors: :class:`~gcite.knowledge.admin.ManageError` (404 unknown document or seg
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +25,7 @@ from gcite.knowledge.chunking import bounded
 from gcite.knowledge.filters import filter_payload
 from gcite.knowledge.ingest import MAX_TITLE_CHARS
 from gcite.knowledge.sparse import document_vector, tokenize
-from gcite.knowledge.store import HybridStore, PointData, payload_of
+from gcite.knowledge.store import DocumentPayload, HybridStore, PointData
 
 MAX_SEGMENT_CHARS = 20_000
 
@@ -89,21 +88,20 @@ def _points(
     title = bounded(str(meta.get("document_title") or ""), MAX_TITLE_CHARS)
     texts = [f"{title}\n{text}" if title else text for _, _, text in items]
     vectors = store.embedder(for_write=True).embed_documents(texts)
+    document = DocumentPayload(
+        dataset=dataset,
+        dataset_name=doc.dataset,
+        document_id=doc.id,
+        document_name=doc.name,
+        doc_metadata=meta,
+        lookups=filter_payload(meta),
+        version=str(template.get("version") or ""),  # the document's current version
+    )
+    articles = list(template.get("articles") or [])
     points = []
     for (segment_id, position, text), indexed, vector in zip(items, texts, vectors, strict=True):
-        payload = payload_of(
-            dataset=dataset,
-            dataset_name=doc.dataset,
-            document_id=doc.id,
-            document_name=doc.name,
-            segment_id=segment_id,
-            position=position,
-            content=text,
-            content_hash=hashlib.sha256(text.encode()).hexdigest()[:32],
-            articles=list(template.get("articles") or []),
-            doc_metadata=meta,
-            lookups=filter_payload(meta),
-            version=str(template.get("version") or ""),  # the document's current version
+        payload = document.chunk(
+            segment_id=segment_id, position=position, content=text, articles=articles
         )
         points.append(PointData(segment_id, vector.tolist(), document_vector(indexed), payload))
     return points

@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -56,7 +57,7 @@ import numpy as np
 from gcite.config import Settings
 from gcite.errors import FilterError, StoreError
 from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stable_id
-from gcite.knowledge.embed import Embedder, make_embedder
+from gcite.knowledge.embed import Embedder, Embedders
 from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.filters import Node, build_filter
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
@@ -232,8 +233,41 @@ def catalog_vocabulary(catalog: Catalog, synonyms_file: str) -> Vocabulary:
     return build_vocabulary(entries, groups)
 
 
-_handles: dict[str, _Handle] = {}
-_handles_lock = threading.Lock()
+class StoreHandles:
+    """The open knowledge bases of one owner (the service's lifespan, one CLI command):
+    every store opened through it on the same data directory (database URL) shares one
+    reference-counted handle (a Qdrant Edge shard can be open once per process), and the
+    stores share its :attr:`embedders`. Pass it to :func:`open_store`; thread-safe."""
+
+    def __init__(self, embedders: Embedders | None = None) -> None:
+        self.embedders = embedders if embedders is not None else Embedders()
+        self._open: dict[str, _Handle] = {}
+        self._lock = threading.Lock()
+
+    def open(
+        self, settings: Settings, key: str, make: Callable[[], tuple[VectorIndex, Any]]
+    ) -> HybridStore:
+        """A store on the handle opened under ``key``, opened by ``make()`` (``(index,
+        catalog)``, called under the lock) when there is none yet. For a backend's opener
+        (:data:`gcite.registry.STORE_BACKENDS`)."""
+        with self._lock:
+            handle = self._open.get(key)
+            if handle is None:
+                index, catalog = make()
+                reconcile(index, catalog)  # what an interrupted write left (Qdrant stores)
+                handle = _Handle(index, catalog)
+                self._open[key] = handle
+            handle.refs += 1
+        return HybridStore(settings, handle, key, self)
+
+    def release(self, handle: _Handle, key: str) -> None:
+        """One user of ``handle`` is done; the last one closes its index."""
+        with self._lock:
+            handle.refs -= 1
+            if handle.refs <= 0:
+                self._open.pop(key, None)
+                with handle.lock:
+                    handle.index.close()
 
 
 def _embedder_name(settings: Settings) -> str:
@@ -249,8 +283,11 @@ class HybridStore:
     context manager). Thread-safe: one lock per data directory.
     """
 
-    def __init__(self, settings: Settings, handle: _Handle, key: str) -> None:
+    def __init__(
+        self, settings: Settings, handle: _Handle, key: str, handles: StoreHandles
+    ) -> None:
         self.settings = settings
+        self.handles = handles
         self._handle = handle
         self._key = key
         self._closed = False
@@ -514,12 +551,7 @@ class HybridStore:
         self._closed = True
         if self._reranker is not None:
             self._reranker.close()
-        with _handles_lock:
-            self._handle.refs -= 1
-            if self._handle.refs <= 0:
-                _handles.pop(self._key, None)
-                with self._handle.lock:
-                    self._handle.index.close()
+        self.handles.release(self._handle, self._key)
 
     def __enter__(self) -> HybridStore:
         return self
@@ -567,7 +599,7 @@ class HybridStore:
                 settings, embed=dataclasses.replace(settings.embed, backend=expected)
             )
         if self._embedder is None or self._embedder.name != (expected or name):
-            self._embedder = make_embedder(settings)
+            self._embedder = self.handles.embedders.get(settings)
         return self._embedder
 
     def begin_version(self, version: str) -> None:
@@ -723,7 +755,9 @@ class HybridStore:
             raise StoreError("知识库已关闭")
 
 
-def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
+def open_store(
+    settings: Settings, *, create: bool = False, handles: StoreHandles | None = None
+) -> HybridStore:
     """Open the knowledge base of ``settings`` with the backend ``settings.knowledge.store``
     names in :data:`gcite.registry.STORE_BACKENDS`.
 
@@ -731,30 +765,14 @@ def open_store(settings: Settings, *, create: bool = False) -> HybridStore:
     is set; PostgreSQL + pgvector when ``settings.knowledge.store`` is ``"pgvector"`` (no data dir:
     the tables are migrated on open and empty until the first ingest). ``create=False``
     (search): a missing or corrupt data dir raises :class:`StoreError` with a clear
-    message; ``create=True`` (ingestion) creates it. Handles are shared per data directory
-    (per database URL) within a process.
+    message; ``create=True`` (ingestion) creates it. Stores opened through the same
+    ``handles`` share one handle per data directory (per database URL) and the embedders;
+    without ``handles`` the store has its own.
     """
     from gcite.registry import STORE_BACKENDS, load
 
     opener: Callable[..., HybridStore] = load(STORE_BACKENDS[settings.knowledge.store].opener)
-    return opener(settings, create=create)
-
-
-def shared_store(
-    settings: Settings, key: str, make: Callable[[], tuple[VectorIndex, Any]]
-) -> HybridStore:
-    """A store on the handle opened under ``key`` in this process, opened by ``make()``
-    (``(index, catalog)``, called under the handles' lock) when there is none yet. For a
-    backend's opener (:data:`gcite.registry.STORE_BACKENDS`)."""
-    with _handles_lock:
-        handle = _handles.get(key)
-        if handle is None:
-            index, catalog = make()
-            reconcile(index, catalog)  # what an interrupted write left (Qdrant stores)
-            handle = _Handle(index, catalog)
-            _handles[key] = handle
-        handle.refs += 1
-    return HybridStore(settings, handle, key)
+    return opener(settings, create=create, handles=handles or StoreHandles())
 
 
 def reconcile(index: VectorIndex, catalog: Catalog) -> int:
@@ -790,7 +808,7 @@ def reconcile(index: VectorIndex, catalog: Catalog) -> int:
     return removed
 
 
-def open_qdrant(settings: Settings, *, create: bool = False) -> HybridStore:
+def open_qdrant(settings: Settings, *, create: bool, handles: StoreHandles) -> HybridStore:
     """The ``"qdrant"`` backend: Qdrant Edge in the data dir, or the Qdrant server of
     ``knowledge.qdrant_url``, with the data dir's catalog (see :func:`open_store`)."""
     data_dir = Path(settings.data_dir).expanduser().resolve()
@@ -826,15 +844,23 @@ def open_qdrant(settings: Settings, *, create: bool = False) -> HybridStore:
 
         return EdgeIndex(shard_dir, create=create or not has_docs), catalog
 
-    return shared_store(settings, f"{data_dir}|{settings.knowledge.qdrant_url}", make)
+    return handles.open(settings, f"{data_dir}|{settings.knowledge.qdrant_url}", make)
 
 
-def open_pgvector(settings: Settings, *, create: bool = False) -> HybridStore:
+def pgvector_url(settings: Settings) -> str:
+    """The database of the ``"pgvector"`` backend: its ``database_url`` setting
+    (``knowledge_database_url``, declared in :data:`gcite.registry.STORE_BACKENDS`), or
+    else the service's ``database_url``."""
+    own: str = settings.knowledge.setting("pgvector", "database_url")
+    return own or settings.service.database_url
+
+
+def open_pgvector(settings: Settings, *, create: bool, handles: StoreHandles) -> HybridStore:
     """The ``"pgvector"`` backend: the PostgreSQL knowledge tables
-    (:mod:`gcite.knowledge.stores.pgvector`) in ``knowledge_database_url`` or else
-    ``database_url``; one handle per URL in a process (``create`` changes nothing: the
-    tables are migrated on open)."""
-    url = settings.knowledge.database_url or settings.service.database_url
+    (:mod:`gcite.knowledge.stores.pgvector`) in the database of :func:`pgvector_url`;
+    one handle per URL in a process (``create`` changes nothing: the tables are migrated
+    on open)."""
+    url = pgvector_url(settings)
 
     def make() -> tuple[VectorIndex, Any]:
         from gcite.knowledge.stores.pgvector import PgCatalog, PgIndex
@@ -846,41 +872,46 @@ def open_pgvector(settings: Settings, *, create: bool = False) -> HybridStore:
             index.close()
             raise
 
-    return shared_store(settings, f"pgvector|{url}", make)
+    return handles.open(settings, f"pgvector|{url}", make)
 
 
-def payload_of(
-    *,
-    dataset: Mapping[str, Any],
-    dataset_name: str,
-    document_id: str,
-    document_name: str,
-    segment_id: str,
-    position: int,
-    content: str,
-    content_hash: str,
-    articles: Sequence[str],
-    doc_metadata: Mapping[str, Any],
-    lookups: Mapping[str, Any],
-    version: str = "",
-) -> dict[str, Any]:
-    """The stored payload of one chunk (everything :mod:`results` and the filters read);
-    ``version``: the fingerprint of the document version it belongs to (module docstring)."""
-    return {
-        **({"version": version} if version else {}),
-        "dataset_name": dataset_name,
-        "dataset_id": dataset["dataset_id"],
-        "document_id": document_id,
-        "document_name": document_name,
-        "segment_id": segment_id,
-        "segment_position": position,
-        "content": content,
-        "content_hash": content_hash,
-        "word_count": len(content),
-        "articles": list(articles),
-        "doc_metadata": dict(doc_metadata),
-        **lookups,
-    }
+@dataclass(frozen=True)
+class DocumentPayload:
+    """What every stored chunk of one document version carries (everything :mod:`results`
+    and the filters read): its dataset's catalog entry (``dataset_id``) and name, the
+    document's id, file name and metadata, the metadata's filter fields (``lookups``,
+    merged into the payload) and ``version``, the fingerprint of the version
+    (module docstring; empty: none). :meth:`chunk` gives one chunk's payload."""
+
+    dataset: Mapping[str, Any]
+    dataset_name: str
+    document_id: str
+    document_name: str
+    doc_metadata: Mapping[str, Any]
+    lookups: Mapping[str, Any]
+    version: str = ""
+
+    def chunk(
+        self, *, segment_id: str, position: int, content: str, articles: Sequence[str]
+    ) -> dict[str, Any]:
+        """The stored payload of the chunk ``segment_id`` at ``position`` (0-based) with
+        text ``content`` (its ``content_hash``: the first 32 hex digits of its SHA-256)
+        and the article numbers it cites."""
+        return {
+            **({"version": self.version} if self.version else {}),
+            "dataset_name": self.dataset_name,
+            "dataset_id": self.dataset["dataset_id"],
+            "document_id": self.document_id,
+            "document_name": self.document_name,
+            "segment_id": segment_id,
+            "segment_position": position,
+            "content": content,
+            "content_hash": hashlib.sha256(content.encode()).hexdigest()[:32],
+            "word_count": len(content),
+            "articles": list(articles),
+            "doc_metadata": dict(self.doc_metadata),
+            **self.lookups,
+        }
 
 
 __all__ = [
@@ -888,11 +919,12 @@ __all__ = [
     "DENSE",
     "SPARSE",
     "Catalog",
+    "DocumentPayload",
     "Hit",
     "HybridStore",
     "PointData",
+    "StoreHandles",
     "open_store",
-    "payload_of",
     "reconcile",
     "stable_id",
 ]

@@ -46,6 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gcite.chatflow.scheduler import Scheduler
 from gcite.config import Settings
 from gcite.errors import GciteError
+from gcite.knowledge.store import StoreHandles
 from gcite.service.chat import MAX_BODY_BYTES, build_chat_router
 from gcite.service.conversations import conversations_router
 from gcite.service.deps import caller_of
@@ -64,14 +65,16 @@ log = logging.getLogger("gcite.service")
 
 
 @asynccontextmanager
-async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
+async def _lifespan(
+    settings: Settings, handles: StoreHandles | None
+) -> AsyncIterator[dict[str, Any]]:
     """What the app owns while it runs, as the lifespan state every request sees
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
     :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
     the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
     (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task),
     ``readiness`` (:class:`~gcite.service.readiness.Readiness`: ``/ready`` and the gate)."""
-    resources = Resources(settings)
+    resources = Resources(settings, handles)
     try:
         # Warmed in the background: the server listens (and /ready answers) at once; a
         # request that comes first loads what it needs itself, behind the same locks.
@@ -113,7 +116,7 @@ async def _leave(instances: Instances) -> None:
         log.warning("could not remove this process from the database", exc_info=True)
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, handles: StoreHandles | None = None) -> FastAPI:
     """The chat service app for ``settings`` (see the module docstring for the routes).
 
     Builds nothing that holds state: its lifespan (:func:`_lifespan`) opens the
@@ -121,12 +124,14 @@ def create_app(settings: Settings) -> FastAPI:
     LLM backend and the web source (:class:`~gcite.service.resources.Resources`; the
     knowledge store opens on first use) and the scheduler at start-up, and closes them at
     shutdown; a bad configuration fails the start-up (``ConfigError`` / ``StoreError``;
-    ``gcite serve`` checks first, :func:`gcite.cli.startup.check_service`).
+    ``gcite serve`` checks first, :func:`gcite.cli.startup.check_service`). ``handles``:
+    the open stores it shares with its caller (:class:`~gcite.knowledge.store.StoreHandles`;
+    the knowledge process holds the store open through them), else its own.
     """
     app = FastAPI(
         title="gcite",
         version="0.1.0",
-        lifespan=lambda _app: _lifespan(settings),
+        lifespan=lambda _app: _lifespan(settings, handles),
         docs_url=None,
         redoc_url=None,
     )

@@ -7,7 +7,9 @@ The app's lifespan builds one :class:`Resources` at start-up and closes it at sh
 (:func:`gcite.generate.factory.make_backend`), the web source
 (:func:`gcite.web.make_web_source`), the system prompt template and the knowledge base
 (:class:`gcite.knowledge.access.KnowledgeAccess`: search store and management, opened on
-first use, shared; another service's when ``knowledge_url`` is set).
+first use, shared; another service's when ``knowledge_url`` is set), and the
+:class:`~gcite.knowledge.store.StoreHandles` they and the verifier share (one handle per
+knowledge base, one instance per embedder).
 :meth:`Resources.warm_up` loads what the first request would (blocking; run it in a
 worker thread at start-up); :meth:`Resources.aclose` releases everything through each
 seam's lifecycle method.
@@ -26,6 +28,7 @@ from gcite.config import Settings
 from gcite.generate.factory import make_backend
 from gcite.generate.prompt import load_template
 from gcite.knowledge.access import KnowledgeAccess
+from gcite.knowledge.store import StoreHandles
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.store import ConversationStore
 from gcite.verify import make_verifier
@@ -46,18 +49,21 @@ class Resources:
     """The service's shared state (see the module docstring). Raises ``ConfigError`` /
     ``StoreError`` at construction for a bad configuration or an unusable database."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, handles: StoreHandles | None = None) -> None:
         self.settings = settings
+        # the open stores and embedders: the store, the verifier, the offline backend and
+        # the offline web index share one bundled model
+        self.handles = handles if handles is not None else StoreHandles()
         self.conversations = open_conversations(settings)
-        self.backend: LLMBackend = make_backend(settings)
-        self.web_source: WebSource | None = make_web_source(settings)
-        self.verifier = make_verifier(settings)
+        self.backend: LLMBackend = make_backend(settings, self.handles.embedders)
+        self.web_source: WebSource | None = make_web_source(settings, handles=self.handles)
+        self.verifier = make_verifier(settings, embedders=self.handles.embedders)
         self.template = (
             load_template(settings.llm.system_prompt_file)
             if settings.llm.system_prompt_file
             else None
         )
-        self.knowledge = KnowledgeAccess(settings)
+        self.knowledge = KnowledgeAccess(settings, self.handles)
         self._probe: Any = None
 
     async def readiness(self, *, background: bool = False) -> dict[str, bool]:

@@ -630,6 +630,47 @@ def _http_error(status: int, body: bytes) -> StreamError:
     )
 
 
+async def _check_event_stream(response: httpx.Response) -> None:
+    """Raise :class:`StreamError` unless ``response`` opened an event stream (2xx,
+    ``text/event-stream``); an error's body is read up to 64 KiB for its message."""
+    if not 200 <= response.status_code < 300:
+        body = b""
+        async for piece in response.aiter_bytes():
+            body += piece
+            if len(body) > 65536:
+                break
+        raise _http_error(response.status_code, body)
+    content_type = response.headers.get("content-type", "")
+    if "text/event-stream" not in content_type.lower():
+        raise StreamError(
+            f"服务没有返回事件流（Content-Type: {content_type or '无'}）",
+            code="not_event_stream",
+            status=response.status_code,
+        )
+
+
+async def _stream_updates(
+    response: httpx.Response, consumer: DifyStreamConsumer
+) -> AsyncIterator[StreamUpdate]:
+    """The updates of an open event stream, ending with :class:`AnswerFinished`; a
+    timeout or a broken connection ends it with :class:`StreamFailed` first."""
+    import httpx
+
+    tail: list[StreamUpdate] = []
+    try:
+        async for chunk in response.aiter_bytes():
+            for update in consumer.feed(chunk):
+                yield update
+            if consumer.stopped:
+                break
+    except httpx.TimeoutException as exc:
+        tail = consumer.fail("timeout", f"stream timed out: {type(exc).__name__}")
+    except httpx.HTTPError as exc:
+        tail = consumer.fail("stream_interrupted", f"stream broke off: {exc}")
+    for update in tail or consumer.close():
+        yield update
+
+
 async def consume_chat_stream(
     client: httpx.AsyncClient,
     url: str,
@@ -653,32 +694,8 @@ async def consume_chat_stream(
     consumer = DifyStreamConsumer(max_hold=max_hold)
     try:
         async with client.stream("POST", url, json=json, headers=headers) as response:
-            if not 200 <= response.status_code < 300:
-                body = b""
-                async for piece in response.aiter_bytes():
-                    body += piece
-                    if len(body) > 65536:
-                        break
-                raise _http_error(response.status_code, body)
-            content_type = response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type.lower():
-                raise StreamError(
-                    f"服务没有返回事件流（Content-Type: {content_type or '无'}）",
-                    code="not_event_stream",
-                    status=response.status_code,
-                )
-            tail: list[StreamUpdate] = []
-            try:
-                async for chunk in response.aiter_bytes():
-                    for update in consumer.feed(chunk):
-                        yield update
-                    if consumer.stopped:
-                        break
-            except httpx.TimeoutException as exc:
-                tail = consumer.fail("timeout", f"stream timed out: {type(exc).__name__}")
-            except httpx.HTTPError as exc:
-                tail = consumer.fail("stream_interrupted", f"stream broke off: {exc}")
-            for update in tail or consumer.close():
+            await _check_event_stream(response)
+            async for update in _stream_updates(response, consumer):
                 yield update
     except httpx.TimeoutException as exc:
         raise StreamError(f"连接服务超时：{url}", code="timeout") from exc

@@ -42,7 +42,7 @@ class ManualClock:
                 wake.set_result(None)
 
 
-async def until(condition: Callable[[], bool], guard_s: float = 20.0) -> None:
+async def until(condition: Callable[[], bool], guard_s: float = 120.0) -> None:
     """Return as soon as ``condition()`` holds; fail after ``guard_s`` seconds (a hang
     guard, far beyond what any machine needs)."""
     loop = asyncio.get_running_loop()

@@ -15,7 +15,6 @@ cosine. Nothing is persisted. Thread-safe (one lock).
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from gcite.knowledge.search_args import (
     unknown_dataset,
 )
 from gcite.knowledge.sparse import document_vector, query_weights
-from gcite.knowledge.store import payload_of
+from gcite.knowledge.store import DocumentPayload
 from gcite.knowledge.vocabulary import (
     Vocabulary,
     build_vocabulary,
@@ -184,22 +183,23 @@ class MemoryStore:
                 dataset, {"dataset_id": stable_id("dataset", dataset)}
             )
             self._array_fields.update(k for k, v in meta.items() if isinstance(v, list))
+            document = DocumentPayload(
+                dataset=entry,
+                dataset_name=dataset,
+                document_id=document_id,
+                document_name=name,
+                doc_metadata=meta,
+                lookups=filter_payload(meta),
+            )
             points = []
             for chunk in chunk_text(
                 text, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap
             ):
-                payload = payload_of(
-                    dataset=entry,
-                    dataset_name=dataset,
-                    document_id=document_id,
-                    document_name=name,
+                payload = document.chunk(
                     segment_id=stable_id(document_id, str(chunk.position)),
                     position=chunk.position,
                     content=chunk.text,
-                    content_hash=hashlib.sha256(chunk.text.encode()).hexdigest()[:32],
                     articles=chunk.articles,
-                    doc_metadata=meta,
-                    lookups=filter_payload(meta),
                 )
                 indexed = f"{title}\n{chunk.text}"
                 points.append(_Point(payload, frozenset(document_vector(indexed).indices)))

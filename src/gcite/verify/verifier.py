@@ -35,12 +35,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
 from gcite.stream.parser import parse_all
 from gcite.verify.asks import answer_check
 from gcite.verify.support import SupportModel, support_model
+
+if TYPE_CHECKING:
+    from gcite.knowledge.embed import Embedders
 
 #: A citation whose support score is below this is weak ("该来源未能直接支持这句话").
 #: Chosen from the planted-error curve (docs/benchmarks.md, "Citation verifier").
@@ -340,25 +343,31 @@ def best_support_by_chunk(report: Any) -> dict[str, dict[str, Any]]:
     return best
 
 
-#: The offline verification (sentence embeddings, CPU) runs one answer at a time in a
-#: process: concurrent ones only take the GIL from the event loop and the searches that
-#: bring other streams their first text (benchmarks/bench_scale.py).
-OFFLINE_LOCK = threading.Lock()
 #: Seconds the judge may take for one answer; citations it has not reached by then keep
 #: the offline verdict (counted in ``judge_errors``).
 JUDGE_BUDGET_S = 20.0
 
 
 def make_verifier(
-    settings: Settings, *, threshold: float = DEFAULT_THRESHOLD
+    settings: Settings,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    embedders: Embedders | None = None,
 ) -> Callable[[str, list[dict[str, Any]], str, str], dict[str, Any]]:
     """The run-end verifier for ``settings``: ``(answer, chunk_metadata, question="",
     search_query="") -> report`` (:func:`verify_answer`), on
     :func:`gcite.verify.support.support_model` (the bundled embedder when configured),
     with the model judge of :mod:`gcite.verify.judge` when ``settings.verify`` has a
     ``judge_base_url`` and a ``judge_model``. Its ``warm_up()`` attribute runs the offline part
-    once on a sample (no judge call), so the first answer does not pay the loading."""
-    model = support_model(settings)
+    once on a sample (no judge call), so the first answer does not pay the loading.
+    ``embedders``: the owner's (:class:`gcite.knowledge.embed.Embedders`), so the bundled
+    model is the one its knowledge store loaded.
+
+    The offline part (sentence embeddings, CPU) runs one answer at a time per verifier
+    (the service has one): concurrent ones only take the GIL from the event loop and the
+    searches that bring other streams their first text (benchmarks/bench_scale.py)."""
+    model = support_model(settings, embedders)
+    offline = threading.Lock()
     judge = None
     checks = settings.verify
     if checks.judge_base_url and checks.judge_model:
@@ -369,7 +378,7 @@ def make_verifier(
     def verify(
         answer: str, chunks: list[dict[str, Any]], question: str = "", search_query: str = ""
     ) -> dict[str, Any]:
-        with OFFLINE_LOCK:  # CPU work: one at a time in a process
+        with offline:  # CPU work: one at a time
             report = verify_answer(
                 answer,
                 chunks,
@@ -388,7 +397,7 @@ def make_verifier(
     def warm_up() -> None:
         # the first verification builds the IDF table, the term cache and the support
         # model (seconds of CPU); a server does it at start-up, not under load
-        with OFFLINE_LOCK:
+        with offline:
             verify_answer(_WARM_UP[0], list(_WARM_UP[1]), model, threshold=threshold)
 
     verify.warm_up = warm_up  # type: ignore[attr-defined]

@@ -23,6 +23,8 @@ at construction. The guide is ``docs/web-search.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gcite.chatflow.seams import WebSource
 from gcite.config import Settings
 from gcite.errors import ConfigError
@@ -33,16 +35,23 @@ from gcite.web.http import RetryPolicy
 from gcite.web.offline import OfflineWebSource
 from gcite.web.tavily import TavilySearch
 
+if TYPE_CHECKING:
+    from gcite.knowledge.store import StoreHandles
 
-def make_web_source(settings: Settings, *, retry: RetryPolicy | None = None) -> WebSource | None:
+
+def make_web_source(
+    settings: Settings, *, retry: RetryPolicy | None = None, handles: StoreHandles | None = None
+) -> WebSource | None:
     """The web source chosen by ``settings.web.provider``, or ``None`` for ``"none"``.
 
     The provider is looked up in :data:`gcite.registry.WEB_PROVIDERS` and built by its
-    class's ``from_settings(settings, retry=retry)``: the HTTP providers use
+    class's ``from_settings(settings, retry=retry, handles=handles)``: the HTTP providers use
     ``settings.web`` (``base_url`` overrides the provider's API root, ``timeout_s`` is the
     budget of one search in seconds, ``freshness``) and the provider's key
     (``settings.web.api_key(name)``); ``offline`` uses ``settings.web.offline`` (the
-    folder and the index, whose build starts in the background at once). Raises
+    folder and the index, whose build starts in the background at once, embedding with
+    the owner's ``handles`` (:class:`gcite.knowledge.store.StoreHandles`), so the bundled
+    model is the one its knowledge store loaded). Raises
     :class:`ConfigError` (Chinese message) for an unknown provider, a missing key or
     folder, or a bad URL / timeout / freshness. Nothing touches the network here.
     """
@@ -55,7 +64,7 @@ def make_web_source(settings: Settings, *, retry: RetryPolicy | None = None) -> 
             f"未知的联网搜索提供方 web_provider={settings.web.provider!r}，"
             f"可选: {'、'.join(('none', *WEB_PROVIDERS))}"
         )
-    source: WebSource = load(entry.source).from_settings(settings, retry=retry)
+    source: WebSource = load(entry.source).from_settings(settings, retry=retry, handles=handles)
     return source
 
 

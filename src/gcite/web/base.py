@@ -19,12 +19,15 @@ Input rules, identical for every provider (documented fallbacks, no request sent
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, SourceUnavailable
 from gcite.registry import WEB_PROVIDERS
 from gcite.web.http import JsonClient, RetryPolicy
+
+if TYPE_CHECKING:
+    from gcite.knowledge.store import StoreHandles
 
 #: Longest query sent to a provider, characters.
 MAX_QUERY_CHARS = 400
@@ -114,9 +117,16 @@ class HttpWebSource:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, retry: RetryPolicy | None = None) -> Self:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        retry: RetryPolicy | None = None,
+        handles: StoreHandles | None = None,
+    ) -> Self:
         """The client ``settings.web`` describes (``base_url``, ``timeout_s``,
-        ``freshness``) with the provider's key. Raises :class:`ConfigError` when the key
+        ``freshness``) with the provider's key (``handles`` is not used: nothing is
+        embedded here). Raises :class:`ConfigError` when the key
         is missing (naming the setting and the variables it may come from)."""
         key = settings.web.api_key(cls.name)
         if not key:

@@ -57,7 +57,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -71,6 +71,9 @@ from gcite.web.pages import (
     normalize_date,
     split_passages,
 )
+
+if TYPE_CHECKING:
+    from gcite.knowledge.store import StoreHandles
 
 logger = logging.getLogger("gcite.web")
 
@@ -264,8 +267,11 @@ class HybridPageIndex:
     knowledge base and :class:`OSError` when the folder cannot be read.
     """
 
-    def __init__(self, folder: Path, settings: Settings) -> None:
+    def __init__(
+        self, folder: Path, settings: Settings, handles: StoreHandles | None = None
+    ) -> None:
         from gcite.knowledge import ingest_paths, open_store
+        from gcite.knowledge.store import StoreHandles
 
         folder_name = web_index_folder(settings.service.worker_id)
         web_dir = Path(settings.data_dir).expanduser() / folder_name
@@ -274,10 +280,13 @@ class HybridPageIndex:
         self.dataset = dataset_name(folder)
         staging = web_dir / "pages" / self.dataset.removeprefix("_web:")
         stage_pages(load_pages(folder), folder, staging)
-        report = ingest_paths([staging], settings=self.settings, dataset=self.dataset)
+        handles = handles or StoreHandles()  # the owner's: its embedder, its open shard
+        report = ingest_paths(
+            [staging], settings=self.settings, dataset=self.dataset, handles=handles
+        )
         for path, reason in report.failed:
             logger.warning("offline web page %s not indexed: %s", path, reason)
-        self._store = open_store(self.settings)
+        self._store = open_store(self.settings, handles=handles)
 
     def rank(self, query: str, count: int) -> list[Ranked]:
         """At most ``count`` pages for ``query``, best first (scores: the store's 0-1 score)."""
@@ -319,16 +328,31 @@ class OfflineWebSource:
     name: str = "offline"
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, retry: object | None = None) -> OfflineWebSource:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        retry: object | None = None,
+        handles: StoreHandles | None = None,
+    ) -> OfflineWebSource:
         """The source ``settings.web.offline`` describes (``dir``, ``index``), its index
-        build started in the background; ``retry`` is ignored (nothing is sent). Raises
+        build started in the background with the caller's ``handles`` (the hybrid
+        index embeds with the model the knowledge store loaded, and shares a shard the
+        caller holds open); ``retry`` is ignored
+        (nothing is sent). Raises
         :class:`ConfigError` when no folder is set."""
         offline = settings.web.offline
         if not offline.dir.strip():
             raise ConfigError(
                 "离线联网搜索需要保存网页的文件夹：请设置 web_dir（或环境变量 GCITE_WEB_DIR）"
             )
-        return cls(offline.dir, settings=settings, index=offline.index, warm_up=True)
+        return cls(
+            offline.dir,
+            settings=settings,
+            index=offline.index,
+            warm_up=True,
+            handles=handles,
+        )
 
     def __init__(
         self,
@@ -338,6 +362,7 @@ class OfflineWebSource:
         timeout_s: float | None = None,
         index: str = "hybrid",
         warm_up: bool = False,
+        handles: StoreHandles | None = None,
     ) -> None:
         self.folder = Path(folder).expanduser()
         if not self.folder.is_dir():
@@ -349,6 +374,7 @@ class OfflineWebSource:
         if not self.timeout_s > 0:
             raise ConfigError(f"离线联网搜索的超时时间必须大于 0 秒: {self.timeout_s}")
         self.index = index
+        self._handles = handles
         self.passage_chars = max(100, self.settings.knowledge.chunk_size)
         self._index: PageIndex | HybridPageIndex | None = None
         self._fingerprint: Fingerprint | None = None
@@ -372,7 +398,7 @@ class OfflineWebSource:
                 if isinstance(old, HybridPageIndex):
                     old.close()
                 if self.index == "hybrid":
-                    self._index = HybridPageIndex(self.folder, self.settings)
+                    self._index = HybridPageIndex(self.folder, self.settings, self._handles)
                 else:
                     self._index = PageIndex(
                         load_pages(self.folder), passage_chars=self.passage_chars
