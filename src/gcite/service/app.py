@@ -55,7 +55,9 @@ from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
 from gcite.service.resources import Resources
 from gcite.service.retrieval import RetrievalFastPath, retrieval_router, retrieval_setup
+from gcite.service.retrieval import warm_up as warm_retrieval
 from gcite.service.runs import RunRegistry
+from gcite.service.warmup import WarmUp
 
 log = logging.getLogger("gcite.service")
 
@@ -66,12 +68,15 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
     :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
     the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
-    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task)."""
+    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up,
+    :class:`~gcite.service.warmup.WarmUp`)."""
     resources = Resources(settings)
     try:
-        # Warmed in the background: the server listens (and /ready answers) at once; a
-        # request that comes first loads what it needs itself, behind the same locks.
-        warming = asyncio.ensure_future(_warm_up(resources))
+        # Warmed in the background once the server listens (gcite.service.warmup): /ready
+        # answers at once; an answer that comes first waits for it.
+        retrieval = retrieval_setup(settings, resources.get_store)
+        background = (lambda: warm_retrieval(resources.get_store)) if retrieval.warm else None
+        warming = WarmUp(resources.warm_up, background)
         # this process in the shared database; what crashed processes left is marked
         conversations = resources.conversations
         instances = Instances(conversations)
@@ -85,14 +90,14 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
                 # its runs are ended on exit by gcite.service.server
                 "runs": RunRegistry(resources.conversations),
                 "scheduler": scheduler,
-                "retrieval": retrieval_setup(settings, resources.get_store),
+                "retrieval": retrieval,
                 "warming": warming,
             }
         finally:
             heartbeat.cancel()
             await _leave(instances)
             scheduler.close()
-            await asyncio.wait([warming])  # it uses what aclose releases
+            await warming.close()  # it uses what aclose releases
     finally:
         await resources.aclose()
 
@@ -179,15 +184,6 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
-
-
-async def _warm_up(resources: Resources) -> None:
-    """:meth:`Resources.warm_up` in a worker thread; a failure is logged (the first
-    request then loads, or fails on, the same thing itself)."""
-    try:
-        await asyncio.to_thread(resources.warm_up)
-    except Exception:
-        log.exception("start-up warm-up failed")
 
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
