@@ -2,19 +2,81 @@
 
 Every gold passage occurs in one of its gold documents, some alternative of every answer
 keyword group occurs in them (spaces ignored), and every gold law article is an article
-of its law file. Also the sizes and mix the sets promise (``benchmarks/data/frozen``).
+of its law file. Also the sizes and mix each set promises in its README
+(``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from gcite.cli.demo import SAMPLE_DIR
-from gcite.eval.questions import load_questions
+from gcite.eval.questions import EvalQuestion, load_questions
 from gcite.eval.scoring import chunk_articles, squeeze
 
-FROZEN = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "frozen"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+
+
+@dataclass(frozen=True)
+class FrozenSet:
+    """One frozen folder and the minimum sizes its README promises."""
+
+    folder: str
+    handbook_total: int
+    handbook_answerable: int
+    handbook_categories: dict[str, int]
+    laws_total: int
+    laws_answerable: int
+    laws_unanswerable: int
+    # Close-vocabulary unanswerable questions must name the document they come close to.
+    near_docs_required: bool = False
+    laws_categories: dict[str, int] = field(default_factory=dict)
+
+
+SETS = [
+    FrozenSet(
+        folder="frozen",
+        handbook_total=80,
+        handbook_answerable=0,
+        handbook_categories={
+            "close-unanswerable": 20,
+            "off-topic": 10,
+            "colloquial": 5,
+            "abbreviation": 5,
+            "typo": 5,
+            "multi-part": 5,
+            "follow-up": 5,
+        },
+        laws_total=40,
+        laws_answerable=0,
+        laws_unanswerable=3,
+    ),
+    FrozenSet(
+        folder="frozen-2",
+        handbook_total=85,
+        handbook_answerable=55,
+        handbook_categories={
+            "colloquial": 25,
+            "abbreviation": 6,
+            "typo": 6,
+            "extra-words": 5,
+            "multi-part": 6,
+            "follow-up": 6,
+            "close-unanswerable": 22,
+            "off-topic": 8,
+        },
+        laws_total=40,
+        laws_answerable=34,
+        laws_unanswerable=6,
+        near_docs_required=True,
+        laws_categories={"layperson": 1, "colloquial": 1, "multi-part": 1},
+    ),
+]
+IDS = [s.folder for s in SETS]
 
 
 def _document(name: str) -> str:
@@ -25,33 +87,52 @@ def _document(name: str) -> str:
     raise AssertionError(f"no sample document {name}")
 
 
-def test_handbook_gold_is_in_the_documents() -> None:
-    questions = load_questions(FROZEN / "handbook.jsonl")
-    assert len(questions) >= 80
+def _check_unanswerable(q: EvalQuestion, spec: FrozenSet) -> None:
+    assert not (q.gold_docs or q.gold_passages or q.keywords), q.id
+    near = q.extra.get("near_docs")
+    if spec.near_docs_required and q.category == "close-unanswerable":
+        assert isinstance(near, list) and near, q.id
+    for name in near or []:
+        _document(name)  # names a real document
+
+
+def _check_answerable(q: EvalQuestion) -> None:
+    texts = [_document(d) for d in q.gold_docs]
+    assert q.gold_passages and q.keywords, q.id
+    for passage in q.gold_passages:
+        assert any(passage in t for t in texts), (q.id, passage)
+    for group in q.keywords:
+        assert any(squeeze(k) in squeeze(t) for k in group for t in texts), (q.id, group)
+    if q.category == "follow-up":
+        assert q.turns and all(t.answer for t in q.turns), q.id
+    if q.category == "multi-part":
+        assert len(q.keywords) >= 2, q.id
+
+
+@pytest.mark.parametrize("spec", SETS, ids=IDS)
+def test_handbook_gold_is_in_the_documents(spec: FrozenSet) -> None:
+    questions = load_questions(DATA / spec.folder / "handbook.jsonl")
+    assert len(questions) >= spec.handbook_total
+    assert sum(q.answerable for q in questions) >= spec.handbook_answerable
     counts = Counter(q.category for q in questions)
-    assert counts["close-unanswerable"] >= 20 and counts["off-topic"] >= 10
-    for category in ("colloquial", "abbreviation", "typo", "multi-part", "follow-up"):
-        assert counts[category] >= 5, category
+    for category, least in spec.handbook_categories.items():
+        assert counts[category] >= least, (category, counts[category])
     for q in questions:
-        if not q.answerable:
-            assert not (q.gold_docs or q.gold_passages or q.keywords), q.id
-            continue
-        texts = [_document(d) for d in q.gold_docs]
-        assert q.gold_passages and q.keywords, q.id
-        for passage in q.gold_passages:
-            assert any(passage in t for t in texts), (q.id, passage)
-        for group in q.keywords:
-            assert any(squeeze(k) in squeeze(t) for k in group for t in texts), (q.id, group)
-        if q.category == "follow-up":
-            assert q.turns and all(t.answer for t in q.turns), q.id
-        if q.category == "multi-part":
-            assert len(q.keywords) >= 2, q.id
+        if q.answerable:
+            _check_answerable(q)
+        else:
+            _check_unanswerable(q, spec)
 
 
-def test_law_gold_articles_exist(corpus_dir: Path) -> None:
-    questions = load_questions(FROZEN / "laws.jsonl")
-    assert len(questions) >= 40
-    assert sum(not q.answerable for q in questions) >= 3
+@pytest.mark.parametrize("spec", SETS, ids=IDS)
+def test_law_gold_articles_exist(spec: FrozenSet, corpus_dir: Path) -> None:
+    questions = load_questions(DATA / spec.folder / "laws.jsonl")
+    assert len(questions) >= spec.laws_total
+    assert sum(q.answerable for q in questions) >= spec.laws_answerable
+    assert sum(not q.answerable for q in questions) >= spec.laws_unanswerable
+    counts = Counter(q.category for q in questions if q.answerable)
+    for category, least in spec.laws_categories.items():
+        assert counts[category] >= least, (category, counts[category])
     articles: dict[str, set[str]] = {}
     for q in questions:
         assert q.answerable == bool(q.gold_articles), q.id
