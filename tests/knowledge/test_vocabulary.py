@@ -121,3 +121,24 @@ def test_an_older_knowledge_base_gets_its_vocabulary_at_the_next_ingest(tmp_path
     assert report.unchanged == 1 and report.chunks == 0  # nothing re-embedded
     with open_store(settings) as store:
         assert store.normalise_query("报休电话多少") == "报修电话多少"
+
+
+def test_a_kept_result_is_the_result_normalising_again_gives() -> None:
+    """``normalise`` keeps its results (a chat run's question is normalised, then searched
+    and normalised again): what it returns from them is what a fresh vocabulary computes,
+    and it keeps at most NORMALISED_KEPT of them."""
+    from gcite.knowledge import vocabulary as module
+
+    queries = ["巡梗点在哪", "柴发多久试一次", "ups 怎么测试", "会意室怎么订", "电梯保养"]
+    queries.append("要是停电呢")
+    built = build_vocabulary([document_vocabulary(DOC)], shipped_synonyms())
+    first = [built.normalise(q) for q in queries]
+    assert first[0] != queries[0]  # the queries are rewritten (not all unchanged)
+    again = [built.normalise(q) for q in queries]  # from what it kept
+    fresh = build_vocabulary([document_vocabulary(DOC)], shipped_synonyms())
+    assert again == first == [fresh.normalise(q) for q in queries]
+    assert built == fresh  # what it keeps is no part of the vocabulary's value
+    for number in range(module.NORMALISED_KEPT + 10):
+        built.normalise(f"巡梗{number}")
+    assert len(built._normalised) <= module.NORMALISED_KEPT
+    assert built.normalise(queries[1]) == first[1]

@@ -25,19 +25,21 @@ surrogate that stays alone becomes U+FFFD, so every yielded delta is valid Unico
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import httpx2
-import openai
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, LLMError
 from gcite.generate.backends import BackendLifecycle, Reasoning, Usage, estimate_tokens
 from gcite.generate.limits import capped_lines
 from gcite.stream.surrogates import SurrogateJoiner
+
+if TYPE_CHECKING:
+    import openai
 
 HTTP_POOL: dict[str, Any] = {
     "max_connections": None,
@@ -81,19 +83,37 @@ class OpenAIBackend(BackendLifecycle):
         self.temperature = temperature
         self.max_line_bytes = max_line_bytes  # one SSE line, bytes
         self.name = f"openai:{model}"
-        # One long-lived client per endpoint for the backend's life (built once per
-        # process, never per request), on one HTTP connection pool whose idle connections
-        # are all kept: the SDK's default keeps 100, so beyond 100 concurrent streams each
-        # new stream paid a TCP connect.
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout_s,
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(
-                timeout=timeout_s, limits=httpx2.Limits(**HTTP_POOL)
-            ),
-        )
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_lock = threading.Lock()
+
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client, built (and the SDK imported: a large share of a bare start-up's
+        CPU) on first use: by :meth:`warm_up` in the background after start-up, or by the
+        first answer. One long-lived client per endpoint for the backend's life (never per
+        request), on one HTTP connection pool whose idle connections are all kept: the
+        SDK's default keeps 100, so beyond 100 concurrent streams each new stream paid a
+        TCP connect. Thread-safe (the warm-up runs in a worker thread)."""
+        with self._client_lock:
+            if self._client is None:
+                import httpx2
+                import openai
+
+                self._client = openai.AsyncOpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key or "not-needed",
+                    timeout=self._timeout_s,
+                    max_retries=0,
+                    http_client=openai.DefaultAsyncHttpxClient(
+                        timeout=self._timeout_s, limits=httpx2.Limits(**HTTP_POOL)
+                    ),
+                )
+            return self._client
+
+    def warm_up(self) -> None:
+        """Import the SDK and build the client (:meth:`client`)."""
+        self.client()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIBackend:
@@ -116,6 +136,10 @@ class OpenAIBackend(BackendLifecycle):
     ) -> AsyncIterator[str | Reasoning]:
         """Yield answer-text deltas and :class:`Reasoning` pieces, valid Unicode both; raise
         :class:`LLMError` on any provider/transport failure."""
+        import httpx2
+        import openai
+
+        client = self.client()
         usage = usage if usage is not None else Usage()
         usage.prompt_tokens = estimate_tokens(messages)
         usage.completion_tokens = 0
@@ -129,7 +153,7 @@ class OpenAIBackend(BackendLifecycle):
             # costs far more CPU per delta: see docs/benchmarks.md, "Chat service").
             ended = _End()
             joiner = _PieceJoiner()
-            response = await self._client.post(
+            response = await client.post(
                 "/chat/completions",
                 cast_to=httpx2.Response,
                 body=self._body(messages),
@@ -174,8 +198,9 @@ class OpenAIBackend(BackendLifecycle):
         return body
 
     async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.close()
+        """Close the HTTP connection pool (when the client was built)."""
+        if self._client is not None:
+            await self._client.close()
 
 
 _DONE = object()

@@ -218,19 +218,23 @@ def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
     return (tuple(docs), synonyms_file, mtime)
 
 
-def catalog_vocabulary(catalog: Catalog, synonyms_file: str) -> Vocabulary:
-    """The :class:`Vocabulary` of every document of ``catalog`` with the shipped synonym
-    table and the operator's (``synonyms_file``; raises :class:`ConfigError` when it
-    cannot be read)."""
-    groups = list(shipped_synonyms())
-    if synonyms_file:
-        groups.extend(read_synonyms(synonyms_file))
-    entries = [
+def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
+    """The vocabulary entries of every document of ``catalog`` (read with its lock held)."""
+    return [
         info.get(CATALOG_KEY) or {}
         for entry in catalog.datasets.values()
         for info in entry.get("documents", {}).values()
     ]
-    return build_vocabulary(entries, groups)
+
+
+def catalog_vocabulary(entries: Sequence[Mapping[str, Any]], synonyms_file: str) -> Vocabulary:
+    """The :class:`Vocabulary` of the documents' ``entries`` (:func:`catalog_entries`)
+    with the shipped synonym table and the operator's (``synonyms_file``; raises
+    :class:`ConfigError` when it cannot be read)."""
+    groups = list(shipped_synonyms())
+    if synonyms_file:
+        groups.extend(read_synonyms(synonyms_file))
+    return build_vocabulary(list(entries), groups)
 
 
 class StoreHandles:
@@ -428,9 +432,14 @@ class HybridStore:
             cached = self._handle.vocabulary
             if cached is not None and cached[0] == key:
                 return cached[1]
-            built = catalog_vocabulary(catalog, synonyms_file)
+            entries = catalog_entries(catalog)
+        # built without the lock (the tokeniser's dictionaries may load first: seconds),
+        # so searches and /ready's dataset list are not held up meanwhile; two threads
+        # may build the same vocabulary at once, and a newer catalog state rebuilds it
+        built = catalog_vocabulary(entries, synonyms_file)
+        with self._handle.lock:
             self._handle.vocabulary = (key, built)
-            return built
+        return built
 
     def normalise_query(self, query: str) -> str:
         """``query`` in the knowledge base's wording (:meth:`Vocabulary.normalise`), as

@@ -96,6 +96,9 @@ def document_vocabulary(text: str) -> dict[str, Any]:
 MAX_DOCUMENT_WORDS = 50_000
 """At most this many words of one document are kept (a huge document's tail adds few)."""
 
+NORMALISED_KEPT = 256
+"""How many queries' normalised text a :class:`Vocabulary` keeps (then it starts over)."""
+
 
 class VocabularyBuilder:
     """A document's vocabulary entry built from its text piece by piece (ingestion reads a
@@ -200,6 +203,11 @@ class Vocabulary:
     by_sound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     by_first: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     parts: frozenset[str] = frozenset()
+    # normalise()'s results by query: a chat run normalises its question, then the search
+    # normalises that text again (most often the same text: a hit); at most NORMALISED_KEPT
+    _normalised: dict[str, str] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def known(self, word: str) -> bool:
         """Whether ``word`` occurs in the documents (as a word or inside one)."""
@@ -207,13 +215,21 @@ class Vocabulary:
 
     def normalise(self, query: str) -> str:
         """``query`` with its wording mapped to the documents' (see the module docstring);
-        unchanged when the vocabulary is empty. Pure."""
+        unchanged when the vocabulary is empty. Pure (its results are kept: the last
+        :data:`NORMALISED_KEPT` queries are not normalised again)."""
         if not self.counts:
             return query
+        known = self._normalised.get(query)
+        if known is not None:
+            return known
         text = self._synonyms(query)
         text = self._short_forms(text)
         text = self._sounds(text)
-        return self._defined(text)
+        text = self._defined(text)
+        if len(self._normalised) >= NORMALISED_KEPT:
+            self._normalised.clear()  # atomic: other threads may be normalising too
+        self._normalised[query] = text
+        return text
 
     def _best(self, candidates: Iterable[str]) -> str | None:
         ranked = sorted(candidates, key=lambda w: (-self.counts.get(w, 0), w))

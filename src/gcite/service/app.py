@@ -59,7 +59,9 @@ from gcite.service.pages import mount_pages
 from gcite.service.readiness import Readiness, ReadinessGate
 from gcite.service.resources import Resources
 from gcite.service.retrieval import RetrievalFastPath, retrieval_router, retrieval_setup
+from gcite.service.retrieval import warm_up as warm_retrieval
 from gcite.service.runs import RunRegistry
+from gcite.service.warmup import WarmUp
 
 log = logging.getLogger("gcite.service")
 
@@ -72,13 +74,16 @@ async def _lifespan(
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
     :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
     the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
-    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task),
-    ``readiness`` (:class:`~gcite.service.readiness.Readiness`: ``/ready`` and the gate)."""
+    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up,
+    :class:`~gcite.service.warmup.WarmUp`), ``readiness``
+    (:class:`~gcite.service.readiness.Readiness`: ``/ready`` and the gate)."""
     resources = Resources(settings, handles)
     try:
-        # Warmed in the background: the server listens (and /ready answers) at once; a
-        # request that comes first loads what it needs itself, behind the same locks.
-        warming = asyncio.ensure_future(_warm_up(resources))
+        # Warmed in the background once the server listens (gcite.service.warmup): /ready
+        # answers at once; an answer that comes first waits for it.
+        retrieval = retrieval_setup(settings, resources.get_store)
+        background = (lambda: warm_retrieval(resources.get_store)) if retrieval.warm else None
+        warming = WarmUp(resources.warm_up, background)
         # this process in the shared database; what crashed processes left is marked
         conversations = resources.conversations
         instances = Instances(conversations)
@@ -94,7 +99,7 @@ async def _lifespan(
                 # its runs are ended on exit by gcite.service.server
                 "runs": RunRegistry(resources.conversations),
                 "scheduler": scheduler,
-                "retrieval": retrieval_setup(settings, resources.get_store),
+                "retrieval": retrieval,
                 "warming": warming,
                 "readiness": readiness,
             }
@@ -103,7 +108,7 @@ async def _lifespan(
             rechecks.cancel()
             await _leave(instances)
             scheduler.close()
-            await asyncio.wait([warming])  # it uses what aclose releases
+            await warming.close()  # it uses what aclose releases
     finally:
         await resources.aclose()
 
@@ -194,15 +199,6 @@ def create_app(settings: Settings, handles: StoreHandles | None = None) -> FastA
     app.add_middleware(ReadinessGate)
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
-
-
-async def _warm_up(resources: Resources) -> None:
-    """:meth:`Resources.warm_up` in a worker thread; a failure is logged (the first
-    request then loads, or fails on, the same thing itself)."""
-    try:
-        await asyncio.to_thread(resources.warm_up)
-    except Exception:
-        log.exception("start-up warm-up failed")
 
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]

@@ -9,7 +9,6 @@ and serialised by :mod:`gcite.dify.wire`.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,6 +23,7 @@ from gcite.service.errors import ApiError, error_response
 from gcite.service.jsonbody import BodyError, load_json, read_limited
 from gcite.service.resources import Resources
 from gcite.service.runs import RunHandle, RunRegistry, Tasks, wait_for_disconnect
+from gcite.service.warmup import WarmUp
 
 MAX_BODY_BYTES = 1_000_000
 MAX_QUERY_CHARS = 10_000
@@ -165,9 +165,9 @@ def build_chat_router(caller_of: Any) -> APIRouter:
         runs: RunRegistry = request.state.runs
         # an answer needs what the start-up warm-up loads: one that comes before the
         # warm-up ends waits for it (GET /ready does not)
-        warming: asyncio.Future[None] | None = getattr(request.state, "warming", None)
-        if warming is not None and not warming.done():
-            await asyncio.wait([warming])
+        warming: WarmUp | None = getattr(request.state, "warming", None)
+        if warming is not None and not warming.done:
+            await warming.wait()
         scheduler: Scheduler = request.state.scheduler
         number = scheduler.arrival()  # first text first, in arrival order
         async with scheduler.step(number):

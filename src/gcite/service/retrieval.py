@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -282,29 +281,30 @@ class RetrievalSetup:
     """What ``POST /retrieval`` works with (the lifespan state ``retrieval``): the settings (their
     ``retrieval_keys`` follow the config file), the shared store (``get_store()``, called
     per request so the app may open it lazily; a :class:`StoreError` becomes 503 / 5001)
-    the search timeout in seconds and the limit of searches at once (:data:`SEARCH_THREADS`).
-    Built by the app's lifespan (:func:`retrieval_setup`)."""
+    the search timeout in seconds, the limit of searches at once (:data:`SEARCH_THREADS`)
+    and whether the store is warmed at start-up (``warm``: :func:`warm_up`). Built by the
+    app's lifespan (:func:`retrieval_setup`)."""
 
     settings: Settings
     get_store: Callable[[], KnowledgeStore]
     timeout_s: float
     limiter: anyio.CapacityLimiter
+    warm: bool = False
 
 
 def retrieval_setup(settings: Settings, get_store: Callable[[], KnowledgeStore]) -> RetrievalSetup:
     """The :class:`RetrievalSetup` of an app: the timeout is ``kb_timeout_s``, capped at
     :data:`RETRIEVAL_TIMEOUT_S` to stay inside Dify's 5 s. When keys are configured (or
-    ``allow_any_key``), starts :func:`warm_up` in a daemon thread: the first search loads
-    the embedding model, the tokenizer and the shard (seconds, which would eat Dify's 5 s).
+    ``allow_any_key``), ``warm`` is set: the app runs :func:`warm_up` in a daemon thread
+    once the server listens (:mod:`gcite.service.warmup`): the first search loads the
+    embedding model, the tokenizer and the shard (seconds, which would eat Dify's 5 s).
     """
-    if settings.retrieval_keys or settings.service.allow_any_key:
-        threading.Thread(
-            target=warm_up, args=(get_store,), name="gcite-retrieval-warm-up", daemon=True
-        ).start()
+    warm = bool(settings.retrieval_keys or settings.service.allow_any_key)
     timeout_s = RETRIEVAL_TIMEOUT_S
     if 0 < settings.knowledge.timeout_s < RETRIEVAL_TIMEOUT_S:
         timeout_s = settings.knowledge.timeout_s
-    return RetrievalSetup(settings, get_store, timeout_s, anyio.CapacityLimiter(SEARCH_THREADS))
+    limiter = anyio.CapacityLimiter(SEARCH_THREADS)
+    return RetrievalSetup(settings, get_store, timeout_s, limiter, warm)
 
 
 async def retrieval(request: Request) -> JSONResponse:

@@ -5,6 +5,7 @@ chat workers and the knowledge process of ``gcite serve --workers N``) with the 
 HTTP protocol (:class:`gcite.service.http.BoundedHttpToolsProtocol`), and adds two things
 to uvicorn's own server:
 
+- The app's start-up warm-up begins once the server listens (:mod:`gcite.service.warmup`).
 - ``on_ready()`` is called once the app's start-up ran and the server listens (a worker
   tells its supervisor so; a worker that exits before it is ready is a start-up failure,
   not a crash to repair by starting another).
@@ -31,6 +32,7 @@ from fastapi import FastAPI
 from gcite.service.http import BoundedHttpToolsProtocol
 from gcite.service.readiness import Readiness
 from gcite.service.runs import RunRegistry
+from gcite.service.warmup import listening
 
 DRAIN_S = 5.0
 """How long (s) a stopping server lets its answers in flight run before ending them (kept
@@ -60,6 +62,8 @@ class GciteServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started:
+            listening(getattr(getattr(self, "lifespan", None), "state", None))
         if self.started and self.on_ready is not None:
             self.on_ready()
 

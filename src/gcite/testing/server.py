@@ -84,8 +84,12 @@ def live_service(
                 status = f" (exit status {exits[0].code})" if exits else ""
                 raise RuntimeError(f"uvicorn did not start on {host}:{port}{status}")
             time.sleep(0.02)
+        started = getattr(server.lifespan, "state", {})
+        warming = started.get("warming")
+        if warming is not None:  # as gcite.service.server does once it listens
+            warming.start_threadsafe()
         if state is not None:
-            state.update(getattr(server.lifespan, "state", {}))
+            state.update(started)
         yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
