@@ -20,8 +20,10 @@ corpus. The gate weighs the whole ranked list instead (:func:`decide`, pure):
 * otherwise nothing is admitted: the answer is a refusal.
 
 Coverage (:func:`coverage`) is the IDF-weighted share of the question's content words
-(:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser) found in the chunk's
-text. :func:`admit` applies the decision to the knowledge retrieval node's items, for the
+(:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser, without the words
+that only ask - "多长时间", "咋办", "哪查" - which no document repeats,
+:func:`gcite.verify.asks.without_asking`) found in the chunk's
+text, case ignored ("UPS" asked as "ups"). :func:`admit` applies the decision to the knowledge retrieval node's items, for the
 offline answerer and a language model alike. ``score_threshold`` 0 turns the gate off
 (every retrieved chunk is kept, as the threshold itself would).
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gcite.knowledge.sparse import terms
+from gcite.verify.asks import without_asking
 
 FLOOR = 0.3
 """Below this relevance score a chunk is never promoted."""
@@ -87,13 +90,15 @@ class Admitted:
 
 def coverage(question: str, content: str) -> float:
     """IDF-weighted share (0-1) of ``question``'s content words found in ``content``
-    (as substrings, so a word cut differently in the chunk still counts). 0 for a
-    question without content words."""
-    weights = terms(question, search=False)
+    (as substrings, case ignored, so a word cut differently in the chunk still counts).
+    Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
+    the question has no other. 0 for a question without content words."""
+    weights = without_asking(terms(question, search=False))
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return sum(w for word, w in weights.items() if word in content) / total
+    low = content.lower()
+    return sum(w for word, w in weights.items() if word.lower() in low) / total
 
 
 def score_of(item: Mapping[str, Any]) -> float:

@@ -77,7 +77,10 @@ _STRICT: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (re.compile(r"多少钱|什么价|价格|收费多少|费用多少"), re.compile(r"\d\s*元|元|免费")),
     (re.compile(r"几点|什么时间开|开到几"), re.compile(r"\d{1,2}\s*[:：点]\s*\d{0,2}")),
-    (re.compile(r"密码"), re.compile(r"密码[是为：:]\s*\S")),
+    (
+        re.compile(r"(?:密码|验证码|取件码|口令)\s*(?:是|为)?\s*(?:多少|啥|什么|几)"),
+        re.compile(r"(?:密码|验证码|取件码|口令)\s*[是为：:]\s*\S"),
+    ),
 )
 #: Score added to a sentence that looks like the kind of answer the question asks for.
 CUE_BONUS = 0.15

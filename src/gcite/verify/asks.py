@@ -7,7 +7,8 @@ dimension (:func:`answer_check`: does the answer answer the question).
 * :func:`question_types` - the kinds of answer a question asks for (:data:`TYPES`): a sum
   of money (``money``), a duration or deadline (``duration``), how often
   (``frequency``), how many (``count``), a clock time or date (``time``), a place
-  (``place``), a phone number (``phone``), who / which office (``who``), a name, brand
+  (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
+  a phone number (``phone``), who / which office (``who``), a name, brand
   or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
   how to do it (``procedure``), which ones (``list``) and yes / no (``yesno``).
   The first ones are *strict*: a text that does not contain such a value (a number
@@ -124,6 +125,11 @@ TYPES: tuple[AskType, ...] = (
         _re(r"\d\s*%|百分之|分之|\d\s*成|[一二三四五六七八九]成|比例|折"),
     ),
     AskType(
+        "lookup",
+        _re(r"(?:在哪|哪里|哪儿|去哪|到哪|哪能|从哪)(?:里|儿)?(?:能|可以)?(?:查|看|找|获取|下载)"),
+        _re(r"见|查阅|查询|查看|登录|公布|公示|张贴|共享盘|系统|平台|网站|小程序|页面"),
+    ),
+    AskType(
         "place",
         _re(
             r"哪里|在哪|哪儿|哪边|什么地方|啥地方|什么位置|位置在|地点|放哪|停哪|站哪|去哪|几楼"
@@ -147,7 +153,8 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "code",
-        _re(r"密码|验证码|取件码|口令"),
+        # the code's value asked ("密码是多少"), not a question about a code ("密码多久改")
+        _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为)?\s*(?:多少|啥|什么|几)"),
         _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为|[:：])\s*\S|\d{4,}"),
     ),
     AskType(
@@ -216,6 +223,7 @@ _SHADOWS = {
     "penalty": ("procedure",),
     "measure": ("count",),
     "duration": ("time",),
+    "lookup": ("place", "phone"),
 }
 
 
@@ -284,6 +292,30 @@ _ASKING_RE = re.compile(
     r"什么|啥|哪|怎么|咋|怎样|如何|吗|呢|吧|啊|呀|哈|嘛|多少|几|多久|多长|会怎样|怎么样|请问|一下"
     r"|那个|哎|嗯|是不是|能不能|可不可以|有没有|要不要|会不会|行不行"
 )
+
+
+#: Interrogative morphemes: a word made of one and at most one other character ("哪查",
+#: "几个", "咋整") only asks.
+_INTERROGATIVE_RE = re.compile(r"什么|啥|哪|怎么?|咋|如何|吗|呢|多少|几|多久|多长|谁")
+
+
+def asks_only(word: str) -> bool:
+    """Whether a question's word only asks: it holds an interrogative ("哪", "咋", "多少")
+    and is an answer-type phrase as a whole ("多长时间", "咋办") or has at most one
+    other character ("哪查", "几个"). Such a word is in no document; counting it
+    dilutes a question's coverage. Nouns that name what is asked ("密码", "价格") do
+    not only ask."""
+    rest = _INTERROGATIVE_RE.sub("", word)
+    if len(rest) == len(word):
+        return False
+    return len(rest) <= 1 or any(kind.asked.fullmatch(word) for kind in TYPES)
+
+
+def without_asking(weights: dict[str, float]) -> dict[str, float]:
+    """``weights`` (word -> weight) without the words that only ask (:func:`asks_only`);
+    ``weights`` unchanged when every word only asks."""
+    kept = {word: weight for word, weight in weights.items() if not asks_only(word)}
+    return kept or weights
 
 
 def content_terms(question: str) -> dict[str, float]:
@@ -414,6 +446,7 @@ __all__ = [
     "AskType",
     "PartCheck",
     "answer_check",
+    "asks_only",
     "check_part",
     "content_terms",
     "gives",
@@ -421,5 +454,6 @@ __all__ = [
     "question_parts",
     "question_types",
     "strict_types",
+    "without_asking",
     "word_cover",
 ]
