@@ -10,10 +10,12 @@ dimension (:func:`answer_check`: does the answer answer the question).
   (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
   a phone number (``phone``), who / which office (``who``), a name, brand
   or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
-  how to do it (``procedure``), which ones (``list``) and yes / no (``yesno``).
+  what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
+  "会怎样"), which ones (``list``) and yes / no (``yesno``).
   The first ones are *strict*: a text that does not contain such a value (a number
   with a money unit, a duration, a phone number...) does not answer, however close
-  its topic. ``procedure``, ``list`` and ``yesno`` only say what a good answer looks
+  its topic (a "what to do" question needs a sentence that says to do something).
+  ``how``, ``list`` and ``yesno`` only say what a good answer looks
   like (steps, an enumeration, a rule).
 * :func:`gives` - whether a text contains a value of a type.
 * :func:`question_parts` - a message holding several questions ("电梯困人怎么办，救援多久
@@ -34,6 +36,13 @@ from gcite.verify.text import bigram_coverage
 
 _NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
+
+
+#: A text saying what to do: a step, an instruction, an action.
+_PROCEDURE_ANSWER = re.compile(
+    r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
+    r"|上报|报修|登记|通过|扫描|出示|选择|填写|提交|关闭|打开|使用|须|应|请|先"
+)
 
 
 @dataclass(frozen=True)
@@ -185,16 +194,21 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "procedure",
+        # what to do: an answer says it (a step, an instruction), else it does not answer
         _re(
-            r"怎么办|咋办|怎么处理|如何处理|怎么做|怎么弄|咋弄|怎么用|如何用|怎样用|咋用|怎么使用"
-            r"|如何使用|怎么操作|如何操作|步骤|流程|怎么报|怎么登记|咋登记|怎么预订|怎么订|咋订"
-            r"|怎么申请|如何申请|怎么走|该干啥|该做什么|要做什么|应该怎么|怎么才能|如何|怎样|咋整"
-            r"|怎么"
+            r"怎么办|咋办|咋整|怎么处理|如何处理|怎么做|怎么弄|咋弄|该干啥|该做什么|要做什么"
+            r"|该怎么|应该怎么|怎么用|如何用|怎样用|咋用|怎么使用|如何使用|怎么操作|如何操作|步骤"
         ),
+        _PROCEDURE_ANSWER,
+    ),
+    AskType(
+        "how",
+        # "how" in general ("怎么申请", "会怎样"): a good answer often has steps, not always
         _re(
-            r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
-            r"|上报|报修|登记|通过|扫描|出示|选择|填写|提交|关闭|打开|使用|须|应|请|先"
+            r"流程|怎么报|怎么登记|咋登记|怎么预订|怎么订|咋订|怎么申请|如何申请|怎么走|怎么才能"
+            r"|如何|怎样|怎么"
         ),
+        _PROCEDURE_ANSWER,
         strict=False,
     ),
     AskType(
@@ -218,9 +232,10 @@ _BY_NAME = {t.name: t for t in TYPES}
 #: how long; "电话多少" asks for a phone number, not a count).
 _SHADOWS = {
     "frequency": ("duration", "count", "time"),
-    "phone": ("count", "who", "procedure"),
+    "phone": ("count", "who", "procedure", "how"),
+    "procedure": ("how",),
     "money": ("count", "penalty"),
-    "penalty": ("procedure",),
+    "penalty": ("procedure", "how"),
     "measure": ("count",),
     "duration": ("time",),
     "lookup": ("place", "phone"),
