@@ -34,6 +34,14 @@ def test_coverage_is_the_share_of_the_question_content_weight() -> None:
     assert coverage("？？", PATROL) == 0.0  # no content words
 
 
+def test_coverage_ignores_case_and_the_words_that_only_ask() -> None:
+    ups = "UPS：消防控制室和监控中心各配 1 套，后备时间 2 小时。"
+    assert coverage("ups后备时间", ups) == 1.0  # the tokeniser lowercases "UPS"
+    # "咋办" / "多长时间" are in no document: they do not dilute the coverage
+    assert coverage("电梯困人咋办", "电梯困人时请按紧急呼叫按钮。") == 1.0
+    assert coverage("夜间巡更多长时间一次", PATROL) == 1.0
+
+
 def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.8, 0.1, 0.5), 0.5).reason == "above_threshold"
     # the embedding found a passage on something else: little of the question in it

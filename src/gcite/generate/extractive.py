@@ -564,7 +564,9 @@ def gives_answer(unit: _Unit, asked: Asked) -> bool:
     sum of money for "多少钱", a duration for "多久", a phone number for "打哪个电话"."""
     if asked.strict and not any(p.search(unit.quote) for p in asked.strict):
         return False
-    return gives_any(asked.types, unit.quote)
+    # a "what to do" answer may open with the situation; its steps follow (checked on
+    # the whole answer by the second dimension)
+    return gives_any(tuple(t for t in asked.types if t != "procedure"), unit.quote)
 
 
 def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
