@@ -22,10 +22,10 @@ corpus. The gate weighs the whole ranked list instead (:func:`decide`, pure):
 Coverage (:func:`coverage`) is the IDF-weighted share of the question's content words
 (:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser, without the words
 that only ask - "多长时间", "咋办", "哪查" - which no document repeats,
-:func:`gcite.verify.asks.without_asking`) found in the chunk's
-text, case ignored ("UPS" asked as "ups"). :func:`admit` applies the decision to the knowledge retrieval node's items, for the
-offline answerer and a language model alike. ``score_threshold`` 0 turns the gate off
-(every retrieved chunk is kept, as the threshold itself would).
+:func:`gcite.verify.asks.without_asking`) found in the chunk's text, case ignored ("UPS"
+asked as "ups"). :func:`admit` applies the decision to the knowledge retrieval node's
+items, for the offline answerer and a language model alike. ``score_threshold`` 0 turns
+the gate off (every retrieved chunk is kept, as the threshold itself would).
 """
 
 from __future__ import annotations

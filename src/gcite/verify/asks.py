@@ -6,7 +6,8 @@ dimension (:func:`answer_check`: does the answer answer the question).
 
 * :func:`question_types` - the kinds of answer a question asks for (:data:`TYPES`): a sum
   of money (``money``), a duration or deadline (``duration``), how often
-  (``frequency``), how many (``count``), a clock time or date (``time``), a place
+  (``frequency``), how many (``count``), a day (``date``), a clock time or date
+  (``time``), a place
   (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
   a phone number (``phone``), who / which office (``who``), a name, brand
   or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
@@ -68,7 +69,8 @@ TYPES: tuple[AskType, ...] = (
             r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴多少|补助多少|津贴|多少元|工资多少|贵不贵"
         ),
-        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|收费标准|计费|不另收"),
+        # an amount, or free of charge ("按收费标准计费" names no amount)
+        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收"),
     ),
     AskType(
         "frequency",
@@ -88,6 +90,15 @@ TYPES: tuple[AskType, ...] = (
             r"|几个月|几年|几个工作日|时限|期限|有效期|多快|提前多|保存多|保留多|多长[？?]?$|任期"
         ),
         _re(rf"{_NUM}\s*{_TIME_UNIT}|当天|当日|立即|立刻|马上|随时|长期|永久|之日起|以内|之内"),
+    ),
+    AskType(
+        "date",
+        # a day asked: a date, a weekday, a day of the month answers, not "每月" alone
+        _re(r"哪天|哪一天|几号|几月几|什么日子|日期|星期几|周几|礼拜几"),
+        _re(
+            r"\d+\s*[月日号]|[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
+            r"|每(?:年|月|周)[^，。；]{0,6}(?:日|号|周[一二三四五六日])|节假日|工作日|之日起"
+        ),
     ),
     AskType(
         "time",
@@ -112,7 +123,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "count",
         _re(
-            r"(?<!好)(?:几|多少)\s*(?:个|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"(?<!好)(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
@@ -168,7 +179,7 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "brand",
-        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|供应商|哪家的"),
+        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
     ),
     AskType(
@@ -179,7 +190,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "name",
         _re(r"叫什么名|名字|姓名|叫啥|叫什么"),
-        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅室馆楼]"),
+        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
     AskType(
         "who",
@@ -238,6 +249,8 @@ _SHADOWS = {
     "penalty": ("procedure", "how"),
     "measure": ("count",),
     "duration": ("time",),
+    "brand": ("name",),
+    "date": ("time", "place"),
     "lookup": ("place", "phone"),
 }
 
