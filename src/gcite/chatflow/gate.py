@@ -49,6 +49,9 @@ BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
 """The rank (1-based) whose score is the background (0 when fewer chunks came back)."""
+STANDOUT_FLOOR = 0.1
+"""A best chunk under the weak floor that stands out of the list (``BACKGROUND_RATIO``)
+and scores at least this is still passed on as weak (see :func:`admit`)."""
 
 Reason = Literal["above_threshold", "promoted", "lookalike", "below_floor", "weak", "none", "off"]
 
@@ -152,9 +155,13 @@ def admit(
     best first). Admitted: every chunk at or above ``threshold`` and a promoted best
     chunk - none when the decision refuses. ``weak_floor``: also pass on the other chunks
     scored at or above it (a backend that weighs weak chunks itself,
-    :func:`gcite.chatflow.run.weak_margin`), except for a lookalike; ``None``: only the
-    admitted ones. Pure."""
-    decision = decide(evidence(question, items), threshold)
+    :func:`gcite.chatflow.run.weak_margin`), and the best chunk when it stands out of
+    the list (``BACKGROUND_RATIO`` times the background, at least
+    :data:`STANDOUT_FLOOR`: a question in other words than the document's scores its
+    chunk low, but still far above the rest), except for a lookalike; ``None``: only
+    the admitted ones. Pure."""
+    ev = evidence(question, items)
+    decision = decide(ev, threshold)
     if decision.reason == "off":
         return Admitted(list(items), decision)
     admitted: list[dict[str, Any]] = []
@@ -169,7 +176,10 @@ def admit(
                 promoted.add(_segment_id(item))
     rest: list[dict[str, Any]] = []
     if weak_floor is not None and decision.reason != "lookalike":
-        rest = [i for i in items if i not in admitted and score_of(i) >= weak_floor]
+        floor = weak_floor
+        if ev.score >= max(STANDOUT_FLOOR, BACKGROUND_RATIO * ev.background):
+            floor = min(weak_floor, ev.score)
+        rest = [i for i in items if i not in admitted and score_of(i) >= floor]
     return Admitted(admitted + rest, decision, promoted)
 
 
@@ -186,6 +196,7 @@ __all__ = [
     "FLOOR",
     "LOOKALIKE_COVERAGE",
     "MIN_COVERAGE",
+    "STANDOUT_FLOOR",
     "Admitted",
     "Decision",
     "Evidence",
