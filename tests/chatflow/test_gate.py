@@ -95,3 +95,17 @@ def test_a_lookalike_passes_nothing_even_to_a_backend_weighing_weak_chunks() -> 
     items = [_item(0.8, OTHER, "o"), _item(0.7, OTHER, "o2")]
     gated = admit("夜间巡更要打几个点位", items, 0.5, weak_floor=0.3)
     assert gated.decision.reason == "lookalike" and gated.items == []
+
+
+def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -> None:
+    five = [_item(0.04, OTHER, f"o{n}") for n in range(4)]
+    standing = [_item(0.2, PATROL, "p"), *five]  # 5x the background, under the floor
+    gated = admit("白班巡逻多久转一圈", standing, 0.5, weak_floor=0.3)
+    assert not gated.decision.answer and not gated.promoted
+    assert [i["metadata"]["segment_id"] for i in gated.items] == ["p"]  # only the best
+    assert admit("白班巡逻多久转一圈", standing, 0.5).items == []  # not to a model
+    # a best chunk scoring like the rest, or under the stand-out floor, is not passed on
+    alike = [_item(0.2, PATROL, "p"), *[_item(0.1, OTHER, f"o{n}") for n in range(4)]]
+    assert admit("白班巡逻多久转一圈", alike, 0.5, weak_floor=0.3).items == []
+    faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
+    assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []

@@ -44,6 +44,11 @@ from gcite.verify.verifier import answering_report
         ("取件码忘了怎么办", ("procedure",)),
         ("订了会议室没去签到会怎样", ("how",)),
         ("访客怎么登记", ("how",)),
+        # which ones is a list; hours are a duration; a day needs a date
+        ("A线都要走哪几个点", ("list",)),
+        ("访客停车券能抵几个小时", ("duration",)),
+        ("复训安排在哪一天", ("date",)),
+        ("电梯维保单位叫什么公司", ("brand",)),
     ],
 )
 def test_question_types(question: str, types: tuple[str, ...]) -> None:
@@ -51,7 +56,7 @@ def test_question_types(question: str, types: tuple[str, ...]) -> None:
 
 
 def test_a_value_of_the_type_is_what_answers() -> None:
-    assert gives("money", "超出部分按物业收费标准计费") and gives("money", "罚款五千元")
+    assert gives("money", "罚款五千元") and gives("money", "每月免费使用")
     assert not gives("money", "巡更人员用巡检终端靠近 NFC 标签打卡")
     assert gives("phone", "物业服务热线：400-800-1234") and not gives("phone", "拨打热线")
     assert gives("duration", "物业须在 30 分钟内到场") and not gives("duration", "物业须到场")
@@ -65,6 +70,10 @@ def test_a_what_to_do_question_is_answered_only_by_an_instruction() -> None:
     # "how" in general is a hint: a rule answers "会怎样"
     assert check_part("订了会议室没去签到会怎样", "未签到的，系统自动释放该时段。").typed
     assert gives("lookup", "维保单位联系方式见工程部共享盘。")
+    assert gives("date", "时间通常安排在 5 月和 11 月的第二个周三")
+    assert not gives("date", "每月漏打卡超过 3 次的人员须参加复训。")
+    # a fee standard named is no amount ("收多少钱" is not answered by it)
+    assert not gives("money", "超出部分按物业收费标准计费。")
     assert not gives("lookup", "维保单位每 15 天保养一次。")
 
 
