@@ -279,8 +279,13 @@ def join_pdf_lines(text: str) -> str:
 
 
 def _pdf_page(page: Any, budget: CellBudget) -> list[str]:
-    """Text and Markdown tables of one pdfplumber page, in reading order (top to bottom)."""
-    tables = page.find_tables()
+    """Text and Markdown tables of one pdfplumber page, in reading order (top to bottom).
+
+    Tables are looked for only on a page with ruling lines: pdfplumber's default table
+    finder builds tables from the page's edges (lines, rectangles, curves), so a page
+    without any has none, and most pages of a text document skip the detection.
+    """
+    tables = page.find_tables() if page.edges else []
     boxes = [t.bbox for t in tables]
 
     def outside(obj: dict[str, Any]) -> bool:
