@@ -130,6 +130,10 @@ WEAK_MARGIN = 0.2
 #: question) and this many of the question's words (see :func:`strong_evidence`).
 WEAK_SEMANTIC = 0.35
 WEAK_MIN_WORDS = 2
+#: ... or, with one of the question's words, this much embedding evidence (the same
+#: meaning said in other words: "失主来领东西要给保管费吗" / "权利人领取遗失物时，应当
+#: 支付保管遗失物等支出的必要费用").
+WEAK_SEMANTIC_ALONE = 0.5
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -463,8 +467,12 @@ def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> b
     """Whether a sentence of a chunk scored below the retrieval's threshold may answer:
     at least ``WEAK_MIN_WORDS`` of the question's words in the sentence itself, and its
     meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``; without an
-    embedder, lexical evidence ``LEXICAL_ALONE``)."""
-    if _words_found(weights, unit.quote) < WEAK_MIN_WORDS:
+    embedder, lexical evidence ``LEXICAL_ALONE``); or one of the question's words and
+    embedding evidence ``WEAK_SEMANTIC_ALONE``."""
+    found = _words_found(weights, unit.quote)
+    if semantic and found >= 1 and unit.semantic >= WEAK_SEMANTIC_ALONE:
+        return True
+    if found < WEAK_MIN_WORDS:
         return False
     if semantic:
         return unit.semantic >= WEAK_SEMANTIC
