@@ -27,7 +27,13 @@ from typing import Any
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
-from gcite.verify.asks import check_part, gives_any, question_parts, question_types
+from gcite.verify.asks import (
+    check_part,
+    gives_any,
+    question_parts,
+    question_types,
+    strict_types,
+)
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -117,6 +123,9 @@ def names_document(asked: str, title: str) -> bool:
     return bool(core) and any(_core_title(n) == core for n in _NAMED_RE.findall(asked))
 
 
+#: A sentence giving the strict type of value asked (a place for "在哪", a duration for
+#: "多久") may lead with this share of ``min_relevance``.
+TYPED_RELEVANCE_SHARE = 0.75
 #: A chunk the retrieval ranked first gets this much (a tie-break more than a vote: the
 #: retrieval's order is already in the chunk set, and a near-tie is often the wrong one).
 FIRST_RANK_BONUS = 0.02
@@ -579,7 +588,12 @@ def gives_answer(unit: _Unit, asked: Asked) -> bool:
 
 def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
     """Whether a sentence may be the answer's first sentence."""
-    if unit.relevance < asked.min_relevance or not gives_answer(unit, asked):
+    if not gives_answer(unit, asked):
+        return False
+    # a sentence holding the strict type of value asked needs less relevance
+    typed = bool(set(strict_types(asked.types)) - {"procedure"}) and not unit.weak
+    floor = TYPED_RELEVANCE_SHARE * asked.min_relevance if typed else asked.min_relevance
+    if unit.relevance < floor:
         return False
     if narrow.counts and asked.counted is not None and not asked.counted.search(unit.quote):
         return False
