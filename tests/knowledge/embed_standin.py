@@ -5,6 +5,8 @@
 Vectors are 64-dim hashed character-bigram counts (deterministic, so similar
 texts get similar vectors). ``mode`` switches to failure behaviour: ``"500"``,
 ``"garbage"`` (not JSON), ``"short"`` (one vector too few), ``"slow"`` (sleeps).
+``gate``: an event every request waits for (a hang guard bounds the wait): clear it to
+hold the embedding calls, so a write stays ``indexing`` until the test sets it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class EmbeddingStandin:
 
     def __init__(self) -> None:
         self.mode = "ok"
+        self.gate = threading.Event()
+        self.gate.set()
         self.requests: list[dict[str, Any]] = []
         standin = self
 
@@ -50,6 +54,7 @@ class EmbeddingStandin:
                 if self.path != "/v1/embeddings":
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
+                standin.gate.wait(120)
                 mode = standin.mode
                 if mode == "500":
                     self._send(500, b'{"error": {"message": "upstream exploded"}}')

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from support.nginx import Nginx, nginx_binary
 from support.openai_standin import OpenAIStandin, Script
 from support.pg import fresh_database
 from support.serve_workers import ServeWorkers, children
+from support.tcp_proxy import TcpProxy
 
 ADMIN = {"Authorization": "Bearer admin-secret"}
 OPS = {"Authorization": "Bearer ops"}
@@ -52,21 +54,29 @@ def _script(body: dict[str, Any]) -> Script:
 
 
 class Machines:
-    """The two machines (``a``, ``b``), the load balancer (``lb``) and the config files."""
+    """The two machines (``a``, ``b``), the load balancer (``lb``), the config files and
+    b's network path to the database (``b_database``: a forwarder the test can cut)."""
 
     a: ServeWorkers
     b: ServeWorkers
     lb: Nginx
 
-    def __init__(self, configs: list[Path], database_url: str, llm_url: str) -> None:
+    def __init__(
+        self, configs: list[Path], database_url: str, b_database: TcpProxy, llm_url: str
+    ) -> None:
         self.configs = configs
-        self.database_url = database_url
+        host = database_url.rsplit("@", 1)[1].split("/", 1)[0]
+        self.database_urls = [
+            database_url,
+            database_url.replace(host, f"127.0.0.1:{b_database.port}"),
+        ]
+        self.b_database = b_database
         self.llm_url = llm_url
 
     def set_keys(self, keys: str) -> None:
         """The same key table on both machines (config management's job)."""
-        for path in self.configs:
-            path.write_text(_config(self.database_url, self.llm_url, keys), encoding="utf-8")
+        for path, url in zip(self.configs, self.database_urls, strict=True):
+            path.write_text(_config(url, self.llm_url, keys), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +86,9 @@ def machines(tmp_path_factory: pytest.TempPathFactory, pgvector_url: str) -> Ite
     configs = [base / name / "gcite.toml" for name in ("a", "b")]
     for path in configs:
         path.parent.mkdir()
-    with OpenAIStandin(responder=_script) as llm:
-        made = Machines(configs, database_url, llm.base_url)
+    host, port = database_url.rsplit("@", 1)[1].split("/", 1)[0].split(":")
+    with OpenAIStandin(responder=_script) as llm, TcpProxy((host, int(port))) as b_database:
+        made = Machines(configs, database_url, b_database, llm.base_url)
         made.set_keys(PUBLIC_ONLY)
         with (
             ServeWorkers(configs[0].parent, 2, base / "a.log") as made.a,
@@ -122,6 +133,15 @@ def _create(base: str, dataset: str, name: str, text: str, roles: list[str] | No
         timeout=300,
     )
     assert r.status_code == 200, r.text
+    # indexed after the answer (as in Dify): wait for the batch (a hang guard bounds it)
+    status = f"{base}/v1/datasets/{dataset}/documents/{r.json()['batch']}/indexing-status"
+    deadline = time.monotonic() + 300
+    while (item := httpx.get(status, headers=ADMIN, timeout=60).json()["data"][0])[
+        "indexing_status"
+    ] not in {"completed", "error"}:
+        assert time.monotonic() < deadline, "indexing never finished"
+        time.sleep(0.05)
+    assert item["indexing_status"] == "completed", item
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +246,80 @@ async def test_stop_sent_through_nginx_stops_a_stream_on_either_machine(
             break
         await asyncio.sleep(0)
     assert crossed == set(address.values())
+
+
+def _ready_by_worker(machine: ServeWorkers) -> dict[int, int]:
+    """``GET /ready``'s status from each worker of ``machine`` (asked until each answered)."""
+    seen: dict[int, int] = {}
+    deadline = time.monotonic() + 120  # a hang guard
+    while set(seen) != machine.worker_pids:
+        request_id = uuid.uuid4().hex
+        headers = {"X-Request-Id": request_id}
+        status = httpx.get(f"{machine.base}/ready", headers=headers, timeout=60).status_code
+        seen[machine.pid_of(request_id)] = status
+        assert time.monotonic() < deadline, seen
+    return seen
+
+
+def _until_every_worker(machine: ServeWorkers, status: int) -> None:
+    deadline = time.monotonic() + 120  # a hang guard
+    while set((seen := _ready_by_worker(machine)).values()) != {status}:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.5)
+
+
+def _route_of(machines: Machines, kind: str) -> list[str]:
+    """A GET (``/v1/parameters``) or a chat POST through nginx, answered 200; the machines
+    nginx gave it to, in order."""
+    request_id = uuid.uuid4().hex
+    if kind == "POST":
+        assert "访客.md" in _titles(machines.lb.base, "访客怎么登记？", request_id=request_id)
+    else:
+        params = httpx.get(
+            f"{machines.lb.base}/v1/parameters",
+            headers={**OPS, "X-Request-Id": request_id},
+            timeout=60,
+        )
+        assert params.status_code == 200, params.text
+    return machines.lb.upstreams_of(request_id)
+
+
+def test_a_machine_that_is_not_ready_leaves_the_rotation(
+    machines: Machines, lb: Nginx, documents: None
+) -> None:
+    """Machine b loses its database (connections refused and reset) while it still
+    accepts connections: its /ready says 503, and every request nginx gives it, a chat
+    POST included, is answered 503 ``not_ready`` before anything runs, so nginx takes b
+    out of the rotation and the request is answered by a. Once b reaches its database
+    again it is ready and back."""
+    a, b = machines.a, machines.b
+    a_address, b_address = f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"
+    machines.b_database.cut()
+    try:
+        _until_every_worker(b, 503)
+        direct = httpx.post(
+            f"{b.base}/v1/chat-messages",
+            json={"query": "访客怎么登记？", "user": "u", "response_mode": "blocking"},
+            headers={**OPS, "X-Forwarded-For": "10.0.0.9"},
+            timeout=60,
+        )
+        assert direct.status_code == 503 and direct.json()["code"] == "not_ready"
+        assert "知识库数据库无法连接" in direct.json()["message"]
+        moved: set[str] = set()
+        for _ in range(20):  # until a GET and a POST were each given to b first
+            # the one not yet seen moved goes first: it meets b when b is back in rotation
+            for kind in sorted({"GET", "POST"}, key=lambda k: k in moved):
+                route = _route_of(machines, kind)
+                assert route[-1] == a_address, route
+                if route[0] == b_address:
+                    moved.add(kind)
+            if moved == {"GET", "POST"}:
+                break
+            time.sleep(machines.lb.fail_timeout_s + 0.5)  # b is tried again after this
+        assert moved == {"GET", "POST"}
+    finally:
+        machines.b_database.restore()
+    _until_every_worker(b, 200)
 
 
 def test_a_machine_that_goes_down_leaves_the_rotation(

@@ -85,12 +85,15 @@ class KnowledgeAccess:
 
     def indexer(self) -> Indexer:
         """The worker that indexes documents accepted by the Knowledge API off the request
-        path (:class:`~gcite.knowledge.indexing.Indexer`), started on first use."""
+        path (:class:`~gcite.knowledge.indexing.Indexer`), started on first use, with the
+        knowledge base's job log (:func:`gcite.knowledge.jobs.open_job_log`: shared by
+        every process of a pgvector store)."""
         with self._lock:
             if self._indexer is None:
                 from gcite.knowledge.indexing import Indexer
+                from gcite.knowledge.jobs import open_job_log
 
-                self._indexer = Indexer()
+                self._indexer = Indexer(open_job_log(self.settings))
             return self._indexer
 
     def _open_local(self, *, create: bool) -> HybridStore:

@@ -4,12 +4,17 @@ and indexed by a worker; its ``batch`` reports the progress.
 :class:`Indexer` is owned by the :class:`~gcite.knowledge.access.KnowledgeAccess` of the
 service (created with the app, closed by its lifespan). :meth:`Indexer.submit` checks
 what can be checked at once (the dataset, the name, the document replaced: a
-:class:`~gcite.knowledge.admin.ManageError` then), answers a :class:`Job` in status
-``waiting`` and runs the write (:meth:`LocalAdmin.upsert_document`) on a worker thread;
-writes to one dataset wait for each other (the admin's per-dataset lock), writes to other
-datasets run beside them. Statuses are Dify's ``indexing_status`` values: ``waiting`` ->
-``indexing`` -> ``completed`` | ``error`` (with the Chinese reason in ``error``; nothing of
-the document becomes visible then). The last :data:`KEPT_JOBS` jobs are remembered.
+:class:`~gcite.knowledge.admin.ManageError` then), records a :class:`Job` in status
+``waiting`` in the knowledge base's :class:`~gcite.knowledge.jobs.JobLog` and runs the
+write (:meth:`LocalAdmin.upsert_document`) on a worker thread; writes to one dataset wait
+for each other (the admin's per-dataset lock), writes to other datasets run beside them.
+Statuses are Dify's ``indexing_status`` values: ``waiting`` -> ``indexing`` ->
+``completed`` | ``error`` (with the Chinese reason in ``error``; nothing of the document
+becomes visible then). Every state goes to the log, so :meth:`Indexer.job` on any process
+of a shared (pgvector) store reads it; a state the log could not take (its database
+briefly away) is answered from this process and written again at the next heartbeat.
+Every :data:`~gcite.processes.HEARTBEAT_S` seconds the indexer tells the log this process
+still runs its jobs (:meth:`JobLog.beat`).
 """
 
 from __future__ import annotations
@@ -17,59 +22,45 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gcite.errors import GciteError
-from gcite.knowledge.admin import DocumentInfo, ManageError, Upserted
+from gcite.knowledge.admin import ManageError
+from gcite.knowledge.jobs import KEPT_JOBS, Job, JobLog, MemoryJobLog, replace_job
+from gcite.processes import HEARTBEAT_S
 
 log = logging.getLogger("gcite.knowledge")
 
 WORKERS = 2
 """Worker threads: one big document never holds up a write to another dataset."""
-KEPT_JOBS = 1000
-
-
-@dataclass(frozen=True)
-class Job:
-    """One indexing run. ``batch``: its id; ``document``: the document as it will be
-    (id and name known at once; segments when done); ``status``: Dify's
-    ``indexing_status``; times are Unix seconds (0 until reached); ``error``: the Chinese
-    reason of a failure, ``error_status`` / ``error_code`` its HTTP status and Dify code;
-    ``result``: the :class:`Upserted` when completed; ``roles_change``: ``(before, after)``
-    when the write changes the document's ``access_roles`` (as given until completed, then
-    as stored)."""
-
-    batch: str
-    document: DocumentInfo
-    status: str = "waiting"
-    created_at: float = 0.0
-    started_at: float = 0.0
-    completed_at: float = 0.0
-    error: str | None = None
-    error_status: int = 0
-    error_code: str = ""
-    result: Upserted | None = None
-    roles_change: tuple[tuple[str, ...], tuple[str, ...]] | None = None
-
-
-@dataclass
-class _Jobs:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    items: OrderedDict[str, Job] = field(default_factory=OrderedDict)
 
 
 class Indexer:
-    """The indexing worker of one knowledge base (module docstring). ``clock``: Unix
-    seconds (injected by tests)."""
+    """The indexing worker of one knowledge base (module docstring). ``jobs``: where the
+    jobs are kept (in memory by default); ``clock``: Unix seconds (injected by tests);
+    ``heartbeat_s``: seconds between two :meth:`JobLog.beat`."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time, workers: int = WORKERS) -> None:
+    def __init__(
+        self,
+        jobs: JobLog | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        workers: int = WORKERS,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
+        self.jobs: JobLog = jobs if jobs is not None else MemoryJobLog()
         self._clock = clock
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gcite-index")
-        self._jobs = _Jobs()
+        self._lock = threading.Lock()
+        self._current: dict[str, Job] = {}  # this process's unfinished jobs, newest state
+        self._unsaved: dict[str, Job] = {}  # states the log could not take yet
+        self._stop = threading.Event()
+        self._heartbeat = threading.Thread(
+            target=self._beat_loop, args=(heartbeat_s,), name="gcite-index-beat", daemon=True
+        )
+        self._heartbeat.start()
 
     def submit(
         self,
@@ -83,8 +74,9 @@ class Indexer:
         batch: Callable[[str], str],
     ) -> tuple[Job, Future[Job]]:
         """Accept a document for ``admin`` (a :class:`~gcite.knowledge.manage.LocalAdmin`):
-        raises :class:`ManageError` for what is wrong at once; else the waiting job (its
-        ``batch`` made by ``batch(document_id)``) and a future of the finished one."""
+        raises :class:`ManageError` for what is wrong at once, :class:`StoreError` when the
+        job cannot be recorded; else the waiting job (its ``batch`` made by
+        ``batch(document_id)``) and a future of the finished one."""
         planned = admin.plan_upsert(dataset, name=name, metadata=metadata, replace=replace)
         job = Job(
             batch(planned.document.id),
@@ -92,35 +84,35 @@ class Indexer:
             created_at=self._clock(),
             roles_change=planned.roles_change,
         )
-        self._store(job)
+        self.jobs.record(job)  # a job no other process could see is not started
+        with self._lock:
+            self._current[job.batch] = job
 
         def work() -> Job:
-            self._store(replace_job(job, status="indexing", started_at=self._clock()))
+            started = self._keep(replace_job(job, status="indexing", started_at=self._clock()))
             try:
                 result = admin.run_upsert(planned, data)
             except ManageError as exc:
-                return self._store(self._failed(job, str(exc), exc.status, exc.code))
+                return self._keep(self._failed(started, str(exc), exc.status, exc.code))
             except GciteError as exc:  # the store or the embedder failed
-                return self._store(self._failed(job, str(exc), 503, "service_unavailable"))
+                return self._keep(self._failed(started, str(exc), 503, "service_unavailable"))
             except Exception as exc:  # a bug: reported, never a hung batch
                 log.exception("indexing %s failed", job.document.name)
-                return self._store(self._failed(job, f"索引失败: {exc}", 500, "internal_error"))
+                return self._keep(self._failed(started, f"索引失败: {exc}", 500, "internal_error"))
             done = replace_job(
-                job,
+                started,
                 status="completed",
                 document=result.document,
-                started_at=self._current(job).started_at,
                 completed_at=self._clock(),
-                result=result,
                 roles_change=result.roles_change,
             )
-            return self._store(done)
+            return self._keep(done)
 
         return job, self._pool.submit(work)
 
     def _failed(self, job: Job, message: str, status: int, code: str) -> Job:
         return replace_job(
-            self._current(job),
+            job,
             status="error",
             completed_at=self._clock(),
             error=message,
@@ -128,31 +120,59 @@ class Indexer:
             error_code=code,
         )
 
-    def _current(self, job: Job) -> Job:
-        with self._jobs.lock:
-            return self._jobs.items.get(job.batch, job)
-
-    def _store(self, job: Job) -> Job:
-        with self._jobs.lock:
-            self._jobs.items[job.batch] = job
-            self._jobs.items.move_to_end(job.batch)
-            while len(self._jobs.items) > KEPT_JOBS:
-                self._jobs.items.popitem(last=False)
+    def _keep(self, job: Job) -> Job:
+        """Write ``job``'s new state to the log (kept for the heartbeat when it fails)."""
+        with self._lock:
+            if job.status in ("completed", "error"):
+                self._current.pop(job.batch, None)
+            else:
+                self._current[job.batch] = job
+        try:
+            self.jobs.update(job)
+        except GciteError:
+            log.warning("could not record the state of indexing job %s", job.batch, exc_info=True)
+            with self._lock:
+                self._unsaved[job.batch] = job
+        else:
+            with self._lock:
+                self._unsaved.pop(job.batch, None)
         return job
 
     def job(self, batch: str) -> Job | None:
-        """The job of ``batch`` when this indexer ran it (and still remembers it)."""
-        with self._jobs.lock:
-            return self._jobs.items.get(batch)
+        """The job of ``batch`` as the log has it (any process's, for a shared log), or as
+        this process last knew it when the log could not take that yet; ``None`` when not
+        kept. Raises :class:`StoreError` when the log cannot be read."""
+        with self._lock:
+            unsaved = self._unsaved.get(batch)
+        return unsaved if unsaved is not None else self.jobs.get(batch)
+
+    def _beat_loop(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            self.beat()
+
+    def beat(self) -> None:
+        """Refresh this process's lease on its jobs and write the states the log could
+        not take before (every ``heartbeat_s``; failures are logged)."""
+        with self._lock:
+            busy = bool(self._current)
+            unsaved = list(self._unsaved.values())
+        try:
+            if busy:
+                self.jobs.beat()
+            for job in unsaved:
+                self._keep(job)
+        except GciteError:
+            log.warning("could not refresh this process's indexing jobs", exc_info=True)
 
     def close(self) -> None:
-        """Finish the running jobs and stop the workers. Idempotent."""
+        """Finish the running jobs, stop the workers and the heartbeat, close the log.
+        Idempotent."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def replace_job(job: Job, **changes: Any) -> Job:
-    """``job`` with ``changes`` (a new frozen record)."""
-    return replace(job, **changes)
+        self._stop.set()
+        if self._heartbeat.is_alive() and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join()
+        self.beat()  # the last states the log could not take
+        self.jobs.close()
 
 
 __all__ = ["KEPT_JOBS", "WORKERS", "Indexer", "Job", "replace_job"]

@@ -14,8 +14,10 @@ the full description with an example stream is ``docs/api.md``):
 - knowledge-base management in Dify's Knowledge API shape, admin keys only
   (:mod:`gcite.service.knowledge_api`, on ``resources.knowledge``: the same knowledge
   base the chat searches);
-- ``GET /health`` (liveness) and ``GET /ready`` (store answers, model reachable; 503
-  otherwise);
+- ``GET /health`` (liveness) and ``GET /ready`` (store answers, model reachable, not
+  stopping; 503 otherwise); while not ready, requests that came through a proxy are
+  answered 503 ``not_ready`` before anything runs, so the load balancer sends them to
+  another machine (:mod:`gcite.service.readiness`);
 - around everything, :class:`gcite.service.ops.OpsMiddleware`: request id, body-read
   deadline, one JSON access log line per request; inside it
   :class:`gcite.service.retrieval.RetrievalFastPath` takes ``POST /retrieval`` straight to
@@ -53,6 +55,7 @@ from gcite.service.instances import Instances
 from gcite.service.knowledge_api import knowledge_router
 from gcite.service.ops import OpsMiddleware
 from gcite.service.pages import mount_pages
+from gcite.service.readiness import Readiness, ReadinessGate
 from gcite.service.resources import Resources
 from gcite.service.retrieval import RetrievalFastPath, retrieval_router, retrieval_setup
 from gcite.service.runs import RunRegistry
@@ -66,7 +69,8 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
     :class:`~gcite.knowledge.access.KnowledgeAccess`), ``runs`` (the stop registry and
     the runs' tasks), ``scheduler`` (first text first, per process) and ``retrieval``
-    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task)."""
+    (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up, a task),
+    ``readiness`` (:class:`~gcite.service.readiness.Readiness`: ``/ready`` and the gate)."""
     resources = Resources(settings)
     try:
         # Warmed in the background: the server listens (and /ready answers) at once; a
@@ -77,6 +81,8 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
         instances = Instances(conversations)
         await conversations.call(instances.join)
         heartbeat = asyncio.create_task(instances.heartbeat())
+        readiness = Readiness(resources.readiness)
+        rechecks = asyncio.create_task(readiness.run())
         scheduler = Scheduler.from_settings(settings)
         try:
             yield {
@@ -87,9 +93,11 @@ async def _lifespan(settings: Settings) -> AsyncIterator[dict[str, Any]]:
                 "scheduler": scheduler,
                 "retrieval": retrieval_setup(settings, resources.get_store),
                 "warming": warming,
+                "readiness": readiness,
             }
         finally:
             heartbeat.cancel()
+            rechecks.cancel()
             await _leave(instances)
             scheduler.close()
             await asyncio.wait([warming])  # it uses what aclose releases
@@ -159,7 +167,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/ready", include_in_schema=False)
     async def ready(request: Request) -> JSONResponse:
-        checks = await request.state.resources.readiness()
+        checks = await request.state.readiness.refresh()
         ok = all(checks.values())
         return JSONResponse(
             {"status": "ready" if ok else "not_ready", "checks": checks},
@@ -177,6 +185,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         RetrievalFastPath, router=retrieval, prefix=settings.service.retrieval_prefix
     )
+    # not-ready answers for proxied requests, before anything runs (logged by the ops layer)
+    app.add_middleware(ReadinessGate)
     app.add_middleware(OpsMiddleware, settings=settings)
     return app
 

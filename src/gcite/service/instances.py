@@ -8,7 +8,7 @@ every :data:`HEARTBEAT_S` seconds (:meth:`Instances.beat`) and removes it when i
 leaves messages ``running`` with the text sent so far lost; they are marked ``failed``
 with :data:`ORPHANED` (``gcite_status`` ``failed`` in the message APIs) by the next
 process that starts, and by every heartbeat of the live ones. A recorded process is dead
-when:
+when (:func:`gcite.processes.is_dead`):
 
 - it ran on this machine (same host name and boot id) and no process with its pid and
   start time exists any more: decided at once, so the replacement of a killed worker, or
@@ -28,70 +28,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 
+from gcite.processes import HEARTBEAT_S, LEASE_S, is_dead, process_start, this_host
 from gcite.service.store import ConversationStore
 
 log = logging.getLogger("gcite.service")
 
-HEARTBEAT_S = 15.0
-"""How often (s) a live process refreshes its row and looks for dead ones."""
-
-LEASE_S = 120
-"""A process on another machine that has not refreshed its row for this long is dead."""
-
 ORPHANED = "回答中断：处理它的服务进程已退出（崩溃或被强制结束），请重新提问"
 """The error stored on the messages of a dead process."""
-
-_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-
-
-def this_host() -> str:
-    """This machine as recorded: ``<host name>/<boot id>`` (the boot id when known)."""
-    try:
-        boot = _BOOT_ID.read_text(encoding="ascii").strip()
-    except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}"[:255]
-
-
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``); None
-    when there is no such process. 0 where ``/proc`` does not tell (then only whether the
-    pid exists counts)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except FileNotFoundError:
-        return None
-    except OSError:
-        stat = ""
-    fields = stat.rsplit(")", 1)[-1].split()
-    if fields[:1] in (["Z"], ["X"]):  # exited, not yet reaped by its parent
-        return None
-    if len(fields) > 19 and fields[19].isdigit():  # field 22 of the whole line
-        return int(fields[19])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return 0
-
-
-def is_dead(
-    record: tuple[str, str, int, int, int], *, host: str, now: float, lease_s: float
-) -> bool:
-    """Whether the recorded process ``(id, host, pid, started, seen_at)`` is dead, seen
-    from a process on ``host`` at ``now`` (module docstring)."""
-    _id, its_host, pid, started, seen_at = record
-    if its_host == host:
-        current = process_start(pid)
-        return current is None or (started != 0 and current != started)
-    return now - seen_at > lease_s
 
 
 class Instances:

@@ -90,7 +90,7 @@ from gcite.knowledge.admin import (
     ManageError,
 )
 from gcite.knowledge.convert import MAX_FILE_BYTES
-from gcite.knowledge.indexing import Job
+from gcite.knowledge.jobs import Job
 from gcite.knowledge.tags import checked_ids, checked_name
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError
@@ -522,12 +522,13 @@ async def delete_document(dataset_id: str, document_id: str, admin: Admin) -> Re
 async def indexing_status(
     dataset_id: str, batch: str, request: Request, admin: Admin
 ) -> dict[str, Any]:
-    """``GET .../documents/{batch}/indexing-status``: the batch's run as this service's
-    indexer knows it (``waiting``, ``indexing``, ``completed`` or ``error`` with the
-    reason), else the documents of the batch still stored, completed (404 for a batch
-    gcite did not make)."""
+    """``GET .../documents/{batch}/indexing-status``: the batch's run as the knowledge
+    base's job log has it (``waiting``, ``indexing``, ``completed`` or ``error`` with the
+    reason; with a pgvector store whichever process accepted the write, and ``error``
+    once that process died before it finished), else the documents of the batch still
+    stored, completed (404 for a batch gcite did not make)."""
     access: KnowledgeAccess = request.state.knowledge
-    job = None if access.remote else access.indexer().job(batch)
+    job = None if access.remote else await _blocking(lambda: access.indexer().job(batch))
     if job is not None:
         return {"data": [_job_status(job)]}
     ids = batch_documents(batch)

@@ -60,21 +60,30 @@ class Resources:
         self.knowledge = KnowledgeAccess(settings)
         self._probe: Any = None
 
-    async def readiness(self) -> dict[str, bool]:
+    async def readiness(self, *, background: bool = False) -> dict[str, bool]:
         """``GET /ready``'s checks: the knowledge store answers (it opens and lists its
         datasets: for a remote store, the knowledge process or ``knowledge_url`` service
         is reached), and the model is reachable (always, for the offline extractive
-        backend or with ``on_model_error = "extractive"``)."""
+        backend or with ``on_model_error = "extractive"``). ``background`` (the periodic
+        re-check of :class:`gcite.service.readiness.Readiness`): the store only, and only a
+        pgvector store of this process (its own connection to the database; an embedded store
+        is held by the process that opens it, a remote one would be asked over HTTP), and
+        no model request."""
         from gcite.generate.probe import ModelProbe
 
-        if self._probe is None:
-            self._probe = ModelProbe(self.settings)
         checks: dict[str, bool] = {}
+        own_database = not self.knowledge.remote and self.settings.knowledge.store == "pgvector"
+        if background and not own_database:
+            return checks
         try:
             await asyncio.to_thread(lambda: self.get_store().datasets())
             checks["store"] = True
         except Exception:
             checks["store"] = False
+        if background:
+            return checks
+        if self._probe is None:
+            self._probe = ModelProbe(self.settings)
         model = await self._probe.check()
         checks["model"] = model.ok or self.settings.llm.on_model_error == "extractive"
         return checks

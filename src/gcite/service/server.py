@@ -8,13 +8,16 @@ to uvicorn's own server:
 - ``on_ready()`` is called once the app's start-up ran and the server listens (a worker
   tells its supervisor so; a worker that exits before it is ready is a start-up failure,
   not a crash to repair by starting another).
-- On SIGTERM / SIGINT the server first stops listening, then gives the answers in flight
-  up to :data:`DRAIN_S` seconds to end on their own, then ends the rest as failed with an
-  ``error`` event (:meth:`gcite.service.runs.RunRegistry.interrupt_all`), so a client
-  learns that its answer broke off and the stored message says ``failed``; only then does
-  uvicorn close the connections and run the app's shutdown. A process killed with
-  ``SIGKILL`` can send nothing: its messages are marked failed by the next process that
-  starts on the same database (:mod:`gcite.service.instances`).
+- On SIGTERM / SIGINT the server first says it is draining (``/ready`` 503; a proxied
+  request still arriving on an open connection is answered 503 before anything runs, so
+  nginx sends it to another machine: :mod:`gcite.service.readiness`), stops listening,
+  then gives the answers in flight up to :data:`DRAIN_S` seconds to end on their own,
+  then ends the rest as failed with an ``error`` event
+  (:meth:`gcite.service.runs.RunRegistry.interrupt_all`), so a client learns that its
+  answer broke off and the stored message says ``failed``; only then does uvicorn close
+  the connections and run the app's shutdown. A process killed with ``SIGKILL`` can send
+  nothing: its messages are marked failed by the next process that starts on the same
+  database (:mod:`gcite.service.instances`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from gcite.service.http import BoundedHttpToolsProtocol
+from gcite.service.readiness import Readiness
 from gcite.service.runs import RunRegistry
 
 DRAIN_S = 5.0
@@ -60,6 +64,10 @@ class GciteServer(uvicorn.Server):
             self.on_ready()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        state = getattr(getattr(self, "lifespan", None), "state", None) or {}
+        readiness = state.get("readiness")
+        if isinstance(readiness, Readiness):  # requests still arriving go to other machines
+            readiness.drain()
         for server in self.servers:  # no new connections while the answers end
             server.close()
         runs = self.runs()
