@@ -34,6 +34,14 @@ def test_coverage_is_the_share_of_the_question_content_weight() -> None:
     assert coverage("？？", PATROL) == 0.0  # no content words
 
 
+def test_coverage_ignores_case_and_the_words_that_only_ask() -> None:
+    ups = "UPS：消防控制室和监控中心各配 1 套，后备时间 2 小时。"
+    assert coverage("ups后备时间", ups) == 1.0  # the tokeniser lowercases "UPS"
+    # "咋办" / "多长时间" are in no document: they do not dilute the coverage
+    assert coverage("电梯困人咋办", "电梯困人时请按紧急呼叫按钮。") == 1.0
+    assert coverage("夜间巡更多长时间一次", PATROL) == 1.0
+
+
 def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.8, 0.1, 0.5), 0.5).reason == "above_threshold"
     # the embedding found a passage on something else: little of the question in it
@@ -87,3 +95,17 @@ def test_a_lookalike_passes_nothing_even_to_a_backend_weighing_weak_chunks() -> 
     items = [_item(0.8, OTHER, "o"), _item(0.7, OTHER, "o2")]
     gated = admit("夜间巡更要打几个点位", items, 0.5, weak_floor=0.3)
     assert gated.decision.reason == "lookalike" and gated.items == []
+
+
+def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -> None:
+    five = [_item(0.04, OTHER, f"o{n}") for n in range(4)]
+    standing = [_item(0.2, PATROL, "p"), *five]  # 5x the background, under the floor
+    gated = admit("白班巡逻多久转一圈", standing, 0.5, weak_floor=0.3)
+    assert not gated.decision.answer and not gated.promoted
+    assert [i["metadata"]["segment_id"] for i in gated.items] == ["p"]  # only the best
+    assert admit("白班巡逻多久转一圈", standing, 0.5).items == []  # not to a model
+    # a best chunk scoring like the rest, or under the stand-out floor, is not passed on
+    alike = [_item(0.2, PATROL, "p"), *[_item(0.1, OTHER, f"o{n}") for n in range(4)]]
+    assert admit("白班巡逻多久转一圈", alike, 0.5, weak_floor=0.3).items == []
+    faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
+    assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []

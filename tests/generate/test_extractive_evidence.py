@@ -88,6 +88,18 @@ def test_one_shared_word_is_not_enough_below_the_threshold(backend: ExtractiveBa
     assert "[C:1]" in backend.answer("劳动合同要写明工伤保险吗？", strong)
 
 
+def test_one_shared_word_and_the_same_meaning_answer_below_the_threshold(
+    backend: ExtractiveBackend,
+) -> None:
+    found = (
+        "物权编 > 第九章 所有权取得的特别规定\n第三百一十七条 权利人领取遗失物时，"
+        "应当向拾得人或者有关部门支付保管遗失物等支出的必要费用。"
+    )
+    weak = [chunk("1", found, "物权编", 0.43, weak=True)]
+    answer = backend.answer("失主来领东西 要给捡到的人保管费吗", weak)
+    assert "支付保管遗失物等支出的必要费用" in answer and "[C:1]" in answer
+
+
 def test_a_chunk_above_the_threshold_comes_first(backend: ExtractiveBackend) -> None:
     chunks = [
         chunk("1", FAULTS, "故障报修与异常上报流程", 0.79),

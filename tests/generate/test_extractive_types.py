@@ -4,6 +4,7 @@ multi-part question answered part by part; a procedure with its steps."""
 
 from __future__ import annotations
 
+from gcite.generate.backends import WEAK_KEY
 from gcite.generate.extractive import answer_parts, compose_parts, pick_sentences
 from gcite.generate.prompt import NO_ANSWER
 from generate.test_extractive import CHUNKS, EXTINGUISHER, _answer
@@ -52,3 +53,21 @@ def test_a_procedure_gets_its_steps() -> None:
     assert "演练" not in quoted  # not the next section
     steps = _answer("干粉灭火器怎么用？", [{"id": "6", "content": EXTINGUISHER}])
     assert "第一步拔掉保险销" in steps and "第三步压下压把" in steps
+
+
+def test_a_sentence_giving_the_value_asked_for_needs_less_relevance() -> None:
+    assembly = {
+        "id": "8",
+        "content": "室外集合点设在大厦南侧广场的旗杆处，到达后向楼层引导员报到。"
+        "新入驻租户须参加消防培训。",
+        "document_title": "消防应急预案",
+        "source_type": "rag",
+    }
+    # one word of six in common ("集合"), but the sentence gives the place asked for
+    picks = pick_sentences("火灾跑出楼以后在哪集合", [assembly])
+    assert [p.sentence for p in picks] == [
+        "室外集合点设在大厦南侧广场的旗杆处，到达后向楼层引导员报到。"
+    ]
+    assert 0 < picks[0].relevance < 0.2  # under the relevance an untyped question needs
+    # not for a chunk scored below the retrieval's threshold
+    assert pick_sentences("火灾跑出楼以后在哪集合", [{**assembly, WEAK_KEY: True}]) == []

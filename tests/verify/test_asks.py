@@ -8,11 +8,13 @@ import pytest
 from gcite.verify import SupportModel, verify_answer
 from gcite.verify.asks import (
     answer_check,
+    asks_only,
     check_part,
     content_terms,
     gives,
     question_parts,
     question_types,
+    without_asking,
 )
 from gcite.verify.verifier import answering_report
 
@@ -33,6 +35,20 @@ from gcite.verify.verifier import answering_report
         ("火灾疏散的时候能坐电梯吗", ("yesno",)),
         ("wifi密码是多少", ("code",)),
         ("大厦食堂周五的特价菜是什么？", ()),
+        # a code named as the topic is not a code asked for
+        ("门禁管理员密码多久改一次", ("frequency",)),
+        # where to look something up: not a place, not the number itself
+        ("维保单位的联系方式在哪查", ("lookup",)),
+        ("灭火器放在哪里", ("place",)),
+        # what to do vs how in general
+        ("取件码忘了怎么办", ("procedure",)),
+        ("订了会议室没去签到会怎样", ("how",)),
+        ("访客怎么登记", ("how",)),
+        # which ones is a list; hours are a duration; a day needs a date
+        ("A线都要走哪几个点", ("list",)),
+        ("访客停车券能抵几个小时", ("duration",)),
+        ("复训安排在哪一天", ("date",)),
+        ("电梯维保单位叫什么公司", ("brand",)),
     ],
 )
 def test_question_types(question: str, types: tuple[str, ...]) -> None:
@@ -40,11 +56,35 @@ def test_question_types(question: str, types: tuple[str, ...]) -> None:
 
 
 def test_a_value_of_the_type_is_what_answers() -> None:
-    assert gives("money", "超出部分按物业收费标准计费") and gives("money", "罚款五千元")
+    assert gives("money", "罚款五千元") and gives("money", "每月免费使用")
     assert not gives("money", "巡更人员用巡检终端靠近 NFC 标签打卡")
     assert gives("phone", "物业服务热线：400-800-1234") and not gives("phone", "拨打热线")
     assert gives("duration", "物业须在 30 分钟内到场") and not gives("duration", "物业须到场")
     assert gives("frequency", "每月清洗一次集水盘") and gives("place", "消防控制室位于 1 层东侧")
+
+
+def test_a_what_to_do_question_is_answered_only_by_an_instruction() -> None:
+    assert gives("procedure", "打卡失败时，先擦拭标签重试两次") and gives("procedure", "立即撤离")
+    assert not gives("procedure", "快递和外卖人员统一在 1 层东门的快递柜取放。")
+    assert not check_part("取件码忘了怎么办", "快递统一在 1 层东门的快递柜取放。").typed
+    # "how" in general is a hint: a rule answers "会怎样"
+    assert check_part("订了会议室没去签到会怎样", "未签到的，系统自动释放该时段。").typed
+    assert gives("lookup", "维保单位联系方式见工程部共享盘。")
+    assert gives("date", "时间通常安排在 5 月和 11 月的第二个周三")
+    assert not gives("date", "每月漏打卡超过 3 次的人员须参加复训。")
+    # a fee standard named is no amount ("收多少钱" is not answered by it)
+    assert not gives("money", "超出部分按物业收费标准计费。")
+    assert not gives("lookup", "维保单位每 15 天保养一次。")
+
+
+def test_words_that_only_ask() -> None:
+    for word in ("咋办", "咋整", "哪查", "多长时间", "几个", "怎么样", "多少钱", "什么"):
+        assert asks_only(word), word
+    # content words, and nouns naming what is asked, stay
+    for word in ("电梯", "能撑", "上交", "密码", "价格", "联系方式", "一共", "会怎么样"):
+        assert not asks_only(word), word
+    assert without_asking({"电梯": 8.0, "咋办": 9.0}) == {"电梯": 8.0}
+    assert without_asking({"咋办": 9.0}) == {"咋办": 9.0}  # nothing else: kept
 
 
 @pytest.mark.parametrize(

@@ -20,10 +20,12 @@ corpus. The gate weighs the whole ranked list instead (:func:`decide`, pure):
 * otherwise nothing is admitted: the answer is a refusal.
 
 Coverage (:func:`coverage`) is the IDF-weighted share of the question's content words
-(:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser) found in the chunk's
-text. :func:`admit` applies the decision to the knowledge retrieval node's items, for the
-offline answerer and a language model alike. ``score_threshold`` 0 turns the gate off
-(every retrieved chunk is kept, as the threshold itself would).
+(:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser, without the words
+that only ask - "多长时间", "咋办", "哪查" - which no document repeats,
+:func:`gcite.verify.asks.without_asking`) found in the chunk's text, case ignored ("UPS"
+asked as "ups"). :func:`admit` applies the decision to the knowledge retrieval node's
+items, for the offline answerer and a language model alike. ``score_threshold`` 0 turns
+the gate off (every retrieved chunk is kept, as the threshold itself would).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gcite.knowledge.sparse import terms
+from gcite.verify.asks import without_asking
 
 FLOOR = 0.3
 """Below this relevance score a chunk is never promoted."""
@@ -46,6 +49,9 @@ BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
 """The rank (1-based) whose score is the background (0 when fewer chunks came back)."""
+STANDOUT_FLOOR = 0.1
+"""A best chunk under the weak floor that stands out of the list (``BACKGROUND_RATIO``)
+and scores at least this is still passed on as weak (see :func:`admit`)."""
 
 Reason = Literal["above_threshold", "promoted", "lookalike", "below_floor", "weak", "none", "off"]
 
@@ -87,13 +93,15 @@ class Admitted:
 
 def coverage(question: str, content: str) -> float:
     """IDF-weighted share (0-1) of ``question``'s content words found in ``content``
-    (as substrings, so a word cut differently in the chunk still counts). 0 for a
-    question without content words."""
-    weights = terms(question, search=False)
+    (as substrings, case ignored, so a word cut differently in the chunk still counts).
+    Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
+    the question has no other. 0 for a question without content words."""
+    weights = without_asking(terms(question, search=False))
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return sum(w for word, w in weights.items() if word in content) / total
+    low = content.lower()
+    return sum(w for word, w in weights.items() if word.lower() in low) / total
 
 
 def score_of(item: Mapping[str, Any]) -> float:
@@ -147,9 +155,13 @@ def admit(
     best first). Admitted: every chunk at or above ``threshold`` and a promoted best
     chunk - none when the decision refuses. ``weak_floor``: also pass on the other chunks
     scored at or above it (a backend that weighs weak chunks itself,
-    :func:`gcite.chatflow.run.weak_margin`), except for a lookalike; ``None``: only the
-    admitted ones. Pure."""
-    decision = decide(evidence(question, items), threshold)
+    :func:`gcite.chatflow.run.weak_margin`), and the best chunk when it stands out of
+    the list (``BACKGROUND_RATIO`` times the background, at least
+    :data:`STANDOUT_FLOOR`: a question in other words than the document's scores its
+    chunk low, but still far above the rest), except for a lookalike; ``None``: only
+    the admitted ones. Pure."""
+    ev = evidence(question, items)
+    decision = decide(ev, threshold)
     if decision.reason == "off":
         return Admitted(list(items), decision)
     admitted: list[dict[str, Any]] = []
@@ -164,7 +176,10 @@ def admit(
                 promoted.add(_segment_id(item))
     rest: list[dict[str, Any]] = []
     if weak_floor is not None and decision.reason != "lookalike":
-        rest = [i for i in items if i not in admitted and score_of(i) >= weak_floor]
+        floor = weak_floor
+        if ev.score >= max(STANDOUT_FLOOR, BACKGROUND_RATIO * ev.background):
+            floor = min(weak_floor, ev.score)
+        rest = [i for i in items if i not in admitted and score_of(i) >= floor]
     return Admitted(admitted + rest, decision, promoted)
 
 
@@ -181,6 +196,7 @@ __all__ = [
     "FLOOR",
     "LOOKALIKE_COVERAGE",
     "MIN_COVERAGE",
+    "STANDOUT_FLOOR",
     "Admitted",
     "Decision",
     "Evidence",

@@ -27,7 +27,13 @@ from typing import Any
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
-from gcite.verify.asks import check_part, gives_any, question_parts, question_types
+from gcite.verify.asks import (
+    check_part,
+    gives_any,
+    question_parts,
+    question_types,
+    strict_types,
+)
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -77,7 +83,10 @@ _STRICT: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (re.compile(r"多少钱|什么价|价格|收费多少|费用多少"), re.compile(r"\d\s*元|元|免费")),
     (re.compile(r"几点|什么时间开|开到几"), re.compile(r"\d{1,2}\s*[:：点]\s*\d{0,2}")),
-    (re.compile(r"密码"), re.compile(r"密码[是为：:]\s*\S")),
+    (
+        re.compile(r"(?:密码|验证码|取件码|口令)\s*(?:是|为)?\s*(?:多少|啥|什么|几)"),
+        re.compile(r"(?:密码|验证码|取件码|口令)\s*[是为：:]\s*\S"),
+    ),
 )
 #: Score added to a sentence that looks like the kind of answer the question asks for.
 CUE_BONUS = 0.15
@@ -114,6 +123,9 @@ def names_document(asked: str, title: str) -> bool:
     return bool(core) and any(_core_title(n) == core for n in _NAMED_RE.findall(asked))
 
 
+#: A sentence giving the strict type of value asked (a place for "在哪", a duration for
+#: "多久") may lead with this share of ``min_relevance``.
+TYPED_RELEVANCE_SHARE = 0.75
 #: A chunk the retrieval ranked first gets this much (a tie-break more than a vote: the
 #: retrieval's order is already in the chunk set, and a near-tie is often the wrong one).
 FIRST_RANK_BONUS = 0.02
@@ -127,6 +139,10 @@ WEAK_MARGIN = 0.2
 #: question) and this many of the question's words (see :func:`strong_evidence`).
 WEAK_SEMANTIC = 0.35
 WEAK_MIN_WORDS = 2
+#: ... or, with one of the question's words, this much embedding evidence (the same
+#: meaning said in other words: "失主来领东西要给保管费吗" / "权利人领取遗失物时，应当
+#: 支付保管遗失物等支出的必要费用").
+WEAK_SEMANTIC_ALONE = 0.5
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -460,8 +476,12 @@ def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> b
     """Whether a sentence of a chunk scored below the retrieval's threshold may answer:
     at least ``WEAK_MIN_WORDS`` of the question's words in the sentence itself, and its
     meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``; without an
-    embedder, lexical evidence ``LEXICAL_ALONE``)."""
-    if _words_found(weights, unit.quote) < WEAK_MIN_WORDS:
+    embedder, lexical evidence ``LEXICAL_ALONE``); or one of the question's words and
+    embedding evidence ``WEAK_SEMANTIC_ALONE``."""
+    found = _words_found(weights, unit.quote)
+    if semantic and found >= 1 and unit.semantic >= WEAK_SEMANTIC_ALONE:
+        return True
+    if found < WEAK_MIN_WORDS:
         return False
     if semantic:
         return unit.semantic >= WEAK_SEMANTIC
@@ -561,12 +581,19 @@ def gives_answer(unit: _Unit, asked: Asked) -> bool:
     sum of money for "多少钱", a duration for "多久", a phone number for "打哪个电话"."""
     if asked.strict and not any(p.search(unit.quote) for p in asked.strict):
         return False
-    return gives_any(asked.types, unit.quote)
+    # a "what to do" answer may open with the situation; its steps follow (checked on
+    # the whole answer by the second dimension)
+    return gives_any(tuple(t for t in asked.types if t != "procedure"), unit.quote)
 
 
 def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
     """Whether a sentence may be the answer's first sentence."""
-    if unit.relevance < asked.min_relevance or not gives_answer(unit, asked):
+    if not gives_answer(unit, asked):
+        return False
+    # a sentence holding the strict type of value asked needs less relevance
+    typed = bool(set(strict_types(asked.types)) - {"procedure"}) and not unit.weak
+    floor = TYPED_RELEVANCE_SHARE * asked.min_relevance if typed else asked.min_relevance
+    if unit.relevance < floor:
         return False
     if narrow.counts and asked.counted is not None and not asked.counted.search(unit.quote):
         return False

@@ -6,13 +6,17 @@ dimension (:func:`answer_check`: does the answer answer the question).
 
 * :func:`question_types` - the kinds of answer a question asks for (:data:`TYPES`): a sum
   of money (``money``), a duration or deadline (``duration``), how often
-  (``frequency``), how many (``count``), a clock time or date (``time``), a place
-  (``place``), a phone number (``phone``), who / which office (``who``), a name, brand
+  (``frequency``), how many (``count``), a day (``date``), a clock time or date
+  (``time``), a place
+  (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
+  a phone number (``phone``), who / which office (``who``), a name, brand
   or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
-  how to do it (``procedure``), which ones (``list``) and yes / no (``yesno``).
+  what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
+  "会怎样"), which ones (``list``) and yes / no (``yesno``).
   The first ones are *strict*: a text that does not contain such a value (a number
   with a money unit, a duration, a phone number...) does not answer, however close
-  its topic. ``procedure``, ``list`` and ``yesno`` only say what a good answer looks
+  its topic (a "what to do" question needs a sentence that says to do something).
+  ``how``, ``list`` and ``yesno`` only say what a good answer looks
   like (steps, an enumeration, a rule).
 * :func:`gives` - whether a text contains a value of a type.
 * :func:`question_parts` - a message holding several questions ("电梯困人怎么办，救援多久
@@ -33,6 +37,13 @@ from gcite.verify.text import bigram_coverage
 
 _NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
+
+
+#: A text saying what to do: a step, an instruction, an action.
+_PROCEDURE_ANSWER = re.compile(
+    r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
+    r"|上报|报修|登记|通过|扫描|出示|选择|填写|提交|关闭|打开|使用|须|应|请|先"
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,8 @@ TYPES: tuple[AskType, ...] = (
             r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴多少|补助多少|津贴|多少元|工资多少|贵不贵"
         ),
-        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|收费标准|计费|不另收"),
+        # an amount, or free of charge ("按收费标准计费" names no amount)
+        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收"),
     ),
     AskType(
         "frequency",
@@ -78,6 +90,15 @@ TYPES: tuple[AskType, ...] = (
             r"|几个月|几年|几个工作日|时限|期限|有效期|多快|提前多|保存多|保留多|多长[？?]?$|任期"
         ),
         _re(rf"{_NUM}\s*{_TIME_UNIT}|当天|当日|立即|立刻|马上|随时|长期|永久|之日起|以内|之内"),
+    ),
+    AskType(
+        "date",
+        # a day asked: a date, a weekday, a day of the month answers, not "每月" alone
+        _re(r"哪天|哪一天|几号|几月几|什么日子|日期|星期几|周几|礼拜几"),
+        _re(
+            r"\d+\s*[月日号]|[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
+            r"|每(?:年|月|周)[^，。；]{0,6}(?:日|号|周[一二三四五六日])|节假日|工作日|之日起"
+        ),
     ),
     AskType(
         "time",
@@ -102,7 +123,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "count",
         _re(
-            r"(?<!好)(?:几|多少)\s*(?:个|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"(?<![好哪])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
@@ -122,6 +143,11 @@ TYPES: tuple[AskType, ...] = (
         "ratio",
         _re(r"比例|百分之|多少比例|几成|占多少|百分比|几折|打折"),
         _re(r"\d\s*%|百分之|分之|\d\s*成|[一二三四五六七八九]成|比例|折"),
+    ),
+    AskType(
+        "lookup",
+        _re(r"(?:在哪|哪里|哪儿|去哪|到哪|哪能|从哪)(?:里|儿)?(?:能|可以)?(?:查|看|找|获取|下载)"),
+        _re(r"见|查阅|查询|查看|登录|公布|公示|张贴|共享盘|系统|平台|网站|小程序|页面"),
     ),
     AskType(
         "place",
@@ -147,12 +173,13 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "code",
-        _re(r"密码|验证码|取件码|口令"),
+        # the code's value asked ("密码是多少"), not a question about a code ("密码多久改")
+        _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为)?\s*(?:多少|啥|什么|几)"),
         _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为|[:：])\s*\S|\d{4,}"),
     ),
     AskType(
         "brand",
-        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|供应商|哪家的"),
+        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
     ),
     AskType(
@@ -163,7 +190,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "name",
         _re(r"叫什么名|名字|姓名|叫啥|叫什么"),
-        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅室馆楼]"),
+        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
     AskType(
         "who",
@@ -178,16 +205,21 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "procedure",
+        # what to do: an answer says it (a step, an instruction), else it does not answer
         _re(
-            r"怎么办|咋办|怎么处理|如何处理|怎么做|怎么弄|咋弄|怎么用|如何用|怎样用|咋用|怎么使用"
-            r"|如何使用|怎么操作|如何操作|步骤|流程|怎么报|怎么登记|咋登记|怎么预订|怎么订|咋订"
-            r"|怎么申请|如何申请|怎么走|该干啥|该做什么|要做什么|应该怎么|怎么才能|如何|怎样|咋整"
-            r"|怎么"
+            r"怎么办|咋办|咋整|怎么处理|如何处理|怎么做|怎么弄|咋弄|该干啥|该做什么|要做什么"
+            r"|该怎么|应该怎么|怎么用|如何用|怎样用|咋用|怎么使用|如何使用|怎么操作|如何操作|步骤"
         ),
+        _PROCEDURE_ANSWER,
+    ),
+    AskType(
+        "how",
+        # "how" in general ("怎么申请", "会怎样"): a good answer often has steps, not always
         _re(
-            r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
-            r"|上报|报修|登记|通过|扫描|出示|选择|填写|提交|关闭|打开|使用|须|应|请|先"
+            r"流程|怎么报|怎么登记|咋登记|怎么预订|怎么订|咋订|怎么申请|如何申请|怎么走|怎么才能"
+            r"|如何|怎样|怎么"
         ),
+        _PROCEDURE_ANSWER,
         strict=False,
     ),
     AskType(
@@ -211,11 +243,15 @@ _BY_NAME = {t.name: t for t in TYPES}
 #: how long; "电话多少" asks for a phone number, not a count).
 _SHADOWS = {
     "frequency": ("duration", "count", "time"),
-    "phone": ("count", "who", "procedure"),
+    "phone": ("count", "who", "procedure", "how"),
+    "procedure": ("how",),
     "money": ("count", "penalty"),
-    "penalty": ("procedure",),
+    "penalty": ("procedure", "how"),
     "measure": ("count",),
     "duration": ("time",),
+    "brand": ("name",),
+    "date": ("time", "place"),
+    "lookup": ("place", "phone"),
 }
 
 
@@ -284,6 +320,30 @@ _ASKING_RE = re.compile(
     r"什么|啥|哪|怎么|咋|怎样|如何|吗|呢|吧|啊|呀|哈|嘛|多少|几|多久|多长|会怎样|怎么样|请问|一下"
     r"|那个|哎|嗯|是不是|能不能|可不可以|有没有|要不要|会不会|行不行"
 )
+
+
+#: Interrogative morphemes: a word made of one and at most one other character ("哪查",
+#: "几个", "咋整") only asks.
+_INTERROGATIVE_RE = re.compile(r"什么|啥|哪|怎么?|咋|如何|吗|呢|多少|几|多久|多长|谁")
+
+
+def asks_only(word: str) -> bool:
+    """Whether a question's word only asks: it holds an interrogative ("哪", "咋", "多少")
+    and is an answer-type phrase as a whole ("多长时间", "咋办") or has at most one
+    other character ("哪查", "几个"). Such a word is in no document; counting it
+    dilutes a question's coverage. Nouns that name what is asked ("密码", "价格") do
+    not only ask."""
+    rest = _INTERROGATIVE_RE.sub("", word)
+    if len(rest) == len(word):
+        return False
+    return len(rest) <= 1 or any(kind.asked.fullmatch(word) for kind in TYPES)
+
+
+def without_asking(weights: dict[str, float]) -> dict[str, float]:
+    """``weights`` (word -> weight) without the words that only ask (:func:`asks_only`);
+    ``weights`` unchanged when every word only asks."""
+    kept = {word: weight for word, weight in weights.items() if not asks_only(word)}
+    return kept or weights
 
 
 def content_terms(question: str) -> dict[str, float]:
@@ -414,6 +474,7 @@ __all__ = [
     "AskType",
     "PartCheck",
     "answer_check",
+    "asks_only",
     "check_part",
     "content_terms",
     "gives",
@@ -421,5 +482,6 @@ __all__ = [
     "question_parts",
     "question_types",
     "strict_types",
+    "without_asking",
     "word_cover",
 ]
