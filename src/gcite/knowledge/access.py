@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from gcite.config import Settings
 from gcite.knowledge.admin import KnowledgeAdmin
+from gcite.knowledge.jobs import JobLog, MemoryJobLog
 from gcite.knowledge.protocol import KnowledgeStore
 
 if TYPE_CHECKING:
@@ -90,12 +91,11 @@ class KnowledgeAccess:
     def indexer(self) -> Indexer:
         """The worker that indexes documents accepted by the Knowledge API off the request
         path (:class:`~gcite.knowledge.indexing.Indexer`), started on first use, with the
-        knowledge base's job log (:func:`gcite.knowledge.jobs.open_job_log`: shared by
+        knowledge base's job log (:func:`open_job_log`: shared by
         every process of a pgvector store)."""
         with self._lock:
             if self._indexer is None:
                 from gcite.knowledge.indexing import Indexer
-                from gcite.knowledge.jobs import open_job_log
 
                 self._indexer = Indexer(open_job_log(self.settings))
             return self._indexer
@@ -135,4 +135,16 @@ class KnowledgeAccess:
         self.close()
 
 
-__all__ = ["KnowledgeAccess"]
+def open_job_log(settings: Settings) -> JobLog:
+    """The job log of the knowledge base of ``settings``: in the pgvector store's database
+    (``knowledge_database_url``, else ``database_url``) for ``store = "pgvector"``, else
+    in memory. Opening connects on first use (raises nothing here)."""
+    if settings.knowledge.store == "pgvector":
+        from gcite.knowledge.store import pgvector_url
+        from gcite.knowledge.stores.pgjobs import PgJobLog
+
+        return PgJobLog(pgvector_url(settings))
+    return MemoryJobLog()
+
+
+__all__ = ["KnowledgeAccess", "open_job_log"]

@@ -4,7 +4,7 @@ A :class:`Job` is one indexing run of the Knowledge API (Dify's ``batch``): the
 :class:`~gcite.knowledge.indexing.Indexer` of the process that accepted the write records
 it (:meth:`JobLog.record`) and its later states (:meth:`JobLog.update`); the
 ``indexing-status`` endpoint of any process reads it (:meth:`JobLog.get`). Where the log
-lives follows where the store lives (:func:`open_job_log`):
+lives follows where the store lives (:func:`gcite.knowledge.access.open_job_log`):
 
 - :class:`MemoryJobLog`: the embedded stores (Qdrant Edge, a Qdrant server with the data
   dir's catalog), which one knowledge process writes (the chat workers of ``gcite serve
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from gcite.knowledge.admin import DocumentInfo
 
 if TYPE_CHECKING:
-    from gcite.config import Settings
+    pass
 
 KEPT_JOBS = 1000
 """Jobs a log remembers (the newest; older batches answer from the stored documents)."""
@@ -142,18 +142,6 @@ class MemoryJobLog:
             self._jobs.clear()
 
 
-def open_job_log(settings: Settings) -> JobLog:
-    """The job log of the knowledge base of ``settings``: in the pgvector store's database
-    (``knowledge_database_url``, else ``database_url``) for ``store = "pgvector"``, else
-    in memory. Opening connects on first use (raises nothing here)."""
-    if settings.knowledge.store == "pgvector":
-        from gcite.knowledge.store import pgvector_url
-        from gcite.knowledge.stores.pgjobs import PgJobLog
-
-        return PgJobLog(pgvector_url(settings))
-    return MemoryJobLog()
-
-
 __all__ = [
     "KEPT_JOBS",
     "ORPHANED",
@@ -161,7 +149,6 @@ __all__ = [
     "Job",
     "JobLog",
     "MemoryJobLog",
-    "open_job_log",
     "orphaned",
     "replace_job",
 ]
