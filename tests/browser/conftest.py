@@ -87,6 +87,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             "embed_backend": "use",
             "qdrant_url": "",
             "ping_interval_s": 30.0,
+            # a hang guard only: on a busy machine a search can pass the 10 s default, and
+            # the scenarios need the chunks it finds
+            "kb_timeout_s": 120.0,
             "app_keys": [
                 ApiKey("demo-visitor", ()),
                 ApiKey("demo-ops", ("运维工程师",)),
