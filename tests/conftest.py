@@ -124,3 +124,26 @@ def law_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield LawStore(settings=settings, store=store, dataset=dataset, corpus_dir=corpus_dir)
     finally:
         store.close()
+
+
+# --------------------------------------------------------------------------- store owners
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_store_owner_per_process() -> Iterator[None]:
+    """One :class:`gcite.knowledge.store.StoreHandles` for every store a test opens without
+    naming an owner, as a real process has one (``gcite serve`` / ``demo`` / ``ask`` create
+    theirs and pass it on). Without it a session fixture's open store (``law_store``) and an
+    app a test builds on the same data would be two owners, and Qdrant Edge refuses the
+    second. Tests of several owners construct ``StoreHandles`` themselves."""
+    from gcite.knowledge import store
+    from gcite.service import resources
+
+    shared = store.StoreHandles()
+    patch = pytest.MonkeyPatch()
+    for module in (store, resources):
+        patch.setattr(module, "StoreHandles", lambda: shared)
+    try:
+        yield
+    finally:
+        patch.undo()
