@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -184,3 +185,44 @@ def test_the_in_use_hint_names_the_port_of_the_running_demo(tmp_path: Path) -> N
     # nothing noted (or garbage): the default port
     (tmp_path / "serving-url").write_text("javascript:alert(1)")
     assert "gcite ask --url http://127.0.0.1:8000 " in str(in_use_error("知识库", tmp_path))
+
+
+def test_prepare_reingests_a_store_of_an_older_ingest(demo_dir: Path, tmp_path: Path) -> None:
+    """A stamped data dir whose catalog lacks what ingestion now keeps (the documents'
+    query vocabulary) or lists another install's copy of the files is ingested again:
+    the stamp alone would leave query normalisation without a vocabulary."""
+    from gcite.knowledge import open_store
+    from gcite.knowledge.catalog import CATALOG_NAME
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    data = tmp_path / "demo"
+    shutil.copytree(demo_dir, data)
+    settings = demo_settings(data)
+    catalog_path = data / CATALOG_NAME
+    catalog = json.loads(catalog_path.read_text(encoding="utf-8"))
+    entries = catalog["datasets"][settings.knowledge.dataset]["documents"]
+    for info in entries.values():
+        del info[CATALOG_KEY]
+    stale = dict(next(iter(entries.values())), path="/elsewhere/handbook/01-patrol.md")
+    entries["00000000-0000-5000-8000-000000000000"] = stale
+    catalog_path.write_text(json.dumps(catalog, ensure_ascii=False), encoding="utf-8")
+    store = open_store(settings)
+    try:
+        assert "消防控制室" not in store.vocabulary().normalise("消控室在几楼")
+    finally:
+        store.close()
+
+    assert prepare_demo(settings).ingested
+    entries = json.loads(catalog_path.read_text(encoding="utf-8"))["datasets"][
+        settings.knowledge.dataset
+    ]["documents"]
+    assert all(CATALOG_KEY in info for info in entries.values())
+    assert {info["path"] for info in entries.values()} == {
+        str(p) for p in (SAMPLE_DIR / "handbook").glob("*.md")
+    }
+    store = open_store(settings)
+    try:
+        assert "消防控制室" in store.vocabulary().normalise("消控室在几楼")
+    finally:
+        store.close()
+    assert not prepare_demo(settings).ingested

@@ -8,7 +8,8 @@ reading ``gcite/sample_data/web``. Steps:
    keys bound to roles, ``allow_any_key``) plus the data dir and the forced offline choices;
 2. :func:`prepare_demo` — ingests ``sample_data/handbook`` unless the data dir already holds
    exactly this sample data with this embedding backend (a stamp file records a digest of
-   the files), and writes ``page.json`` (page title, suggested questions, identities);
+   the files) and its catalog lists these files with what ingestion keeps now (their
+   query vocabulary), and writes ``page.json`` (page title, suggested questions, identities);
 3. serve the chat service with the H5 page on ``127.0.0.1:PORT``, or with ``--once``
    answer one question in the terminal (same output as ``gcite ask``) and exit.
 """
@@ -128,7 +129,11 @@ def prepare_demo(settings: Settings, *, progress: bool = False, force: bool = Fa
             stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             stamp = {}
-        if isinstance(stamp, dict) and stamp.get("digest") == digest:
+        if (
+            isinstance(stamp, dict)
+            and stamp.get("digest") == digest
+            and _store_current(settings, documents)
+        ):
             return DemoState(ingested=False, documents=len(documents))
     report = ingest_paths(
         [handbook], settings=settings, dataset=settings.knowledge.dataset, progress=progress
@@ -136,6 +141,7 @@ def prepare_demo(settings: Settings, *, progress: bool = False, force: bool = Fa
     if not report.ok:
         failed = "；".join(f"{path.name}: {reason}" for path, reason in report.failed)
         raise ConfigError(f"示例数据导入失败：{failed}")
+    _drop_foreign(settings, documents)
     warm_web_index(settings)
     stamp_path.write_text(
         json.dumps({"digest": digest, "dataset": settings.knowledge.dataset}, ensure_ascii=False)
@@ -143,6 +149,58 @@ def prepare_demo(settings: Settings, *, progress: bool = False, force: bool = Fa
         encoding="utf-8",
     )
     return DemoState(ingested=True, documents=len(documents))
+
+
+def _demo_entries(settings: Settings) -> dict[str, Any] | None:
+    """The demo dataset's catalog entries ``{document_id: info}``; ``None`` when the data
+    dir holds no readable catalog."""
+    from gcite.knowledge.catalog import CATALOG_NAME, Catalog
+
+    try:
+        catalog = Catalog.load(Path(settings.data_dir) / CATALOG_NAME)
+    except StoreError:
+        return None
+    entries = catalog.datasets.get(settings.knowledge.dataset, {}).get("documents", {})
+    return entries if isinstance(entries, dict) else None
+
+
+def _store_current(settings: Settings, documents: list[Path]) -> bool:
+    """Whether the stamped knowledge base is what this gcite would ingest: the demo
+    dataset lists exactly ``documents`` (the bundled files at this install's path), each
+    with its query vocabulary. A data dir ingested by an older gcite (no vocabulary: query
+    normalisation would silently do nothing) or from another install's copy is not."""
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    entries = _demo_entries(settings)
+    if entries is None:
+        return False
+    paths = {str(info.get("path")) for info in entries.values() if isinstance(info, dict)}
+    return paths == {str(path) for path in documents} and all(
+        isinstance(info, dict) and CATALOG_KEY in info for info in entries.values()
+    )
+
+
+def _drop_foreign(settings: Settings, documents: list[Path]) -> None:
+    """Remove the demo dataset's documents that are not ``documents`` (ingested from
+    another install's copy of the sample data), so no answer cites a stale duplicate.
+    Raises the store's :class:`StoreError` when it cannot be written."""
+    from gcite.knowledge import open_store
+    from gcite.knowledge.manage import delete_document
+
+    current = {str(path) for path in documents}
+    foreign = [
+        document_id
+        for document_id, info in (_demo_entries(settings) or {}).items()
+        if not isinstance(info, dict) or str(info.get("path")) not in current
+    ]
+    if not foreign:
+        return
+    store = open_store(settings)
+    try:
+        for document_id in foreign:
+            delete_document(store, settings.knowledge.dataset, document_id)
+    finally:
+        store.close()
 
 
 def warm_web_index(settings: Settings) -> None:
