@@ -135,7 +135,7 @@ def service(
         web_base_url=web_standin_server.base_url,
         web_count=2,
         max_web_results=2,
-        web_timeout_s=5.0,  # a normal search on a busy machine stays well within it
+        web_timeout_s=120.0,  # a hang guard: a search is never cut short on a busy machine
     )
     with run_service(settings) as live:
         yield live
