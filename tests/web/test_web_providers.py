@@ -223,7 +223,7 @@ async def test_retry_after_beyond_the_budget_fails_at_once(case: Case, standin: 
         KEY,
         base_url=standin.base_url,
         timeout_s=GUARD_S,
-        retry=RetryPolicy(attempts=5, retry_after_max_s=60),
+        retry=RetryPolicy(attempts=5, retry_after_max_s=7200),  # the wish (1 h) passes the budget
     )
     with pytest.raises(SourceUnavailable, match="HTTP 503"):
         await search(source)
