@@ -207,7 +207,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   assert.notEqual(comp.data.sheet.buttonDisabled, true);
   h.writeArtifact('03-sheet-rag-office', '半屏（知识库，蓝色）：Word 原文，Office 提示，完整原文 = 下载并打开', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'openDocument'; }); }, 'the document opened');
   const download = net.calls.find(function (c) { return c.api === 'downloadFile'; });
   assert.equal(download.options.url, 'https://files.minghu-tower.example/contracts/maintenance-2026.docx');
   const open = net.calls.find(function (c) { return c.api === 'openDocument'; });
@@ -216,7 +216,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   // A failed download says why and offers the link.
   net.download = { fail: { errMsg: 'downloadFile:fail url not in domain list' } };
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return /downloadFile 合法域名/.test(domOf(comp, '.sheet-hint').textContent); }, 'the failed download explained');
   assert.match(domOf(comp, '.sheet-hint').textContent, /downloadFile 合法域名/);
   assert.ok(domOf(comp, '.sheet-copy'), '复制链接 offered after a failed download');
   delete net.download;
@@ -264,7 +264,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   assert.equal(button.getAttribute('data-action'), 'webview');
   h.writeArtifact('05-sheet-web', '半屏（公网，绿色）：业务域名内，完整原文打开 web-view', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'navigateTo'; }); }, 'the web-view opened');
   const nav = net.calls.find(function (c) { return c.api === 'navigateTo'; });
   assert.equal(nav.options.url, '/pages/webview/webview?url=' + encodeURIComponent('https://news.city-daily.example/2025/07/15/elevator-safety.html'));
 });
@@ -282,7 +282,7 @@ test('a web page outside the business domains: the button copies the link and sa
   assert.match(domOf(comp, '.sheet-hint').textContent, /业务域名/);
   h.writeArtifact('06-sheet-web-copy-link', '半屏（公网）：域名不在业务域名中，复制链接并说明原因', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'showToast'; }); }, 'the link copied');
   const copy = net.calls.find(function (c) { return c.api === 'setClipboardData'; });
   assert.match(copy.options.data, /^https:\/\/www\.wenda-forum\.example\//);
   assert.ok(net.calls.some(function (c) { return c.api === 'showToast' && c.options.title === '链接已复制'; }));
