@@ -124,7 +124,7 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
             ApiKey(RETRIEVAL_KEY, ("安保主管",)),
             ApiKey(RETRIEVAL_EXPOSE_KEY, ("安保主管",), expose_roles=True),
         ],
-        "kb_timeout_s": 20.0,
+        "kb_timeout_s": 120.0,  # a hang guard: a search is never cut short on a busy machine
     }
     values.update(extra)
     return Settings.from_keys(**values)
