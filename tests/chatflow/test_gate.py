@@ -107,5 +107,9 @@ def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -
     # a best chunk scoring like the rest, or under the stand-out floor, is not passed on
     alike = [_item(0.2, PATROL, "p"), *[_item(0.1, OTHER, f"o{n}") for n in range(4)]]
     assert admit("白班巡逻多久转一圈", alike, 0.5, weak_floor=0.3).items == []
+    # three times the background stands out (the answerer still weighs it)
+    apart = [_item(0.15, PATROL, "p"), *[_item(0.05, OTHER, f"o{n}") for n in range(4)]]
+    apart_items = admit("白班巡逻多久转一圈", apart, 0.5, weak_floor=0.3).items
+    assert [i["metadata"]["segment_id"] for i in apart_items] == ["p"]
     faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
     assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []

@@ -3,7 +3,8 @@
 Every gold passage occurs in one of its gold documents, some alternative of every answer
 keyword group occurs in them (spaces ignored), and every gold law article is an article
 of its law file. Also the sizes and mix each set promises in its README
-(``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``).
+(``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``,
+``benchmarks/data/frozen-3``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,26 @@ SETS = [
         laws_unanswerable=6,
         near_docs_required=True,
         laws_categories={"layperson": 1, "colloquial": 1, "multi-part": 1},
+    ),
+    FrozenSet(
+        folder="frozen-3",
+        handbook_total=100,
+        handbook_answerable=69,
+        handbook_categories={
+            "colloquial": 33,
+            "abbreviation": 7,
+            "typo": 8,
+            "extra-words": 6,
+            "multi-part": 7,
+            "follow-up": 8,
+            "close-unanswerable": 24,
+            "off-topic": 8,
+        },
+        laws_total=50,
+        laws_answerable=44,
+        laws_unanswerable=7,
+        near_docs_required=True,
+        laws_categories={"layperson": 20, "colloquial": 19, "multi-part": 5},
     ),
 ]
 IDS = [s.folder for s in SETS]

@@ -100,6 +100,17 @@ def test_one_shared_word_and_the_same_meaning_answer_below_the_threshold(
     assert "支付保管遗失物等支出的必要费用" in answer and "[C:1]" in answer
 
 
+def test_a_weak_sentence_giving_the_strict_value_asked_may_answer_close_in_meaning(
+    backend: ExtractiveBackend,
+) -> None:
+    weak = [chunk("1", FAULTS, "故障报修与异常上报流程", 0.35, weak=True)]
+    # one shared word ("处理"), a duration asked and given, the meaning close
+    answer = backend.answer("墙皮脏了报修以后多久处理", weak)
+    assert "24 小时内处理完毕" in answer and "[C:1]" in answer
+    # no value of the type asked (a price): still refused
+    assert backend.answer("墙皮脏了报修以后收多少钱", weak) == NO_ANSWER
+
+
 def test_a_chunk_above_the_threshold_comes_first(backend: ExtractiveBackend) -> None:
     chunks = [
         chunk("1", FAULTS, "故障报修与异常上报流程", 0.79),

@@ -50,8 +50,11 @@ BACKGROUND_RATIO = 4.0
 BACKGROUND_RANK = 5
 """The rank (1-based) whose score is the background (0 when fewer chunks came back)."""
 STANDOUT_FLOOR = 0.1
-"""A best chunk under the weak floor that stands out of the list (``BACKGROUND_RATIO``)
+"""A best chunk under the weak floor that stands out of the list (:data:`STANDOUT_RATIO`)
 and scores at least this is still passed on as weak (see :func:`admit`)."""
+STANDOUT_RATIO = 2.5
+"""A best chunk stands out of the list (to be passed on as weak) at this many times the
+background score: the answerer still needs strong evidence to quote it."""
 
 Reason = Literal["above_threshold", "promoted", "lookalike", "below_floor", "weak", "none", "off"]
 
@@ -177,7 +180,7 @@ def admit(
     rest: list[dict[str, Any]] = []
     if weak_floor is not None and decision.reason != "lookalike":
         floor = weak_floor
-        if ev.score >= max(STANDOUT_FLOOR, BACKGROUND_RATIO * ev.background):
+        if ev.score >= max(STANDOUT_FLOOR, STANDOUT_RATIO * ev.background):
             floor = min(weak_floor, ev.score)
         rest = [i for i in items if i not in admitted and score_of(i) >= floor]
     return Admitted(admitted + rest, decision, promoted)
@@ -197,6 +200,7 @@ __all__ = [
     "LOOKALIKE_COVERAGE",
     "MIN_COVERAGE",
     "STANDOUT_FLOOR",
+    "STANDOUT_RATIO",
     "Admitted",
     "Decision",
     "Evidence",

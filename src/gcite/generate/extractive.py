@@ -143,6 +143,10 @@ WEAK_MIN_WORDS = 2
 #: meaning said in other words: "失主来领东西要给保管费吗" / "权利人领取遗失物时，应当
 #: 支付保管遗失物等支出的必要费用").
 WEAK_SEMANTIC_ALONE = 0.5
+#: ... or, giving the strict type of value asked (a duration for "多久", a place for
+#: "在哪"), this much embedding evidence without any of the question's words (the
+#: question said in other words than the document's).
+WEAK_TYPED_SEMANTIC = 0.35
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -591,7 +595,8 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
     if not gives_answer(unit, asked):
         return False
     # a sentence holding the strict type of value asked needs less relevance
-    typed = bool(set(strict_types(asked.types)) - {"procedure"}) and not unit.weak
+    strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
+    typed = strictly_typed and not unit.weak
     floor = TYPED_RELEVANCE_SHARE * asked.min_relevance if typed else asked.min_relevance
     if unit.relevance < floor:
         return False
@@ -599,7 +604,12 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
         return False
     if narrow.deadlines and not _DEADLINE_RE.search(unit.quote):
         return False
-    return not unit.weak or strong_evidence(unit, asked.weights, asked.semantic)
+    if not unit.weak:
+        return True
+    # a weak sentence giving the strict type of value asked, close in meaning
+    if strictly_typed and asked.semantic and unit.semantic >= WEAK_TYPED_SEMANTIC:
+        return True
+    return strong_evidence(unit, asked.weights, asked.semantic)
 
 
 def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
