@@ -18,6 +18,7 @@ const KEYS = '监控中心的备用钥匙放在哪里？';
 const BROKEN = '巡更中断测试';
 const GREETING = '你好';
 const THINKING = '思考一下：巡更有多少个点位？';
+const THINK_CUT = '标签截断：巡更有多少个点位？';
 const MARKDOWN = '用列表和表格格式总结夜间巡更要点';
 // the scripted answer cites the fault levels (supported) and an unrelated chunk (weak)
 const VERIFY = '空调不制冷多久能来人？';
@@ -521,6 +522,21 @@ test('reasoning (<think>) is shown apart and collapsed; its markers are neither 
   assert.equal(domOf(comp, '.reasoning-text').textContent, '用户问巡更点位，资料里写了 24 个点位。');
   assert.doesNotMatch(comp.dom.textContent, h.RAW_MARKER);
   h.writeArtifact('14-reasoning', '思考过程：与回答分开显示，默认折叠', comp);
+});
+
+test('a stream cut right after the opening <think tag shows no "<think" as the answer', { skip }, async function () {
+  reset({ seed: 39, maxChunk: 2 });
+  const comp = mount();
+  const done = await h.ask(comp, THINK_CUT);
+  assert.equal(service.lastTurn(THINK_CUT).answer, '<think', 'the model sent the cut tag');
+  assert.notEqual(done.status, 'done');
+  assert.equal(h.rt.toText(h.nodesOf(comp)), '');
+  comp.frames.forEach(function (f, i) {
+    assert.doesNotMatch(f.text + f.domText, /<\s*think/i, 'render ' + i + ' shows the cut tag');
+  });
+  assert.doesNotMatch(comp.dom.textContent, /<\s*think/i);
+  assert.equal(comp.data.reasoning, '');
+  assert.ok(domOf(comp, '.answer-retry'), '重试 is offered');
 });
 
 test('a stream that ends without message_end: the incomplete-answer state with 重试', { skip }, async function () {
