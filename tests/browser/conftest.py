@@ -23,7 +23,15 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import RECORDER_JS, VIEWPORT, XSS_DOC, XSS_WEB, Live, Scenarios
+from browser.scenarios import (
+    HANG_GUARD_MS,
+    RECORDER_JS,
+    VIEWPORT,
+    XSS_DOC,
+    XSS_WEB,
+    Live,
+    Scenarios,
+)
 from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin
 
@@ -148,7 +156,7 @@ def page(browser: Any, live: Live) -> Iterator[Any]:
     )
     context.add_init_script(RECORDER_JS)
     pg = context.new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(HANG_GUARD_MS)
     dialogs: list[str] = []
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     pg.dialogs = dialogs

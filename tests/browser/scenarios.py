@@ -13,6 +13,9 @@ from support.openai_standin import OpenAIStandin, Script
 
 #: Phone viewport of every browser test (CSS pixels).
 VIEWPORT = {"width": 390, "height": 844}
+HANG_GUARD_MS = 120_000
+"""How long a page action or wait may take before it fails (milliseconds): a hang guard,
+never a speed limit (an answer on a loaded machine can take tens of seconds)."""
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 XSS_DOC = f"""---

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from browser.scenarios import MARKDOWN_QUESTION, VERIFY_QUESTION, VIEWPORT, Live
+from browser.scenarios import HANG_GUARD_MS, MARKDOWN_QUESTION, VERIFY_QUESTION, VIEWPORT, Live
 from browser.test_page import ask
 from support.openai_standin import Script
 
@@ -54,7 +54,7 @@ def scheme_page(request: Any, browser: Any, live: Live) -> Iterator[Any]:
         bypass_csp=True,  # axe is injected as an inline script
     )
     pg = context.new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(HANG_GUARD_MS)
     pg.goto(live.url + "/")
     pg.wait_for_selector("body[data-ready='true']")
     try:
@@ -189,6 +189,7 @@ def test_axe_finds_no_serious_violation_in_the_mini_program_renderings(
     context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD_MS)
         problems: list[str] = []
         for file in files:
             page.goto(file.as_uri())

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from browser.scenarios import (
+    HANG_GUARD_MS,
     HOSTILE_QUESTION,
     MARKDOWN_QUESTION,
     TWO_PASSAGES_QUESTION,
@@ -299,6 +300,7 @@ def test_dark_mode_follows_the_system(browser: Any, live: Live, artifacts: Path)
     )
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD_MS)
         page.goto(live.url + "/")
         page.wait_for_selector("body[data-ready='true']")
         message = ask(page, MARKDOWN_QUESTION)
@@ -323,6 +325,7 @@ def test_copy_and_retry_a_finished_answer(browser: Any, live: Live) -> None:
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD_MS)
         page.goto(live.url + "/")
         page.wait_for_selector("body[data-ready='true']")
         message = ask(page, MARKDOWN_QUESTION)
@@ -427,6 +430,7 @@ def test_nothing_is_cut_at_320_pixels(browser: Any, live: Live) -> None:
     context = browser.new_context(viewport={"width": 320, "height": 640}, is_mobile=True)
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD_MS)
         page.goto(live.url + "/")
         page.wait_for_selector("body[data-ready='true']")
         message = ask(page, MARKDOWN_QUESTION)

@@ -140,6 +140,6 @@ def test_the_sheet_shows_list_items_as_bullets(page: Any, live: Live) -> None:
     message.locator(".panel-head").click()
     message.locator(f".g-cite-item[data-raw-id='{turn.cited['rag']}']").click()
     text = page.locator("#sheet-text").inner_text()
-    if re.search(r"(?m)^\s*- ", content):
-        assert "• " in text
+    assert re.search(r"(?m)^\s*- ", content), "the cited chunk holds a Markdown list"
+    assert "• " in text
     assert not re.search(r"(?m)^\s*[-*+] ", text), text

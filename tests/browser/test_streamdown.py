@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from browser.scenarios import HANG_GUARD_MS
 from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin, Script
 
@@ -207,6 +208,7 @@ def sd_page(browser: Any, streamdown_bundle: str) -> Iterator[Any]:
     last one."""
     context = browser.new_context(locale="zh-CN")
     page = context.new_page()
+    page.set_default_timeout(HANG_GUARD_MS)
     page.set_content("<!doctype html><meta charset='utf-8'><title>streamdown</title><body></body>")
     page.add_script_tag(content=streamdown_bundle)
     try:

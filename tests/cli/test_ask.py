@@ -322,11 +322,19 @@ def test_a_remote_follow_up_sends_the_conversation_id() -> None:
     with dify_standin() as server:
         server.replies.append(Reply(body=dify_answer(["夜间每小时一次[C:1]。"], CHUNKS)))
         server.replies.append(Reply(body=dify_answer(["白天两小时一次[C:1]。"], CHUNKS)))
-        code, _, err = invoke("夜间巡更多久一次？", "--url", server.url)
+        code, _, err = invoke("夜间巡更多久一次？", "--url", server.url, "--key", "app-secret")
         assert code == 0, err
         cid = CONVERSATION.search(err).group(1)  # type: ignore[union-attr]
+        # the printed follow-up command names the service (the key itself is not printed)
+        assert f'gcite ask --conversation {cid} --url {server.url} --key … "…"' in err, err
+        assert "app-secret" not in err
         code, _, err = invoke("那白天呢？", "--url", server.url, "--conversation", cid)
         assert code == 0, err
+        # conversation mode through the service ends with the same command
+        server.replies.append(Reply(body=dify_answer(["好[C:1]。"], CHUNKS)))
+        result = CliRunner().invoke(ask, ["--url", server.url], input="问题\n\n")
+        assert result.exit_code == 0, result.stderr
+        assert f"（继续：gcite ask --conversation {cid} --url {server.url}）" in result.stderr
     bodies = [r["json"] for r in server.requests]
     assert bodies[0]["conversation_id"] == "" and bodies[1]["conversation_id"] == cid
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -122,18 +123,18 @@ def test_demo_serves_page_and_identities(demo_dir: Path, tmp_path: Path) -> None
         line = proc.stdout.readline()
         url = f"http://127.0.0.1:{port}/"
         assert line.strip() == f"演示已启动: {url}"
-        for _ in range(200):
+        deadline = time.monotonic() + 120  # a hang guard
+        while True:
             try:
-                page = httpx.get(url, timeout=2)
+                page = httpx.get(url, timeout=60)
                 break
             except httpx.TransportError:
                 proc.poll()
                 assert proc.returncode is None, proc.stderr.read() if proc.stderr else ""
-                import time
-
+                assert time.monotonic() < deadline, "the demo did not answer"
                 time.sleep(0.1)
         assert page.status_code == 200 and "/static/app.js" in page.text
-        config = httpx.get(url + "page-config.json").json()
+        config = httpx.get(url + "page-config.json", timeout=60).json()
         assert [i["label"] for i in config["identities"]] == ["访客", "运维工程师", "安保主管"]
         question = "监控中心的备用钥匙放在哪里？"
         visitor = run_gcite("ask", question, "--url", url, "--key", "demo-visitor")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from browser.scenarios import HANG_GUARD_MS
 from gcite.eval import EvalQuestion, Observation, judge, render_html, report_document
 
 pytestmark = pytest.mark.browser
@@ -70,6 +71,7 @@ def test_report_renders_charts_and_the_verdict_table(chromium: Any, tmp_path: Pa
     path = _report(tmp_path)
     context = chromium.new_context(viewport={"width": 1200, "height": 900}, locale="zh-CN")
     page = context.new_page()
+    page.set_default_timeout(HANG_GUARD_MS)
     requests: list[str] = []
     errors: list[str] = []
     page.on("request", lambda r: requests.append(r.url))

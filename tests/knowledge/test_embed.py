@@ -163,7 +163,7 @@ def test_query_batcher_returns_every_caller_its_own_row_while_queries_keep_comin
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(120)  # a hang guard
     assert not wrong and not any(t.is_alive() for t in threads)
     # each call embeds at most one batch (its own query's) and then returns: a leader
     # that kept the lead would embed batch after batch for as long as queries came

@@ -147,7 +147,7 @@ class _Admin:
         return SimpleNamespace(document=doc, roles_change=None)
 
     def run_upsert(self, planned: object, data: bytes) -> Upserted:
-        assert self.release.wait(60)  # a hang guard
+        assert self.release.wait(120)  # a hang guard
         doc = planned.document  # type: ignore[attr-defined]
         if data == b"bad":
             raise StoreError("嵌入服务不可用")

@@ -412,7 +412,7 @@ def test_tags_and_bindings_reach_a_catalog_open_in_another_store(pgvector_url: s
         writer, reader = PgCatalog(writer_index), PgCatalog(reader_index)
         writer.dataset("标签库")
         writer.save()
-        deadline = time.monotonic() + 30  # a hang guard for the notifications
+        deadline = time.monotonic() + 120  # a hang guard for the notifications
         while "标签库" not in reader.datasets:
             assert time.monotonic() < deadline, "the notification never arrived"
             reader.refresh()

@@ -9,7 +9,6 @@ request to the caller's roles.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from gcite.knowledge.remote import RemoteStore
 from gcite.service.app import create_app
 from gcite.testing import free_port, live_service
 from gcite.testing.corpus import MANIFEST, write_mixed
+from gcite.testing.indexing import indexed
 from gcite.testing.store_contract import DATASET, KnowledgeStoreContract
 
 PREFIX = "/dify"
@@ -117,17 +117,10 @@ def test_a_service_without_a_store_answers_through_the_knowledge_service(
 
 
 def _indexed(url: str, headers: dict[str, str]) -> None:
-    """Poll a batch's indexing-status until it completed (a hang guard bounds it)."""
-    deadline = time.monotonic() + 300
-    while True:
-        answer = httpx.get(url, headers=headers, timeout=60)
-        assert answer.status_code == 200, answer.text
-        [item] = answer.json()["data"]
-        assert item["indexing_status"] != "error", item
-        if item["indexing_status"] == "completed":
-            return
-        assert time.monotonic() < deadline, "indexing never finished"
-        time.sleep(0.05)
+    """Wait until a batch completed (a hang guard bounds it)."""
+    with httpx.Client(headers=headers, timeout=60) as client:
+        item = indexed(client, url)
+    assert item["indexing_status"] == "completed", item
 
 
 def test_a_role_change_is_seen_by_every_worker_at_its_next_request(endpoint: str) -> None:

@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -99,11 +100,12 @@ def test_two_workers_answer_through_the_knowledge_process(tmp_path: Path) -> Non
         # a worker killed with SIGKILL is replaced while the other keeps answering
         victim, other = _children(proc.pid)
         os.kill(victim, signal.SIGKILL)
-        gone = time.monotonic() + 60  # a hang guard: until its socket is closed (a
-        while process_start(victim) is not None:  # connection queued at it is reset)
+        gone = time.monotonic() + 60  # a hang guard: until it is gone
+        while process_start(victim) is not None:
             assert time.monotonic() < gone
             time.sleep(0.05)
-        for _ in range(6):  # new connections: whichever worker the kernel picks answers
+        for _ in range(6):  # new connections: the other worker or, on the dead one's
+            # socket, its replacement once it listens (such a connection waits in the queue)
             r = httpx.post(url, json=payload, headers={"Authorization": "Bearer ops"}, timeout=60)
             assert r.status_code == 200, r.text
         deadline = time.monotonic() + 120  # a hang guard
@@ -502,3 +504,88 @@ def test_a_worker_that_exits_before_it_is_ready_stops_the_set_one_that_was_ready
         finally:
             children.stop()
             workers.close()
+
+
+def _accept_queues(port: int) -> dict[int, int]:
+    """``{socket inode: connections in its accept queue}`` of every listening IPv4 socket
+    on ``port`` (``/proc/net/tcp``: a listener's ``rx_queue`` is its accept queue)."""
+    queues: dict[int, int] = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, queue, inode = fields[1], fields[3], fields[4], int(fields[9])
+        if state == "0A" and int(local.split(":")[1], 16) == port:
+            queues[inode] = int(queue.split(":")[1], 16)
+    return queues
+
+
+def _listening_inode(pid: int, port: int) -> int:
+    """The inode of the listening socket on ``port`` that process ``pid`` holds."""
+    held = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            held.add(int(target[8:-1]))
+    (inode,) = held & set(_accept_queues(port))
+    return inode
+
+
+def test_connections_queued_at_a_worker_that_is_killed_are_answered_by_its_replacement(
+    tmp_path: Path,
+) -> None:
+    """A stopped worker (SIGSTOP) accepts nothing, so the connections the kernel routes to
+    its socket are known to be queued there (its accept queue, read from /proc, grows by
+    one); the others are answered by the other worker. Then the stopped worker is killed
+    with SIGKILL: every request still gets a whole answer, the queued ones from the worker
+    started in its place on the same socket (none is reset)."""
+    data = _ingest(tmp_path)
+    with ServeWorkers(data, 2, tmp_path / "serve.log") as served:
+        url = f"{served.base}/v1/chat-messages"
+        payload = {"query": "电梯维保多久一次？", "user": "u", "response_mode": "blocking"}
+        results: dict[str, str | dict[str, Any]] = {}
+
+        def ask(request_id: str) -> None:
+            headers = {"Authorization": "Bearer ops", "X-Request-Id": request_id}
+            try:
+                r = httpx.post(url, json=payload, headers=headers, timeout=300)
+            except httpx.TransportError as exc:
+                results[request_id] = type(exc).__name__
+                return
+            results[request_id] = r.json() if r.status_code == 200 else r.text
+
+        victim = min(served.worker_pids)
+        others = served.worker_pids - {victim}
+        inode = _listening_inode(victim, served.port)
+        os.kill(victim, signal.SIGSTOP)
+        threads: list[threading.Thread] = []
+        queued: list[str] = []
+        try:
+            while len(queued) < 3:  # new connections until three wait at the victim
+                assert len(threads) < 200, "the kernel never picked the stopped worker"
+                before = _accept_queues(served.port)[inode]
+                request_id = uuid.uuid4().hex
+                thread = threading.Thread(target=ask, args=(request_id,))
+                thread.start()
+                threads.append(thread)
+                deadline = time.monotonic() + 120  # a hang guard
+                while thread.is_alive():
+                    if _accept_queues(served.port)[inode] > before:
+                        queued.append(request_id)
+                        break
+                    assert time.monotonic() < deadline, "neither answered nor queued"
+                    time.sleep(0.02)
+        finally:
+            os.kill(victim, signal.SIGKILL)
+        for thread in threads:
+            thread.join(timeout=300)  # a hang guard
+            assert not thread.is_alive()
+        for request_id, result in results.items():
+            assert isinstance(result, dict), (request_id in queued, result)
+            assert result["answer"], result
+            assert any("elevator" in t or "电梯" in t for t in _titles(result)), result
+        assert len(results) == len(threads)
+        (replacement,) = served.replaced(victim) - others
+        assert {served.pid_of(request_id) for request_id in queued} == {replacement}
+        assert _listening_inode(replacement, served.port) == inode

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ import httpx
 import pytest
 
 from gcite.knowledge.jobs import ORPHANED
+from gcite.testing.indexing import indexed, status_url
 from support.openai_standin import OpenAIStandin, Script
 from support.pg import fresh_database
 from support.serve_workers import ServeWorkers, children
@@ -106,11 +106,8 @@ def _status(services: Services, batch: str) -> dict[str, Any]:
 
 def _finished(services: Services, batch: str) -> dict[str, Any]:
     """Poll ``b`` until the batch is no longer waiting or indexing (a hang guard)."""
-    deadline = time.monotonic() + 300
-    while (item := _status(services, batch))["indexing_status"] in UNFINISHED:
-        assert time.monotonic() < deadline, item
-        time.sleep(0.05)
-    return item
+    with httpx.Client(headers=ADMIN, timeout=60) as client:
+        return indexed(client, status_url(services.b.base, services.dataset, batch))
 
 
 def _contents(services: Services, document_id: str) -> list[str]:

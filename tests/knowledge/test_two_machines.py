@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gcite.testing.indexing import indexed, status_url
 from support.nginx import Nginx, nginx_binary
 from support.openai_standin import OpenAIStandin, Script
 from support.pg import fresh_database
@@ -134,13 +135,8 @@ def _create(base: str, dataset: str, name: str, text: str, roles: list[str] | No
     )
     assert r.status_code == 200, r.text
     # indexed after the answer (as in Dify): wait for the batch (a hang guard bounds it)
-    status = f"{base}/v1/datasets/{dataset}/documents/{r.json()['batch']}/indexing-status"
-    deadline = time.monotonic() + 300
-    while (item := httpx.get(status, headers=ADMIN, timeout=60).json()["data"][0])[
-        "indexing_status"
-    ] not in {"completed", "error"}:
-        assert time.monotonic() < deadline, "indexing never finished"
-        time.sleep(0.05)
+    with httpx.Client(headers=ADMIN, timeout=60) as client:
+        item = indexed(client, status_url(base, dataset, r.json()["batch"]))
     assert item["indexing_status"] == "completed", item
 
 

@@ -124,7 +124,7 @@ def sdk_settings(data_dir: Path, db: Path, **extra: Any) -> Settings:
             ApiKey(RETRIEVAL_KEY, ("安保主管",)),
             ApiKey(RETRIEVAL_EXPOSE_KEY, ("安保主管",), expose_roles=True),
         ],
-        "kb_timeout_s": 20.0,
+        "kb_timeout_s": 120.0,  # a hang guard: a search is never cut short on a busy machine
     }
     values.update(extra)
     return Settings.from_keys(**values)
@@ -161,7 +161,7 @@ def sdk_service(sdk_kb: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             web_base_url=web.base_url,
             web_count=2,
             max_web_results=1,
-            web_timeout_s=5.0,
+            web_timeout_s=120.0,  # a hang guard: a search is never cut short on a busy machine
         )
         with live_service(create_app(settings)) as base_url:
             yield SdkService(base_url, settings, llm)

@@ -40,7 +40,7 @@ def _chat_settings(data_dir: Path, db: Path, llm: OpenAIStandin, **extra: Any) -
         "llm_base_url": llm.base_url,
         "llm_model": "standin-model",
         "llm_api_key": "sk-test",
-        "kb_timeout_s": 20.0,
+        "kb_timeout_s": 120.0,  # a hang guard: a search is never cut short on a busy machine
     }
     values.update(extra)
     return Settings.from_keys(**values)

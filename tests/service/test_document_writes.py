@@ -23,6 +23,7 @@ from service_streams import LiveServer, run_service
 from gcite.config import ApiKey, Settings
 from gcite.knowledge.faults import FAULT_ENV
 from gcite.testing import free_port
+from gcite.testing.indexing import indexed, status_url
 
 SAMPLE_WEB = Path(__file__).resolve().parents[2] / "src" / "gcite" / "sample_data" / "web"
 DATASET = "巡更手册"
@@ -64,20 +65,6 @@ def http(live: LiveServer) -> Iterator[httpx.Client]:
         yield client
 
 
-def _wait(http: httpx.Client, batch: str) -> dict[str, Any]:
-    """Poll a batch until it is completed or failed (a hang guard bounds it)."""
-    deadline = time.monotonic() + 300
-    while True:
-        answer = http.get(f"/v1/datasets/{DATASET}/documents/{batch}/indexing-status")
-        assert answer.status_code == 200, answer.text
-        [item] = answer.json()["data"]
-        assert item["indexing_status"] in {"waiting", "indexing", "completed", "error"}
-        if item["indexing_status"] in {"completed", "error"}:
-            return dict(item)
-        assert time.monotonic() < deadline, "indexing never finished"
-        time.sleep(0.05)
-
-
 def _write(http: httpx.Client, path: str, **kwargs: Any) -> dict[str, Any]:
     """POST a create/update; the answer (Dify's shape) once its batch completed."""
     answer = http.post(f"/v1/datasets/{DATASET}{path}", **kwargs)
@@ -85,7 +72,7 @@ def _write(http: httpx.Client, path: str, **kwargs: Any) -> dict[str, Any]:
     body = answer.json()
     assert set(body) >= {"document", "batch"}
     assert body["document"]["indexing_status"] in {"waiting", "completed"}
-    done = _wait(http, body["batch"])
+    done = indexed(http, status_url("", DATASET, body["batch"]))
     assert done["indexing_status"] == "completed", done
     return dict(body)
 
@@ -196,7 +183,7 @@ def test_a_file_that_cannot_be_converted_ends_in_error_and_nothing_shows(
         data={"data": "{}"},
     )
     assert answer.status_code == 200, answer.text
-    failed = _wait(http, answer.json()["batch"])
+    failed = indexed(http, status_url("", DATASET, answer.json()["batch"]))
     assert failed["indexing_status"] == "error"
     assert "未能导入" in failed["error"] and failed["completed_at"] is None
     listed = http.get(f"/v1/datasets/{DATASET}/documents").json()["data"]

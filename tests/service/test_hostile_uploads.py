@@ -6,11 +6,8 @@ a refused file listed, retrievable or left in ``uploads/``."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +16,7 @@ from service_streams import LiveServer, run_service
 from gcite.config import ApiKey, Settings
 from gcite.knowledge import ingest_paths
 from gcite.knowledge.limits import MIB
+from gcite.testing.indexing import indexed_async, status_url
 from knowledge.embed_standin import EmbeddingStandin
 from knowledge.hostile import generate
 
@@ -57,20 +55,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             yield server
 
 
-async def _finished(client: httpx.AsyncClient, live: LiveServer, batch: str) -> dict[str, Any]:
-    """The indexing status of ``batch`` once completed or failed (a hang guard bounds it)."""
-    url = f"{live.base_url}/v1/datasets/{DATASET}/documents/{batch}/indexing-status"
-    deadline = time.monotonic() + HANG_GUARD_S
-    while True:
-        answer = await client.get(url, headers=ADMIN)
-        assert answer.status_code == 200, answer.text
-        [item] = answer.json()["data"]
-        if item["indexing_status"] in {"completed", "error"}:
-            return dict(item)
-        assert time.monotonic() < deadline, "indexing never finished"
-        await asyncio.sleep(0.02)
-
-
 def _status_bytes(field: str) -> int:
     for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
         if line.startswith(field + ":"):
@@ -101,7 +85,10 @@ async def test_hostile_uploads_are_refused_by_type_and_leave_nothing(live: LiveS
                 assert response.headers.get("connection", "").lower() != "close"
                 continue
             # accepted at once; the indexer converts it and reports a refusal in its batch
-            item = await _finished(client, live, response.json()["batch"])
+            batch = response.json()["batch"]
+            item = await indexed_async(
+                client, status_url(live.base_url, DATASET, batch), headers=ADMIN
+            )
             statuses[name] = 200
             if item["indexing_status"] == "error":
                 statuses[name] = item["gcite_error"]["status"]

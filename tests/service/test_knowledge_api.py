@@ -18,6 +18,7 @@ from service_streams import LiveServer, body, context_blocks, raw_events, run_se
 
 from gcite.config import ApiKey, Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing.indexing import indexed_async, status_url
 from support.openai_standin import OpenAIStandin, Script
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -65,20 +66,6 @@ def live(
     )
     with run_service(settings) as server:
         yield server
-
-
-async def indexed(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
-    """Poll an indexing-status URL until its run is completed or failed (a hang guard
-    bounds it); the status item."""
-    deadline = time.monotonic() + 300
-    while True:
-        answer = await client.get(url, headers=ADMIN)
-        assert answer.status_code == 200, answer.text
-        [item] = answer.json()["data"]
-        if item["indexing_status"] in {"completed", "error"}:
-            return dict(item)
-        assert time.monotonic() < deadline, "indexing never finished"
-        await asyncio.sleep(0.05)
 
 
 async def _dataset_id(live: LiveServer, client: httpx.AsyncClient) -> str:
@@ -152,7 +139,7 @@ async def test_documents_create_update_status_delete(
     assert made.status_code == 200, made.text
     doc, batch = made.json()["document"], made.json()["batch"]
     assert doc["name"] == "电梯.md" and doc["indexing_status"] == "waiting"
-    entry = await indexed(client, f"{base}/documents/{batch}/indexing-status")
+    entry = await indexed_async(client, f"{base}/documents/{batch}/indexing-status", headers=ADMIN)
     assert entry["id"] == doc["id"] and entry["indexing_status"] == "completed"
     assert entry["completed_segments"] == entry["total_segments"] >= 1
     updated = await client.post(
@@ -161,7 +148,9 @@ async def test_documents_create_update_status_delete(
         headers=ADMIN,
     )
     assert updated.status_code == 200 and updated.json()["document"]["id"] == doc["id"]
-    await indexed(client, f"{base}/documents/{updated.json()['batch']}/indexing-status")
+    await indexed_async(
+        client, f"{base}/documents/{updated.json()['batch']}/indexing-status", headers=ADMIN
+    )
     listed = (await client.get(base + "/documents", headers=ADMIN)).json()
     assert sorted(d["name"] for d in listed["data"]) == ["visitor.md", "电梯.md"]
     assert listed["total"] == 2
@@ -186,7 +175,9 @@ async def test_upload_with_roles_is_never_public(
         headers=ADMIN,
     )
     assert made.status_code == 200, made.text
-    await indexed(client, f"{base}/documents/{made.json()['batch']}/indexing-status")
+    await indexed_async(
+        client, f"{base}/documents/{made.json()['batch']}/indexing-status", headers=ADMIN
+    )
     retrieval = live.base_url + "/retrieval"
     query = {
         "knowledge_id": DATASET,
@@ -257,9 +248,7 @@ async def test_update_while_chats_stream_and_the_next_answer_sees_it(
     )
     assert created.status_code == 200, created.text
     batch = created.json()["batch"]
-    await indexed(
-        client, f"{live.base_url}/v1/datasets/{DATASET}/documents/{batch}/indexing-status"
-    )
+    await indexed_async(client, status_url(live.base_url, DATASET, batch), headers=ADMIN)
     gate.set()
     for finished in await asyncio.gather(*streams):
         done = next(e for e in finished if e["event"] == "workflow_finished")

@@ -14,6 +14,7 @@ from service_streams import LiveServer, run_service
 
 from gcite.config import ApiKey, Settings
 from gcite.knowledge import ingest_paths
+from gcite.testing.indexing import indexed
 
 DATASET = "物业手册"
 ADMIN = {"Authorization": "Bearer admin-secret"}
@@ -97,20 +98,13 @@ def _dataset(api: httpx.Client, name: str = DATASET) -> dict[str, Any]:
 
 def _indexed(api: httpx.Client, dataset_id: str, answer: httpx.Response) -> dict[str, Any]:
     """The document (as listed) of a create/update ``answer`` once its batch is indexed
-    (as Dify's clients poll ``indexing-status``; a generous hang guard, not a speed
-    limit)."""
+    (as Dify's clients poll ``indexing-status``)."""
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    url = f"/datasets/{dataset_id}/documents/{body['batch']}/indexing-status"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        [status] = api.get(url).json()["data"]
-        if status["indexing_status"] in ("completed", "error"):
-            assert status["indexing_status"] == "completed", status
-            listed = api.get(f"/datasets/{dataset_id}/documents", params={"limit": 100})
-            return next(d for d in listed.json()["data"] if d["id"] == body["document"]["id"])
-        time.sleep(0.05)
-    raise AssertionError(f"batch {body['batch']} not indexed")
+    status = indexed(api, f"/datasets/{dataset_id}/documents/{body['batch']}/indexing-status")
+    assert status["indexing_status"] == "completed", status
+    listed = api.get(f"/datasets/{dataset_id}/documents", params={"limit": 100})
+    return next(d for d in listed.json()["data"] if d["id"] == body["document"]["id"])
 
 
 def _docs(api: httpx.Client, dataset_id: str) -> dict[str, dict[str, Any]]:

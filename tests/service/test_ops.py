@@ -1,4 +1,4 @@
-"""Operations (issue 16 items 6 and 11): body-read deadline, one structured log line per
+"""Operations: body-read deadline, one structured log line per
 request, /health and /ready, the start-up model probe and the offline fallback."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from support.openai_standin import OpenAIStandin
 
 DOC = "# 访客登记\n\n访客进入大厦须在一层大堂服务台登记并出示身份证件。\n"
 SECRET = "app-3f9c0d7e-secret"
+GUARD_S = 120.0  # hang guard only: the body deadline itself is the server's
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +56,18 @@ def live(kb: Path) -> Iterator[LiveServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def patient(kb: Path) -> Iterator[LiveServer]:
+    """The service with a body deadline that is only a hang guard: for the tests of what
+    must not be cut off, however slowly a busy machine moves the bytes."""
+    with run_service(_settings(kb, body_read_timeout_s=GUARD_S)) as server:
+        yield server
+
+
 def _lines(caplog: pytest.LogCaptureFixture, at_least: int = 0) -> list[dict[str, Any]]:
-    """The access log lines so far (waiting up to 5 s for ``at_least`` of them: a line is
-    written just after its response is sent)."""
-    deadline = time.monotonic() + 5
+    """The access log lines so far, once there are ``at_least`` of them (a line is written
+    just after its response is sent; :data:`GUARD_S` bounds the wait, a hang guard)."""
+    deadline = time.monotonic() + GUARD_S
     while True:
         lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gcite.access"]
         if len(lines) >= at_least or time.monotonic() > deadline:
@@ -165,7 +174,7 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
             sock.sendall(b"x")
         except OSError:
             break
-    reply = _read_all(sock, timeout=10)
+    reply = _read_all(sock, timeout=GUARD_S)
     sock.close()
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
     assert b"request_timeout" in reply  # the body deadline, not a client timeout
@@ -179,7 +188,7 @@ def test_a_slow_body_is_cut_off_with_one_log_line(
 
 def test_many_slow_clients_are_all_released(live: LiveServer) -> None:
     socks = [_slow_client(_port(live), "/retrieval") for _ in range(40)]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + GUARD_S
     closed = 0
     for sock in socks:
         data = _read_all(sock, timeout=max(0.1, deadline - time.monotonic()))
@@ -189,11 +198,11 @@ def test_many_slow_clients_are_all_released(live: LiveServer) -> None:
 
 
 def test_a_client_leaving_mid_body_is_one_line_without_traceback(
-    live: LiveServer, caplog: pytest.LogCaptureFixture
+    patient: LiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
     for path in ("/v1/chat-messages", "/retrieval"):
-        sock = _slow_client(_port(live), path)
+        sock = _slow_client(_port(patient), path)
         time.sleep(0.1)
         sock.close()
     lines = _lines(caplog, 2)

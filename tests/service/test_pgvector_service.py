@@ -5,7 +5,6 @@ with its roles applied, on a real PostgreSQL with pgvector (``pgvector_url``).""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from service_streams import LiveServer, run_service
 
 from gcite.config import ApiKey, Settings
+from gcite.testing.indexing import indexed
 from support.pg import fresh_database
 
 ADMIN = {"Authorization": "Bearer admin-secret"}
@@ -57,14 +57,8 @@ def _retrieve(live: LiveServer, key: str, query: str) -> list[str]:
 
 def _indexed(client: httpx.Client, document: str) -> None:
     """Wait until an accepted document's batch completed (a hang guard bounds it)."""
-    deadline = time.monotonic() + 300
-    while True:
-        [item] = client.get(f"{document}/indexing-status").json()["data"]
-        if item["indexing_status"] == "completed":
-            return
-        assert item["indexing_status"] != "error", item
-        assert time.monotonic() < deadline, "indexing never finished"
-        time.sleep(0.05)
+    item = indexed(client, f"{document}/indexing-status")
+    assert item["indexing_status"] == "completed", item
 
 
 def test_documents_created_through_the_api_are_retrieved_with_roles(live: LiveServer) -> None:

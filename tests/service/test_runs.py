@@ -175,10 +175,7 @@ async def test_a_client_that_goes_away_cancels_the_model_and_is_stored_once(
         if b'"event":"message"' in frame:
             break
     await stream.aclose()  # what Starlette does when the client disconnects
-    for _ in range(100):
-        if CountingStore.finished:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: CountingStore.finished > 0, GUARD_S)
     record = store.get_message(message_id)
     assert record is not None and record.status == "stopped" and record.error == ABANDONED
     assert record.answer == DELTAS[0]

@@ -42,7 +42,7 @@ def _serving(app: Any, drain_s: float) -> Iterator[tuple[str, GciteServer, threa
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    for _ in range(600):  # a hang guard
+    for _ in range(1200):  # a hang guard (two minutes)
         if server.started:
             break
         thread.join(0.1)
@@ -89,7 +89,7 @@ async def test_a_stopping_server_ends_its_answers_as_failed_with_an_error_event(
 
             await _first_text_then(client, base, stop, events)
             reply = await blocking
-        thread.join(60)
+        thread.join(120)  # a hang guard
         assert not thread.is_alive()
     last = events[-1]
     assert (last["event"], last["code"], last["status"]) == ("error", "service_unavailable", 503)

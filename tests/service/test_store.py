@@ -408,7 +408,7 @@ def pg_service(
         llm_model="standin-model",
         llm_api_key="sk-test",
         ping_interval_s=0.05,
-        kb_timeout_s=20.0,
+        kb_timeout_s=120.0,  # a hang guard
     )
     with run_service(settings) as live:
         yield live

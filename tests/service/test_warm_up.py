@@ -116,7 +116,7 @@ def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
     answers: list[httpx.Response] = []
     try:
         with live_service(app) as url:
-            assert started.wait(60)
+            assert started.wait(120)  # a hang guard
             ready = httpx.get(f"{url}/ready", timeout=60)
             assert ready.status_code == 200, ready.text
             assert not finished.is_set()

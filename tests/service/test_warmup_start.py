@@ -26,7 +26,7 @@ def test_the_warm_up_begins_once_when_the_server_listens() -> None:
 
     asyncio.run(scenario())
     assert runs == ["work"]
-    assert background.wait(60)  # the daemon thread (a hang guard, not a speed limit)
+    assert background.wait(120)  # the daemon thread (a hang guard, not a speed limit)
 
 
 def test_an_answer_that_comes_first_begins_it_and_waits_for_it() -> None:

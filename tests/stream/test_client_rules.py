@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gcite.stream.messages import error_text
+from gcite.stream.messages import ERROR_SENTENCES, error_text
 from gcite.stream.panel import source_rows, source_sheet
 from gcite.stream.render import copy_text
 from gcite.verify.terminal import (
@@ -71,6 +71,12 @@ def test_provider_text_is_never_shown() -> None:
         if isinstance(message, str) and message:
             assert message not in case["expect"]
         assert not any("a" <= ch.lower() <= "z" for ch in case["expect"].replace("API Key", ""))
+
+
+def test_every_error_code_has_its_case() -> None:
+    doc = json.loads((VECTORS / "error-text.v1.json").read_text(encoding="utf-8"))
+    codes = {case["error"].get("code") for case in doc["cases"] if isinstance(case["error"], dict)}
+    assert set(ERROR_SENTENCES) <= codes, set(ERROR_SENTENCES) - codes
 
 
 def test_malformed_reports_do_not_raise() -> None:

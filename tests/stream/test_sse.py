@@ -459,7 +459,7 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
-async def collect(url: str, timeout: float = 5.0) -> tuple[list[StreamUpdate], AnswerResult]:
+async def collect(url: str, timeout: float = 120.0) -> tuple[list[StreamUpdate], AnswerResult]:
     request = {"query": "巡更怎么登录", "inputs": {}, "response_mode": "streaming", "user": "u1"}
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout)) as client:
         updates = [

@@ -177,8 +177,9 @@ class OpenAIStandin:
             self.client_disconnects = 0
             self.completed = 0
 
-    def wait_for_disconnect(self, count: int = 1, timeout: float = 5.0) -> bool:
-        """Block until at least ``count`` client disconnects were seen; False on timeout."""
+    def wait_for_disconnect(self, count: int = 1, timeout: float = 120.0) -> bool:
+        """Block until at least ``count`` client disconnects were seen; False after
+        ``timeout`` seconds (a hang guard: callers assert it is True)."""
         deadline = time.monotonic() + timeout
         with self._disconnected:
             while self.client_disconnects < count:
@@ -192,7 +193,7 @@ class OpenAIStandin:
         """Start serving in a daemon thread; returns self once the port is bound."""
         self._thread = threading.Thread(target=self._run, name="openai-standin", daemon=True)
         self._thread.start()
-        self._ready.wait(10)
+        self._ready.wait(120)  # a hang guard
         if self._startup_error is not None:
             raise RuntimeError("stand-in failed to start") from self._startup_error
         return self

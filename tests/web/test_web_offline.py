@@ -167,7 +167,7 @@ async def test_search_slower_than_the_timeout(pages: Path) -> None:
 
 
 async def test_make_web_source_offline(pages: Path, tmp_path: Path) -> None:
-    flags = {"web_provider": "offline", "web_dir": str(pages), "web_timeout_s": 5}
+    flags = {"web_provider": "offline", "web_dir": str(pages), "web_timeout_s": 120}
     settings = load_settings(
         {**flags, "data_dir": tmp_path / "data"}, environ={"GCITE_WEB_OFFLINE_INDEX": "bm25"}
     )

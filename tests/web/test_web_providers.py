@@ -107,7 +107,7 @@ def case(request: pytest.FixtureRequest) -> Case:
     return CASES[request.param]
 
 
-def make(case: Case, standin: WebStandin, *, key: str = KEY, timeout_s: float = 2.0) -> Any:
+def make(case: Case, standin: WebStandin, *, key: str = KEY, timeout_s: float = GUARD_S) -> Any:
     return case.cls(key, base_url=standin.base_url, timeout_s=timeout_s, retry=FAST_RETRY)
 
 
@@ -222,8 +222,8 @@ async def test_retry_after_beyond_the_budget_fails_at_once(case: Case, standin: 
     source = case.cls(
         KEY,
         base_url=standin.base_url,
-        timeout_s=2.0,
-        retry=RetryPolicy(attempts=5, retry_after_max_s=60),
+        timeout_s=GUARD_S,
+        retry=RetryPolicy(attempts=5, retry_after_max_s=7200),  # the wish (1 h) passes the budget
     )
     with pytest.raises(SourceUnavailable, match="HTTP 503"):
         await search(source)
@@ -294,7 +294,7 @@ async def test_dropped_connection_is_retried(case: Case, standin: WebStandin) ->
 async def test_nothing_listening(case: Case) -> None:
     with web_standin() as gone:
         url = gone.base_url
-    source = case.cls(KEY, base_url=url, timeout_s=2.0, retry=FAST_RETRY)
+    source = case.cls(KEY, base_url=url, timeout_s=GUARD_S, retry=FAST_RETRY)
     with pytest.raises(SourceUnavailable, match="已尝试 3 次"):
         await search(source)
 
@@ -315,7 +315,7 @@ def test_bad_key_is_a_config_error(case: Case, key: str) -> None:
 
 
 async def test_key_is_stripped(case: Case, standin: WebStandin) -> None:
-    await search(case.cls(f"  {KEY}\n", base_url=standin.base_url, timeout_s=2.0))
+    await search(case.cls(f"  {KEY}\n", base_url=standin.base_url, timeout_s=GUARD_S))
     assert standin.requests[0].headers["authorization"] == f"Bearer {KEY}"
 
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RULES, runRuleVectors } from '../src/conformance.js';
+import { ERROR_SENTENCES } from '../src/messages.js';
 
 var FILES = ['error-text', 'source-rows', 'verification-display', 'answer-notice', 'copy-text'];
 
@@ -23,4 +24,13 @@ test('a wrong expectation fails', function () {
   var res = runRuleVectors({ kind: 'error-text', cases: [{ name: 'x', error: { code: 'timeout' }, expect: 'Timeout' }] });
   assert.equal(res[0].ok, false);
   assert.equal(res[0].got, '请求超时，请稍后重试');
+});
+
+test('every error code of the client has its case in the error-text vectors', function () {
+  var file = fileURLToPath(new URL('../../../tests/vectors/error-text.v1.json', import.meta.url));
+  var doc = JSON.parse(readFileSync(file, 'utf8'));
+  var codes = new Set(doc.cases.map(function (c) {
+    return c.error !== null && typeof c.error === 'object' ? c.error.code : undefined;
+  }));
+  for (var code of Object.keys(ERROR_SENTENCES)) assert.ok(codes.has(code), 'no case for ' + code);
 });

@@ -18,6 +18,7 @@ const KEYS = '监控中心的备用钥匙放在哪里？';
 const BROKEN = '巡更中断测试';
 const GREETING = '你好';
 const THINKING = '思考一下：巡更有多少个点位？';
+const THINK_CUT = '标签截断：巡更有多少个点位？';
 const MARKDOWN = '用列表和表格格式总结夜间巡更要点';
 // the scripted answer cites the fault levels (supported) and an unrelated chunk (weak)
 const VERIFY = '空调不制冷多久能来人？';
@@ -207,7 +208,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   assert.notEqual(comp.data.sheet.buttonDisabled, true);
   h.writeArtifact('03-sheet-rag-office', '半屏（知识库，蓝色）：Word 原文，Office 提示，完整原文 = 下载并打开', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'openDocument'; }); }, 'the document opened');
   const download = net.calls.find(function (c) { return c.api === 'downloadFile'; });
   assert.equal(download.options.url, 'https://files.minghu-tower.example/contracts/maintenance-2026.docx');
   const open = net.calls.find(function (c) { return c.api === 'openDocument'; });
@@ -216,7 +217,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   // A failed download says why and offers the link.
   net.download = { fail: { errMsg: 'downloadFile:fail url not in domain list' } };
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return /downloadFile 合法域名/.test(domOf(comp, '.sheet-hint').textContent); }, 'the failed download explained');
   assert.match(domOf(comp, '.sheet-hint').textContent, /downloadFile 合法域名/);
   assert.ok(domOf(comp, '.sheet-copy'), '复制链接 offered after a failed download');
   delete net.download;
@@ -264,7 +265,7 @@ test('sheets per source type: colours, 完整原文 / 复制链接 / disabled, O
   assert.equal(button.getAttribute('data-action'), 'webview');
   h.writeArtifact('05-sheet-web', '半屏（公网，绿色）：业务域名内，完整原文打开 web-view', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'navigateTo'; }); }, 'the web-view opened');
   const nav = net.calls.find(function (c) { return c.api === 'navigateTo'; });
   assert.equal(nav.options.url, '/pages/webview/webview?url=' + encodeURIComponent('https://news.city-daily.example/2025/07/15/elevator-safety.html'));
 });
@@ -282,7 +283,7 @@ test('a web page outside the business domains: the button copies the link and sa
   assert.match(domOf(comp, '.sheet-hint').textContent, /业务域名/);
   h.writeArtifact('06-sheet-web-copy-link', '半屏（公网）：域名不在业务域名中，复制链接并说明原因', comp);
   await h.tap(comp, '.sheet-open');
-  await simulate.sleep(10);
+  await h.until(function () { return net.calls.some(function (c) { return c.api === 'showToast'; }); }, 'the link copied');
   const copy = net.calls.find(function (c) { return c.api === 'setClipboardData'; });
   assert.match(copy.options.data, /^https:\/\/www\.wenda-forum\.example\//);
   assert.ok(net.calls.some(function (c) { return c.api === 'showToast' && c.options.title === '链接已复制'; }));
@@ -521,6 +522,21 @@ test('reasoning (<think>) is shown apart and collapsed; its markers are neither 
   assert.equal(domOf(comp, '.reasoning-text').textContent, '用户问巡更点位，资料里写了 24 个点位。');
   assert.doesNotMatch(comp.dom.textContent, h.RAW_MARKER);
   h.writeArtifact('14-reasoning', '思考过程：与回答分开显示，默认折叠', comp);
+});
+
+test('a stream cut right after the opening <think tag shows no "<think" as the answer', { skip }, async function () {
+  reset({ seed: 39, maxChunk: 2 });
+  const comp = mount();
+  const done = await h.ask(comp, THINK_CUT);
+  assert.equal(service.lastTurn(THINK_CUT).answer, '<think', 'the model sent the cut tag');
+  assert.notEqual(done.status, 'done');
+  assert.equal(h.rt.toText(h.nodesOf(comp)), '');
+  comp.frames.forEach(function (f, i) {
+    assert.doesNotMatch(f.text + f.domText, /<\s*think/i, 'render ' + i + ' shows the cut tag');
+  });
+  assert.doesNotMatch(comp.dom.textContent, /<\s*think/i);
+  assert.equal(comp.data.reasoning, '');
+  assert.ok(domOf(comp, '.answer-retry'), '重试 is offered');
 });
 
 test('a stream that ends without message_end: the incomplete-answer state with 重试', { skip }, async function () {

@@ -592,9 +592,19 @@ def answer_in_terminal(
         conversation=conversation,
     )
     if conversation_id and not as_json:
-        hint = f'gcite ask --conversation {conversation_id} "…"'
+        hint = f'{continue_command(conversation_id, service)} "…"'
         (err or sys.stderr).write(f"对话 ID：{conversation_id}（追问：{hint}）\n")
     return code
+
+
+def continue_command(conversation_id: str, service: Service | None) -> str:
+    """The ``gcite ask`` command that continues ``conversation_id``: with ``--url`` (and
+    ``--key …``, the key itself never printed) when it lives on a remote service."""
+    command = f"gcite ask --conversation {conversation_id}"
+    if service is None:
+        return command
+    command += f" --url {service.url}"
+    return command + " --key …" if service.key else command
 
 
 def ask_turn(
@@ -754,7 +764,7 @@ def interactive(
         conversation = conversation_id or conversation
         (out or sys.stdout).write("\n")
     if conversation:
-        err.write(f"对话 ID：{conversation}（继续：gcite ask --conversation {conversation}）\n")
+        err.write(f"对话 ID：{conversation}（继续：{continue_command(conversation, service)}）\n")
     return code
 
 
@@ -860,6 +870,7 @@ __all__ = [
     "ask",
     "ask_turn",
     "chat_url",
+    "continue_command",
     "interactive",
     "local_frames",
     "print_answer",

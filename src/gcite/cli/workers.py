@@ -25,16 +25,30 @@ Conversations live in ``db_url`` (SQLite in WAL mode, or PostgreSQL), shared by 
 worker. Key roles follow the config file at each request in every process
 (:class:`gcite.config.KeyTables`), the internal key's included.
 
-A worker that exits after it was ready (killed, crashed) is replaced on a new socket of
-the same port while the others go on serving; its messages still ``running`` are marked
-failed by the new worker's start-up (:mod:`gcite.service.instances`). A worker that exits
-before it was ready (a start-up failure another would repeat) and the knowledge process
-exiting (the single owner of the store) stop the set: the supervisor stops the others and
-exits with status 1 and the reason on stderr (so that a supervisor of its own, systemd
-``Restart=on-failure`` or Kubernetes, restarts the whole set). Ctrl-C / SIGTERM stops the
-workers (each ends its answers in flight, :mod:`gcite.service.server`), then the knowledge
-process; a child whose supervisor is gone (killed) stops itself (:func:`exit_with_parent`),
-so a restart finds the port free.
+A worker that exits after it was ready (killed, crashed) is replaced on the same socket
+while the others go on serving; its messages still ``running`` are marked failed by the
+new worker's start-up (:mod:`gcite.service.instances`). The supervisor keeps every
+worker's listening socket open for the life of the set and hands a replacement the very
+socket its predecessor listened on: a listening socket lives as long as one process holds
+it, so the connections the kernel had queued on it (accepted by the kernel, not yet by the
+dead worker) stay queued and are answered by the replacement once it listens, none is
+reset. Until then the kernel goes on routing a share of the new connections to that
+socket, where they wait for the replacement's start-up instead of being answered by the
+other workers at once: Linux cannot take one socket out of an SO_REUSEPORT group and keep
+its queue (closing it resets the queue; moving the queue to the group's other sockets
+needs the system-wide ``net.ipv4.tcp_migrate_req`` sysctl, off by default, or a BPF
+steering program), and the supervisor accepting them itself would need a way to hand a
+connection to a running uvicorn worker, which uvicorn has not. A wait of one start-up is
+the price of losing no connection. A worker that exits before it was ready (a start-up
+failure another would repeat) and the knowledge process exiting (the single owner of the
+store) stop the set: the supervisor stops the others and exits with status 1 and the
+reason on stderr (so that a supervisor of its own, systemd ``Restart=on-failure`` or
+Kubernetes, restarts the whole set). Ctrl-C / SIGTERM first closes the supervisor's copies
+of the sockets (so a worker that stops listening is no longer reached through the port),
+then stops the workers (each ends its answers in flight, :mod:`gcite.service.server`),
+then the knowledge process; a child whose supervisor is gone (killed: the kernel closes
+the supervisor's sockets) stops itself (:func:`exit_with_parent`), so a restart finds the
+port free.
 """
 
 from __future__ import annotations
@@ -99,7 +113,8 @@ def _listeners(host: str, port: int, count: int) -> list[socket.socket]:
     picks a free port, the others join it), not yet listening: each worker's server starts
     listening on its own once the worker is ready, so the kernel never hands a connection
     to a worker still loading its models (it would wait in that worker's queue while
-    another worker already answers)."""
+    another worker already answers). A replacement worker gets its predecessor's socket,
+    still listening (module docstring)."""
     sockets: list[socket.socket] = []
     for _ in range(count):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -199,10 +214,10 @@ class _Slot:
 
 
 class _Workers:
-    """The chat workers on ``host:port``: each has its own SO_REUSEPORT socket; a worker
-    that exits after it was ready is replaced on a new socket of the same port (the
-    kernel drops the dead one's socket and its queued connections; the other workers go
-    on serving)."""
+    """The chat workers on ``host:port``: each worker number has its own SO_REUSEPORT
+    socket, which the supervisor holds until :meth:`close`; a worker that exits after it
+    was ready is replaced on the same socket (the connections queued on it wait there for
+    the replacement; the other workers go on serving)."""
 
     def __init__(
         self, children: _Children, base: list[str], env: dict[str, str], host: str, port: int
@@ -213,11 +228,15 @@ class _Workers:
         self.host = host
         self.port = port
         self.slots: list[_Slot] = []
+        self.sockets: dict[int, socket.socket] = {}
 
     def start(self, number: int) -> _Slot:
-        """Start worker ``number`` (1..N) on a new socket of the port."""
-        (sock,) = _listeners(self.host, self.port, 1)
-        self.port = sock.getsockname()[1]
+        """Start worker ``number`` (1..N) on that number's socket (bound on first use)."""
+        sock = self.sockets.get(number)
+        if sock is None:
+            (sock,) = _listeners(self.host, self.port, 1)
+            self.port = sock.getsockname()[1]
+            self.sockets[number] = sock
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         command = [*self.base, "--fd", str(sock.fileno()), "--ready-fd", str(write_fd)]
@@ -225,8 +244,7 @@ class _Workers:
         try:
             proc = self.children.start("worker", command, env, (sock.fileno(), write_fd))
         finally:
-            sock.close()  # the child holds it now
-            os.close(write_fd)
+            os.close(write_fd)  # the socket stays open here: a replacement gets it too
         slot = _Slot(number, proc, read_fd)
         self.slots = [s for s in self.slots if s.number != number] + [slot]
         return slot
@@ -252,6 +270,10 @@ class _Workers:
         return None
 
     def close(self) -> None:
+        """Close the sockets (a worker still running keeps its own copy) and the pipes."""
+        for sock in self.sockets.values():
+            sock.close()
+        self.sockets.clear()
         for slot in self.slots:
             slot.close()
 
@@ -352,8 +374,8 @@ def run_workers(settings: Settings, workers: int, config_file: Path | None) -> N
     except KeyboardInterrupt:
         pass
     finally:
+        slots.close()  # first: a worker that stops listening is then no longer reached
         children.stop()
-        slots.close()
     if reason is not None:
         raise click.ClickException(reason)
 

@@ -16,7 +16,7 @@ fault). Every method blocks: call it from a worker thread in async code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -276,6 +276,20 @@ class KnowledgeAdmin(Protocol):
         ...
 
 
+def match_document(documents: Iterable[DocumentInfo], ref: str) -> DocumentInfo:
+    """The one document of ``documents`` whose id or file name is ``ref``.
+
+    Raises :class:`ManageError` 404 ``document_not_found`` when none matches, 400 when
+    the name matches several (the message lists their ids)."""
+    matches = [d for d in documents if ref in (d.id, d.name)]
+    if not matches:
+        raise ManageError(f"数据集中没有文档 {ref}", status=404, code="document_not_found")
+    if len(matches) > 1:
+        ids = ", ".join(d.id for d in matches)
+        raise ManageError(f"有多个文档名为 {ref}，请用文档 id 指定: {ids}")
+    return matches[0]
+
+
 __all__ = [
     "METADATA_TYPES",
     "DatasetInfo",
@@ -286,4 +300,5 @@ __all__ = [
     "SegmentInfo",
     "TagInfo",
     "Upserted",
+    "match_document",
 ]

@@ -54,6 +54,7 @@ from gcite.knowledge.admin import (
     SegmentInfo,
     TagInfo,
     Upserted,
+    match_document,
 )
 from gcite.knowledge.catalog import Catalog, stable_id
 from gcite.knowledge.convert import SUPPORTED_SUFFIXES
@@ -196,13 +197,7 @@ def list_documents(store: KnowledgeStore, dataset: str) -> list[DocumentInfo]:
 def find_document(store: KnowledgeStore, dataset: str, ref: str) -> DocumentInfo:
     """The document of ``dataset`` whose id or file name is ``ref``; 404 when unknown,
     400 when the name matches several documents."""
-    matches = [d for d in list_documents(store, dataset) if ref in (d.id, d.name)]
-    if not matches:
-        raise ManageError(f"数据集中没有文档 {ref}", status=404, code="document_not_found")
-    if len(matches) > 1:
-        ids = ", ".join(d.id for d in matches)
-        raise ManageError(f"有多个文档名为 {ref}，请用文档 id 指定: {ids}")
-    return matches[0]
+    return match_document(list_documents(store, dataset), ref)
 
 
 def delete_document(

@@ -41,6 +41,7 @@ from gcite.knowledge.admin import (
     SegmentInfo,
     TagInfo,
     Upserted,
+    match_document,
 )
 
 UPLOAD_TIMEOUT_S = 600.0
@@ -227,13 +228,7 @@ class RemoteAdmin:
     def find_document(self, dataset: str, ref: str) -> DocumentInfo:
         """See :meth:`KnowledgeAdmin.find_document` (by id or file name, from the list:
         Dify's document paths take ids only)."""
-        matches = [d for d in self.list_documents(dataset) if ref in (d.id, d.name)]
-        if not matches:
-            raise ManageError(f"数据集中没有文档 {ref}", status=404, code="document_not_found")
-        if len(matches) > 1:
-            ids = ", ".join(d.id for d in matches)
-            raise ManageError(f"有多个文档名为 {ref}，请用文档 id 指定: {ids}")
-        return matches[0]
+        return match_document(self.list_documents(dataset), ref)
 
     def upsert_document(
         self,

@@ -12,6 +12,10 @@ What is here (none of it imports pytest except the contract suites):
   (lexical scoring, no embeddings) for tests of what sits above the store;
 - :func:`live_service`, :func:`free_port` and :func:`busy_port` (:mod:`gcite.testing.server`):
   a real ASGI app under uvicorn on a free loopback port, a port, a port held taken;
+- :mod:`gcite.testing.indexing`: waiting for a Knowledge API batch to be indexed
+  (``indexing-status`` polled until ``completed`` or ``error``, a hang guard only);
+- :mod:`gcite.testing.clock`: :class:`ManualClock`, a clock the test moves, and
+  ``until``, a wait for a condition bounded by a hang guard;
 - :mod:`gcite.testing.archdoc`: the module tree of ``docs/architecture.md``, generated
   from the module docstrings.
 

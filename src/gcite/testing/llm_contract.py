@@ -196,11 +196,11 @@ class LLMBackendContract:
                 first.set()
 
         task = asyncio.create_task(consume())
-        await asyncio.wait_for(first.wait(), 60)  # a hang guard
+        await asyncio.wait_for(first.wait(), HANG_GUARD_S)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await asyncio.to_thread(upstream_closed, 10.0)
+        assert await asyncio.to_thread(upstream_closed, HANG_GUARD_S)
         await backend.aclose()
 
 

@@ -46,7 +46,7 @@ def live_service(
     *,
     host: str = HOST,
     lifespan: Literal["auto", "on", "off"] = "on",
-    startup_timeout_s: float = 60.0,
+    startup_timeout_s: float = 120.0,
     state: dict[str, Any] | None = None,
 ) -> Iterator[str]:
     """Serve the ASGI ``app`` with uvicorn in a daemon thread; yields its base URL.

@@ -97,9 +97,12 @@ function mountPage() {
   return page;
 }
 
+/** How long a wait may take before the test fails (ms): a hang guard, never a speed limit. */
+const HANG_GUARD_MS = 120000;
+
 /** Wait until `check()` is true (polling every 5 ms). */
 async function until(check, what, timeoutMs) {
-  const deadline = Date.now() + (timeoutMs || 60000);
+  const deadline = Date.now() + (timeoutMs || HANG_GUARD_MS);
   while (!check()) {
     if (Date.now() > deadline) throw new Error('timed out waiting for ' + what);
     await simulate.sleep(5);
@@ -139,9 +142,9 @@ function snapshot(comp) {
 /** Wait until the component emitted `finish` `count` times (default: one more). */
 async function untilFinished(comp, count, timeoutMs) {
   const want = count === undefined ? comp.finished.length + 1 : count;
-  const deadline = Date.now() + (timeoutMs || 60000);
+  const deadline = Date.now() + (timeoutMs || HANG_GUARD_MS);
   while (comp.finished.length < want) {
-    if (Date.now() > deadline) throw new Error('no finish event within ' + (timeoutMs || 60000) + ' ms; status ' + comp.data.status);
+    if (Date.now() > deadline) throw new Error('no finish event within ' + (timeoutMs || HANG_GUARD_MS) + ' ms; status ' + comp.data.status);
     await simulate.sleep(5);
   }
   return comp.finished[want - 1];
