@@ -183,3 +183,29 @@ def test_a_named_document_answers_alone(backend: ExtractiveBackend) -> None:
         support=backend.support,
     )
     assert picks and {p.chunk_id for p in picks} == {"2"}
+
+
+def test_the_first_chunk_below_the_threshold_answers_with_the_value_asked_and_some_words(
+    backend: ExtractiveBackend,
+) -> None:
+    # one shared word ("录像"), meaning not close for the embedder, a duration asked and
+    # given: the retrieval's first chunk answers ...
+    first = [chunk("1", CCTV, "监控中心值守与应急联络", 0.3, weak=True)]
+    answer = backend.answer("录像能放多久", first)
+    assert "录像至少保存 90 天" in answer and "[C:1]" in answer
+    # ... not a chunk the retrieval ranked lower, nor a question for another type of value
+    second = [chunk("2", DELIVERY, "访客接待与登记管理办法", 0.31, weak=True), first[0]]
+    assert backend.answer("录像能放多久", second) == NO_ANSWER
+    assert backend.answer("录像调取收多少钱", first) == NO_ANSWER
+
+
+def test_the_first_chunk_above_the_threshold_is_not_dropped_for_its_meaning(
+    backend: ExtractiveBackend,
+) -> None:
+    # colloquial wording the embedder places far from the sentence, words in common
+    first = [chunk("1", FAULTS, "故障报修与异常上报流程", 0.4)]
+    answer = backend.answer("门禁刷不开了人多久到", first)
+    assert "30 分钟内到场" in answer and "[C:1]" in answer
+    # a lower-ranked chunk with the same evidence still is
+    second = [chunk("2", DELIVERY, "访客接待与登记管理办法", 0.45), {**first[0], "score": 0.4}]
+    assert backend.answer("门禁刷不开了人多久到", second) == NO_ANSWER

@@ -14,6 +14,7 @@ from gcite.verify.asks import (
     gives,
     question_parts,
     question_types,
+    units_agree,
     without_asking,
 )
 from gcite.verify.verifier import answering_report
@@ -151,3 +152,23 @@ def test_a_part_the_answer_declares_unknown_is_refused_not_unanswered() -> None:
     report = answering_report("电梯困人怎么办，救援多久能到？", answer)
     assert report is not None and report["answers_question"] is True
     assert [p["refused"] for p in report["parts"]] == [False, True]
+
+
+def test_a_duration_in_a_unit_far_from_the_one_asked_does_not_answer() -> None:
+    assert not units_agree("应急照明的电池用几年要换", "应急照明持续供电不少于 90 分钟。")
+    assert not units_agree("应急照明的电池用几年要换", "断电时立即切换到应急照明。")
+    assert units_agree("物业几分钟能到", "物业须在 5 分钟内到场。")
+    assert units_agree("几天能办好", "24 小时内办结。")  # a neighbouring unit
+    assert units_agree("几年换一次", "由专人长期保管。")  # no duration stated: not judged
+    # "那几天" names a span, it does not ask in days
+    assert units_agree("下大雨那几天多久巡一次", "夜间巡查加密为每 30 分钟一次。")
+    check = check_part("应急照明的电池用几年要换", "应急照明持续供电不少于 90 分钟。")
+    assert check.types == ("duration",) and not check.typed and not check.answered
+
+
+def test_a_count_in_another_measure_word_does_not_answer() -> None:
+    assert not units_agree("每人一年发几套工服", "每个班次由两名人员组成。")
+    assert units_agree("每人一年发几套工服", "每人每年发放 2 套。")
+    assert units_agree("有几台货梯", "货梯 2 部。")  # interchangeable measure words
+    assert units_agree("能坐多少人", "可容纳 60 人。")
+    assert units_agree("有几个入口", "共 3 处出入口。")  # "个" asks in no particular word

@@ -33,6 +33,7 @@ from gcite.verify.asks import (
     question_parts,
     question_types,
     strict_types,
+    units_agree,
 )
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
@@ -147,6 +148,13 @@ WEAK_SEMANTIC_ALONE = 0.5
 #: "在哪"), this much embedding evidence without any of the question's words (the
 #: question said in other words than the document's).
 WEAK_TYPED_SEMANTIC = 0.35
+#: The retrieval's first chunk is trusted a little more than the rest: below the
+#: threshold, its sentence giving the strict type of value asked may lead with lexical
+#: evidence ``FIRST_TYPED_LEXICAL`` (a colloquial question the small embedder does not
+#: place); its cover need only reach ``FIRST_TYPED_COVER`` when such a sentence leads;
+#: above the threshold, it is not dropped as "unrelated in meaning" for its words alone.
+FIRST_TYPED_LEXICAL = 0.25
+FIRST_TYPED_COVER = 0.25
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -585,6 +593,8 @@ def gives_answer(unit: _Unit, asked: Asked) -> bool:
     sum of money for "多少钱", a duration for "多久", a phone number for "打哪个电话"."""
     if asked.strict and not any(p.search(unit.quote) for p in asked.strict):
         return False
+    if not units_agree(asked.text, unit.quote):
+        return False  # a duration or count in another unit than the one asked
     # a "what to do" answer may open with the situation; its steps follow (checked on
     # the whole answer by the second dimension)
     return gives_any(tuple(t for t in asked.types if t != "procedure"), unit.quote)
@@ -606,8 +616,11 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
         return False
     if not unit.weak:
         return True
-    # a weak sentence giving the strict type of value asked, close in meaning
+    # a weak sentence giving the strict type of value asked, close in meaning or of the
+    # retrieval's first chunk and holding a share of the question's words
     if strictly_typed and asked.semantic and unit.semantic >= WEAK_TYPED_SEMANTIC:
+        return True
+    if strictly_typed and unit.rank == 0 and unit.lexical >= FIRST_TYPED_LEXICAL:
         return True
     return strong_evidence(unit, asked.weights, asked.semantic)
 
@@ -641,6 +654,16 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 _Ranked = list[tuple[float, str, _Unit]]
 
 
+def _min_cover(lead: _Unit, asked: Asked) -> float:
+    """How much of the question a chunk must cover: ``asked.min_cover``, at most
+    ``FIRST_TYPED_COVER`` for the retrieval's first chunk when its lead sentence gives
+    the strict type of value asked."""
+    strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
+    if lead.rank == 0 and strictly_typed and gives_answer(lead, asked):
+        return min(asked.min_cover, FIRST_TYPED_COVER)
+    return asked.min_cover
+
+
 def _rank_chunks(
     by_chunk: dict[str, list[_Unit]], asked: Asked, narrow: _Narrowing
 ) -> tuple[_Ranked, _Ranked]:
@@ -650,9 +673,11 @@ def _rank_chunks(
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
-        if not leads or leads[0].chunk_cover < asked.min_cover:
+        if not leads or leads[0].chunk_cover < _min_cover(leads[0], asked):
             continue
+        first = leads[0].rank == 0 and not leads[0].weak
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
+        unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
             continue  # words in common, meaning unrelated
         best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))

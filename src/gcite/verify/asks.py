@@ -278,6 +278,61 @@ def gives_any(types: tuple[str, ...], text: str) -> bool:
     return not strict or any(gives(name, text) for name in strict)
 
 
+#: Duration units by scale (seconds ... years): a question asking in one unit ("几年")
+#: is not answered by a duration two or more steps away ("8 到 10 秒").
+_SCALES: tuple[tuple[int, str], ...] = (
+    (0, "秒"),
+    (1, "分钟|分"),
+    (2, "个小时|小时|钟头|个钟"),
+    (3, "个工作日|工作日|天|日"),
+    (4, "个星期|星期|周|礼拜"),
+    (5, "个月|月|季度"),
+    (6, "年"),
+)
+_SCALE_UNIT = "|".join(units for _, units in _SCALES)
+# "那几天" / "前几天" name a span, they do not ask for one
+_ASKED_SPAN_RE = re.compile(rf"(?<![那这前后头])(?:几|多少)\s*(?:{_SCALE_UNIT})")
+_GIVEN_SPAN_RE = re.compile(rf"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百半]+)\s*(?:{_SCALE_UNIT})")
+#: Words that state a duration without a number, and their scale.
+_GIVEN_WORDS: tuple[tuple[int, str], ...] = ((1, "立即|立刻|马上"), (3, "当天|当日"))
+#: Measure words of a count ("几套", "多少部"); a count asked in one needs a count in the
+#: same or an interchangeable one ("部" / "台", the words for people). "个" is generic.
+_MEASURES = "名位人部台具间条处套辆项组格座块把根"
+_ASKED_COUNT_RE = re.compile(rf"(?:几|多少)\s*([{_MEASURES}])")
+_SAME_MEASURE = ("名位人个", "部台")
+
+
+def _scale(span: str) -> int:
+    """The scale of a duration span ("8 秒" -> 0, "几年" -> 6), by its unit (the last
+    unit of :data:`_SCALES` it ends with; "个小时" before "小时")."""
+    for scale, units in _SCALES:
+        if re.search(rf"(?:{units})$", span):
+            return scale
+    return -1
+
+
+def units_agree(question: str, text: str) -> bool:
+    """Whether ``text`` gives a value in the unit ``question`` asks in, when it asks in
+    one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
+    more scale steps away (seconds for years) does not answer; nor does a count asked in
+    a measure word ("几套") stated only in another ("两名"). True when the question names
+    no unit, or ``text`` states no duration of its own (for durations)."""
+    asked = _ASKED_SPAN_RE.search(question)
+    if asked is not None:
+        given = [_scale(m.group(0)) for m in _GIVEN_SPAN_RE.finditer(text)]
+        given += [scale for scale, words in _GIVEN_WORDS if re.search(words, text)]
+        want = _scale(asked.group(0))
+        if given and all(abs(scale - want) >= 2 for scale in given):
+            return False
+    counted = _ASKED_COUNT_RE.search(question)
+    if counted is not None:
+        measure = counted.group(1)
+        same = next((group for group in _SAME_MEASURE if measure in group), measure)
+        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]", text):
+            return False
+    return True
+
+
 _PIECE_RE = re.compile(r"[^？?；;，,。！!\n]+[？?；;，,。！!\n]*")
 _JOINER_RE = re.compile(r"^(?:还有|另外|以及|并且|而且|同时|顺便问一?下|再问一?下|那)")
 #: A part needs at least this many characters of its own (a shorter typed clause, "几个",
@@ -452,7 +507,8 @@ def check_part(part: str, answer: str, *, carried: str = "", context: str = "") 
     types = question_types(part) or (question_types(carried) if carried else ())
     cover, missing = word_cover(weights, answer, context)
     found = sum(1 for word in content_terms(part) if word not in missing)
-    return PartCheck(part, types, gives_any(types, answer), round(cover, 3), missing, found)
+    typed = gives_any(types, answer) and units_agree(part, answer)
+    return PartCheck(part, types, typed, round(cover, 3), missing, found)
 
 
 def answer_check(
@@ -482,6 +538,7 @@ __all__ = [
     "question_parts",
     "question_types",
     "strict_types",
+    "units_agree",
     "without_asking",
     "word_cover",
 ]
