@@ -7,6 +7,7 @@ import pytest
 
 from gcite.verify import SupportModel, verify_answer
 from gcite.verify.asks import (
+    SYNONYMS,
     answer_check,
     asks_only,
     check_part,
@@ -172,3 +173,15 @@ def test_a_count_in_another_measure_word_does_not_answer() -> None:
     assert units_agree("有几台货梯", "货梯 2 部。")  # interchangeable measure words
     assert units_agree("能坐多少人", "可容纳 60 人。")
     assert units_agree("有几个入口", "共 3 处出入口。")  # "个" asks in no particular word
+
+
+def test_the_answerers_synonyms_count_as_the_word() -> None:
+    part, answer = "夜里多久轮岗", "夜间每 12 小时轮换一次。"
+    # no word of the question in the answer, without synonyms
+    assert not check_part(part, answer, synonyms={}).answered
+    # the shared table (the one the answerer's picking rules use) is the default
+    assert SYNONYMS["夜里"] == ("夜间",)
+    check = check_part(part, answer)
+    assert check.answered and "夜里" not in check.missing
+    flagged = answering_report(part, answer.replace("。", "[C:1]。"))
+    assert flagged is not None and flagged["answers_question"] is True

@@ -28,6 +28,7 @@ from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
+    SYNONYMS,
     check_part,
     gives_any,
     question_parts,
@@ -234,41 +235,6 @@ def query_terms(query: str, previous: str = "") -> dict[str, float]:
 def is_follow_up(query: str) -> bool:
     """A question that leans on the previous one ("那灯坏了呢？", "晚上呢")."""
     return bool(_FOLLOW_UP_RE.search(query.strip())) or len(terms(query)) <= 1
-
-
-#: Colloquial words and the written words handbooks and regulations use for them. A
-#: question word counts as found when one of its written forms is.
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "晚上": ("夜间",),
-    "夜里": ("夜间",),
-    "夜班": ("夜间",),
-    "白天": ("日间",),
-    "白班": ("日间",),
-    "钟头": ("小时",),
-    "一把手": ("主要负责人",),
-    "留": ("保存", "保留"),
-    "没": ("未",),
-    "没有": ("未",),
-    "客人": ("访客",),
-    "来访": ("访客",),
-    "坏": ("损坏", "故障"),
-    "坏了": ("损坏", "故障"),
-    "关人": ("困人",),
-    "老是": ("重复",),
-    "订": ("预订", "预约"),
-    "停": ("停放",),
-    "着火": ("火情", "火灾"),
-    "失火": ("火情", "火灾"),
-    "开会": ("会议",),
-    "刷脸": ("人脸",),
-    "师傅": ("人员",),
-    "钱": ("费用", "经费"),
-    "电话": ("热线",),
-    "修好": ("修复", "处理完毕"),
-    "上楼": ("楼层",),
-    "手续": ("登记", "许可", "审批", "办理"),
-    "进楼": ("进入",),
-}
 
 
 def _found(word: str, low: str) -> float:
@@ -831,8 +797,9 @@ def _answering(
 ) -> list[Pick]:
     """``picks`` when they answer ``part`` by the verifier's second dimension
     (:func:`gcite.verify.asks.check_part`: the answer type asked, and
-    ``MIN_WORD_COVER`` of the part's content words, the cited documents' titles counting
-    half), else [] (refuse)."""
+    ``MIN_WORD_COVER`` of the part's content words - a word found by one of its
+    :data:`~gcite.verify.asks.SYNONYMS` as the picking rules find it - the cited
+    documents' titles counting half), else [] (refuse)."""
     if not picks:
         return picks
     ids = {p.chunk_id for p in picks}

@@ -30,10 +30,49 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gcite.knowledge.sparse import terms
 from gcite.verify.text import bigram_coverage
+
+#: word -> the written forms that count as the word (a colloquial word's synonyms).
+Synonyms = Mapping[str, tuple[str, ...]]
+
+#: Colloquial words and the written words handbooks and regulations use for them. A
+#: question word counts as found when one of its written forms is: in the offline
+#: answerer's picking rules and in the second dimension (:func:`word_cover`).
+SYNONYMS: Synonyms = {
+    "晚上": ("夜间",),
+    "夜里": ("夜间",),
+    "夜班": ("夜间",),
+    "白天": ("日间",),
+    "白班": ("日间",),
+    "钟头": ("小时",),
+    "一把手": ("主要负责人",),
+    "留": ("保存", "保留"),
+    "没": ("未",),
+    "没有": ("未",),
+    "客人": ("访客",),
+    "来访": ("访客",),
+    "坏": ("损坏", "故障"),
+    "坏了": ("损坏", "故障"),
+    "关人": ("困人",),
+    "老是": ("重复",),
+    "订": ("预订", "预约"),
+    "停": ("停放",),
+    "着火": ("火情", "火灾"),
+    "失火": ("火情", "火灾"),
+    "开会": ("会议",),
+    "刷脸": ("人脸",),
+    "师傅": ("人员",),
+    "钱": ("费用", "经费"),
+    "电话": ("热线",),
+    "修好": ("修复", "处理完毕"),
+    "上楼": ("楼层",),
+    "手续": ("登记", "许可", "审批", "办理"),
+    "进楼": ("进入",),
+}
 
 _NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
@@ -422,10 +461,12 @@ def _close_in_order(word: str, text: str) -> bool:
     return False
 
 
-def _word_found(word: str, text: str) -> float:
-    """1 when ``word`` is in ``text``; 0.5 when half its bigrams are (typos, other cuts)
-    or, for a two-character word, its characters are close together in order."""
-    if word in text:
+def _word_found(word: str, text: str, synonyms: Synonyms | None = None) -> float:
+    """1 when ``word`` (or one of its ``synonyms``, :data:`SYNONYMS` when None) is in
+    ``text``; 0.5 when half its bigrams are (typos, other cuts) or, for a two-character
+    word, its characters are close together in order."""
+    table = SYNONYMS if synonyms is None else synonyms
+    if word in text or any(alt in text for alt in table.get(word, ())):
         return 1.0
     if len(word) > 2 and bigram_coverage(word, text) >= 0.5:
         return 0.5
@@ -435,10 +476,12 @@ def _word_found(word: str, text: str) -> float:
 
 
 def word_cover(
-    weights: dict[str, float], text: str, context: str = ""
+    weights: dict[str, float], text: str, context: str = "", synonyms: Synonyms | None = None
 ) -> tuple[float, tuple[str, ...]]:
     """(share of the weight of ``weights`` found in ``text`` - in ``context``, such as
-    the cited documents' titles, at half - and the words not found in ``text``)."""
+    the cited documents' titles, at half - and the words not found in ``text``).
+    ``synonyms``: word -> written forms that count as the word (:data:`SYNONYMS` when
+    None)."""
     total = sum(weights.values())
     if total <= 0:
         return 1.0, ()
@@ -446,9 +489,9 @@ def word_cover(
     found = 0.0
     missing: list[str] = []
     for word, weight in weights.items():
-        share = _word_found(word, low)
+        share = _word_found(word, low, synonyms)
         if share < 1.0 and ctx:
-            share = max(share, 0.5 * _word_found(word, ctx))
+            share = max(share, 0.5 * _word_found(word, ctx, synonyms))
         found += share * weight
         if share < 1.0:
             missing.append(word)
@@ -489,14 +532,22 @@ class PartCheck:
         return self.typed and self.covered()
 
 
-def check_part(part: str, answer: str, *, carried: str = "", context: str = "") -> PartCheck:
+def check_part(
+    part: str,
+    answer: str,
+    *,
+    carried: str = "",
+    context: str = "",
+    synonyms: Synonyms | None = None,
+) -> PartCheck:
     """``part`` of a question against the ``answer`` text (markers removed).
 
     ``carried``: the subject carried from the earlier turn or the other parts; its words
     join at half weight (all of them together at most ``CARRIED_SHARE`` of the part's
     own), and its types apply when the part asks for none itself.
     ``context``: text the answer stands in (the cited documents' titles): words found
-    there count half.
+    there count half. ``synonyms``: word -> written forms that count as the word
+    (:data:`SYNONYMS` when None).
     """
     weights = content_terms(part)
     own = sum(weights.values())
@@ -505,7 +556,7 @@ def check_part(part: str, answer: str, *, carried: str = "", context: str = "") 
     for word, weight in extra.items():
         weights[word] = scale * weight
     types = question_types(part) or (question_types(carried) if carried else ())
-    cover, missing = word_cover(weights, answer, context)
+    cover, missing = word_cover(weights, answer, context, synonyms)
     found = sum(1 for word in content_terms(part) if word not in missing)
     typed = gives_any(types, answer) and units_agree(part, answer)
     return PartCheck(part, types, typed, round(cover, 3), missing, found)
@@ -526,9 +577,11 @@ def answer_check(
 
 __all__ = [
     "MIN_WORD_COVER",
+    "SYNONYMS",
     "TYPES",
     "AskType",
     "PartCheck",
+    "Synonyms",
     "answer_check",
     "asks_only",
     "check_part",
