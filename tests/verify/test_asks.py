@@ -185,3 +185,12 @@ def test_the_answerers_synonyms_count_as_the_word() -> None:
     assert check.answered and "夜里" not in check.missing
     flagged = answering_report(part, answer.replace("。", "[C:1]。"))
     assert flagged is not None and flagged["answers_question"] is True
+
+
+def test_a_charge_set_elsewhere_is_not_a_price() -> None:
+    # "free" for one part and "charged by the rates" for the rest names no amount
+    text = "每户首辆车免费停放，第二辆起按园区标准计费。"
+    assert not gives("money", text)
+    assert not check_part("第二辆车停一个月要多少钱", text).typed
+    assert gives("money", "第二辆起按每月 300 元计费。")  # an amount of its own
+    assert gives("money", "每户首辆车免费停放。")  # free, nothing charged elsewhere

@@ -94,6 +94,11 @@ class AskType:
     asked: re.Pattern[str]
     answer: re.Pattern[str]
     strict: bool = True
+    #: A text saying the value is set elsewhere ("超出部分按…计费"): such a text gives
+    #: the type only with a ``value`` of its own (an amount), not by ``answer``'s words
+    #: ("免费" for another part).
+    withheld: re.Pattern[str] | None = None
+    value: re.Pattern[str] | None = None
 
 
 def _re(pattern: str) -> re.Pattern[str]:
@@ -108,8 +113,10 @@ TYPES: tuple[AskType, ...] = (
             r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴多少|补助多少|津贴|多少元|工资多少|贵不贵"
         ),
-        # an amount, or free of charge ("按收费标准计费" names no amount)
+        # an amount, or free of charge (a charge "by the rates" names no amount)
         _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收"),
+        withheld=_re(r"按[^，。；]{0,12}(?:计费|收取)|另行(?:计费|收费|收取)"),
+        value=_re(rf"{_NUM}\s*(?:万|千)?\s*元"),
     ),
     AskType(
         "frequency",
@@ -307,8 +314,12 @@ def strict_types(types: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def gives(type_name: str, text: str) -> bool:
-    """Whether ``text`` contains a value of the type ``type_name`` (see :data:`TYPES`)."""
-    return bool(_BY_NAME[type_name].answer.search(text))
+    """Whether ``text`` contains a value of the type ``type_name`` (see :data:`TYPES`;
+    a text saying the value is set elsewhere needs a value of its own: an amount)."""
+    kind = _BY_NAME[type_name]
+    if kind.withheld is not None and kind.value is not None and kind.withheld.search(text):
+        return bool(kind.value.search(text))
+    return bool(kind.answer.search(text))
 
 
 def gives_any(types: tuple[str, ...], text: str) -> bool:
