@@ -209,3 +209,18 @@ def test_the_first_chunk_above_the_threshold_is_not_dropped_for_its_meaning(
     # a lower-ranked chunk with the same evidence still is
     second = [chunk("2", DELIVERY, "访客接待与登记管理办法", 0.45), {**first[0], "score": 0.4}]
     assert backend.answer("门禁刷不开了人多久到", second) == NO_ANSWER
+
+
+def test_when_the_best_candidate_does_not_answer_the_next_one_is_checked(
+    backend: ExtractiveBackend,
+) -> None:
+    fire = "灭火器使用要点 > 二、注意事项\n如果火势在一分钟内无法控制，应立即撤离并等待专业消防队。"
+    chunks = [
+        chunk("1", FAULTS, "故障报修与异常上报流程", 0.3, weak=True),
+        chunk("2", fire, "灭火器使用要点", 0.5),
+    ]
+    # the chunk above the threshold is picked first, fails the answer check (none of the
+    # question's words), and the first-ranked chunk below it answers
+    answer = backend.answer("停电了物业几分钟能到", chunks)
+    assert "物业须在 5 分钟内到场" in answer and "[C:1]" in answer and "[C:2]" not in answer
+    assert backend.answer("停电了物业上门收多少钱", chunks) == NO_ANSWER

@@ -810,6 +810,25 @@ def _answering(
     return picks if check_part(part, text, carried=carried, context=titles).answered else []
 
 
+def _checked_picks(
+    query: str, part: str, chunks: Sequence[dict[str, Any]], check_carried: str, **pick: Any
+) -> list[Pick]:
+    """:func:`pick_sentences` for ``query`` kept when they answer ``part`` (see
+    :func:`_answering`, ``check_carried`` the carried subject); when they do not, the
+    picked chunks are set aside (their ranks kept) and the next candidates are checked
+    once the same way; [] to refuse."""
+    picks = pick_sentences(query, chunks, **pick)
+    answered = _answering(part, picks, chunks, carried=check_carried)
+    if answered or not picks:
+        return answered
+    rejected = {p.chunk_id for p in picks}
+    rest = [
+        {**c, "content": None} if str(c.get("id") or "").strip() in rejected else c for c in chunks
+    ]
+    again = pick_sentences(query, rest, **pick)
+    return _answering(part, again, rest, carried=check_carried)
+
+
 @dataclass(frozen=True)
 class PartAnswer:
     """One part of a question and the sentences that answer it: ``picks`` the new ones,
@@ -835,24 +854,30 @@ def answer_parts(
     own = _new_part(query, previous) if previous and previous.strip() in query else query
     parts = question_parts(own)
     if len(parts) <= 1:
-        picks = pick_sentences(
-            query, chunks, previous=previous, support=support, max_sentences=max_sentences
+        picks = _checked_picks(
+            query,
+            own,
+            chunks,
+            previous,
+            previous=previous,
+            support=support,
+            max_sentences=max_sentences,
         )
-        picks = _answering(own, picks, chunks, carried=previous)
         return [PartAnswer(query, picks, bool(picks))]
     out: list[PartAnswer] = []
     used: set[tuple[str, int]] = set()
     for part in parts:
         carried = " ".join(p for p in parts if p is not part)
-        picks = pick_sentences(
+        picks = _checked_picks(
+            part,
             part,
             chunks,
+            f"{previous} {carried}".strip(),
             previous=previous,
             support=support,
             max_sentences=max_sentences,
             carried=carried,
         )
-        picks = _answering(part, picks, chunks, carried=f"{previous} {carried}".strip())
         fresh = [p for p in picks if (p.chunk_id, p.position) not in used]
         used.update((p.chunk_id, p.position) for p in picks)
         out.append(PartAnswer(part, fresh, bool(picks)))
