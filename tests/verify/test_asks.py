@@ -194,3 +194,12 @@ def test_a_charge_set_elsewhere_is_not_a_price() -> None:
     assert not check_part("第二辆车停一个月要多少钱", text).typed
     assert gives("money", "第二辆起按每月 300 元计费。")  # an amount of its own
     assert gives("money", "每户首辆车免费停放。")  # free, nothing charged elsewhere
+
+
+def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() -> None:
+    earlier = "巡检多久一次"
+    own = check_part("值班室钥匙交给保安", "值班室钥匙交由当班保安保管。", carried=earlier)
+    assert own.types == () and own.answered
+    # an ellipsis still asks what the earlier turn asked
+    ellipsis = check_part("那白天呢？", "值班室钥匙交由当班保安保管。", carried=earlier)
+    assert ellipsis.types == ("frequency",) and not ellipsis.answered

@@ -514,6 +514,9 @@ def word_cover(
 #: (a long question describes a situation in words the answer need not repeat).
 MIN_WORD_COVER = 0.12
 MIN_WORDS_FOUND = 2
+#: A part of at most this many content words that asks no type of its own takes the
+#: types of the carried question (an ellipsis); a longer one asks nothing typed.
+ELLIPTICAL_WORDS = 2
 #: Carried words (another part, the earlier turn) weigh at most this share of the part's
 #: own words in all.
 CARRIED_SHARE = 0.5
@@ -566,7 +569,10 @@ def check_part(
     scale = min(0.5, CARRIED_SHARE * own / sum(extra.values())) if own and extra else 0.5
     for word, weight in extra.items():
         weights[word] = scale * weight
-    types = question_types(part) or (question_types(carried) if carried else ())
+    # an elliptical part ("那白天呢") asks what the carried question asks; a part that
+    # names its own subject in words and asks no type asks nothing typed
+    elliptical = len(content_terms(part)) <= ELLIPTICAL_WORDS
+    types = question_types(part) or (question_types(carried) if carried and elliptical else ())
     cover, missing = word_cover(weights, answer, context, synonyms)
     found = sum(1 for word in content_terms(part) if word not in missing)
     typed = gives_any(types, answer) and units_agree(part, answer)
