@@ -4,7 +4,7 @@ Every gold passage occurs in one of its gold documents, some alternative of ever
 keyword group occurs in them (spaces ignored), and every gold law article is an article
 of its law file. Also the sizes and mix each set promises in its README
 (``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``,
-``benchmarks/data/frozen-3``).
+``benchmarks/data/frozen-3``, ``benchmarks/data/frozen-4``).
 """
 
 from __future__ import annotations
@@ -95,6 +95,26 @@ SETS = [
         laws_unanswerable=7,
         near_docs_required=True,
         laws_categories={"layperson": 20, "colloquial": 19, "multi-part": 5},
+    ),
+    FrozenSet(
+        folder="frozen-4",
+        handbook_total=104,
+        handbook_answerable=72,
+        handbook_categories={
+            "colloquial": 31,
+            "abbreviation": 8,
+            "typo": 9,
+            "extra-words": 7,
+            "multi-part": 8,
+            "follow-up": 9,
+            "close-unanswerable": 24,
+            "off-topic": 8,
+        },
+        laws_total=50,
+        laws_answerable=43,
+        laws_unanswerable=7,
+        near_docs_required=True,
+        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
     ),
 ]
 IDS = [s.folder for s in SETS]
