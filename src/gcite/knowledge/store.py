@@ -408,9 +408,15 @@ class HybridStore:
         meanwhile cannot leave a hit without its chunk."""
         index = self._handle.index
         query_dense = self._query_dense(*query)
+        # the keyword stage carries the query embedding: an index that can returns its
+        # candidates' cosines with them (the rest come from cosines())
+        stages = [
+            dataclasses.replace(s, dense=query_dense) if s.sparse is not None else s
+            for s in stages
+        ]
         with self._handle.lock:
             visible = self._handle.visible(flt)
-            found = [index.nearest(stage, visible, depth, with_payload=False) for stage in stages]
+            found = index.retrieve(stages, visible, depth)
             found = with_cosines(found, lambda ids: self._cosines(query_dense, ids))
             calibration = calibration_for(self._handle.catalog.embedder)
             scored = score_candidates(found, weights, calibration)

@@ -78,6 +78,8 @@ class Stage:
     ``weights``: token id -> general IDF weight of each query token
     (:func:`~gcite.knowledge.sparse.query_weights`), for an index that ranks keyword
     matches without corpus statistics (pgvector); the Qdrant stores apply their own IDF.
+    ``dense`` on a ``bm25`` stage: the query embedding, for an index that computes the
+    keyword candidates' cosines in the same query (:meth:`VectorIndex.retrieve`).
     """
 
     using: str
@@ -122,6 +124,13 @@ def hybrid_query(
     return HybridQuery(tuple(stages), flt, limit, prefetch, threshold)
 
 
+def nearest_each(
+    index: VectorIndex, stages: Sequence[Stage], flt: Any, limit: int
+) -> list[list[Candidate]]:
+    """:meth:`VectorIndex.retrieve` of an index that runs one query per stage."""
+    return [index.nearest(stage, flt, limit, with_payload=False) for stage in stages]
+
+
 def rrf_scale(score: float, stages: int) -> float:
     """RRF score (sum of 1/(k+rank), rank from 0) -> 0-1 (1.0 = first in every stage)."""
     return min(1.0, max(0.0, float(score) * RRF_K / max(stages, 1)))
@@ -156,6 +165,14 @@ class VectorIndex(Protocol):
         of their BM25 vectors (and their payloads, unless ``with_payload`` is false: then
         ``{}``). A dense stage's candidates carry their ``cosine`` (the score); a BM25
         stage's carry neither ``cosine`` nor ``dense`` (see :meth:`cosines`)."""
+        ...
+
+    def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
+        """Every stage's candidates, in stage order: :meth:`nearest` of each without
+        payloads (:func:`nearest_each`), or all from one query where the index can (one
+        round trip). A keyword stage that carries the query embedding (``dense``) may get
+        its candidates' ``cosine`` set from it (pgvector: in the same query); the others
+        are left to :meth:`cosines`."""
         ...
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
@@ -197,5 +214,6 @@ __all__ = [
     "Stage",
     "VectorIndex",
     "hybrid_query",
+    "nearest_each",
     "rrf_scale",
 ]

@@ -28,6 +28,7 @@ from gcite.knowledge.stores.base import (
     HybridQuery,
     PointData,
     Stage,
+    nearest_each,
     rrf_scale,
 )
 
@@ -272,6 +273,9 @@ class EdgeIndex:
                     Candidate(str(p.id), score, tokens or (), {}, score if dense_stage else None)
                 )
             return out
+
+    def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
+        return nearest_each(self, stages, flt, limit)
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
         if not ids:

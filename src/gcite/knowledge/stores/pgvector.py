@@ -267,6 +267,60 @@ def _roles(payload: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+def _dense_part(position: int, where: Any, with_payload: bool) -> Any:
+    """The dense stage at ``position`` of a :meth:`PgIndex.retrieve` statement: the
+    ``%(n)s`` nearest chunks under ``where`` by the HNSW index (query ``%(q<position>)b``),
+    as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows."""
+    sql = _sql()
+    return sql.SQL(
+        "(SELECT {pos}, d, id::text, NULL::float8, tokens, {p}, NULL::float8 FROM "
+        "(SELECT id, embedding <=> {q}::float8[]::vector AS d, tokens{pc} FROM gcite_kb_chunks "
+        "WHERE {w} ORDER BY d LIMIT %(n)s) AS dn)"
+    ).format(
+        pos=sql.Literal(position),
+        q=sql.Placeholder(f"q{position}", format="b"),
+        w=where,
+        p=sql.SQL("payload") if with_payload else sql.SQL("NULL::jsonb"),
+        pc=sql.SQL(", payload") if with_payload else sql.SQL(""),
+    )
+
+
+def _keyword_part(position: int, where: Any, with_payload: bool, *, cosine: bool) -> Any:
+    """The keyword stage at ``position`` of a :meth:`PgIndex.retrieve` statement, as
+    ``(position, rank, id, score, tokens, payload, cosine)`` rows: for each query token
+    (``%(t<position>)s``, their weights ``%(w<position>)s``) one GIN lookup reading at
+    most :data:`POSTINGS_PER_TOKEN` chunks under ``where`` (no row's lexemes read), the
+    weights of the tokens a chunk holds summed, the best ``%(n)s`` joined back for their
+    token ids (and, with ``cosine``, their cosine with the query ``%(q<position>)b``).
+    Parameters, not literals: the statement's text is the same for every query under the
+    same filter, so the driver prepares it once (no planning per search)."""
+    sql = _sql()
+    cosine_sql = (
+        sql.SQL("1 - (c.embedding <=> {}::float8[]::vector)").format(
+            sql.Placeholder(f"q{position}", format="b")
+        )
+        if cosine
+        else sql.SQL("NULL::float8")
+    )
+    return sql.SQL(
+        "(SELECT {pos}, (row_number() OVER (ORDER BY b.s DESC, b.n_tokens, b.id))::float8, "
+        "c.id::text, b.s, c.tokens, {p}, {cos} FROM (SELECT m.id, sum(m.w) AS s, m.n_tokens "
+        "FROM unnest({t}::text[], {wt}::float8[]) AS k(t, w) CROSS JOIN LATERAL "
+        "(SELECT id, n_tokens, k.w AS w FROM gcite_kb_chunks WHERE lexemes @@ k.t::tsquery "
+        "AND {w} LIMIT {cap}) AS m GROUP BY m.id, m.n_tokens "
+        "ORDER BY s DESC, m.n_tokens, m.id LIMIT %(n)s) AS b "
+        "JOIN gcite_kb_chunks AS c ON c.id = b.id)"
+    ).format(
+        pos=sql.Literal(position),
+        p=sql.SQL("c.payload") if with_payload else sql.SQL("NULL::jsonb"),
+        cos=cosine_sql,
+        t=sql.Placeholder(f"t{position}"),
+        wt=sql.Placeholder(f"w{position}"),
+        w=where,
+        cap=sql.Literal(POSTINGS_PER_TOKEN),
+    )
+
+
 class PgIndex:
     """A :class:`~gcite.knowledge.stores.base.VectorIndex` on the knowledge tables at ``url``.
 
@@ -522,52 +576,67 @@ class PgIndex:
     def nearest(
         self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
     ) -> list[Candidate]:
+        return self._retrieve([stage], flt, limit, with_payload=with_payload)[0]
+
+    def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
+        """Every stage's candidates (:meth:`nearest` without payloads) from one statement
+        (one round trip; the keyword candidates with their cosines when the keyword stage
+        carries the query embedding)."""
+        return self._retrieve(stages, flt, limit, with_payload=False)
+
+    def _retrieve(
+        self, stages: Sequence[Stage], flt: Any, limit: int, *, with_payload: bool
+    ) -> list[list[Candidate]]:
+        """The candidates of ``stages`` from one statement: each stage's part (a dense
+        stage's and a keyword stage's, :func:`_dense_part`, :func:`_keyword_part`) tagged
+        with its position, its rows in its order."""
         sql = _sql()
-        payload = sql.SQL(", payload") if with_payload else sql.SQL(", NULL")
         where = self._where(flt)
-        if stage.sparse is None:
-            if not self.dim:  # another process may have made the first write since
-                with pg_errors("知识库查询失败", self.url):
-                    self.dim = self._column_dim()
-            if not self.dim:
-                raise StoreError("知识库为空: 尚未导入任何文档")
-            query = sql.SQL(
-                "SELECT id::text, embedding <=> %(q)b::float8[]::vector AS d, tokens{p} "
-                "FROM gcite_kb_chunks WHERE {w} ORDER BY d LIMIT %(n)s"
-            ).format(p=payload, w=where)
-            rows = self._read(query, {"q": list(stage.dense or []), "n": int(limit)})
-            # relaxed_order iterative scans may return a few rows out of order
-            rows.sort(key=lambda r: r[1])
-            return [
-                Candidate(r[0], 1.0 - float(r[1]), r[2], dict(r[3] or {}), 1.0 - float(r[1]))
-                for r in rows
-            ]
-        tokens = list(dict.fromkeys(int(t) for t in stage.sparse.indices))
-        if not tokens:
-            return []
-        weights = stage.weights or {}
-        # one GIN lookup per query token (no row's lexemes read or decompressed), the
-        # weights of the tokens a chunk holds summed, the best ``limit`` joined back
-        branches = sql.SQL(" UNION ALL ").join(
-            sql.SQL(
-                "(SELECT id, n_tokens, {}::float8 AS w FROM gcite_kb_chunks "
-                "WHERE lexemes @@ {}::tsquery AND {} LIMIT {})"
-            ).format(
-                sql.Literal(float(weights.get(t, 1.0))),
-                sql.Literal(str(t)),
-                where,
-                sql.Literal(POSTINGS_PER_TOKEN),
+        parts: list[Any] = []
+        params: dict[str, Any] = {"n": int(limit)}
+        for position, stage in enumerate(stages):
+            if stage.sparse is None:
+                self._check_dim()
+                params[f"q{position}"] = list(stage.dense or [])
+                parts.append(_dense_part(position, where, with_payload))
+                continue
+            tokens = list(dict.fromkeys(int(t) for t in stage.sparse.indices))
+            if not tokens:
+                continue
+            weights = stage.weights or {}
+            params[f"t{position}"] = [str(t) for t in tokens]
+            params[f"w{position}"] = [float(weights.get(t, 1.0)) for t in tokens]
+            cosine = stage.dense is not None and bool(self.dim)
+            if cosine:
+                params[f"q{position}"] = list(stage.dense or [])
+            parts.append(_keyword_part(position, where, with_payload, cosine=cosine))
+        found: list[list[Candidate]] = [[] for _ in stages]
+        if not parts:
+            return found
+        # dense rows by distance (relaxed_order iterative scans may return a few out of
+        # order), keyword rows by rank
+        query = sql.SQL(" UNION ALL ").join(parts) + sql.SQL(" ORDER BY 1, 2, 3")
+        for position, key, point_id, score, tokens_, payload, cosine_ in self._read(query, params):
+            if score is None:  # a dense stage's row: the score is the cosine
+                cosine_ = score = 1.0 - float(key)
+            found[position].append(
+                Candidate(
+                    point_id,
+                    float(score),
+                    tokens_,
+                    dict(payload or {}),
+                    None if cosine_ is None else float(cosine_),
+                )
             )
-            for t in tokens
-        )
-        query = sql.SQL(
-            "SELECT c.id::text, b.s, c.tokens{p} FROM (SELECT m.id, sum(m.w) AS s, "
-            "m.n_tokens FROM ({b}) AS m GROUP BY m.id, m.n_tokens "
-            "ORDER BY s DESC, m.n_tokens, m.id LIMIT %(n)s) AS b "
-            "JOIN gcite_kb_chunks AS c ON c.id = b.id ORDER BY b.s DESC, b.n_tokens, b.id"
-        ).format(b=branches, p=sql.SQL(", c.payload") if with_payload else sql.SQL(", NULL"))
-        rows = self._read(query, {"n": int(limit)})
-        return [Candidate(r[0], float(r[1]), r[2], dict(r[3] or {}), None) for r in rows]
+        return found
+
+    def _check_dim(self) -> None:
+        """Raise :class:`StoreError` while the store holds no chunk (no dimension yet)."""
+        if not self.dim:  # another process may have made the first write since
+            with pg_errors("知识库查询失败", self.url):
+                self.dim = self._column_dim()
+        if not self.dim:
+            raise StoreError("知识库为空: 尚未导入任何文档")
 
     def query(self, query: HybridQuery) -> list[Hit]:
         """The RRF baseline: each stage's candidates fused by RRF (k=60) in Python."""

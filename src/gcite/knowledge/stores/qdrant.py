@@ -26,6 +26,7 @@ from gcite.knowledge.stores.base import (
     HybridQuery,
     PointData,
     Stage,
+    nearest_each,
     rrf_scale,
 )
 
@@ -218,6 +219,9 @@ class QdrantIndex:
                 )
             )
         return out
+
+    def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
+        return nearest_each(self, stages, flt, limit)
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:
         if not ids or not self._ready:
