@@ -119,6 +119,78 @@ def test_roles_fail_closed_in_sql(pgvector_settings: Settings) -> None:
             assert ("电梯维保规程" in seen) == (roles == ["运维工程师 "])  # names are stripped
 
 
+# --------------------------------------------------------------------------- the search query
+
+
+def test_one_statement_gives_each_retrievers_candidates_and_the_keyword_cosines(
+    pgvector_settings: Settings,
+) -> None:
+    """``retrieve`` runs the dense and the keyword retriever in one statement: the same
+    candidates, in the same order, with the same scores and tokens as each retriever
+    alone; the keyword candidates carry the cosine ``cosines`` computes for them (the
+    dense retriever's score of the same chunk); the filter applies to both parts."""
+    from gcite.knowledge.filters import build_filter
+    from gcite.knowledge.sparse import query_terms
+    from gcite.knowledge.stores.base import DENSE, SPARSE
+
+    with open_store(pgvector_settings) as store:
+        index = store._handle.index
+        question = "电梯困人怎么处理，停车场和锅炉归谁管"
+        dense = [float(x) for x in store.embedder().embed_query(question)]
+        sparse, weights = query_terms(question)
+        stages = [
+            Stage(DENSE, dense=dense),
+            Stage(SPARSE, sparse=sparse, weights=weights, dense=dense),
+        ]
+        public = build_filter(index.models, roles=[])
+        reads: list[Any] = []
+        read = index._read
+
+        def counted(query: Any, params: Any = None) -> list[Any]:
+            reads.append(query)
+            return read(query, params)
+
+        for flt in (None, public):
+            alone = [index.nearest(stage, flt, 10, with_payload=False) for stage in stages]
+            reads.clear()
+            index._read = counted
+            try:
+                together = index.retrieve(stages, flt, 10)
+            finally:
+                del index._read
+            assert len(reads) == 1  # one round trip
+            assert alone[0] and alone[1]
+            for one, both in zip(alone, together, strict=True):
+                assert [c.id for c in both] == [c.id for c in one]
+                assert [c.score for c in both] == pytest.approx([c.score for c in one])
+                assert [set(c.tokens) for c in both] == [set(c.tokens) for c in one]
+                assert all(c.payload == {} for c in both)
+            truth = index.cosines(dense, [c.id for c in together[1]])
+            assert all(c.cosine == pytest.approx(truth[c.id], abs=1e-9) for c in together[1])
+            by_dense = {c.id: c.cosine for c in together[0]}
+            shared = [c for c in together[1] if c.id in by_dense]
+            assert all(c.cosine == pytest.approx(by_dense[c.id], abs=1e-6) for c in shared)
+        seen = {c.id for found in index.retrieve(stages, public, 100) for c in found}
+        payloads = index.payloads(sorted(seen))
+        assert seen and all(not p["m_str"].get("access_roles") for p in payloads.values())
+        assert index.retrieve([Stage(SPARSE, sparse=query_terms("的")[0])], None, 10) == [[]]
+
+
+def test_chunk_rows_keep_their_large_values_out_of_line(pgvector_settings: Settings) -> None:
+    """A chunk's vector, token ids and lexemes are stored out of line (the TOAST table), so
+    its row in the table the keyword retriever reads is small: many rows per page."""
+    import psycopg
+
+    url = pgvector_settings.knowledge.setting("pgvector", "database_url")
+    with psycopg.connect(url) as conn:
+        rows, pages = conn.execute(
+            "SELECT count(*), count(DISTINCT (ctid::text::point)[0]) FROM gcite_kb_chunks"
+        ).fetchone()
+    # inline, a 512-dimension vector alone is 2 KB: at most 3 such rows in an 8 KB page
+    assert rows >= 5
+    assert pages == 1
+
+
 # --------------------------------------------------------------------------- transactions
 
 

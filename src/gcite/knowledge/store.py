@@ -411,8 +411,7 @@ class HybridStore:
         # the keyword stage carries the query embedding: an index that can returns its
         # candidates' cosines with them (the rest come from cosines())
         stages = [
-            dataclasses.replace(s, dense=query_dense) if s.sparse is not None else s
-            for s in stages
+            dataclasses.replace(s, dense=query_dense) if s.sparse is not None else s for s in stages
         ]
         with self._handle.lock:
             visible = self._handle.visible(flt)
