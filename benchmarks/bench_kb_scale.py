@@ -64,7 +64,7 @@ def _backend_cpu(store: Any) -> float:
         return 0.0
     total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
-    for conn in (index.reader(), index._writer):
+    for conn in (index.reader(), *getattr(index, "_idle", [])):
         if conn is None or conn.closed:
             continue
         pid = conn.info.backend_pid
