@@ -51,6 +51,9 @@ class Catalog:
     dim: int = 0
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
     tags: dict[str, dict[str, Any]] = field(default_factory=dict)
+    revision: int = field(default=0, compare=False)
+    """Counts the saves (and reloads) of this catalog: what was derived from one state
+    (the query vocabulary) is current while the revision is the same."""
 
     @classmethod
     def load(cls, path: Path) -> Catalog:
@@ -87,6 +90,7 @@ class Catalog:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, self.path)
+        self.revision += 1
 
     def dataset(self, name: str) -> dict[str, Any]:
         """The entry of ``name``, created when missing."""

@@ -191,8 +191,9 @@ class _Handle:
     refs: int = 0
     # versions being written on an index that shows writes at once: hidden from searches
     staged: frozenset[str] = frozenset()
-    # the query vocabulary of the catalog state it was built for (vocabulary_key)
-    vocabulary: tuple[Any, Vocabulary] | None = None
+    # the query vocabulary, with the catalog revision and the vocabulary_key it was
+    # built for
+    vocabulary: tuple[Any, Any, Vocabulary] | None = None
 
     def visible(self, flt: Any) -> Any:
         """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
@@ -206,16 +207,21 @@ class _Handle:
 def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
     """What a store's :class:`Vocabulary` depends on: each document's content hash, and
     the operator's synonym table (its path and modification time)."""
-    mtime = 0.0
-    if synonyms_file:
-        with contextlib.suppress(OSError):
-            mtime = Path(synonyms_file).expanduser().stat().st_mtime
+    mtime = _mtime(synonyms_file)
     docs = sorted(
         (document_id, str(info.get("hash", "")), CATALOG_KEY in info)
         for entry in catalog.datasets.values()
         for document_id, info in entry.get("documents", {}).items()
     )
     return (tuple(docs), synonyms_file, mtime)
+
+
+def _mtime(synonyms_file: str) -> float:
+    """The modification time of the operator's synonym table (0: none, unreadable)."""
+    if synonyms_file:
+        with contextlib.suppress(OSError):
+            return Path(synonyms_file).expanduser().stat().st_mtime
+    return 0.0
 
 
 def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
@@ -433,17 +439,23 @@ class HybridStore:
         synonyms_file = self.settings.knowledge.synonyms_file
         with self._handle.lock:
             catalog = self._handle.catalog
-            key = vocabulary_key(catalog, synonyms_file)
             cached = self._handle.vocabulary
-            if cached is not None and cached[0] == key:
-                return cached[1]
+            # the catalog's documents are listed again (time proportional to their number)
+            # only after a save or reload of the catalog
+            saved = (id(catalog), catalog.revision, synonyms_file, _mtime(synonyms_file))
+            if cached is not None and cached[0] == saved:
+                return cached[2]
+            key = vocabulary_key(catalog, synonyms_file)
+            if cached is not None and cached[1] == key:
+                self._handle.vocabulary = (saved, key, cached[2])
+                return cached[2]
             entries = catalog_entries(catalog)
         # built without the lock (the tokeniser's dictionaries may load first: seconds),
         # so searches and /ready's dataset list are not held up meanwhile; two threads
         # may build the same vocabulary at once, and a newer catalog state rebuilds it
         built = catalog_vocabulary(entries, synonyms_file)
         with self._handle.lock:
-            self._handle.vocabulary = (key, built)
+            self._handle.vocabulary = (saved, key, built)
         return built
 
     def normalise_query(self, query: str) -> str:

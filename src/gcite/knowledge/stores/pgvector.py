@@ -846,6 +846,7 @@ class PgCatalog(Catalog):
         )
         self._saved = copy.deepcopy(self.datasets)
         self._saved_tags = copy.deepcopy(self.tags)
+        self.revision += 1
 
     def refresh(self, *, sync: bool = False) -> None:
         """Reload the catalog when another store (this process's or another's) saved one
@@ -874,6 +875,7 @@ class PgCatalog(Catalog):
         self._saved = copy.deepcopy(self.datasets)
         self.tags = self.index.load_tags()
         self._saved_tags = copy.deepcopy(self.tags)
+        self.revision += 1
 
 
 __all__ = ["PgCatalog", "PgIndex", "SqlModels", "conninfo", "migrate", "pg_errors"]
