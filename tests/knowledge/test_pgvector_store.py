@@ -176,6 +176,27 @@ def test_one_statement_gives_each_retrievers_candidates_and_the_keyword_cosines(
         assert index.retrieve([Stage(SPARSE, sparse=query_terms("的")[0])], None, 10) == [[]]
 
 
+def test_query_vectors_reach_the_database_as_the_same_float32_values(
+    pgvector_settings: Settings,
+) -> None:
+    """A vector parameter (``Float4s``) is sent as a binary ``float4[]``: the database gets
+    exactly the float32 values of the embedding (the stored vectors' precision)."""
+    import numpy as np
+
+    from gcite.knowledge.stores.pgvector import Float4s
+
+    values = np.random.default_rng(3).normal(size=512).astype(np.float32)
+    values[:4] = [0.0, -0.0, 1e-38, -3.4e38]
+    with open_store(pgvector_settings) as store:
+        index = store._handle.index
+        (back, as_vector), *_ = index._read(
+            "SELECT %b::float4[], (%b::float4[]::vector)::float4[]",
+            (Float4s(values.tolist()), Float4s(values)),
+        )
+    assert np.array_equal(np.asarray(back, dtype=np.float32), values)
+    assert np.array_equal(np.asarray(as_vector, dtype=np.float32), values)
+
+
 def test_chunk_rows_keep_their_large_values_out_of_line(pgvector_settings: Settings) -> None:
     """A chunk's vector, token ids and lexemes are stored out of line (the TOAST table), so
     its row in the table the keyword retriever reads is small: many rows per page."""

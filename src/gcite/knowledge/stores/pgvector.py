@@ -139,6 +139,41 @@ def migrate(url: str) -> None:
             engine.dispose()
 
 
+class Float4s:
+    """A vector parameter: sent as a binary ``float4[]`` (:class:`_Float4sDumper`, one
+    NumPy conversion; a list of Python floats is sent as ``float8[]``, one ``struct.pack``
+    per element), cast to ``vector`` in SQL: the same float32 values."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+
+
+def _float4s_dumper() -> type:
+    """The psycopg dumper of :class:`Float4s` (PostgreSQL's binary array format)."""
+    import struct
+
+    import numpy as np
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    header = struct.Struct(">iiIii")  # dimensions, has nulls, element type, length, lower bound
+
+    class _Float4sDumper(Dumper):
+        format = Format.BINARY
+        oid = 1021  # float4[]
+
+        def dump(self, obj: Any) -> bytes:
+            values = np.asarray(obj.values, dtype=">f4")
+            items = np.empty((values.size, 2), dtype=">i4")  # each element: length, value
+            items[:, 0] = 4
+            items[:, 1] = values.view(">i4")
+            return header.pack(1, 0, 700, values.size, 1) + items.tobytes()
+
+    return _Float4sDumper
+
+
 # --------------------------------------------------------------------------- filters
 
 
@@ -267,39 +302,51 @@ def _roles(payload: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def _dense_part(position: int, where: Any, with_payload: bool) -> Any:
+def _vector_param(params: dict[str, Any], dense: Sequence[float]) -> str:
+    """The name of the statement parameter holding the query vector ``dense`` (added to
+    ``params``; a vector already there is sent once)."""
+    for name, value in params.items():
+        if isinstance(value, Float4s) and list(value.values) == list(dense):
+            return name
+    name = f"q{len(params)}"
+    params[name] = Float4s(dense)
+    return name
+
+
+def _dense_part(position: int, vector: str, where: Any, with_payload: bool) -> Any:
     """The dense stage at ``position`` of a :meth:`PgIndex.retrieve` statement: the
-    ``%(n)s`` nearest chunks under ``where`` by the HNSW index (query ``%(q<position>)b``),
-    as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows."""
+    ``%(n)s`` nearest chunks under ``where`` by the HNSW index (query: the parameter named
+    ``vector``), as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows."""
     sql = _sql()
     return sql.SQL(
         "(SELECT {pos}, d, id::text, NULL::float8, tokens, {p}, NULL::float8 FROM "
-        "(SELECT id, embedding <=> {q}::float8[]::vector AS d, tokens{pc} FROM gcite_kb_chunks "
+        "(SELECT id, embedding <=> {q}::float4[]::vector AS d, tokens{pc} FROM gcite_kb_chunks "
         "WHERE {w} ORDER BY d LIMIT %(n)s) AS dn)"
     ).format(
         pos=sql.Literal(position),
-        q=sql.Placeholder(f"q{position}", format="b"),
+        q=sql.Placeholder(vector, format="b"),
         w=where,
         p=sql.SQL("payload") if with_payload else sql.SQL("NULL::jsonb"),
         pc=sql.SQL(", payload") if with_payload else sql.SQL(""),
     )
 
 
-def _keyword_part(position: int, where: Any, with_payload: bool, *, cosine: bool) -> Any:
+def _keyword_part(position: int, vector: str | None, where: Any, with_payload: bool) -> Any:
     """The keyword stage at ``position`` of a :meth:`PgIndex.retrieve` statement, as
     ``(position, rank, id, score, tokens, payload, cosine)`` rows: for each query token
     (``%(t<position>)s``, their weights ``%(w<position>)s``) one GIN lookup reading at
     most :data:`POSTINGS_PER_TOKEN` chunks under ``where`` (no row's lexemes read), the
     weights of the tokens a chunk holds summed, the best ``%(n)s`` joined back for their
-    token ids (and, with ``cosine``, their cosine with the query ``%(q<position>)b``).
+    token ids (and their cosine with the query embedding, the parameter named ``vector``,
+    when given).
     Parameters, not literals: the statement's text is the same for every query under the
     same filter, so the driver prepares it once (no planning per search)."""
     sql = _sql()
     cosine_sql = (
-        sql.SQL("1 - (c.embedding <=> {}::float8[]::vector)").format(
-            sql.Placeholder(f"q{position}", format="b")
+        sql.SQL("1 - (c.embedding <=> {}::float4[]::vector)").format(
+            sql.Placeholder(vector, format="b")
         )
-        if cosine
+        if vector
         else sql.SQL("NULL::float8")
     )
     return sql.SQL(
@@ -341,6 +388,7 @@ class PgIndex:
         self._writers_lock = threading.Lock()
         self._stale = False
         self.dim = 0
+        self._dumper = _float4s_dumper()
         migrate(url)
         with pg_errors("无法连接知识库数据库", url):
             self.dim = self._column_dim()
@@ -351,6 +399,7 @@ class PgIndex:
         import psycopg
 
         conn = psycopg.connect(self.info, autocommit=autocommit, connect_timeout=10)
+        conn.adapters.register_dumper(Float4s, self._dumper)
         if autocommit:
             conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
             # filtered searches keep scanning the graph until enough rows pass the filter
@@ -536,7 +585,7 @@ class PgIndex:
                 p.payload.get("document_id", ""),
                 p.payload.get("dataset_name", ""),
                 _roles(p.payload),
-                [float(x) for x in p.dense],
+                Float4s(p.dense),
                 [int(i) for i in p.sparse.indices],
                 json.dumps(p.payload, ensure_ascii=False),
             )
@@ -545,7 +594,7 @@ class PgIndex:
         with self._write() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO gcite_kb_chunks (id, document_id, dataset_name, access_roles, "
-                "embedding, tokens, payload) VALUES (%s, %s, %s, %s, %s::float8[]::vector, "
+                "embedding, tokens, payload) VALUES (%s, %s, %s, %s, %b::float4[]::vector, "
                 "%s, %s::jsonb) ON CONFLICT (id) DO UPDATE SET document_id = "
                 "EXCLUDED.document_id, dataset_name = EXCLUDED.dataset_name, access_roles = "
                 "EXCLUDED.access_roles, embedding = EXCLUDED.embedding, tokens = "
@@ -597,8 +646,8 @@ class PgIndex:
         for position, stage in enumerate(stages):
             if stage.sparse is None:
                 self._check_dim()
-                params[f"q{position}"] = list(stage.dense or [])
-                parts.append(_dense_part(position, where, with_payload))
+                vector = _vector_param(params, stage.dense or [])
+                parts.append(_dense_part(position, vector, where, with_payload))
                 continue
             tokens = list(dict.fromkeys(int(t) for t in stage.sparse.indices))
             if not tokens:
@@ -606,10 +655,10 @@ class PgIndex:
             weights = stage.weights or {}
             params[f"t{position}"] = [str(t) for t in tokens]
             params[f"w{position}"] = [float(weights.get(t, 1.0)) for t in tokens]
-            cosine = stage.dense is not None and bool(self.dim)
-            if cosine:
-                params[f"q{position}"] = list(stage.dense or [])
-            parts.append(_keyword_part(position, where, with_payload, cosine=cosine))
+            cosine = None
+            if stage.dense is not None and self.dim:
+                cosine = _vector_param(params, stage.dense)
+            parts.append(_keyword_part(position, cosine, where, with_payload))
         found: list[list[Candidate]] = [[] for _ in stages]
         if not parts:
             return found
@@ -658,9 +707,9 @@ class PgIndex:
         if not ids or not self.dim:
             return {}
         rows = self._read(
-            "SELECT id::text, 1 - (embedding <=> %b::float8[]::vector) FROM gcite_kb_chunks "
+            "SELECT id::text, 1 - (embedding <=> %b::float4[]::vector) FROM gcite_kb_chunks "
             "WHERE id = ANY(%s::uuid[])",
-            (list(dense), _uuids(ids)),
+            (Float4s(dense), _uuids(ids)),
         )
         return {r[0]: float(r[1]) for r in rows}
 
