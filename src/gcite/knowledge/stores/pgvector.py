@@ -11,14 +11,18 @@ Tables (Alembic, :mod:`gcite.knowledge.migrations`, own version table):
   (cosine), ``tokens bigint[]`` (the BM25 token ids of :mod:`gcite.knowledge.sparse`, the
   same tokeniser as the Qdrant stores) and ``lexemes tsvector`` generated from them with
   a GIN index (the keyword retriever), ``access_roles text[]`` with a GIN index (the role
-  filter), ``payload jsonb`` (what results and metadata filters read);
+  filter), ``payload jsonb`` (what results and metadata filters read). The vector, the
+  token ids, the lexemes and the payload are stored out of line (migration ``k0005``):
+  the rows the keyword retriever reads by the thousand stay small;
 * ``gcite_kb_datasets``, ``gcite_kb_documents``, ``gcite_kb_meta``: the catalog (what
   ``catalog.json`` holds for the Qdrant stores), :class:`PgCatalog`.
 
 The keyword retriever is PostgreSQL full text over the pre-tokenised text: the candidates
 are the chunks holding at least one query token (one GIN lookup per token), ranked by the
 query tokens' IDF weight they hold (the weights of :func:`gcite.knowledge.sparse.query_weights`, the
-relevance score's lexical evidence), shorter chunks first among equals. pgvector's
+relevance score's lexical evidence), shorter chunks first among equals. A search runs
+both retrievers, and the cosines of the keyword candidates, as one statement
+(:meth:`PgIndex.retrieve`: one round trip), then reads the payloads of the hits kept. pgvector's
 ``sparsevec`` was the other candidate: its dimension is capped at 10^9, below the 32-bit
 token ids (so the same tokeniser could not be kept without merging tokens), and it is
 searched exactly (a scan) or through an approximate HNSW graph; measurements in
