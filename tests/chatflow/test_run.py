@@ -398,3 +398,22 @@ async def test_a_store_that_cannot_open_leaves_the_question_and_fails_its_node_o
     assert kr.status == "failed" and kr.error is not None and kr.error.startswith("StoreError")
     assert shape(events)[-1] == "ended:succeeded"
     scheduler.close()
+
+
+async def test_a_stop_while_the_knowledge_base_searches_ends_the_run(kb: Any) -> None:
+    scheduler = Scheduler(Knobs(), ManualClock())
+    store, backend = GatedStore(kb), Watched()
+    run = ChatRun(
+        Turn(QUERY, ("运维工程师",)),
+        dataclasses.replace(deps(store, backend), scheduler=scheduler),
+    )
+    task = asyncio.create_task(collect(run))
+    await until(lambda: store.searching.is_set())
+    task.cancel()  # a stop while the search job runs in its thread
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, GUARD_S)
+    ending = run.stopped()
+    assert shape(ending) == ["ended:stopped"] and not backend.prompts
+    assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
+    store.go.set()  # the job ends on its own; nothing waits for it
+    scheduler.close()

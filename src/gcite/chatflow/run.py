@@ -170,8 +170,7 @@ class _Lookup:
         self.job: asyncio.Future[list[dict[str, Any]]] = asyncio.ensure_future(
             scheduler.search(self._run)
         )
-        # a job that never ran (cancelled, the pool shut down) still hands the question on
-        self.job.add_done_callback(lambda _job: self._hand(query))
+        self.job.add_done_callback(self._ended)
 
     def _run(self) -> list[dict[str, Any]]:
         """In a search thread."""
@@ -185,6 +184,13 @@ class _Lookup:
         finally:
             self._loop.call_soon_threadsafe(self._hand, query)
         return self._search(query)
+
+    def _ended(self, job: asyncio.Future[Any]) -> None:
+        # a job that never ran (cancelled, the pool shut down) still hands the question
+        # on; a failure nobody awaits (the run was stopped first) is not reported twice
+        self._hand(self.query)
+        if not job.cancelled():
+            job.exception()
 
     def _hand(self, query: str) -> None:
         if not self.normalised.done():
