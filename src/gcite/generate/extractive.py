@@ -30,6 +30,7 @@ from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
     check_part,
+    gives,
     gives_any,
     question_parts,
     question_types,
@@ -478,7 +479,9 @@ class Asked:
     prices, clock times, passwords); ``how_to``: a "how do I" question (answered by
     steps); ``counted``: a count of a named thing ("几个点"); ``deadline``: asks for a
     deadline ("多久之内"); ``places``: place names it names; ``min_cover``: how much of it
-    a chunk must cover; ``semantic``: embedding evidence is there; ``min_relevance``.
+    a chunk must cover; ``semantic``: embedding evidence is there; ``min_relevance``;
+    ``steps_cue``: a "what to do" question no answer cue covers ("咋整"): a sentence saying
+    to do something counts as the kind of answer asked.
     """
 
     weights: dict[str, float]
@@ -492,6 +495,7 @@ class Asked:
     min_cover: float
     semantic: bool
     min_relevance: float
+    steps_cue: bool = False
 
 
 def asked_of(
@@ -518,16 +522,20 @@ def asked_of(
         min_cover=MIN_CHUNK_COVER + extra,
         semantic=semantic,
         min_relevance=min_relevance,
+        steps_cue="procedure" in types and not answer_cues(text),
     )
 
 
 def _unit_score(unit: _Unit, asked: Asked) -> float:
     """A sentence's score: relevance plus the answer-cue, count and follow-up bonuses
     (a "how do I" question: half relevance, half steps)."""
+    # a "what to do" question ("咋整", "怎么办"): a sentence saying to do something
+    # is the kind of answer asked, as a cue is
+    cued = unit.cued or (asked.steps_cue and gives("procedure", unit.quote))
     if asked.how_to:
-        score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
+        score = 0.5 * unit.relevance + (0.5 if cued else 0.0)
     else:
-        score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
+        score = unit.relevance + (CUE_BONUS if cued else 0.0)
     if asked.counted is not None and asked.counted.search(unit.quote):
         score += CUE_BONUS
     return score + FOLLOW_UP_BONUS * unit.fresh
