@@ -71,3 +71,16 @@ def test_a_sentence_giving_the_value_asked_for_needs_less_relevance() -> None:
     assert 0 < picks[0].relevance < 0.2  # under the relevance an untyped question needs
     # not for a chunk scored below the retrieval's threshold
     assert pick_sentences("火灾跑出楼以后在哪集合", [{**assembly, WEAK_KEY: True}]) == []
+
+
+def test_a_what_to_do_question_no_cue_covers_leads_with_the_instruction() -> None:
+    card = (
+        "门禁卡使用说明 > 三、常见问题\n"
+        "门禁卡在闸机感应区刷卡后闸机自动开启。\n"
+        "门禁卡有效期为一年，到期自动失效。\n"
+        "门禁卡失效时，先到大堂服务台核对身份，再由服务台重新授权。"
+    )
+    chunks = [{"id": "3", "content": card, "document_title": "门禁卡使用说明"}]
+    # every sentence names the card; the one that says what to do is the answer
+    answer = _answer("门禁卡不灵了咋整", chunks)
+    assert "先到大堂服务台核对身份" in answer and "[C:3]" in answer
