@@ -628,12 +628,17 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 _Ranked = list[tuple[float, str, _Unit]]
 
 
-def _min_cover(lead: _Unit, asked: Asked) -> float:
+def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     """How much of the question a chunk must cover: ``asked.min_cover``, at most
     ``FIRST_TYPED_COVER`` for the retrieval's first chunk when its lead sentence gives
-    the strict type of value asked."""
+    the strict type of value asked, or (above the threshold) one of its possible leads
+    is close in meaning to the question (embedding evidence ``WEAK_SEMANTIC_ALONE``)."""
+    lead = leads[0]
+    if lead.rank != 0:
+        return asked.min_cover
     strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
-    if lead.rank == 0 and strictly_typed and gives_answer(lead, asked):
+    close = not lead.weak and max(u.semantic for u in leads) >= WEAK_SEMANTIC_ALONE
+    if close or (strictly_typed and gives_answer(lead, asked)):
         return min(asked.min_cover, FIRST_TYPED_COVER)
     return asked.min_cover
 
@@ -647,7 +652,7 @@ def _rank_chunks(
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
-        if not leads or leads[0].chunk_cover < _min_cover(leads[0], asked):
+        if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
         first = leads[0].rank == 0 and not leads[0].weak
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
