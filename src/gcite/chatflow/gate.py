@@ -7,7 +7,8 @@ right chunk when the question uses other words than the document (ranked first, 
 corpus. The gate weighs the whole ranked list instead (:func:`decide`, pure):
 
 * **above the threshold** the best chunk is admitted, unless it is a *lookalike*: its
-  score is not high (below :data:`CONFIDENT`) and it holds less than
+  score is not high (below :data:`CONFIDENT`), it does not stand far out of the list
+  (:data:`LOOKALIKE_STANDOUT_RATIO` times the background) and it holds less than
   :data:`LOOKALIKE_COVERAGE` of the question's content weight (the embedding found a
   passage on something else);
 * **between** :data:`FLOOR` **and the threshold** the best chunk is *promoted* (answered
@@ -44,7 +45,12 @@ MIN_COVERAGE = 0.3
 LOOKALIKE_COVERAGE = 0.2
 """A chunk above the threshold holding less than this share is a lookalike..."""
 CONFIDENT = 0.9
-"""... unless its score is at least this high (the embedding is sure)."""
+"""... unless its score is at least this high (the embedding is sure) ..."""
+LOOKALIKE_STANDOUT_RATIO = 8.0
+"""... or it stands far out of the list: at least this many times the background score
+(a background there is: at least :data:`BACKGROUND_RANK` chunks came back). A question in
+other words than the document's shares few of its words, yet the embedding places one
+chunk far above everything else the knowledge base holds."""
 BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
@@ -134,13 +140,14 @@ def decide(ev: Evidence, threshold: float) -> Decision:
         return Decision(True, False, "off")
     if ev.score <= 0:
         return Decision(False, False, "none")
+    stands_out = ev.score >= BACKGROUND_RATIO * ev.background
     if ev.score >= threshold:
-        if ev.score < CONFIDENT and ev.coverage < LOOKALIKE_COVERAGE:
+        far_out = 0 < LOOKALIKE_STANDOUT_RATIO * ev.background <= ev.score
+        if ev.score < CONFIDENT and ev.coverage < LOOKALIKE_COVERAGE and not far_out:
             return Decision(False, False, "lookalike")
         return Decision(True, False, "above_threshold")
     if ev.score < FLOOR:
         return Decision(False, False, "below_floor")
-    stands_out = ev.score >= BACKGROUND_RATIO * ev.background
     if ev.coverage >= MIN_COVERAGE and stands_out:
         return Decision(True, True, "promoted")
     return Decision(False, False, "weak")
@@ -198,6 +205,7 @@ __all__ = [
     "CONFIDENT",
     "FLOOR",
     "LOOKALIKE_COVERAGE",
+    "LOOKALIKE_STANDOUT_RATIO",
     "MIN_COVERAGE",
     "STANDOUT_FLOOR",
     "STANDOUT_RATIO",
