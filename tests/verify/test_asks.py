@@ -221,6 +221,14 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
         # a code asked with a few words between
         ("机房门锁密码目前是多少", ("code",)),
         ("投影幕布多宽", ("measure",)),
+        # a charge, a wage or a rent named, then how much or how it is reckoned
+        ("保洁员工资一般是多少", ("money",)),
+        ("垃圾清运费按规定是多少", ("money",)),
+        ("停车费怎么算", ("money", "how")),
+        ("会员免费能用多少个小时", ()),
+        # a person in a post: a name answers, not the post
+        ("目前的保洁主管是谁", ("name",)),
+        ("安全责任人是谁", ("who",)),
     ],
 )
 def test_more_question_types(question: str, types: tuple[str, ...]) -> None:
@@ -235,6 +243,7 @@ def test_free_of_charge_in_other_words_and_a_year_are_values() -> None:
     # "姓名" as a form field gives no name; a name stated does
     assert not gives("name", "来访时填写访客姓名和手机号。")
     assert gives("name", "值班负责人姓名：赵六。")
+    assert not check_part("目前的保洁主管是谁", "保洁问题先找保洁主管，再找物业经理。").typed
 
 
 def test_a_bare_number_of_another_unit_is_no_count() -> None:
@@ -242,6 +251,7 @@ def test_a_bare_number_of_another_unit_is_no_count() -> None:
     assert not gives("count", "早上 8 点开门。")
     assert gives("count", "地库共 8 个出口。")
     assert gives("count", "出口编号 1 至 8。")
+    assert not gives("count", "值班室位于 B1 层。")  # a floor's code, not a count
     assert not check_part("地库有几个出口", "相邻两次巡查至少间隔 5 分钟。").typed
 
 

@@ -30,11 +30,12 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gcite.knowledge.sparse import terms
-from gcite.verify.text import bigram_coverage
+from gcite.verify.text import bigram_coverage, sentences
 
 #: word -> the written forms that count as the word (a colloquial word's synonyms).
 Synonyms = Mapping[str, tuple[str, ...]]
@@ -120,6 +121,11 @@ TYPES: tuple[AskType, ...] = (
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴|补助|津贴|多少元|工资多少|贵不贵"
             # whether something is charged for: answered by an amount or "free"
             r"|收钱|要钱|收费|收不收|免费吗"
+            # a charge, a wage or a rent named, then how much or how it is reckoned
+            # ("免费能用多少个小时" asks for hours)
+            r"|(?:(?<!免)费用?|工资|租金|薪水|薪资|价格?)[^，。？?；;\s]{0,6}多少"
+            r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜))"
+            r"|(?<!免)费[^，。？?；;\s]{0,3}(?:怎么算|如何计算|怎么计算)"
         ),
         # an amount, or free of charge (a charge "by the rates" names no amount)
         _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收|无偿|不收取|不得收取"),
@@ -187,10 +193,11 @@ TYPES: tuple[AskType, ...] = (
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
-            rf"{_NUM}\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处|层|套|辆|项"
-            r"|组|格|家|座|种|块|把|路|根|冷吨)"
+            # not a code such as a floor "B1" or a line "A3"
+            rf"(?<![a-z\d]){_NUM}\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
+            r"|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
             # a bare number, unless it states a duration, a time, a sum, a share or a size
-            rf"|\d+(?![\d.:：-]|\s*(?:{_NOT_COUNTED}))"
+            rf"|(?<![a-z\d])\d+(?![\d.:：-]|\s*(?:{_NOT_COUNTED}))"
         ),
     ),
     AskType(
@@ -255,7 +262,12 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "name",
-        _re(r"叫什么名|名字|姓名|叫啥|叫什么"),
+        # a person in a post asked "who is" ("主管是谁"): the post is in the question, a
+        # name answers
+        _re(
+            r"叫什么名|名字|姓名|叫啥|叫什么"
+            r"|(?:主管|经理|讲师|老师|队长|组长|管理员)(?:现在|目前)?(?:是谁|是哪位)"
+        ),
         # "姓名" given as a value ("姓名：…"), not a form field ("填写访客姓名")
         _re(r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
@@ -317,6 +329,7 @@ _SHADOWS = {
     "measure": ("count",),
     "duration": ("time",),
     "brand": ("name",),
+    "name": ("who",),
     "date": ("time", "place"),
     "year": ("time", "date", "duration"),
     "lookup": ("place", "phone"),
@@ -634,6 +647,44 @@ def answer_check(
     return out
 
 
+def outranked_by(
+    question: str,
+    checks: Sequence[PartCheck],
+    cited: Collection[str],
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    carried: str = "",
+) -> str | None:
+    """The id of a knowledge-base chunk ranked above every cited one that answers some
+    part of ``question`` better than the answer does, else None.
+
+    ``checks``: the answer's own checks of the parts (:func:`answer_check`); ``cited``:
+    the ids of the chunks the answer cites; ``chunks``: the run's chunks in their order
+    (the knowledge base first, then by score: ``id``, ``source_type``, ``content``,
+    ``document_title``). A sentence of such a chunk answers a part better when it gives
+    the type the part asks (:attr:`PartCheck.typed`), is covered by the answerer's own
+    rule (:meth:`PartCheck.covered`) and holds a larger share of the part's content
+    words than the answer: the answer quotes a web page or a lower-ranked document
+    while the retrieval's better-ranked document says it in the question's own words.
+    """
+    ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
+    if not ranks:
+        return None
+    for chunk in chunks[: min(ranks)]:
+        content = chunk.get("content")
+        if chunk.get("source_type") != "rag" or not isinstance(content, str):
+            continue
+        title = str(chunk.get("document_title") or "")
+        for sentence in sentences(content, semicolons=False):
+            if sentence.heading:
+                continue
+            theirs = answer_check(question, sentence.text, carried=carried, context=title)
+            for mine, other in zip(checks, theirs, strict=False):
+                if other.typed and other.covered() and other.cover > mine.cover:
+                    return str(chunk.get("id") or "").strip() or None
+    return None
+
+
 __all__ = [
     "MIN_WORD_COVER",
     "SYNONYMS",
@@ -647,6 +698,7 @@ __all__ = [
     "content_terms",
     "gives",
     "gives_any",
+    "outranked_by",
     "question_parts",
     "question_types",
     "strict_types",

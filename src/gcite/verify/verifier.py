@@ -39,9 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
 from gcite.stream.parser import parse_all
-from gcite.verify.asks import PartCheck, answer_check
+from gcite.verify.asks import answer_check, outranked_by
 from gcite.verify.support import SupportModel, support_model
-from gcite.verify.text import sentences
 
 if TYPE_CHECKING:
     from gcite.knowledge.embed import Embedders
@@ -139,49 +138,6 @@ def _content_of(chunks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _first_cited(claims: Sequence[Claim], chunks: Sequence[Mapping[str, Any]]) -> int | None:
-    """The rank (index in ``chunks``) of the best-ranked chunk the answer cites."""
-    cited = {raw for claim in claims for raw in claim.ids}
-    ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
-    return min(ranks) if ranks else None
-
-
-def outranked_by(
-    question: str,
-    claims: Sequence[Claim],
-    checks: Sequence[PartCheck],
-    chunks: Sequence[Mapping[str, Any]],
-    carried: str = "",
-) -> str | None:
-    """The id of a knowledge-base chunk ranked above every chunk the answer cites that
-    answers some part of ``question`` better than the answer does, else None.
-
-    ``checks``: the answer's own part checks (:func:`gcite.verify.asks.answer_check`);
-    ``chunks``: the run's UnifiedChunks in their order (the knowledge base first, then
-    by score). A sentence of such a chunk answers a part better when it gives the type
-    the part asks (:attr:`~gcite.verify.asks.PartCheck.typed`), is covered by the
-    answerer's own rule, and holds a larger share of the part's content words than the
-    answer: the answer then quotes a web page or a lower-ranked document while the
-    retrieval's better-ranked document says it in the question's own words.
-    """
-    first = _first_cited(claims, chunks)
-    if first is None:
-        return None
-    for chunk in chunks[:first]:
-        content = chunk.get("content")
-        if chunk.get("source_type") != "rag" or not isinstance(content, str):
-            continue
-        title = str(chunk.get("document_title") or "")
-        for sentence in sentences(content, semicolons=False):
-            if sentence.heading:
-                continue
-            theirs = answer_check(question, sentence.text, carried=carried, context=title)
-            for mine, other in zip(checks, theirs, strict=False):
-                if other.typed and other.covered() and other.cover > mine.cover:
-                    return str(chunk.get("id") or "").strip() or None
-    return None
-
-
 def answering_report(
     question: str,
     answer: str,
@@ -208,7 +164,7 @@ def answering_report(
     ``answers_question`` is False when some part is neither answered nor refused, or
     when a knowledge-base chunk of ``chunks`` (the run's, in their order) ranked above
     every cited one answers a part better (``outranked_by``: its id, else None; see
-    :func:`outranked_by`).
+    :func:`gcite.verify.asks.outranked_by`).
     """
     claims = answer_claims(answer)
     if not question.strip() or not any(claim.ids for claim in claims):
@@ -234,7 +190,8 @@ def answering_report(
             }
         )
     ok = all(p["answered"] or p["refused"] for p in parts) and any(p["answered"] for p in parts)
-    better = outranked_by(question, claims, checks, chunks, carried) if ok else None
+    cited = {raw for claim in claims for raw in claim.ids}
+    better = outranked_by(question, checks, cited, chunks, carried=carried) if ok else None
     return {
         "answers_question": ok and better is None,
         "parts": parts,
