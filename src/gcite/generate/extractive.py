@@ -31,6 +31,7 @@ from gcite.verify.asks import (
     SYNONYMS,
     check_part,
     gives,
+    better_answer,
     gives_any,
     question_parts,
     question_types,
@@ -812,7 +813,9 @@ def _answering(
     (:func:`gcite.verify.asks.check_part`: the answer type asked, and
     ``MIN_WORD_COVER`` of the part's content words - a word found by one of its
     :data:`~gcite.verify.asks.SYNONYMS` as the picking rules find it - the cited
-    documents' titles counting half), else [] (refuse)."""
+    documents' titles counting half), else [] (refuse); the sentence of a
+    knowledge-base chunk ranked above the picked ones when it answers ``part`` better
+    (:func:`gcite.verify.asks.better_answer`: the type asked, more of its words)."""
     if not picks:
         return picks
     ids = {p.chunk_id for p in picks}
@@ -820,7 +823,16 @@ def _answering(
         str(c.get("document_title") or "") for c in chunks if str(c.get("id") or "") in ids
     )
     text = "".join(p.sentence for p in picks)
-    return picks if check_part(part, text, carried=carried, context=titles).answered else []
+    check = check_part(part, text, carried=carried, context=titles)
+    if not check.answered:
+        return []
+    # a better-ranked knowledge-base chunk says it in more of the question's words:
+    # its sentence is the answer
+    better = better_answer(part, [check], ids, chunks, carried=carried)
+    if better is None:
+        return picks
+    rank = next(k for k, c in enumerate(chunks) if str(c.get("id") or "").strip() == better.id)
+    return [Pick(better.id, rank, better.position, 0.0, better.text)]
 
 
 def _checked_picks(

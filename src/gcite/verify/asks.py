@@ -647,6 +647,17 @@ def answer_check(
     return out
 
 
+@dataclass(frozen=True)
+class Better:
+    """A sentence of a better-ranked knowledge-base chunk that answers a question part
+    better than the answer (:func:`better_answer`): the chunk's ``id``, the sentence's
+    ``position`` among the chunk's body sentences and its ``text``."""
+
+    id: str
+    position: int
+    text: str
+
+
 def outranked_by(
     question: str,
     checks: Sequence[PartCheck],
@@ -655,8 +666,22 @@ def outranked_by(
     *,
     carried: str = "",
 ) -> str | None:
-    """The id of a knowledge-base chunk ranked above every cited one that answers some
-    part of ``question`` better than the answer does, else None.
+    """The id of the chunk of :func:`better_answer`, else None."""
+    better = better_answer(question, checks, cited, chunks, carried=carried)
+    return None if better is None else better.id
+
+
+def better_answer(
+    question: str,
+    checks: Sequence[PartCheck],
+    cited: Collection[str],
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    carried: str = "",
+) -> Better | None:
+    """The sentence that answers some part of ``question`` better than the answer does
+    in the best-ranked knowledge-base chunk ranked above every cited one that has one
+    (the sentence of the largest gain in word share; the first of equals), else None.
 
     ``checks``: the answer's own checks of the parts (:func:`answer_check`); ``cited``:
     the ids of the chunks the answer cites; ``chunks``: the run's chunks in their order
@@ -670,18 +695,28 @@ def outranked_by(
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
+    best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         content = chunk.get("content")
-        if chunk.get("source_type") != "rag" or not isinstance(content, str):
+        chunk_id = str(chunk.get("id") or "").strip()
+        if chunk.get("source_type") != "rag" or not isinstance(content, str) or not chunk_id:
             continue
         title = str(chunk.get("document_title") or "")
-        for sentence in sentences(content, semicolons=False):
-            if sentence.heading:
-                continue
+        body = [s for s in sentences(content, semicolons=False) if not s.heading]
+        for position, sentence in enumerate(body):
             theirs = answer_check(question, sentence.text, carried=carried, context=title)
-            for mine, other in zip(checks, theirs, strict=False):
-                if other.typed and other.covered() and other.cover > mine.cover:
-                    return str(chunk.get("id") or "").strip() or None
+            gain = max(
+                (
+                    other.cover - mine.cover
+                    for mine, other in zip(checks, theirs, strict=False)
+                    if other.typed and other.covered() and other.cover > mine.cover
+                ),
+                default=0.0,
+            )
+            if gain > 0 and (best is None or gain > best[0]):
+                best = (gain, Better(chunk_id, position, sentence.text))
+        if best is not None:  # the best-ranked such chunk
+            return best[1]
     return None
 
 
@@ -690,10 +725,12 @@ __all__ = [
     "SYNONYMS",
     "TYPES",
     "AskType",
+    "Better",
     "PartCheck",
     "Synonyms",
     "answer_check",
     "asks_only",
+    "better_answer",
     "check_part",
     "content_terms",
     "gives",
