@@ -84,3 +84,25 @@ def test_a_what_to_do_question_no_cue_covers_leads_with_the_instruction() -> Non
     # every sentence names the card; the one that says what to do is the answer
     answer = _answer("门禁卡不灵了咋整", chunks)
     assert "先到大堂服务台核对身份" in answer and "[C:3]" in answer
+
+
+def test_a_better_ranked_knowledge_base_sentence_that_answers_better_replaces_the_pick() -> None:
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "score": 0.35,
+        WEAK_KEY: True,
+        "document_title": "机房管理规定",
+        "content": "机房管理规定 > 三、安全\n非工程人员不得自行打开配电柜检修。进出机房须登记。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "score": 0.6,
+        "document_title": "家庭用电常识",
+        "content": "家里电器冒烟时应先拉下总闸，再检查电器，配电设备一般每年检查一次。",
+    }
+    # the web page above the threshold is picked first; the handbook ranked above it
+    # holds more of the question's words and answers it: its sentence is quoted
+    answer = _answer("机房配电柜冒烟了我能自己打开修吗", [rules, page])
+    assert answer == "非工程人员不得自行打开配电柜检修[C:1]。"

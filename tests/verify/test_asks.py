@@ -287,3 +287,27 @@ def test_an_answer_outranked_by_a_better_knowledge_base_chunk_does_not_answer() 
     other = {**handbook, "content": "会所管理规定\n会所由物业统一管理。"}
     kept = answering_report(question, "健身房晚上 22:00 关门[C:2]。", chunks=[other, page])
     assert kept is not None and kept["outranked_by"] is None
+
+
+def test_the_better_answer_is_the_best_sentence_of_the_best_ranked_chunk() -> None:
+    from gcite.verify.asks import better_answer
+
+    question = "会员每月能免费用几个小时健身房"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": (
+            "会所管理规定 > 二、使用规则\n单次使用最长 2 小时。"
+            "会员每月免费使用健身房共 10 小时，超出部分另行收费。"
+        ),
+    }
+    later = {**rules, "id": "2", "content": "会所管理规定\n会员每月免费使用健身房共 12 小时。"}
+    page = {"id": "3", "source_type": "web", "content": "健身每次 1 小时为宜。"}
+    checks = answer_check(question, "健身每次 1 小时为宜。")
+    better = better_answer(question, checks, {"3"}, [rules, later, page])
+    # the chunk ranked first that has a better sentence, and its sentence of most words
+    assert better is not None and better.id == "1" and better.position == 1
+    assert better.text.startswith("会员每月免费使用健身房共 10 小时")
+    # nothing ranked above the cited chunk: nothing better
+    assert better_answer(question, checks, {"1"}, [rules, later, page]) is None
