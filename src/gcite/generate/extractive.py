@@ -268,8 +268,20 @@ def _weighted_cover(weights: dict[str, float], text: str, context: str = "") -> 
             here = max(here, 0.5 * _found(word, ctx))
         if not here and len(word) >= 3 and bigram_coverage(word, text) >= 0.5:
             here = 0.25
+        if here < 0.5 and len(word) >= 3:
+            here = max(here, _parts_found(word, weights, low))
         found += here * weight
     return found / total
+
+
+def _parts_found(word: str, weights: dict[str, float], low: str) -> float:
+    """For a compound the question also holds in parts ("消防演习": "消防", "演习"), the
+    share of its parts' weight found in ``low``, at most a half (0 without parts)."""
+    parts = {w: v for w, v in weights.items() if w != word and len(w) >= 2 and w in word}
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return 0.5 * sum(v for w, v in parts.items() if _found(w, low) >= 1.0) / total
 
 
 @dataclass(frozen=True)
