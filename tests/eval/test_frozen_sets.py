@@ -2,9 +2,10 @@
 
 Every gold passage occurs in one of its gold documents, some alternative of every answer
 keyword group occurs in them (spaces ignored), and every gold law article is an article
-of its law file. Also the sizes and mix each set promises in its README
-(``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``,
-``benchmarks/data/frozen-3``, ``benchmarks/data/frozen-4``).
+of its law file (and, where a set promises it, every law keypoint is a verbatim quote
+from its gold law). Also the sizes and mix each set promises in its README
+(``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``, ``benchmarks/data/frozen-3``,
+``benchmarks/data/frozen-4``, ``benchmarks/data/frozen-5``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class FrozenSet:
     # Close-vocabulary unanswerable questions must name the document they come close to.
     near_docs_required: bool = False
     laws_categories: dict[str, int] = field(default_factory=dict)
+    # Every law keypoint is quoted verbatim from one of its gold laws.
+    keypoints_verbatim: bool = False
 
 
 SETS = [
@@ -116,6 +119,27 @@ SETS = [
         near_docs_required=True,
         laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
     ),
+    FrozenSet(
+        folder="frozen-5",
+        handbook_total=106,
+        handbook_answerable=73,
+        handbook_categories={
+            "colloquial": 32,
+            "abbreviation": 8,
+            "typo": 9,
+            "extra-words": 7,
+            "multi-part": 8,
+            "follow-up": 9,
+            "close-unanswerable": 25,
+            "off-topic": 8,
+        },
+        laws_total=50,
+        laws_answerable=43,
+        laws_unanswerable=7,
+        near_docs_required=True,
+        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
+        keypoints_verbatim=True,
+    ),
 ]
 IDS = [s.folder for s in SETS]
 
@@ -174,12 +198,21 @@ def test_law_gold_articles_exist(spec: FrozenSet, corpus_dir: Path) -> None:
     counts = Counter(q.category for q in questions if q.answerable)
     for category, least in spec.laws_categories.items():
         assert counts[category] >= least, (category, counts[category])
+    texts: dict[str, str] = {}
     articles: dict[str, set[str]] = {}
     for q in questions:
         assert q.answerable == bool(q.gold_articles), q.id
         assert "第" not in q.question or "条" not in q.question, q.id  # no article numbers
         for gold in q.gold_articles:
             if gold.doc not in articles:
-                text = (corpus_dir / "laws" / gold.doc).read_text("utf-8")
-                articles[gold.doc] = set(chunk_articles(text))
+                texts[gold.doc] = (corpus_dir / "laws" / gold.doc).read_text("utf-8")
+                articles[gold.doc] = set(chunk_articles(texts[gold.doc]))
             assert gold.article in articles[gold.doc], (q.id, gold)
+        if spec.keypoints_verbatim:
+            _check_keypoints(q, [texts[g.doc] for g in q.gold_articles])
+
+
+def _check_keypoints(q: EvalQuestion, laws: list[str]) -> None:
+    assert bool(q.keypoints) == q.answerable, q.id
+    for point in q.keypoints:
+        assert any(squeeze(point) in squeeze(law) for law in laws), (q.id, point)
