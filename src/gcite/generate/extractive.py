@@ -29,9 +29,9 @@ from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
+    better_answer,
     check_part,
     gives,
-    better_answer,
     gives_any,
     question_parts,
     question_types,
