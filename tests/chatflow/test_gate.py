@@ -119,3 +119,11 @@ def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -
     assert [i["metadata"]["segment_id"] for i in apart_items] == ["p"]
     faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
     assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []
+
+
+def test_a_compound_not_found_counts_half_its_parts_found() -> None:
+    # "值班室" is not in the text, its part "值班" is: half of its share
+    text = "值班中心位于 2 层东侧。"
+    share = coverage("值班室在几层", text)
+    assert 0 < share < coverage("值班中心在几层", text)
+    assert coverage("锅炉房在几层", text) == 0.0  # no part of it there

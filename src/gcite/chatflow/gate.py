@@ -104,13 +104,29 @@ def coverage(question: str, content: str) -> float:
     """IDF-weighted share (0-1) of ``question``'s content words found in ``content``
     (as substrings, case ignored, so a word cut differently in the chunk still counts).
     Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
-    the question has no other. 0 for a question without content words."""
+    the question has no other; a compound not found counts half the share of its parts
+    found. 0 for a question without content words."""
     weights = without_asking(terms(question, search=False))
     total = sum(weights.values())
     if total <= 0:
         return 0.0
     low = content.lower()
-    return sum(w for word, w in weights.items() if word.lower() in low) / total
+    return sum(w * _found_share(word.lower(), low) for word, w in weights.items()) / total
+
+
+def _found_share(word: str, low: str) -> float:
+    """1 when ``word`` is in ``low``; for a compound that is not ("监控室" where the text
+    says "监控中心"), half the share of the weight of its parts (the tokeniser's search
+    cut, words of two or more characters) found; else 0."""
+    if word in low:
+        return 1.0
+    if len(word) < 3:
+        return 0.0
+    parts = {p: v for p, v in terms(word, search=True).items() if p != word and len(p) >= 2}
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return 0.5 * sum(v for p, v in parts.items() if p.lower() in low) / total
 
 
 def score_of(item: Mapping[str, Any]) -> float:
