@@ -23,6 +23,11 @@ Per store:
    streams whose knowledge retrieval failed. The stand-in's own CPU per answer is the
    baseline of the same run.
 
+``--baseline REV`` measures git revision ``REV``'s ``src`` too, before the current code, in
+the same run (A/B on the same load); ``--current REV`` measures a revision as the current
+code instead of the working tree (so the tree may change while a run goes on);
+``--workers N`` runs ``gcite serve --workers N`` (all its processes counted).
+
 ``--profile DIR`` attaches ``py-spy record`` to each store's service after its warm-up, for
 the levels measured (raw collapsed stacks in ``DIR/<store>.txt``, then the top entries by
 self and inclusive samples): profile runs are for finding work; py-spy's sampling slows the
@@ -141,9 +146,15 @@ def prepare(store: str, root: Path, pg: Postgres | None) -> tuple[Path, dict[str
 
 
 def start(
-    port: int, llm_port: int, data: Path, extra: dict[str, str], src: Path | None = None
+    port: int,
+    llm_port: int,
+    data: Path,
+    extra: dict[str, str],
+    src: Path | None = None,
+    workers: int = 1,
 ) -> subprocess.Popen[bytes]:
-    """``gcite serve`` on ``data``; ``src``: the source tree to run (default: this one)."""
+    """``gcite serve`` on ``data``; ``src``: the source tree to run (default: this one);
+    ``workers``: ``--workers`` (more than 1: the processes are counted together)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     if src is not None:
         env["PYTHONPATH"] = str(src)
@@ -159,6 +170,8 @@ def start(
     )
     command = [str(Path(PY).parent / "gcite"), "serve", "--port", str(port)]
     command += ["--data-dir", str(data)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
     log = (data.parent / f"{data.name}.log").open("wb")
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO)
 
@@ -261,15 +274,21 @@ def unspy(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(120)
 
 
-def baseline_src(root: Path, rev: str) -> Path:
-    """The ``src`` tree of git revision ``rev``, extracted under ``root``."""
-    out = root / "baseline"
+def baseline_src(root: Path, rev: str, name: str = "baseline") -> Path:
+    """The ``src`` tree of git revision ``rev``, extracted under ``root / name``."""
+    out = root / name
     out.mkdir()
     archive = subprocess.run(
         ["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
     return out / "src"
+
+
+def label(src: Path | None) -> str:
+    """``baseline`` or ``current``: which code ``src`` (from :func:`baseline_src`, None:
+    the working tree) is."""
+    return "current" if src is None else src.parent.name
 
 
 def run_store(
@@ -283,9 +302,9 @@ def run_store(
     data, extra = prepare(store, root, pg)
     extra = {**extra, **dict(kv.split("=", 1) for kv in args.env)}
     port = free_port()
-    name = f"{store}-{'baseline' if src else 'current'}"
+    name = f"{store}-{label(src)}"
     profile = args.profile / f"{name}.txt" if args.profile else None
-    proc = start(port, llm[0], data, extra, src)
+    proc = start(port, llm[0], data, extra, src, args.workers)
     spying = None
     out: dict[str, Any] = {}
     try:
@@ -307,7 +326,7 @@ def run_store(
     if profile is not None and profile.exists():
         out["profile"] = top_entries(profile)
     for _ in range(args.startups):  # more start-ups: a busy machine scatters them
-        again = start(port, llm[0], data, extra, src)
+        again = start(port, llm[0], data, extra, src, args.workers)
         try:
             target = Target(store, port, False, service=again.pid, standin=llm[1])
             out.setdefault("startups", []).append(
@@ -333,6 +352,12 @@ def main() -> None:
     parser.add_argument(
         "--baseline", default="", help="git revision to measure too, before this tree (A/B)"
     )
+    parser.add_argument(
+        "--current",
+        default="",
+        help="git revision measured as the current code (default: the working tree)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="gcite serve --workers N")
     args = parser.parse_args()
     args.levels = [int(n) for n in args.levels.split(",") if n]
     require_corpus()
@@ -345,6 +370,7 @@ def main() -> None:
         "token_delay_s": TOKEN_DELAY,
         "load_before": loadavg(),
         "profiled": bool(args.profile),
+        "workers": args.workers,
     }
     llm_port = free_port()
     standin = start_standin(llm_port, delay=TOKEN_DELAY, first=0.0, tokens=args.tokens)
@@ -354,6 +380,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             sources: list[Path | None] = [None]
+            if args.current:
+                sources = [baseline_src(root, args.current, "current")]
+                report["current"] = args.current
             if args.baseline:
                 sources.insert(0, baseline_src(root, args.baseline))
                 report["baseline"] = args.baseline
@@ -361,7 +390,7 @@ def main() -> None:
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
                 for src in sources:
-                    name = f"{store}-{'baseline' if src else 'current'}"
+                    name = f"{store}-{label(src)}"
                     report[name] = run_store(
                         store,
                         root,

@@ -45,10 +45,16 @@ def test_coverage_ignores_case_and_the_words_that_only_ask() -> None:
 def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.8, 0.1, 0.5), 0.5).reason == "above_threshold"
     # the embedding found a passage on something else: little of the question in it
-    lookalike = decide(Evidence(0.8, 0.1, 0.1), 0.5)
+    lookalike = decide(Evidence(0.8, 0.2, 0.1), 0.5)
     assert not lookalike.answer and lookalike.reason == "lookalike"
     # a very high score is trusted even with other words
     assert decide(Evidence(0.95, 0.1, 0.1), 0.5).answer
+    # so is a chunk standing far out of the list (8 times the background): the question
+    # says in other words what that one document says
+    assert decide(Evidence(0.6, 0.07, 0.1), 0.5).reason == "above_threshold"
+    assert decide(Evidence(0.6, 0.1, 0.1), 0.5).reason == "lookalike"  # 6 times: not far
+    # without a background (fewer chunks came back) nothing stands out
+    assert decide(Evidence(0.6, 0.0, 0.1), 0.5).reason == "lookalike"
 
 
 def test_below_the_threshold_a_chunk_that_stands_out_is_promoted() -> None:
@@ -113,3 +119,11 @@ def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -
     assert [i["metadata"]["segment_id"] for i in apart_items] == ["p"]
     faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
     assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []
+
+
+def test_a_compound_not_found_counts_half_its_parts_found() -> None:
+    # "值班室" is not in the text, its part "值班" is: half of its share
+    text = "值班中心位于 2 层东侧。"
+    share = coverage("值班室在几层", text)
+    assert 0 < share < coverage("值班中心在几层", text)
+    assert coverage("锅炉房在几层", text) == 0.0  # no part of it there

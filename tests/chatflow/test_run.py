@@ -307,3 +307,113 @@ async def test_a_run_counts_as_preparing_but_not_while_it_waits_for_web_search(k
     assert shape(seen)[-1] == "ended:succeeded" and backend.prompts
     assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
     assert scheduler.active_streams() == 0
+
+
+class Normalising:
+    """The real store whose ``normalise_query`` rewrites ``RAW`` to ``QUERY``, recording
+    the searches and the threads both ran in."""
+
+    RAW = "电梯维保记录由谁签名？"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.searched: list[str] = []
+        self.threads: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def normalise_query(self, query: str) -> str:
+        self.threads.append(threading.current_thread().name)
+        return QUERY if query == self.RAW else query
+
+    def search(self, query: str, **kwargs: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        self.searched.append(query)
+        return self.store.search(query, **kwargs)
+
+
+class CountingScheduler(Scheduler):
+    """The process scheduler, counting the jobs given to its search threads."""
+
+    jobs = 0
+
+    async def search(self, fn: Any, *args: Any) -> Any:
+        self.jobs += 1
+        return await super().search(fn, *args)
+
+
+class AskedWeb(Web):
+    """The web stand-in, recording what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def search(self, query: str, *, count: int) -> Any:
+        self.asked.append(query)
+        return await super().search(query, count=count)
+
+
+async def test_the_question_is_normalised_and_searched_in_one_thread_job(kb: Any) -> None:
+    """One search-thread job per run: the store normalises the question, the nodes' inputs
+    and the web branch get the normalised text before the search ends, and the search
+    uses it."""
+    scheduler = CountingScheduler(Knobs(), ManualClock())
+    store, web = Normalising(kb), AskedWeb()
+    run = ChatRun(
+        Turn(Normalising.RAW, ("运维工程师",)),
+        dataclasses.replace(deps(store, Watched(), web), scheduler=scheduler),
+    )
+    events = await asyncio.wait_for(collect(run), GUARD_S)
+    assert shape(events)[-1] == "ended:succeeded"
+    assert scheduler.jobs == 1
+    assert store.searched == [QUERY] and web.asked == [QUERY]
+    assert len(store.threads) == 2 and len(set(store.threads)) == 1  # one job, one thread
+    assert store.threads[0].startswith("gcite-search")
+    started = {e.node: e.inputs for e in events if isinstance(e, NodeStarted)}
+    assert started["knowledge_retrieval"]["query"] == QUERY
+    assert started["web_search"]["query"] == QUERY
+    assert events[-1].summary.cited_ids
+    scheduler.close()
+
+
+async def test_a_store_that_cannot_open_leaves_the_question_and_fails_its_node_only(
+    tmp_path: Path,
+) -> None:
+    scheduler = CountingScheduler(Knobs(), ManualClock())
+    missing = Settings.from_keys(data_dir=tmp_path / "no-such-kb")
+    web = AskedWeb()
+    broken = Deps(
+        settings=Settings.from_keys(),
+        backend=Watched(),
+        get_store=lambda: open_store(missing),
+        web_source=web,
+        scheduler=scheduler,
+    )
+    events = await asyncio.wait_for(collect(ChatRun(Turn(Normalising.RAW), broken)), GUARD_S)
+    assert scheduler.jobs == 1
+    assert web.asked == [Normalising.RAW]
+    kr = next(e for e in events if isinstance(e, NodeFinished) and e.node == "knowledge_retrieval")
+    assert kr.status == "failed" and kr.error is not None and kr.error.startswith("StoreError")
+    assert shape(events)[-1] == "ended:succeeded"
+    scheduler.close()
+
+
+async def test_a_stop_while_the_knowledge_base_searches_ends_the_run(kb: Any) -> None:
+    scheduler = Scheduler(Knobs(), ManualClock())
+    store, backend = GatedStore(kb), Watched()
+    run = ChatRun(
+        Turn(QUERY, ("运维工程师",)),
+        dataclasses.replace(deps(store, backend), scheduler=scheduler),
+    )
+    task = asyncio.create_task(collect(run))
+    await until(lambda: store.searching.is_set())
+    task.cancel()  # a stop while the search job runs in its thread
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, GUARD_S)
+    ending = run.stopped()
+    assert shape(ending) == ["ended:stopped"] and not backend.prompts
+    assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
+    store.go.set()  # the job ends on its own; nothing waits for it
+    scheduler.close()

@@ -174,3 +174,14 @@ def test_make_backend_defaults_to_extractive_with_the_bundled_embedder() -> None
     lexical = getattr(make_backend(Settings.from_keys(embed_backend="openai")), "inner", None)
     assert isinstance(lexical, ExtractiveBackend) and lexical.support is not None
     assert lexical.support.name == "lexical"
+
+
+def test_a_compound_asked_is_credited_for_its_parts_found() -> None:
+    from gcite.generate.extractive import _weighted_cover
+
+    # "安全培训" is not in the text, its part "安全" is: half of the part's share
+    weights = {"安全培训": 10.0, "安全": 5.0, "培训": 5.0}
+    text = "大厦每年组织一次全员安全讲座。"
+    assert _weighted_cover(weights, text) == (0.5 * 0.5 * 10.0 + 5.0) / 20.0
+    # a word with no parts in the question gets nothing from its characters alone
+    assert _weighted_cover({"安全培训": 10.0, "讲座": 5.0}, "全员安全演练。") == 0.0

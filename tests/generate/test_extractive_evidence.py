@@ -224,3 +224,25 @@ def test_when_the_best_candidate_does_not_answer_the_next_one_is_checked(
     answer = backend.answer("停电了物业几分钟能到", chunks)
     assert "物业须在 5 分钟内到场" in answer and "[C:1]" in answer and "[C:2]" not in answer
     assert backend.answer("停电了物业上门收多少钱", chunks) == NO_ANSWER
+
+
+def test_the_first_chunk_close_in_meaning_needs_only_the_first_chunks_cover(
+    backend: ExtractiveBackend,
+) -> None:
+    from gcite.generate.extractive import FIRST_TYPED_COVER, _min_cover, asked_of, scored_units
+
+    fans = "楼宇设备清单 > 五、通风排烟\n排烟风机：屋顶 4 台轴流风机（三用一备）。"
+
+    def needed(chunks: list[dict[str, Any]]) -> tuple[float, float]:
+        weights, _, text, units = scored_units("楼顶风机几用几备", chunks, support=backend.support)
+        asked = asked_of(text, weights, semantic=True)
+        return _min_cover([u for u in units if u.chunk_id == "1"], asked), asked.min_cover
+
+    # no type asked, few words in common, but close in meaning: the retrieval's first
+    # chunk above the threshold needs less of the short question's words ...
+    first, usual = needed([chunk("1", fans, "楼宇设备清单", 0.6)])
+    assert first == FIRST_TYPED_COVER < usual
+    # ... a lower-ranked one, or a first one below the threshold, does not
+    other = chunk("2", DELIVERY, "访客接待与登记管理办法", 0.7)
+    assert needed([other, chunk("1", fans, "楼宇设备清单", 0.6)])[0] == usual
+    assert needed([chunk("1", fans, "楼宇设备清单", 0.35, weak=True)])[0] == usual

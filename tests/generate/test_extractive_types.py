@@ -71,3 +71,38 @@ def test_a_sentence_giving_the_value_asked_for_needs_less_relevance() -> None:
     assert 0 < picks[0].relevance < 0.2  # under the relevance an untyped question needs
     # not for a chunk scored below the retrieval's threshold
     assert pick_sentences("火灾跑出楼以后在哪集合", [{**assembly, WEAK_KEY: True}]) == []
+
+
+def test_a_what_to_do_question_no_cue_covers_leads_with_the_instruction() -> None:
+    card = (
+        "门禁卡使用说明 > 三、常见问题\n"
+        "门禁卡在闸机感应区刷卡后闸机自动开启。\n"
+        "门禁卡有效期为一年，到期自动失效。\n"
+        "门禁卡失效时，先到大堂服务台核对身份，再由服务台重新授权。"
+    )
+    chunks = [{"id": "3", "content": card, "document_title": "门禁卡使用说明"}]
+    # every sentence names the card; the one that says what to do is the answer
+    answer = _answer("门禁卡不灵了咋整", chunks)
+    assert "先到大堂服务台核对身份" in answer and "[C:3]" in answer
+
+
+def test_a_better_ranked_knowledge_base_sentence_that_answers_better_replaces_the_pick() -> None:
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "score": 0.35,
+        WEAK_KEY: True,
+        "document_title": "机房管理规定",
+        "content": "机房管理规定 > 三、安全\n非工程人员不得自行打开配电柜检修。进出机房须登记。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "score": 0.6,
+        "document_title": "家庭用电常识",
+        "content": "家里电器冒烟时应先拉下总闸，再检查电器，配电设备一般每年检查一次。",
+    }
+    # the web page above the threshold is picked first; the handbook ranked above it
+    # holds more of the question's words and answers it: its sentence is quoted
+    answer = _answer("机房配电柜冒烟了我能自己打开修吗", [rules, page])
+    assert answer == "非工程人员不得自行打开配电柜检修[C:1]。"

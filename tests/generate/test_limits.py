@@ -9,6 +9,7 @@ import asyncio
 import json
 import resource
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,65 @@ async def test_limits_from_settings() -> None:
         )
     )
     assert limits == Limits(total_s=9, idle_s=3, max_chars=7, max_line_bytes=5)
+
+
+async def test_a_stop_during_a_read_is_a_cancellation_not_a_deadline(
+    standin: OpenAIStandin,
+) -> None:
+    standin.reset()
+    standin.push(Script(deltas=["开头"], hang=False, trickle=b": keep-alive\n\n"))
+    clock = ManualClock()
+    backend = _backend(standin, clock, llm_idle_timeout_s=0.5, llm_total_timeout_s=30)
+    received: list[str] = []
+    task = asyncio.ensure_future(_drain(backend, received))
+    await until(lambda: (received == ["开头"] and clock.sleepers() == 1) or task.done())
+    task.cancel()  # a stop, before any deadline
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=60)  # a hang guard
+    assert standin.wait_for_disconnect(1), "the model call was not closed"
+    clock.advance(1.0)  # the watchdog is gone: nothing left to fire
+    assert clock.sleepers() == 0
+    await backend.aclose()
+
+
+async def test_reads_take_no_task_of_their_own(standin: OpenAIStandin) -> None:
+    standin.reset()
+    standin.push(Script.text("一二三四五六七八九十" * 3, size=1, token_delay_s=0.001))
+    backend = _backend(standin, ManualClock(), llm_idle_timeout_s=2, llm_total_timeout_s=10)
+    loop = asyncio.get_running_loop()
+    created: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        created.append(coro)
+        if factory is not None:
+            return factory(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        deltas = [d async for d in backend.stream(MESSAGES, chunks=[], query="q")]
+    finally:
+        loop.set_task_factory(factory)
+    assert "".join(deltas) == "一二三四五六七八九十" * 3
+    # one watchdog for the whole stream (the HTTP client may start its own), not per read
+    ours = [c for c in created if "_watch" in getattr(c, "__qualname__", "")]
+    assert len(ours) == 1
+    assert len(created) < 10, created
+    await backend.aclose()
+
+
+async def test_total_deadline_passed_between_reads_fails_the_next_read(
+    standin: OpenAIStandin,
+) -> None:
+    standin.reset()
+    standin.push(Script.text("一二三四五六", size=1))
+    clock = ManualClock()
+    backend = _backend(standin, clock, llm_idle_timeout_s=5, llm_total_timeout_s=1)
+    stream = backend.stream(MESSAGES, chunks=[], query="q")
+    assert await anext(stream) == "一"
+    clock.advance(2.0)  # the consumer took its time: no read was pending
+    with pytest.raises(LLMError, match=r"总时限 1 秒"):
+        await asyncio.wait_for(anext(stream), timeout=60)  # a hang guard
+    await stream.aclose()
+    await backend.aclose()

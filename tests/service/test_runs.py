@@ -411,3 +411,37 @@ async def test_the_final_save_stores_the_chunks_when_the_early_write_failed(
         record = store.get_message(message_id)
         assert record is not None and record.status == "normal"
         assert record.chunk_metadata == chunks
+
+
+class ChunkWrites(CountingStore):
+    """The real store, recording the ``chunk_metadata`` each outcome write is given;
+    its Plan B write fails when ``fail`` is set."""
+
+    given: ClassVar[list[Any]] = []
+    fail = False
+
+    def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
+        if type(self).fail:
+            raise OSError("disk full")
+        super().set_chunks(message_id, chunk_metadata)
+
+    def finish_message(self, message_id: str, **kw: Any) -> None:
+        type(self).given.append(kw.get("chunk_metadata"))
+        super().finish_message(message_id, **kw)
+
+
+@pytest.mark.parametrize("plan_b_fails", [False, True], ids=["stored", "failed"])
+async def test_the_outcome_sends_the_chunks_again_only_when_plan_b_failed(
+    tmp_path: Path, plan_b_fails: bool
+) -> None:
+    ChunkWrites.given, ChunkWrites.fail = [], plan_b_fails
+    with opened(ChunkWrites, tmp_path) as store:
+        handle, message_id = handle_for(store, Slow(0.001), web=PayloadWeb())
+        frames = [frame async for frame in handle.frames("问题")]
+        assert events_of(frames)[-1] == "message_end"
+        chunks = handle.run.chunk_metadata
+        assert chunks  # the web branch's
+        assert ChunkWrites.given == [chunks if plan_b_fails else None]
+        record = store.get_message(message_id)
+        assert record is not None and record.status == "normal"
+        assert record.chunk_metadata == chunks  # complete either way

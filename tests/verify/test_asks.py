@@ -203,3 +203,111 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
     # an ellipsis still asks what the earlier turn asked
     ellipsis = check_part("那白天呢？", "值班室钥匙交由当班保安保管。", carried=earlier)
     assert ellipsis.types == ("frequency",) and not ellipsis.answered
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        # whether something is charged for: an amount or "free" answers
+        ("健身房进场收不收钱", ("money",)),
+        ("快递超时存放怎么收费", ("money", "how")),
+        ("加班有餐费补助吗", ("money", "yesno")),
+        # a year asked, not how many years
+        ("这台锅炉是哪一年装的", ("year",)),
+        ("锅炉用了几年了", ("duration",)),
+        # the maker asked in other words than "品牌"
+        ("水泵是哪个厂出的", ("brand",)),
+        ("这批座椅是什么企业做的", ("brand",)),
+        # a code asked with a few words between
+        ("机房门锁密码目前是多少", ("code",)),
+        ("投影幕布多宽", ("measure",)),
+        # a charge, a wage or a rent named, then how much or how it is reckoned
+        ("保洁员工资一般是多少", ("money",)),
+        ("垃圾清运费按规定是多少", ("money",)),
+        ("停车费怎么算", ("money", "how")),
+        ("会员免费能用多少个小时", ()),
+        # a person in a post: a name answers, not the post
+        ("目前的保洁主管是谁", ("name",)),
+        ("安全责任人是谁", ("who",)),
+    ],
+)
+def test_more_question_types(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+def test_free_of_charge_in_other_words_and_a_year_are_values() -> None:
+    assert gives("money", "拨打求助电话一律无偿。")
+    assert not gives("money", "维修工作由工程部负责。")
+    assert gives("year", "该锅炉于 2019 年投入使用。")
+    assert not gives("year", "锅炉每年检修一次。")
+    # "姓名" as a form field gives no name; a name stated does
+    assert not gives("name", "来访时填写访客姓名和手机号。")
+    assert gives("name", "值班负责人姓名：赵六。")
+    assert not check_part("目前的保洁主管是谁", "保洁问题先找保洁主管，再找物业经理。").typed
+
+
+def test_a_bare_number_of_another_unit_is_no_count() -> None:
+    assert not gives("count", "相邻两次巡查至少间隔 5 分钟。")
+    assert not gives("count", "早上 8 点开门。")
+    assert gives("count", "地库共 8 个出口。")
+    assert gives("count", "出口编号 1 至 8。")
+    assert not gives("count", "值班室位于 B1 层。")  # a floor's code, not a count
+    assert not check_part("地库有几个出口", "相邻两次巡查至少间隔 5 分钟。").typed
+
+
+def test_a_size_asked_in_one_dimension_needs_its_unit() -> None:
+    assert not units_agree("投影幕布多大尺寸", "报告厅可容纳 40 人。")
+    assert units_agree("投影幕布多大尺寸", "幕布宽 3 米。")
+    assert not units_agree("离配电柜多远算安全", "配电柜重 200 公斤。")
+    assert units_agree("报告厅多大", "报告厅可容纳 40 人。")  # "多大" alone: any size
+
+
+def test_an_answer_outranked_by_a_better_knowledge_base_chunk_does_not_answer() -> None:
+    question = "健身房晚上几点关门"
+    handbook = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": "会所管理规定 > 开放时间\n健身房晚上 22:00 关门，节假日照常开放。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "健身小贴士",
+        "content": "健身房晚上 9 点以后人少，适合力量训练。",
+    }
+    answer = "健身房晚上 9 点以后人少，适合力量训练[C:2]。"
+    report = answering_report(question, answer, chunks=[handbook, page])
+    assert report is not None and report["answers_question"] is False
+    assert report["outranked_by"] == "1"
+    # the knowledge-base answer itself is not outranked
+    own = answering_report(question, "健身房晚上 22:00 关门[C:1]。", chunks=[handbook, page])
+    assert own is not None and own["answers_question"] is True and own["outranked_by"] is None
+    # a better-ranked chunk that does not answer better outranks nothing
+    other = {**handbook, "content": "会所管理规定\n会所由物业统一管理。"}
+    kept = answering_report(question, "健身房晚上 22:00 关门[C:2]。", chunks=[other, page])
+    assert kept is not None and kept["outranked_by"] is None
+
+
+def test_the_better_answer_is_the_best_sentence_of_the_best_ranked_chunk() -> None:
+    from gcite.verify.asks import better_answer
+
+    question = "会员每月能免费用几个小时健身房"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": (
+            "会所管理规定 > 二、使用规则\n单次使用最长 2 小时。"
+            "会员每月免费使用健身房共 10 小时，超出部分另行收费。"
+        ),
+    }
+    later = {**rules, "id": "2", "content": "会所管理规定\n会员每月免费使用健身房共 12 小时。"}
+    page = {"id": "3", "source_type": "web", "content": "健身每次 1 小时为宜。"}
+    checks = answer_check(question, "健身每次 1 小时为宜。")
+    better = better_answer(question, checks, {"3"}, [rules, later, page])
+    # the chunk ranked first that has a better sentence, and its sentence of most words
+    assert better is not None and better.id == "1" and better.position == 1
+    assert better.text.startswith("会员每月免费使用健身房共 10 小时")
+    # nothing ranked above the cited chunk: nothing better
+    assert better_answer(question, checks, {"1"}, [rules, later, page]) is None

@@ -7,7 +7,8 @@ right chunk when the question uses other words than the document (ranked first, 
 corpus. The gate weighs the whole ranked list instead (:func:`decide`, pure):
 
 * **above the threshold** the best chunk is admitted, unless it is a *lookalike*: its
-  score is not high (below :data:`CONFIDENT`) and it holds less than
+  score is not high (below :data:`CONFIDENT`), it does not stand far out of the list
+  (:data:`LOOKALIKE_STANDOUT_RATIO` times the background) and it holds less than
   :data:`LOOKALIKE_COVERAGE` of the question's content weight (the embedding found a
   passage on something else);
 * **between** :data:`FLOOR` **and the threshold** the best chunk is *promoted* (answered
@@ -44,7 +45,12 @@ MIN_COVERAGE = 0.3
 LOOKALIKE_COVERAGE = 0.2
 """A chunk above the threshold holding less than this share is a lookalike..."""
 CONFIDENT = 0.9
-"""... unless its score is at least this high (the embedding is sure)."""
+"""... unless its score is at least this high (the embedding is sure) ..."""
+LOOKALIKE_STANDOUT_RATIO = 8.0
+"""... or it stands far out of the list: at least this many times the background score
+(a background there is: at least :data:`BACKGROUND_RANK` chunks came back). A question in
+other words than the document's shares few of its words, yet the embedding places one
+chunk far above everything else the knowledge base holds."""
 BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
@@ -98,13 +104,29 @@ def coverage(question: str, content: str) -> float:
     """IDF-weighted share (0-1) of ``question``'s content words found in ``content``
     (as substrings, case ignored, so a word cut differently in the chunk still counts).
     Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
-    the question has no other. 0 for a question without content words."""
+    the question has no other; a compound not found counts half the share of its parts
+    found. 0 for a question without content words."""
     weights = without_asking(terms(question, search=False))
     total = sum(weights.values())
     if total <= 0:
         return 0.0
     low = content.lower()
-    return sum(w for word, w in weights.items() if word.lower() in low) / total
+    return sum(w * _found_share(word.lower(), low) for word, w in weights.items()) / total
+
+
+def _found_share(word: str, low: str) -> float:
+    """1 when ``word`` is in ``low``; for a compound that is not ("监控室" where the text
+    says "监控中心"), half the share of the weight of its parts (the tokeniser's search
+    cut, words of two or more characters) found; else 0."""
+    if word in low:
+        return 1.0
+    if len(word) < 3:
+        return 0.0
+    parts = {p: v for p, v in terms(word, search=True).items() if p != word and len(p) >= 2}
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return 0.5 * sum(v for p, v in parts.items() if p.lower() in low) / total
 
 
 def score_of(item: Mapping[str, Any]) -> float:
@@ -134,13 +156,14 @@ def decide(ev: Evidence, threshold: float) -> Decision:
         return Decision(True, False, "off")
     if ev.score <= 0:
         return Decision(False, False, "none")
+    stands_out = ev.score >= BACKGROUND_RATIO * ev.background
     if ev.score >= threshold:
-        if ev.score < CONFIDENT and ev.coverage < LOOKALIKE_COVERAGE:
+        far_out = 0 < LOOKALIKE_STANDOUT_RATIO * ev.background <= ev.score
+        if ev.score < CONFIDENT and ev.coverage < LOOKALIKE_COVERAGE and not far_out:
             return Decision(False, False, "lookalike")
         return Decision(True, False, "above_threshold")
     if ev.score < FLOOR:
         return Decision(False, False, "below_floor")
-    stands_out = ev.score >= BACKGROUND_RATIO * ev.background
     if ev.coverage >= MIN_COVERAGE and stands_out:
         return Decision(True, True, "promoted")
     return Decision(False, False, "weak")
@@ -198,6 +221,7 @@ __all__ = [
     "CONFIDENT",
     "FLOOR",
     "LOOKALIKE_COVERAGE",
+    "LOOKALIKE_STANDOUT_RATIO",
     "MIN_COVERAGE",
     "STANDOUT_FLOOR",
     "STANDOUT_RATIO",

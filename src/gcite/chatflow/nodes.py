@@ -1,6 +1,7 @@
 """One small typed async function per node of the seeds' chatflow (platform design §2.2).
 
-* :func:`retrieve_knowledge` - knowledge retrieval (Dify KR ``result`` items, roles applied);
+* :func:`search_knowledge` - knowledge retrieval (Dify KR ``result`` items, roles applied;
+  blocking: the chatflow runs it on the scheduler's search threads);
 * :func:`search_web` - web search (the provider's raw payload);
 * :func:`merge` - the merge node “Chunk编号” (seed §3; :func:`gcite.merge.merge_chunks`);
 * :func:`generate` - the LLM node: the backend's stream of deltas.
@@ -13,7 +14,6 @@ No HTTP, no SQL here: the seams are :mod:`gcite.chatflow.seams`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -66,7 +66,7 @@ async def branch(work: Awaitable[T], timeout: float) -> Branch[T]:
     return Branch(value=value, elapsed=time.monotonic() - start)
 
 
-async def retrieve_knowledge(
+def search_knowledge(
     get_store: Callable[[], KnowledgeStore],
     query: str,
     *,
@@ -74,22 +74,13 @@ async def retrieve_knowledge(
     dataset: str | None,
     top_k: int,
     score_threshold: float,
-    in_thread: Callable[..., Awaitable[Any]] = asyncio.to_thread,
 ) -> list[dict[str, Any]]:
-    """Knowledge retrieval node: Dify KR ``result`` items visible to ``roles``, without
-    hidden metadata. ``get_store`` may open the store (blocking), so it and the search run
-    in a worker thread (``in_thread(fn, *args)``: the process scheduler's search threads).
+    """Knowledge retrieval, blocking (the store opened by ``get_store`` if need be, then
+    searched): Dify KR ``result`` items visible to ``roles``, without hidden metadata.
     Raises what the store raises (``StoreError``, ``FilterError``)."""
-    store = await in_thread(get_store)
-    search = functools.partial(
-        store.search,
-        query,
-        dataset=dataset,
-        roles=list(roles),
-        top_k=top_k,
-        score_threshold=score_threshold,
+    items = get_store().search(
+        query, dataset=dataset, roles=list(roles), top_k=top_k, score_threshold=score_threshold
     )
-    items = await in_thread(search)
     if not isinstance(items, list):
         raise TypeError("knowledge store returned no list")
     return [without_hidden(item) for item in items]
@@ -145,7 +136,7 @@ __all__ = [
     "branch",
     "generate",
     "merge",
-    "retrieve_knowledge",
+    "search_knowledge",
     "search_web",
     "without_hidden",
 ]

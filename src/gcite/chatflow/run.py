@@ -16,6 +16,7 @@ Source: platform design §2.2, §3, §5, §6.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -140,6 +141,66 @@ class Deps:
     scheduler: Scheduler = field(default_factory=ProcessScheduler)
 
 
+class _Lookup:
+    """One run's knowledge-base work as one job on the scheduler's search threads.
+
+    The job normalises the question (the store's ``normalise_query``,
+    :mod:`gcite.knowledge.vocabulary`: the knowledge base's wording, for retrieval, the
+    gate and the answerer), hands it to the event loop at once (:attr:`normalised`: the
+    nodes' inputs and the web branch need it before the search ends), then searches with
+    it (``search(query)``: :func:`gcite.chatflow.nodes.search_knowledge`). The question
+    is left as it is for a store without ``normalise_query`` (a remote knowledge base
+    normalises its own searches) or when the store cannot be opened or normalising fails
+    (the search then fails, or not, on its own and the knowledge node says why).
+    """
+
+    def __init__(
+        self,
+        get_store: Callable[[], KnowledgeStore],
+        query: str,
+        search: Callable[[str], list[dict[str, Any]]],
+        scheduler: Scheduler,
+    ) -> None:
+        self.query = query
+        self._get_store = get_store
+        self._search = search
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self.normalised: asyncio.Future[str] = loop.create_future()
+        self.job: asyncio.Future[list[dict[str, Any]]] = asyncio.ensure_future(
+            scheduler.search(self._run)
+        )
+        self.job.add_done_callback(self._ended)
+
+    def _run(self) -> list[dict[str, Any]]:
+        """In a search thread."""
+        query = self.query
+        try:
+            normalise_query = getattr(self._get_store(), "normalise_query", None)
+            if callable(normalise_query):
+                query = str(normalise_query(query))
+        except Exception as exc:  # the search fails (and says why) on its own
+            log.warning("query not normalised: %s", exc)
+        finally:
+            self._loop.call_soon_threadsafe(self._hand, query)
+        return self._search(query)
+
+    def _ended(self, job: asyncio.Future[Any]) -> None:
+        # a job that never ran (cancelled, the pool shut down) still hands the question
+        # on; a failure nobody awaits (the run was stopped first) is not reported twice
+        self._hand(self.query)
+        if not job.cancelled():
+            job.exception()
+
+    def _hand(self, query: str) -> None:
+        if not self.normalised.done():
+            self.normalised.set_result(query)
+
+    async def searched(self) -> list[dict[str, Any]]:
+        """The search's items (raises what the search raised)."""
+        return await self.job
+
+
 class ChatRun:
     """One run of the chatflow for one :class:`Turn` (see the module docstring)."""
 
@@ -253,9 +314,13 @@ class ChatRun:
         )
         # a follow-up's condense call waits for the model (unpaced: part of the preparation)
         query = await turn.wait(search_query(question.query, history, deps.backend, settings))
-        query = await turn.wait(self._normalised(query))
+        # the knowledge base's part in one search-thread job: the question normalised
+        # (handed back at once, for the nodes' inputs and the web branch), then searched
+        lookup = self._look_up(query)
+        if lookup is not None:
+            query = await turn.wait(lookup.normalised)
         found = _Found()
-        async for event in self._retrieve(query, turn, found):
+        async for event in self._retrieve(query, turn, found, lookup):
             yield event
         merge_node = self._start(MERGE, {"rag_chunk_count": len(found.rag_items)})
         yield merge_node
@@ -280,9 +345,11 @@ class ChatRun:
         for event in self._ended("succeeded"):
             yield event
 
-    async def _retrieve(self, query: str, turn: RunTurn, found: _Found) -> AsyncIterator[Event]:
-        """The knowledge and web nodes, in parallel, each with its own timeout; their
-        results (or nothing, for a failed branch) into ``found``."""
+    async def _retrieve(
+        self, query: str, turn: RunTurn, found: _Found, lookup: _Lookup | None
+    ) -> AsyncIterator[Event]:
+        """The knowledge (``lookup``'s search) and web nodes, in parallel, each with its own
+        timeout; their results (or nothing, for a failed branch) into ``found``."""
         deps, settings = self.deps, self.deps.settings
         # a backend that weighs evidence itself (the offline answerer) also sees the
         # knowledge-base chunks a little below the threshold, marked as such
@@ -295,7 +362,7 @@ class ChatRun:
         if deps.web_source is not None:
             web_node = self._start(WEB, {"query": query, "count": settings.web.count})
             yield web_node
-        works, tasks = self._branch_tasks(query, found)
+        works, tasks = self._branch_tasks(query, lookup)
         try:
             # counted as preparing while the knowledge base searches (CPU), not after
             computing = tasks[0] if kr_node is not None else None
@@ -320,24 +387,15 @@ class ChatRun:
             yield self._branch_finished(web_node, web, "web", {"payload": web.value})
 
     def _branch_tasks(
-        self, query: str, found: _Found
+        self, query: str, lookup: _Lookup | None
     ) -> tuple[list[Coroutine[Any, Any, Any]], list[asyncio.Task[nodes.Branch[Any]]]]:
         """The retrieval branches' works (knowledge first, then web, as configured) and
         the tasks running each under its own timeout."""
         deps, settings = self.deps, self.deps.settings
         works: list[Coroutine[Any, Any, Any]] = []
         tasks: list[asyncio.Task[nodes.Branch[Any]]] = []
-        if deps.get_store is not None:
-            kr_work = nodes.retrieve_knowledge(
-                deps.get_store,
-                query,
-                roles=self.turn.roles,
-                dataset=settings.knowledge.dataset or None,
-                # the gate (gcite.chatflow.gate) weighs the whole ranked list
-                top_k=max(settings.knowledge.top_k, BACKGROUND_RANK),
-                score_threshold=0.0,
-                in_thread=deps.scheduler.search,
-            )
+        if lookup is not None:
+            kr_work = lookup.searched()
             works.append(kr_work)
             tasks.append(asyncio.ensure_future(nodes.branch(kr_work, settings.knowledge.timeout_s)))
         if deps.web_source is not None:
@@ -362,24 +420,23 @@ class ChatRun:
             node, outputs=None, status="failed", error=branch.error, elapsed=branch.elapsed
         )
 
-    async def _normalised(self, query: str) -> str:
-        """``query`` in the knowledge base's wording (the store's ``normalise_query``,
-        :mod:`gcite.knowledge.vocabulary`), for retrieval, the gate and the answerer;
-        unchanged for a store without one (a remote knowledge base normalises its own
-        searches) or when the store cannot be opened (the retrieval node reports that)."""
+    def _look_up(self, query: str) -> _Lookup | None:
+        """The knowledge base's job for ``query`` started on the scheduler's search
+        threads, or None without a knowledge branch."""
         get_store = self.deps.get_store
         if get_store is None:
-            return query
-
-        def normalise() -> str:
-            normalise_query = getattr(get_store(), "normalise_query", None)
-            return str(normalise_query(query)) if callable(normalise_query) else query
-
-        try:
-            return await self.deps.scheduler.search(normalise)
-        except Exception as exc:  # the retrieval node fails (and says why) on its own
-            log.warning("query not normalised: %s", exc)
-            return query
+            return None
+        settings = self.deps.settings
+        search = functools.partial(
+            nodes.search_knowledge,
+            get_store,
+            roles=self.turn.roles,
+            dataset=settings.knowledge.dataset or None,
+            # the gate (gcite.chatflow.gate) weighs the whole ranked list
+            top_k=max(settings.knowledge.top_k, BACKGROUND_RANK),
+            score_threshold=0.0,
+        )
+        return _Lookup(get_store, query, search, self.deps.scheduler)
 
     def _gate(self, query: str, items: list[Any], found: _Found) -> list[Any]:
         """The retrieved items the relevance gate passes on (:func:`gcite.chatflow.gate.admit`),

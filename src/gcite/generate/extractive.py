@@ -29,7 +29,9 @@ from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
+    better_answer,
     check_part,
+    gives,
     gives_any,
     question_parts,
     question_types,
@@ -266,8 +268,20 @@ def _weighted_cover(weights: dict[str, float], text: str, context: str = "") -> 
             here = max(here, 0.5 * _found(word, ctx))
         if not here and len(word) >= 3 and bigram_coverage(word, text) >= 0.5:
             here = 0.25
+        if here < 0.5 and len(word) >= 3:
+            here = max(here, _parts_found(word, weights, low))
         found += here * weight
     return found / total
+
+
+def _parts_found(word: str, weights: dict[str, float], low: str) -> float:
+    """For a compound the question also holds in parts ("消防演习": "消防", "演习"), the
+    share of its parts' weight found in ``low``, at most a half (0 without parts)."""
+    parts = {w: v for w, v in weights.items() if w != word and len(w) >= 2 and w in word}
+    total = sum(parts.values())
+    if total <= 0:
+        return 0.0
+    return 0.5 * sum(v for w, v in parts.items() if _found(w, low) >= 1.0) / total
 
 
 @dataclass(frozen=True)
@@ -478,7 +492,9 @@ class Asked:
     prices, clock times, passwords); ``how_to``: a "how do I" question (answered by
     steps); ``counted``: a count of a named thing ("几个点"); ``deadline``: asks for a
     deadline ("多久之内"); ``places``: place names it names; ``min_cover``: how much of it
-    a chunk must cover; ``semantic``: embedding evidence is there; ``min_relevance``.
+    a chunk must cover; ``semantic``: embedding evidence is there; ``min_relevance``;
+    ``steps_cue``: a "what to do" question no answer cue covers ("咋整"): a sentence saying
+    to do something counts as the kind of answer asked.
     """
 
     weights: dict[str, float]
@@ -492,6 +508,7 @@ class Asked:
     min_cover: float
     semantic: bool
     min_relevance: float
+    steps_cue: bool = False
 
 
 def asked_of(
@@ -518,16 +535,20 @@ def asked_of(
         min_cover=MIN_CHUNK_COVER + extra,
         semantic=semantic,
         min_relevance=min_relevance,
+        steps_cue="procedure" in types and not answer_cues(text),
     )
 
 
 def _unit_score(unit: _Unit, asked: Asked) -> float:
     """A sentence's score: relevance plus the answer-cue, count and follow-up bonuses
     (a "how do I" question: half relevance, half steps)."""
+    # a "what to do" question ("咋整", "怎么办"): a sentence saying to do something
+    # is the kind of answer asked, as a cue is
+    cued = unit.cued or (asked.steps_cue and gives("procedure", unit.quote))
     if asked.how_to:
-        score = 0.5 * unit.relevance + (0.5 if unit.cued else 0.0)
+        score = 0.5 * unit.relevance + (0.5 if cued else 0.0)
     else:
-        score = unit.relevance + (CUE_BONUS if unit.cued else 0.0)
+        score = unit.relevance + (CUE_BONUS if cued else 0.0)
     if asked.counted is not None and asked.counted.search(unit.quote):
         score += CUE_BONUS
     return score + FOLLOW_UP_BONUS * unit.fresh
@@ -620,12 +641,17 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 _Ranked = list[tuple[float, str, _Unit]]
 
 
-def _min_cover(lead: _Unit, asked: Asked) -> float:
+def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     """How much of the question a chunk must cover: ``asked.min_cover``, at most
     ``FIRST_TYPED_COVER`` for the retrieval's first chunk when its lead sentence gives
-    the strict type of value asked."""
+    the strict type of value asked, or (above the threshold) one of its possible leads
+    is close in meaning to the question (embedding evidence ``WEAK_SEMANTIC_ALONE``)."""
+    lead = leads[0]
+    if lead.rank != 0:
+        return asked.min_cover
     strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
-    if lead.rank == 0 and strictly_typed and gives_answer(lead, asked):
+    close = not lead.weak and max(u.semantic for u in leads) >= WEAK_SEMANTIC_ALONE
+    if close or (strictly_typed and gives_answer(lead, asked)):
         return min(asked.min_cover, FIRST_TYPED_COVER)
     return asked.min_cover
 
@@ -639,7 +665,7 @@ def _rank_chunks(
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
-        if not leads or leads[0].chunk_cover < _min_cover(leads[0], asked):
+        if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
         first = leads[0].rank == 0 and not leads[0].weak
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
@@ -799,7 +825,9 @@ def _answering(
     (:func:`gcite.verify.asks.check_part`: the answer type asked, and
     ``MIN_WORD_COVER`` of the part's content words - a word found by one of its
     :data:`~gcite.verify.asks.SYNONYMS` as the picking rules find it - the cited
-    documents' titles counting half), else [] (refuse)."""
+    documents' titles counting half), else [] (refuse); the sentence of a
+    knowledge-base chunk ranked above the picked ones when it answers ``part`` better
+    (:func:`gcite.verify.asks.better_answer`: the type asked, more of its words)."""
     if not picks:
         return picks
     ids = {p.chunk_id for p in picks}
@@ -807,7 +835,16 @@ def _answering(
         str(c.get("document_title") or "") for c in chunks if str(c.get("id") or "") in ids
     )
     text = "".join(p.sentence for p in picks)
-    return picks if check_part(part, text, carried=carried, context=titles).answered else []
+    check = check_part(part, text, carried=carried, context=titles)
+    if not check.answered:
+        return []
+    # a better-ranked knowledge-base chunk says it in more of the question's words:
+    # its sentence is the answer
+    better = better_answer(part, [check], ids, chunks, carried=carried)
+    if better is None:
+        return picks
+    rank = next(k for k, c in enumerate(chunks) if str(c.get("id") or "").strip() == better.id)
+    return [Pick(better.id, rank, better.position, 0.0, better.text)]
 
 
 def _checked_picks(

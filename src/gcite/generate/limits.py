@@ -26,9 +26,10 @@ Source: issue 16 items 4 and 7.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gcite.clock import Clock, MonotonicClock
 from gcite.errors import LLMError
@@ -37,6 +38,8 @@ from gcite.generate.backends import WrappedBackend, aclose_stream
 if TYPE_CHECKING:
     from gcite.config import Settings
     from gcite.generate.backends import LLMBackend, Reasoning, Usage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,17 +88,13 @@ class LimitedBackend(WrappedBackend):
         """The inner stream within the limits; raises :class:`LLMError` past one."""
         limits = self.limits
         total_end = self.clock.now() + limits.total_s if limits.total_s > 0 else None
+        deadlines = _Deadlines(self.clock, total_end, limits.idle_s)
         produced = 0
         inner = self.inner.stream(messages, chunks=chunks, query=query, usage=usage)
         try:
             while True:
-                waits = []
-                if total_end is not None:
-                    waits.append(total_end - self.clock.now())
-                if limits.idle_s > 0:
-                    waits.append(limits.idle_s)
                 try:
-                    delta = await self._next(inner, max(min(waits), 0.0) if waits else None)
+                    delta = await deadlines.next(inner)
                 except StopAsyncIteration:
                     return
                 except TimeoutError as exc:
@@ -114,27 +113,82 @@ class LimitedBackend(WrappedBackend):
                     raise LLMError(f"模型回答超过长度上限 {limits.max_chars} 字，已中止")
                 yield delta
         finally:
+            deadlines.close()
             await aclose_stream(inner)
 
-    async def _next(
-        self, inner: AsyncIterator[str | Reasoning], wait: float | None
-    ) -> str | Reasoning:
+
+class _Deadlines:
+    """The deadlines of one limited stream's reads, kept by one watchdog task.
+
+    Each read (:meth:`next`) must end by ``min(total_end, its start + idle_s)`` on the
+    clock. A read costs no task and no timer of its own: the watchdog (started by the
+    first read, stopped by :meth:`close`) sleeps until the current read's deadline and,
+    when the read is still pending then, cancels the reading task, which :meth:`next`
+    turns into :class:`TimeoutError` (a cancellation from elsewhere, a stop, still
+    propagates: :meth:`asyncio.Task.uncancel` tells them apart, as ``asyncio.timeout``
+    does). ``total_end``: clock seconds or None; ``idle_s <= 0``: no per-read deadline.
+    """
+
+    def __init__(self, clock: Clock, total_end: float | None, idle_s: float) -> None:
+        self.clock = clock
+        self.total_end = total_end
+        self.idle_s = idle_s
+        self.deadline = math.inf  # of the read pending, else of the last one
+        self._reader: asyncio.Task[Any] | None = None  # the task of the read pending
+        self._fired = False
+        self._watchdog: asyncio.Task[None] | None = None
+
+    def _deadline(self, start: float) -> float:
+        idle_end = start + self.idle_s if self.idle_s > 0 else math.inf
+        return min(idle_end, math.inf if self.total_end is None else self.total_end)
+
+    async def next(self, inner: AsyncIterator[T]) -> T:
         """The next item of ``inner``; raises :class:`TimeoutError` (the pending read
-        cancelled) when ``wait`` seconds pass first on the clock (``None``: no limit)."""
-        if wait is None:
+        cancelled) when its deadline passes first."""
+        now = self.clock.now()
+        self.deadline = self._deadline(now)
+        if self.deadline == math.inf:
             return await anext(inner)
-        read = asyncio.ensure_future(anext(inner))
-        timer = asyncio.ensure_future(self.clock.sleep(wait))
-        try:
-            await asyncio.wait({read, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            if not read.done():
-                read.cancel()
-                await asyncio.wait({read})  # the inner stream has taken the cancellation
-        if read.cancelled():
+        if self.deadline <= now:
             raise TimeoutError
-        return read.result()
+        reader = asyncio.current_task()
+        assert reader is not None
+        if self._watchdog is None:
+            self._watchdog = asyncio.ensure_future(self._watch())
+        self._reader = reader
+        try:
+            item = await anext(inner)
+        except asyncio.CancelledError:
+            if self._fired and reader.uncancel() == 0:  # the watchdog's, not a stop
+                raise TimeoutError from None
+            raise
+        finally:
+            self._reader = None
+        if self._fired:  # the inner stream took the cancellation and went on
+            reader.uncancel()
+            raise TimeoutError
+        return item
+
+    async def _watch(self) -> None:
+        clock = self.clock
+        while True:
+            now = clock.now()
+            if self.deadline > now:
+                await clock.sleep(self.deadline - now)
+            elif self._reader is not None:  # the read pending is past its deadline
+                self._fired = True
+                self._reader.cancel()
+                return
+            elif self.total_end is not None and self.total_end <= now:
+                return  # the next read fails at once (next())
+            else:  # between reads: the next one ends no earlier than this
+                await clock.sleep(self._deadline(now) - now)
+
+    def close(self) -> None:
+        """Stop the watchdog (the stream has ended). Safe to call twice."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
 
 
 def limited(backend: LLMBackend, settings: Settings) -> LimitedBackend:

@@ -184,6 +184,7 @@ class RunHandle:
         self.ping_interval = max(0.01, ping_interval)
         self._queue: asyncio.Queue[bytes | asyncio.Task[None] | None] | None = None
         self._chunks_stored: asyncio.Task[None] | None = None
+        self._chunks_written = False  # the Plan B write succeeded: not sent again
         self._producer: asyncio.Task[None] | None = None
         self._stopping = False
         self._interrupting = False
@@ -205,7 +206,7 @@ class RunHandle:
             error=error,
             cited_ids=summary.cited_ids,
             metadata=metadata,
-            chunk_metadata=summary.chunk_metadata,
+            chunk_metadata=None if self._chunks_written else summary.chunk_metadata,
         )
 
     @staticmethod
@@ -220,6 +221,7 @@ class RunHandle:
             await self.conversations.call(
                 self.conversations.set_chunks, self.message_id, self.run.chunk_metadata
             )
+            self._chunks_written = True
         except Exception:
             log.exception("could not store the chunks of message %s", self.message_id)
 

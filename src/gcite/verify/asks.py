@@ -30,11 +30,12 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gcite.knowledge.sparse import terms
-from gcite.verify.text import bigram_coverage
+from gcite.verify.text import bigram_coverage, sentences
 
 #: word -> the written forms that count as the word (a colloquial word's synonyms).
 Synonyms = Mapping[str, tuple[str, ...]]
@@ -75,6 +76,12 @@ SYNONYMS: Synonyms = {
 }
 
 _NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
+#: Units after a number that make it something else than a count (a duration, a clock
+#: time, a sum of money, a share, a size).
+_NOT_COUNTED = (
+    r"秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|点|元|块钱|%|米|公斤|千克"
+    r"|kg|吨|升|平方|寸|厘米|毫米|cm|mm|kw|千瓦|瓦|度|℃"
+)
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
 
 
@@ -111,10 +118,17 @@ TYPES: tuple[AskType, ...] = (
         "money",
         _re(
             r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
-            r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴多少|补助多少|津贴|多少元|工资多少|贵不贵"
+            r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴|补助|津贴|多少元|工资多少|贵不贵"
+            # whether something is charged for: answered by an amount or "free"
+            r"|收钱|要钱|收费|收不收|免费吗"
+            # a charge, a wage or a rent named, then how much or how it is reckoned
+            # ("免费能用多少个小时" asks for hours)
+            r"|(?:(?<!免)费用?|工资|租金|薪水|薪资|价格?)[^，。？?；;\s]{0,6}多少"
+            r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜))"
+            r"|(?<!免)费[^，。？?；;\s]{0,3}(?:怎么算|如何计算|怎么计算)"
         ),
         # an amount, or free of charge (a charge "by the rates" names no amount)
-        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收"),
+        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收|无偿|不收取|不得收取"),
         withheld=_re(r"按[^，。；]{0,12}(?:计费|收取)|另行(?:计费|收费|收取)"),
         value=_re(rf"{_NUM}\s*(?:万|千)?\s*元"),
     ),
@@ -136,6 +150,12 @@ TYPES: tuple[AskType, ...] = (
             r"|几个月|几年|几个工作日|时限|期限|有效期|多快|提前多|保存多|保留多|多长[？?]?$|任期"
         ),
         _re(rf"{_NUM}\s*{_TIME_UNIT}|当天|当日|立即|立刻|马上|随时|长期|永久|之日起|以内|之内"),
+    ),
+    AskType(
+        "year",
+        # a year asked ("哪年"), not how many years ("几年": a duration)
+        _re(r"哪一?年|几几年|什么年份|哪个年份|年份"),
+        _re(r"(?:1[89]|20)\d{2}\s*年|[今去前明]年|同年|当年"),
     ),
     AskType(
         "date",
@@ -173,15 +193,18 @@ TYPES: tuple[AskType, ...] = (
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
-            rf"{_NUM}\s*(?:个|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
-            r"|\d+"
+            # not a code such as a floor "B1" or a line "A3"
+            rf"(?<![a-z\d]){_NUM}\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
+            r"|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
+            # a bare number, unless it states a duration, a time, a sum, a share or a size
+            rf"|(?<![a-z\d])\d+(?![\d.:：-]|\s*(?:{_NOT_COUNTED}))"
         ),
     ),
     AskType(
         "measure",
         _re(
-            r"多大|多重|多少公斤|多高|多长(?!时间)|多宽|多少米|面积|容量|功率|多少瓦|多少千瓦|多少度"
-            r"|温度|多少吨|多少升"
+            r"多大|多重|多少公斤|多高|多长(?!时间)|多宽|多远|多厚|多少米|尺寸|面积|容量|功率|多少瓦"
+            r"|多少千瓦|多少度|温度|多少吨|多少升"
         ),
         _re(rf"{_NUM}\s*(?:公斤|kg|千克|米|m|平方|㎡|kw|千瓦|瓦|吨|度|℃|升|l|人|寸|厘米|cm|毫米)"),
     ),
@@ -220,12 +243,16 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "code",
         # the code's value asked ("密码是多少"), not a question about a code ("密码多久改")
-        _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为)?\s*(?:多少|啥|什么|几)"),
+        _re(r"(?:密码|验证码|取件码|口令)[^，。？?\s]{0,4}?(?:是|为)?\s*(?:多少|啥|什么|几)"),
         _re(r"(?:密码|验证码|取件码|口令)\s*(?:是|为|[:：])\s*\S|\d{4,}"),
     ),
     AskType(
         "brand",
-        _re(r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"),
+        # the maker asked: "哪家 / 哪个 / 什么" + a word for a factory or company
+        _re(
+            r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"
+            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商"
+        ),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
     ),
     AskType(
@@ -235,8 +262,14 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "name",
-        _re(r"叫什么名|名字|姓名|叫啥|叫什么"),
-        _re(r"姓名|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
+        # a person in a post asked "who is" ("主管是谁"): the post is in the question, a
+        # name answers
+        _re(
+            r"叫什么名|名字|姓名|叫啥|叫什么"
+            r"|(?:主管|经理|讲师|老师|队长|组长|管理员)(?:现在|目前)?(?:是谁|是哪位)"
+        ),
+        # "姓名" given as a value ("姓名：…"), not a form field ("填写访客姓名")
+        _re(r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
     AskType(
         "who",
@@ -296,7 +329,9 @@ _SHADOWS = {
     "measure": ("count",),
     "duration": ("time",),
     "brand": ("name",),
+    "name": ("who",),
     "date": ("time", "place"),
+    "year": ("time", "date", "duration"),
     "lookup": ("place", "phone"),
 }
 
@@ -361,11 +396,29 @@ def _scale(span: str) -> int:
     return -1
 
 
+_LENGTH_UNITS = r"米|m\b|寸|厘米|cm|毫米|mm|公里|km"
+#: A size asked in one dimension (a length, a weight, an area, a power) and the units
+#: that state it: "多大尺寸" is not answered by "可容纳 60 人", "多远" not by "4 公斤".
+_DIMENSIONS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (_re(r"尺寸|多长(?!时间)|多宽|多高|多远|多厚|多少米"), _re(_LENGTH_UNITS)),
+    (_re(r"多重|重量|多少公斤|多少斤|多少吨"), _re(r"公斤|kg|千克|斤|吨|克")),
+    (_re(r"面积|多少平"), _re(r"平方|㎡|亩")),
+    (_re(r"功率|多少瓦|多少千瓦"), _re(r"瓦|kw|w\b")),
+)
+
+
+def _dimension_agrees(question: str, text: str) -> bool:
+    """Whether ``text`` states a size in the dimension ``question`` asks (True when it
+    asks none: "多大" alone may be a capacity)."""
+    return all(units.search(text) for asked, units in _DIMENSIONS if asked.search(question))
+
+
 def units_agree(question: str, text: str) -> bool:
     """Whether ``text`` gives a value in the unit ``question`` asks in, when it asks in
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
     more scale steps away (seconds for years) does not answer; nor does a count asked in
-    a measure word ("几套") stated only in another ("两名"). True when the question names
+    a measure word ("几套") stated only in another ("两名"), nor a size asked in one
+    dimension ("尺寸", "多远", "多重") without a unit of it. True when the question names
     no unit, or ``text`` states no duration of its own (for durations)."""
     asked = _ASKED_SPAN_RE.search(question)
     if asked is not None:
@@ -374,6 +427,8 @@ def units_agree(question: str, text: str) -> bool:
         want = _scale(asked.group(0))
         if given and all(abs(scale - want) >= 2 for scale in given):
             return False
+    if not _dimension_agrees(question, text):
+        return False
     counted = _ASKED_COUNT_RE.search(question)
     if counted is not None:
         measure = counted.group(1)
@@ -592,19 +647,95 @@ def answer_check(
     return out
 
 
+@dataclass(frozen=True)
+class Better:
+    """A sentence of a better-ranked knowledge-base chunk that answers a question part
+    better than the answer (:func:`better_answer`): the chunk's ``id``, the sentence's
+    ``position`` among the chunk's body sentences and its ``text``."""
+
+    id: str
+    position: int
+    text: str
+
+
+def outranked_by(
+    question: str,
+    checks: Sequence[PartCheck],
+    cited: Collection[str],
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    carried: str = "",
+) -> str | None:
+    """The id of the chunk of :func:`better_answer`, else None."""
+    better = better_answer(question, checks, cited, chunks, carried=carried)
+    return None if better is None else better.id
+
+
+def better_answer(
+    question: str,
+    checks: Sequence[PartCheck],
+    cited: Collection[str],
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    carried: str = "",
+) -> Better | None:
+    """The sentence that answers some part of ``question`` better than the answer does
+    in the best-ranked knowledge-base chunk ranked above every cited one that has one
+    (the sentence of the largest gain in word share; the first of equals), else None.
+
+    ``checks``: the answer's own checks of the parts (:func:`answer_check`); ``cited``:
+    the ids of the chunks the answer cites; ``chunks``: the run's chunks in their order
+    (the knowledge base first, then by score: ``id``, ``source_type``, ``content``,
+    ``document_title``). A sentence of such a chunk answers a part better when it gives
+    the type the part asks (:attr:`PartCheck.typed`), is covered by the answerer's own
+    rule (:meth:`PartCheck.covered`) and holds a larger share of the part's content
+    words than the answer: the answer quotes a web page or a lower-ranked document
+    while the retrieval's better-ranked document says it in the question's own words.
+    """
+    ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
+    if not ranks:
+        return None
+    best: tuple[float, Better] | None = None
+    for chunk in chunks[: min(ranks)]:
+        content = chunk.get("content")
+        chunk_id = str(chunk.get("id") or "").strip()
+        if chunk.get("source_type") != "rag" or not isinstance(content, str) or not chunk_id:
+            continue
+        title = str(chunk.get("document_title") or "")
+        body = [s for s in sentences(content, semicolons=False) if not s.heading]
+        for position, sentence in enumerate(body):
+            theirs = answer_check(question, sentence.text, carried=carried, context=title)
+            gain = max(
+                (
+                    other.cover - mine.cover
+                    for mine, other in zip(checks, theirs, strict=False)
+                    if other.typed and other.covered() and other.cover > mine.cover
+                ),
+                default=0.0,
+            )
+            if gain > 0 and (best is None or gain > best[0]):
+                best = (gain, Better(chunk_id, position, sentence.text))
+        if best is not None:  # the best-ranked such chunk
+            return best[1]
+    return None
+
+
 __all__ = [
     "MIN_WORD_COVER",
     "SYNONYMS",
     "TYPES",
     "AskType",
+    "Better",
     "PartCheck",
     "Synonyms",
     "answer_check",
     "asks_only",
+    "better_answer",
     "check_part",
     "content_terms",
     "gives",
     "gives_any",
+    "outranked_by",
     "question_parts",
     "question_types",
     "strict_types",

@@ -16,7 +16,7 @@ report, the value of ``message_end.metadata.gcite_verification``::
      "answering": null | {"parts": [{"text": "电梯关人了物业几分钟能到", "types": ["duration"],
                                      "typed": true, "cover": 0.71, "missing": ["关人"],
                                      "answered": true, "refused": false}],
-                          "min_cover": 0.25}}
+                          "min_cover": 0.25, "outranked_by": null | "1"}}
 
 Two dimensions: *supported* (``sentences``, ``weak``: does each cited chunk state its
 sentence) and *answers the question* (``answers_question``, ``answering``: does the
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
 from gcite.stream.parser import parse_all
-from gcite.verify.asks import answer_check
+from gcite.verify.asks import answer_check, outranked_by
 from gcite.verify.support import SupportModel, support_model
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ def answering_report(
     search_query: str = "",
     context: str = "",
     min_cover: float = FLAG_COVER,
+    chunks: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any] | None:
     """The second dimension: does ``answer`` (markers included) answer ``question``?
 
@@ -160,7 +161,10 @@ def answering_report(
     ``context``: the cited documents' titles (words found there count half). When
     the answer also says something it does not cite (a part it declares unknown:
     "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
-    ``answers_question`` is False when some part is neither answered nor refused.
+    ``answers_question`` is False when some part is neither answered nor refused, or
+    when a knowledge-base chunk of ``chunks`` (the run's, in their order) ranked above
+    every cited one answers a part better (``outranked_by``: its id, else None; see
+    :func:`gcite.verify.asks.outranked_by`).
     """
     claims = answer_claims(answer)
     if not question.strip() or not any(claim.ids for claim in claims):
@@ -171,7 +175,8 @@ def answering_report(
         carried = search_query.replace(question.strip(), " ").strip()
     declares = any(not claim.ids for claim in claims)
     parts: list[dict[str, Any]] = []
-    for check in answer_check(question, text, carried=carried, context=context):
+    checks = answer_check(question, text, carried=carried, context=context)
+    for check in checks:
         answered = check.typed and check.covered(min_cover, FLAG_WORDS)
         parts.append(
             {
@@ -185,7 +190,14 @@ def answering_report(
             }
         )
     ok = all(p["answered"] or p["refused"] for p in parts) and any(p["answered"] for p in parts)
-    return {"answers_question": ok, "parts": parts, "min_cover": min_cover}
+    cited = {raw for claim in claims for raw in claim.ids}
+    better = outranked_by(question, checks, cited, chunks, carried=carried) if ok else None
+    return {
+        "answers_question": ok and better is None,
+        "parts": parts,
+        "min_cover": min_cover,
+        "outranked_by": better,
+    }
 
 
 def verify_answer(
@@ -207,7 +219,11 @@ def verify_answer(
     """
     report = _support_report(answer, chunks, model, threshold=threshold)
     answering = answering_report(
-        question, answer, search_query=search_query, context=_cited_titles(answer, chunks)
+        question,
+        answer,
+        search_query=search_query,
+        context=_cited_titles(answer, chunks),
+        chunks=chunks,
     )
     report["answers_question"] = None if answering is None else answering.pop("answers_question")
     report["answering"] = answering
