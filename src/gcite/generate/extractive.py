@@ -158,13 +158,6 @@ WEAK_TYPED_SEMANTIC = 0.35
 #: above the threshold, it is not dropped as "unrelated in meaning" for its words alone.
 FIRST_TYPED_LEXICAL = 0.25
 FIRST_TYPED_COVER = 0.25
-#: When exactly one sentence of the retrieval's first chunk gives the strict type of
-#: value asked (the only duration of the chunk for "多久"), that sentence is the chunk's
-#: answer: it may lead with relevance ``SOLE_TYPED_RELEVANCE`` without the weak-chunk
-#: evidence, and its chunk need cover only ``SOLE_TYPED_COVER`` of the question (a
-#: colloquial question shares few words with the document that answers it).
-SOLE_TYPED_RELEVANCE = 0.15
-SOLE_TYPED_COVER = 0.15
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -569,7 +562,6 @@ class _Narrowing:
     counts: bool
     deadlines: bool
     named: bool
-    sole: _Unit | None = None
 
 
 def _narrowing(units: Sequence[_Unit], asked: Asked) -> _Narrowing:
@@ -579,20 +571,7 @@ def _narrowing(units: Sequence[_Unit], asked: Asked) -> _Narrowing:
         deadlines=asked.deadline
         and any(_DEADLINE_RE.search(u.quote) for u in units if u.relevance >= asked.min_relevance),
         named=any(names_document(asked.text, u.title) for u in units),
-        sole=sole_typed(units, asked),
     )
-
-
-def sole_typed(units: Sequence[_Unit], asked: Asked) -> _Unit | None:
-    """The one sentence of the retrieval's first chunk that gives the strict type of
-    value asked (:func:`gives_answer`), when the question asks one and no other sentence
-    of that chunk gives it; None otherwise (none, several, or no strict type asked)."""
-    if not set(strict_types(asked.types)) - {"procedure"}:
-        return None
-    typed = [u for u in units if u.rank == 0 and gives_answer(u, asked)]
-    if len(typed) != 1 or typed[0].relevance < SOLE_TYPED_RELEVANCE:
-        return None
-    return typed[0]
 
 
 def gives_answer(unit: _Unit, asked: Asked) -> bool:
@@ -616,14 +595,13 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
     strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
     typed = strictly_typed and not unit.weak
     floor = TYPED_RELEVANCE_SHARE * asked.min_relevance if typed else asked.min_relevance
-    sole = unit is narrow.sole  # the first chunk's only sentence giving the type asked
-    if unit.relevance < floor and not sole:
+    if unit.relevance < floor:
         return False
     if narrow.counts and asked.counted is not None and not asked.counted.search(unit.quote):
         return False
     if narrow.deadlines and not _DEADLINE_RE.search(unit.quote):
         return False
-    if not unit.weak or sole:
+    if not unit.weak:
         return True
     # a weak sentence giving the strict type of value asked, close in meaning or of the
     # retrieval's first chunk and holding a share of the question's words
@@ -663,17 +641,14 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 _Ranked = list[tuple[float, str, _Unit]]
 
 
-def _min_cover(leads: Sequence[_Unit], asked: Asked, sole: _Unit | None = None) -> float:
+def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     """How much of the question a chunk must cover: ``asked.min_cover``, at most
-    ``SOLE_TYPED_COVER`` when ``sole`` (see :func:`sole_typed`) may lead,
     ``FIRST_TYPED_COVER`` for the retrieval's first chunk when its lead sentence gives
     the strict type of value asked, or (above the threshold) one of its possible leads
     is close in meaning to the question (embedding evidence ``WEAK_SEMANTIC_ALONE``)."""
     lead = leads[0]
     if lead.rank != 0:
         return asked.min_cover
-    if any(u is sole for u in leads):
-        return min(asked.min_cover, SOLE_TYPED_COVER)
     strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
     close = not lead.weak and max(u.semantic for u in leads) >= WEAK_SEMANTIC_ALONE
     if close or (strictly_typed and gives_answer(lead, asked)):
@@ -690,9 +665,9 @@ def _rank_chunks(
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
-        if not leads or leads[0].chunk_cover < _min_cover(leads, asked, narrow.sole):
+        if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
-        first = leads[0].rank == 0 and (not leads[0].weak or leads[0] is narrow.sole)
+        first = leads[0].rank == 0 and not leads[0].weak
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
         unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
