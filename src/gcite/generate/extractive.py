@@ -624,7 +624,9 @@ def _first_typed_evidence(unit: _Unit, semantic: bool) -> bool:
     meaning (``MIN_SEMANTIC``)."""
     if unit.lexical < FIRST_TYPED_LEXICAL:
         return False
-    return unit.lexical >= FIRST_TYPED_LEXICAL_ALONE or not semantic or unit.semantic >= MIN_SEMANTIC
+    return (
+        unit.lexical >= FIRST_TYPED_LEXICAL_ALONE or not semantic or unit.semantic >= MIN_SEMANTIC
+    )
 
 
 def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
