@@ -6,6 +6,7 @@ from typing import Any
 
 from gcite.chatflow.gate import (
     BACKGROUND_RANK,
+    CONFIDENT,
     FLOOR,
     Evidence,
     admit,
@@ -55,6 +56,14 @@ def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.6, 0.1, 0.1), 0.5).reason == "lookalike"  # 6 times: not far
     # without a background (fewer chunks came back) nothing stands out
     assert decide(Evidence(0.6, 0.0, 0.1), 0.5).reason == "lookalike"
+
+
+def test_a_confident_score_is_trusted_with_few_of_the_questions_words() -> None:
+    # the whole list scores high (a background of 0.7) and the best chunk holds a tenth
+    # of the question's words: from CONFIDENT on the score is trusted, under it not
+    assert CONFIDENT == 0.85
+    assert decide(Evidence(0.86, 0.7, 0.1), 0.5).reason == "above_threshold"
+    assert decide(Evidence(0.84, 0.7, 0.1), 0.5).reason == "lookalike"
 
 
 def test_below_the_threshold_a_chunk_that_stands_out_is_promoted() -> None:

@@ -44,7 +44,7 @@ MIN_COVERAGE = 0.3
 """Share of the question's content weight a promoted chunk holds at least."""
 LOOKALIKE_COVERAGE = 0.2
 """A chunk above the threshold holding less than this share is a lookalike..."""
-CONFIDENT = 0.9
+CONFIDENT = 0.85
 """... unless its score is at least this high (the embedding is sure) ..."""
 LOOKALIKE_STANDOUT_RATIO = 8.0
 """... or it stands far out of the list: at least this many times the background score
