@@ -7,8 +7,8 @@ from typing import Any
 from gcite.chatflow.gate import (
     BACKGROUND_RANK,
     CONFIDENT,
-    STANDOUT_RATIO,
     FLOOR,
+    STANDOUT_RATIO,
     Evidence,
     admit,
     coverage,
