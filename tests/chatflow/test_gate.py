@@ -8,6 +8,7 @@ from gcite.chatflow.gate import (
     BACKGROUND_RANK,
     CONFIDENT,
     FLOOR,
+    STANDOUT_FLOOR,
     STANDOUT_RATIO,
     Evidence,
     admit,
