@@ -131,11 +131,11 @@ def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -
         apart_items = admit("白班巡逻多久转一圈", apart, 0.5, weak_floor=0.3).items
         assert [i["metadata"]["segment_id"] for i in apart_items] == (["p"] if top > 0.2 else [])
     # ... down to the stand-out floor (STANDOUT_FLOOR), not under it
-    assert STANDOUT_FLOOR == 0.07
-    for top in (0.06, 0.075):
+    assert STANDOUT_FLOOR == 0.05
+    for top in (0.04, 0.055):
         faint = [_item(top, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
         faint_items = admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items
-        assert [i["metadata"]["segment_id"] for i in faint_items] == (["p"] if top > 0.07 else [])
+        assert [i["metadata"]["segment_id"] for i in faint_items] == (["p"] if top > 0.05 else [])
 
 
 def test_a_compound_not_found_counts_half_its_parts_found() -> None:

@@ -55,7 +55,7 @@ BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
 """The rank (1-based) whose score is the background (0 when fewer chunks came back)."""
-STANDOUT_FLOOR = 0.07
+STANDOUT_FLOOR = 0.05
 """A best chunk under the weak floor that stands out of the list (:data:`STANDOUT_RATIO`)
 and scores at least this is still passed on as weak (see :func:`admit`)."""
 STANDOUT_RATIO = 2.0
