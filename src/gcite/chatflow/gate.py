@@ -58,7 +58,7 @@ BACKGROUND_RANK = 5
 STANDOUT_FLOOR = 0.05
 """A best chunk under the weak floor that stands out of the list (:data:`STANDOUT_RATIO`)
 and scores at least this is still passed on as weak (see :func:`admit`)."""
-STANDOUT_RATIO = 2.0
+STANDOUT_RATIO = 1.6
 """A best chunk stands out of the list (to be passed on as weak) at this many times the
 background score: the answerer still needs strong evidence to quote it."""
 
