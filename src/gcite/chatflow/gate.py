@@ -182,7 +182,7 @@ def admit(
     chunk - none when the decision refuses. ``weak_floor``: also pass on the other chunks
     scored at or above it (a backend that weighs weak chunks itself,
     :func:`gcite.chatflow.run.weak_margin`), and the best chunk when it stands out of
-    the list (``BACKGROUND_RATIO`` times the background, at least
+    the list (:data:`STANDOUT_RATIO` times the background, at least
     :data:`STANDOUT_FLOOR`: a question in other words than the document's scores its
     chunk low, but still far above the rest), except for a lookalike; ``None``: only
     the admitted ones. Pure."""
