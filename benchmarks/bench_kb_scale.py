@@ -108,7 +108,7 @@ def measure(
     The modes take turns question by question, so background work after the writes (a
     shard's segment optimisation, autovacuum) weighs on each mode alike, and the mode
     that searches a question first (warming the caches of the index pages near it for
-    the others: about a millisecond at 100x) changes from one question to the next."""
+    the others) changes from one question to the next."""
     for row in rows[:3]:  # warm: embedder, jieba, connections, caches
         for mode in modes:
             store.hits(row["question"], top_k=5, mode=mode)

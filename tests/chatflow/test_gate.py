@@ -6,7 +6,10 @@ from typing import Any
 
 from gcite.chatflow.gate import (
     BACKGROUND_RANK,
+    CONFIDENT,
     FLOOR,
+    STANDOUT_FLOOR,
+    STANDOUT_RATIO,
     Evidence,
     admit,
     coverage,
@@ -55,6 +58,14 @@ def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.6, 0.1, 0.1), 0.5).reason == "lookalike"  # 6 times: not far
     # without a background (fewer chunks came back) nothing stands out
     assert decide(Evidence(0.6, 0.0, 0.1), 0.5).reason == "lookalike"
+
+
+def test_a_confident_score_is_trusted_with_few_of_the_questions_words() -> None:
+    # the whole list scores high (a background of 0.7) and the best chunk holds a tenth
+    # of the question's words: from CONFIDENT on the score is trusted, under it not
+    assert CONFIDENT == 0.85
+    assert decide(Evidence(0.86, 0.7, 0.1), 0.5).reason == "above_threshold"
+    assert decide(Evidence(0.84, 0.7, 0.1), 0.5).reason == "lookalike"
 
 
 def test_below_the_threshold_a_chunk_that_stands_out_is_promoted() -> None:
@@ -111,14 +122,20 @@ def test_a_best_chunk_standing_out_below_the_weak_floor_is_passed_on_as_weak() -
     assert [i["metadata"]["segment_id"] for i in gated.items] == ["p"]  # only the best
     assert admit("白班巡逻多久转一圈", standing, 0.5).items == []  # not to a model
     # a best chunk scoring like the rest, or under the stand-out floor, is not passed on
-    alike = [_item(0.2, PATROL, "p"), *[_item(0.1, OTHER, f"o{n}") for n in range(4)]]
+    alike = [_item(0.2, PATROL, "p"), *[_item(0.14, OTHER, f"o{n}") for n in range(4)]]
     assert admit("白班巡逻多久转一圈", alike, 0.5, weak_floor=0.3).items == []
-    # three times the background stands out (the answerer still weighs it)
-    apart = [_item(0.15, PATROL, "p"), *[_item(0.05, OTHER, f"o{n}") for n in range(4)]]
-    apart_items = admit("白班巡逻多久转一圈", apart, 0.5, weak_floor=0.3).items
-    assert [i["metadata"]["segment_id"] for i in apart_items] == ["p"]
-    faint = [_item(0.08, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
-    assert admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items == []
+    # 1.6 times the background stands out (STANDOUT_RATIO; the answerer still weighs it)
+    assert STANDOUT_RATIO == 1.6
+    for top in (0.15, 0.17):
+        apart = [_item(top, PATROL, "p"), *[_item(0.1, OTHER, f"o{n}") for n in range(4)]]
+        apart_items = admit("白班巡逻多久转一圈", apart, 0.5, weak_floor=0.3).items
+        assert [i["metadata"]["segment_id"] for i in apart_items] == (["p"] if top > 0.16 else [])
+    # ... down to the stand-out floor (STANDOUT_FLOOR), not under it
+    assert STANDOUT_FLOOR == 0.05
+    for top in (0.04, 0.055):
+        faint = [_item(top, PATROL, "p"), *[_item(0.01, OTHER, f"o{n}") for n in range(4)]]
+        faint_items = admit("白班巡逻多久转一圈", faint, 0.5, weak_floor=0.3).items
+        assert [i["metadata"]["segment_id"] for i in faint_items] == (["p"] if top > 0.05 else [])
 
 
 def test_a_compound_not_found_counts_half_its_parts_found() -> None:

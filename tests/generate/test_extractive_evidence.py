@@ -246,3 +246,84 @@ def test_the_first_chunk_close_in_meaning_needs_only_the_first_chunks_cover(
     other = chunk("2", DELIVERY, "访客接待与登记管理办法", 0.7)
     assert needed([other, chunk("1", fans, "楼宇设备清单", 0.6)])[0] == usual
     assert needed([chunk("1", fans, "楼宇设备清单", 0.35, weak=True)])[0] == usual
+
+
+CLEANING = (
+    "保洁作业规范 > 二、作业频次\n"
+    "- 大堂地面每 2 小时清扫一次，雨天加密为每 30 分钟一次。\n"
+    "- 垃圾房每日清运两次，清运后冲洗地面。"
+)
+
+
+def test_the_first_chunk_below_the_threshold_answers_on_a_fifth_of_the_words(
+    backend: ExtractiveBackend,
+) -> None:
+    from gcite.generate.extractive import FIRST_TYPED_LEXICAL, FIRST_TYPED_LEXICAL_ALONE
+
+    # a fifth of the question's weight in the sentence (colloquial words for the
+    # handbook's), a duration asked and given, not unrelated in meaning
+    first = [chunk("1", CLEANING, "保洁作业规范", 0.3, weak=True)]
+    picks = pick_sentences("大厅的地多久扫一遍", first, support=backend.support)
+    assert picks and picks[0].chunk_id == "1" and "每 2 小时清扫一次" in picks[0].sentence
+    assert picks[0].relevance >= FIRST_TYPED_LEXICAL
+    assert FIRST_TYPED_LEXICAL < FIRST_TYPED_LEXICAL_ALONE
+    # not when the chunk is ranked second, nor for another type of value (a price)
+    second = [chunk("2", DELIVERY, "访客接待与登记管理办法", 0.31, weak=True), first[0]]
+    assert backend.answer("大厅的地多久扫一遍", second) == NO_ANSWER
+    assert backend.answer("大厅的地扫一遍多少钱", first) == NO_ANSWER
+
+
+def test_under_the_lexical_alone_the_first_typed_sentence_needs_some_meaning() -> None:
+    from gcite.generate.extractive import (
+        FIRST_TYPED_LEXICAL,
+        FIRST_TYPED_LEXICAL_ALONE,
+        MIN_SEMANTIC,
+        _first_typed_evidence,
+        _Unit,
+    )
+    from gcite.verify.text import sentences
+
+    sentence = sentences("垃圾房每日清运两次。")[0]
+
+    def unit(lexical: float, semantic: float) -> _Unit:
+        return _Unit(
+            "1",
+            0,
+            0,
+            sentence,
+            sentence.text,
+            lexical,
+            lexical,
+            lexical,
+            True,
+            semantic=semantic,
+            weak=True,
+        )
+
+    low = (FIRST_TYPED_LEXICAL + FIRST_TYPED_LEXICAL_ALONE) / 2
+    assert _first_typed_evidence(unit(low, MIN_SEMANTIC), semantic=True)
+    assert not _first_typed_evidence(unit(low, MIN_SEMANTIC / 2), semantic=True)
+    assert _first_typed_evidence(unit(FIRST_TYPED_LEXICAL_ALONE, 0.0), semantic=True)
+    assert _first_typed_evidence(unit(low, 0.0), semantic=False)  # no embedder
+    assert not _first_typed_evidence(unit(FIRST_TYPED_LEXICAL * 0.9, 1.0), semantic=True)
+
+
+def test_a_saved_web_page_ranked_first_needs_more_cover(backend: ExtractiveBackend) -> None:
+    from gcite.generate.extractive import (
+        FIRST_TYPED_COVER,
+        FIRST_WEB_TYPED_COVER,
+        _min_cover,
+        asked_of,
+        scored_units,
+    )
+
+    def needed(source: str) -> float:
+        page = {**chunk("1", CLEANING, "保洁作业规范", 0.6), "source_type": source}
+        weights, _, text, units = scored_units(
+            "大厅的地多久扫一遍", [page], support=backend.support
+        )
+        asked = asked_of(text, weights, semantic=True)
+        leads = [u for u in units if "2 小时" in u.quote]
+        return _min_cover(leads, asked)
+
+    assert needed("rag") == FIRST_TYPED_COVER < FIRST_WEB_TYPED_COVER == needed("web")

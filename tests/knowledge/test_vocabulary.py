@@ -142,3 +142,30 @@ def test_a_kept_result_is_the_result_normalising_again_gives() -> None:
         built.normalise(f"巡梗{number}")
     assert len(built._normalised) <= module.NORMALISED_KEPT
     assert built.normalise(queries[1]) == first[1]
+
+
+def test_a_replaced_catalog_object_is_never_taken_for_the_cached_one(tmp_path: Path) -> None:
+    import copy
+
+    from gcite.config import Settings
+    from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "patrol.md").write_text("# 巡更\n\n" + DOC, encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    ingest_paths([docs], settings=settings, dataset="d")
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少") == "报修电话多少"
+        handle = store._handle
+        # another catalog object at the same revision (as a reload that kept the
+        # counter would give), without the documents' vocabularies
+        other = copy.deepcopy(handle.catalog)
+        for entry in other.datasets.values():
+            for info in entry["documents"].values():
+                del info[CATALOG_KEY]
+        assert other.revision == handle.catalog.revision
+        with handle.lock:
+            handle.catalog = other
+        assert store.normalise_query("报休电话多少") == "报休电话多少"

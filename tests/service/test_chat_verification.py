@@ -4,11 +4,14 @@ Plan B, and the blocking body."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
-from service_streams import LiveServer, body, raw_events
+from service_streams import LiveServer, body, context_blocks, raw_events
 
 from support.openai_standin import OpenAIStandin, Script
+from support.web_standin import Reply, WebStandin, bocha_payload
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -126,3 +129,36 @@ async def test_an_answer_that_does_not_answer_is_flagged_in_every_copy(
         headers=headers,
     )
     assert plan_b.json()["gcite_verification"] == report  # read from the stored message
+
+
+async def test_a_paraphrase_citing_a_lower_ranked_chunk_that_answers_is_not_flagged(
+    service: LiveServer, llm: OpenAIStandin, web: WebStandin, client: httpx.AsyncClient
+) -> None:
+    # a web page (ranked after the knowledge base) says what the handbook says
+    page = {
+        "title": "安保值守须知",
+        "url": "https://security.example.com/keys",
+        "snippet": "监控中心备用钥匙存放在地下一层安保办公区的三号保险柜内。",
+    }
+    web.script(Reply.ok(bocha_payload(QUESTION, [page], minimal=True)))
+    cited: dict[str, str] = {}
+
+    def answer(request: dict[str, Any]) -> Script:
+        blocks = context_blocks(request)
+        cited["web"] = max((i for i, t in blocks.items() if "三号保险柜" in t), key=int)
+        cited["rag"] = min((i for i, t in blocks.items() if "三号保险柜" in t), key=int)
+        # the model's own words: fewer of the question's words than either source
+        return Script.text(f"监控中心的钥匙锁在三号保险柜里[C:{cited['web']}]。", size=3)
+
+    llm.responder = answer
+    headers = service.headers("key-guard")
+    url = service.base_url + "/v1/chat-messages"
+    events = await raw_events(client, url, body(QUESTION, user="verify-p"), headers)
+    report = next(e for e in events if e["event"] == "message_end")["metadata"][
+        "gcite_verification"
+    ]
+    assert int(cited["rag"]) < int(cited["web"])  # the handbook chunk ranks above the cited
+    # answered in its own words, and the cited page says it as well as the handbook
+    assert report["answering"]["parts"][0]["answered"] is True
+    assert report["answers_question"] is True
+    assert report["answering"]["outranked_by"] is None

@@ -311,3 +311,33 @@ def test_the_better_answer_is_the_best_sentence_of_the_best_ranked_chunk() -> No
     assert better.text.startswith("会员每月免费使用健身房共 10 小时")
     # nothing ranked above the cited chunk: nothing better
     assert better_answer(question, checks, {"1"}, [rules, later, page]) is None
+
+
+def test_a_paraphrase_is_judged_by_the_sentence_its_citation_points_at() -> None:
+    question = "访客车辆最多能在小区停多久"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "访客管理规定",
+        "content": "访客管理规定\n访客车辆在小区内最多停放 4 小时。",
+    }
+    parking = {
+        "id": "2",
+        "source_type": "rag",
+        "document_title": "停车场管理办法",
+        "content": "停车场管理办法\n访客车辆在小区内最多停放 4 小时，超时按临时车收费。",
+    }
+    # a model's paraphrase holds fewer of the question's words than either document...
+    answer = "外来访客的车最长可停 4 小时[C:2]。"
+    mine = answer_check(question, "外来访客的车最长可停 4 小时。")
+    assert mine[0].cover < answer_check(question, "访客车辆在小区内最多停放 4 小时。")[0].cover
+    # ...but the chunk it cites answers as well as the better-ranked one: not outranked
+    report = answering_report(question, answer, chunks=[rules, parking])
+    assert report is not None and report["answers_question"] is True
+    assert report["outranked_by"] is None
+    # a cited chunk that does not give the duration asked is outranked by one that does
+    signs = {**parking, "content": "停车场管理办法\n访客车辆进入小区须登记车牌。"}
+    flagged = answering_report(question, "访客车辆最多停 4 小时[C:2]。", chunks=[rules, signs])
+    assert flagged is not None and flagged["answers_question"] is False
+    assert flagged["outranked_by"] == "1"
+    assert all(part["answered"] for part in flagged["parts"])

@@ -10,12 +10,16 @@
  *    "weak": [{"sentence": 0, "id": "2"}], "checked": 3, "supported": 2,
  *    "answers_question": false,
  *    "answering": {"parts": [{"text": "…多少钱", "types": ["money"], "answered": false,
- *                             "refused": false}], "min_cover": 0.25}}
+ *                             "refused": false}], "min_cover": 0.25,
+ *                  "outranked_by": null}}
  *
  * Two dimensions: each citation *supported* by its chunk (weak otherwise), and
  * the answer *answering the question* (`answers_question`: false when the
  * verifier found a part of the question the answer gives no answer to - the
- * type of value asked for, or its words, missing; null when not judged).
+ * type of value asked for, or its words, missing - or when every part is
+ * answered but a knowledge-base chunk ranked above every cited one answers a
+ * part better than the cited chunks do (`answering.outranked_by`: that chunk's
+ * id, else null; the notice then names no part); null when not judged).
  *
  * Per cited chunk the best-scoring citation counts (a chunk cited by two
  * sentences is shown by its best support): it is weak when even that one is

@@ -44,7 +44,7 @@ MIN_COVERAGE = 0.3
 """Share of the question's content weight a promoted chunk holds at least."""
 LOOKALIKE_COVERAGE = 0.2
 """A chunk above the threshold holding less than this share is a lookalike..."""
-CONFIDENT = 0.9
+CONFIDENT = 0.85
 """... unless its score is at least this high (the embedding is sure) ..."""
 LOOKALIKE_STANDOUT_RATIO = 8.0
 """... or it stands far out of the list: at least this many times the background score
@@ -55,10 +55,10 @@ BACKGROUND_RATIO = 4.0
 """A promoted chunk scores at least this many times the background score."""
 BACKGROUND_RANK = 5
 """The rank (1-based) whose score is the background (0 when fewer chunks came back)."""
-STANDOUT_FLOOR = 0.1
+STANDOUT_FLOOR = 0.05
 """A best chunk under the weak floor that stands out of the list (:data:`STANDOUT_RATIO`)
 and scores at least this is still passed on as weak (see :func:`admit`)."""
-STANDOUT_RATIO = 2.5
+STANDOUT_RATIO = 1.6
 """A best chunk stands out of the list (to be passed on as weak) at this many times the
 background score: the answerer still needs strong evidence to quote it."""
 
@@ -182,7 +182,7 @@ def admit(
     chunk - none when the decision refuses. ``weak_floor``: also pass on the other chunks
     scored at or above it (a backend that weighs weak chunks itself,
     :func:`gcite.chatflow.run.weak_margin`), and the best chunk when it stands out of
-    the list (``BACKGROUND_RATIO`` times the background, at least
+    the list (:data:`STANDOUT_RATIO` times the background, at least
     :data:`STANDOUT_FLOOR`: a question in other words than the document's scores its
     chunk low, but still far above the rest), except for a lookalike; ``None``: only
     the admitted ones. Pure."""

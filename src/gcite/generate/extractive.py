@@ -154,10 +154,15 @@ WEAK_TYPED_SEMANTIC = 0.35
 #: The retrieval's first chunk is trusted a little more than the rest: below the
 #: threshold, its sentence giving the strict type of value asked may lead with lexical
 #: evidence ``FIRST_TYPED_LEXICAL`` (a colloquial question the small embedder does not
-#: place); its cover need only reach ``FIRST_TYPED_COVER`` when such a sentence leads;
+#: place) - under ``FIRST_TYPED_LEXICAL_ALONE`` only when not unrelated in meaning
+#: (``MIN_SEMANTIC``); a knowledge-base chunk's cover need only reach
+#: ``FIRST_TYPED_COVER`` when such a sentence leads (a saved web page ranked first,
+#: ``FIRST_WEB_TYPED_COVER``: the knowledge base's ranking does not vouch for it);
 #: above the threshold, it is not dropped as "unrelated in meaning" for its words alone.
-FIRST_TYPED_LEXICAL = 0.25
-FIRST_TYPED_COVER = 0.25
+FIRST_TYPED_LEXICAL = 0.2
+FIRST_TYPED_LEXICAL_ALONE = 0.25
+FIRST_TYPED_COVER = 0.2
+FIRST_WEB_TYPED_COVER = 0.25
 #: A follow-up's sentence gets this share of how much of the new question's own words it
 #: holds ("那灯坏了呢？" is about the lamp, not the previous question's air conditioner).
 FOLLOW_UP_BONUS = 0.2
@@ -607,9 +612,21 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
     # retrieval's first chunk and holding a share of the question's words
     if strictly_typed and asked.semantic and unit.semantic >= WEAK_TYPED_SEMANTIC:
         return True
-    if strictly_typed and unit.rank == 0 and unit.lexical >= FIRST_TYPED_LEXICAL:
+    if strictly_typed and unit.rank == 0 and _first_typed_evidence(unit, asked.semantic):
         return True
     return strong_evidence(unit, asked.weights, asked.semantic)
+
+
+def _first_typed_evidence(unit: _Unit, semantic: bool) -> bool:
+    """Whether a weak sentence of the retrieval's first chunk giving the strict type
+    asked holds enough of the question: lexical evidence ``FIRST_TYPED_LEXICAL``, and
+    (with an embedder) when under ``FIRST_TYPED_LEXICAL_ALONE``, some closeness in
+    meaning (``MIN_SEMANTIC``)."""
+    if unit.lexical < FIRST_TYPED_LEXICAL:
+        return False
+    return (
+        unit.lexical >= FIRST_TYPED_LEXICAL_ALONE or not semantic or unit.semantic >= MIN_SEMANTIC
+    )
 
 
 def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
@@ -643,7 +660,8 @@ _Ranked = list[tuple[float, str, _Unit]]
 
 def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     """How much of the question a chunk must cover: ``asked.min_cover``, at most
-    ``FIRST_TYPED_COVER`` for the retrieval's first chunk when its lead sentence gives
+    ``FIRST_TYPED_COVER`` (a saved web page: ``FIRST_WEB_TYPED_COVER``) for the
+    retrieval's first chunk when its lead sentence gives
     the strict type of value asked, or (above the threshold) one of its possible leads
     is close in meaning to the question (embedding evidence ``WEAK_SEMANTIC_ALONE``)."""
     lead = leads[0]
@@ -652,7 +670,8 @@ def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     strictly_typed = bool(set(strict_types(asked.types)) - {"procedure"})
     close = not lead.weak and max(u.semantic for u in leads) >= WEAK_SEMANTIC_ALONE
     if close or (strictly_typed and gives_answer(lead, asked)):
-        return min(asked.min_cover, FIRST_TYPED_COVER)
+        first = FIRST_TYPED_COVER if lead.source == "rag" else FIRST_WEB_TYPED_COVER
+        return min(asked.min_cover, first)
     return asked.min_cover
 
 

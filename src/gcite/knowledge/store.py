@@ -224,6 +224,13 @@ def _mtime(synonyms_file: str) -> float:
     return 0.0
 
 
+def _same_state(cached: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    """Whether two ``(catalog, revision, synonyms file, its mtime)`` states are the same:
+    the same catalog object (identity, not equality: comparing two catalogs field by field
+    would list every document) at the same revision, with the same synonym table."""
+    return cached[0] is now[0] and cached[1:] == now[1:]
+
+
 def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
     """The vocabulary entries of every document of ``catalog`` (read with its lock held)."""
     return [
@@ -442,8 +449,10 @@ class HybridStore:
             cached = self._handle.vocabulary
             # the catalog's documents are listed again (time proportional to their number)
             # only after a save or reload of the catalog
-            saved = (id(catalog), catalog.revision, synonyms_file, _mtime(synonyms_file))
-            if cached is not None and cached[0] == saved:
+            # the catalog object itself is kept (compared by identity), not its id():
+            # an id may be reused once the object it named is freed
+            saved = (catalog, catalog.revision, synonyms_file, _mtime(synonyms_file))
+            if cached is not None and _same_state(cached[0], saved):
                 return cached[2]
             key = vocabulary_key(catalog, synonyms_file)
             if cached is not None and cached[1] == key:

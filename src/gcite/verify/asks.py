@@ -666,9 +666,46 @@ def outranked_by(
     *,
     carried: str = "",
 ) -> str | None:
-    """The id of the chunk of :func:`better_answer`, else None."""
-    better = better_answer(question, checks, cited, chunks, carried=carried)
+    """The id of the chunk of :func:`better_answer` for what the answer cites, else None.
+
+    The answer's own ``checks`` are first raised to its cited chunks' best sentences
+    (:func:`cited_checks`): an answer in its own words (a model's paraphrase) is judged
+    by the sentence its citation points at, so only a better-ranked chunk that answers
+    better than every cited chunk outranks it.
+    """
+    own = cited_checks(question, checks, cited, chunks, carried=carried)
+    better = better_answer(question, own, cited, chunks, carried=carried)
     return None if better is None else better.id
+
+
+def cited_checks(
+    question: str,
+    checks: Sequence[PartCheck],
+    cited: Collection[str],
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    carried: str = "",
+) -> list[PartCheck]:
+    """``checks`` (the answer's, one per part of ``question``), each replaced by the
+    check of the cited chunks' sentence that answers the part (gives the type asked and
+    is covered, :attr:`PartCheck.answered`) with the largest word share when that share
+    is larger. ``cited``: the ids the answer cites; ``chunks``: the run's chunks
+    (``id``, ``content``, ``document_title``; any source type)."""
+    best = list(checks)
+    for chunk in chunks:
+        content = chunk.get("content")
+        if str(chunk.get("id") or "").strip() not in cited or not isinstance(content, str):
+            continue
+        title = str(chunk.get("document_title") or "")
+        for sentence in sentences(content, semicolons=False):
+            if sentence.heading:
+                continue
+            theirs = answer_check(question, sentence.text, carried=carried, context=title)
+            best = [
+                other if other.answered and other.cover > mine.cover else mine
+                for mine, other in zip(best, theirs, strict=False)
+            ]
+    return best
 
 
 def better_answer(
@@ -732,6 +769,7 @@ __all__ = [
     "asks_only",
     "better_answer",
     "check_part",
+    "cited_checks",
     "content_terms",
     "gives",
     "gives_any",

@@ -163,9 +163,9 @@ def answering_report(
     "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
     ``answers_question`` is False when some part is neither answered nor refused, or
     when a knowledge-base chunk of ``chunks`` (the run's, in their order) ranked above
-    every cited one answers a part better (``outranked_by``: its id, else None; see
-    :func:`gcite.verify.asks.outranked_by`).
-    """
+    every cited one answers a part better than the answer and its cited chunks' best
+    sentences (``outranked_by``: its id, else None; see
+    :func:`gcite.verify.asks.outranked_by`)."""
     claims = answer_claims(answer)
     if not question.strip() or not any(claim.ids for claim in claims):
         return None

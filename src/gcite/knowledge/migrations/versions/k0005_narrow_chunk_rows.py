@@ -10,9 +10,9 @@ lexemes) inline, a row took most of a page: every keyword search touched thousan
 pages, and the heap and the HNSW index together outgrew PostgreSQL's buffer cache at 100x
 the law corpus, so the two retrievers evicted each other's pages. Stored out of line (the
 TOAST table, uncompressed: floats and token ids do not compress) with a 128-byte tuple
-target, a row keeps its scalar columns and pointers (about 200 bytes): the heap is a
-tenth of its size and the values are read only for the candidates a search returns
-(measurements: docs/knowledge-base.md, "PostgreSQL + pgvector").
+target, a row keeps its scalar columns and pointers only, and the values are read only
+for the candidates a search returns (measurements: docs/knowledge-base.md,
+"PostgreSQL + pgvector").
 
 Rows written before this revision keep their layout until rewritten (an update, a new
 ingest of their document, or ``VACUUM FULL gcite_kb_chunks`` in a maintenance window).
