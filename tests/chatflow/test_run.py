@@ -417,3 +417,84 @@ async def test_a_stop_while_the_knowledge_base_searches_ends_the_run(kb: Any) ->
     assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
     store.go.set()  # the job ends on its own; nothing waits for it
     scheduler.close()
+
+
+class JobScheduler(Scheduler):
+    """The process scheduler, keeping the task of each job given to its search threads."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.jobs: list[asyncio.Task[Any]] = []
+
+    async def search(self, fn: Any, *args: Any) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        self.jobs.append(task)
+        return await super().search(fn, *args)
+
+
+class CountedStore(GatedStore):
+    """The gated store, counting the normalisations and searches that ran; normalising
+    also waits for ``normalise`` (set by the test) in its thread."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.normalised = 0
+        self.searches = 0
+        self.normalising = threading.Event()
+        self.normalise = threading.Event()
+
+    def normalise_query(self, query: str) -> str:
+        self.normalised += 1
+        self.normalising.set()
+        self.normalise.wait(GUARD_S)  # a hang guard
+        return query
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.searches += 1
+        return super().search(*args, **kwargs)
+
+
+@pytest.mark.parametrize("waiting_for", ["normalisation", "slot"])
+async def test_a_stop_before_the_retrieval_gives_up_the_search_job(
+    kb: Any, waiting_for: str
+) -> None:
+    """A stop while the run waits for its question's normalisation (the job still queued
+    behind another on the one search thread) or for a slot (the job searching in its
+    thread) leaves no search job pending: a queued one never runs."""
+    scheduler = JobScheduler(Knobs(search_threads=1, admit=1), ManualClock())
+    store, backend = CountedStore(kb), Watched()
+    busy = threading.Event()
+    other = scheduler.turn()
+    if waiting_for == "normalisation":  # the search thread busy with another job
+        blocker = asyncio.ensure_future(Scheduler.search(scheduler, busy.wait, GUARD_S))
+    run = ChatRun(
+        Turn(QUERY, ("运维工程师",)),
+        dataclasses.replace(deps(store, backend), scheduler=scheduler),
+    )
+    task = asyncio.create_task(collect(run))
+    if waiting_for == "normalisation":
+        await until(lambda: len(scheduler.jobs) == 1)
+    else:  # the one slot taken by another run while the question is normalised
+        await until(lambda: store.normalising.is_set())
+        await other.wait(asyncio.sleep(0))
+        store.normalise.set()
+        await until(lambda: store.searching.is_set() and scheduler.waiting_steps() == 1)
+    assert not task.done()
+    task.cancel()  # the stop
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, GUARD_S)
+    assert len(scheduler.jobs) == 1 and scheduler.jobs[0].cancelled()
+    busy.set()
+    store.normalise.set()
+    store.go.set()
+    if waiting_for == "normalisation":
+        await asyncio.wait_for(blocker, GUARD_S)
+    # one thread, jobs in order: a job still queued would have run before this one
+    await asyncio.wait_for(Scheduler.search(scheduler, lambda: None), GUARD_S)
+    if waiting_for == "normalisation":
+        assert store.normalised == 0 and store.searches == 0
+    assert not backend.prompts
+    other.done()
+    assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
+    scheduler.close()

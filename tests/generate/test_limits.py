@@ -228,3 +228,87 @@ async def test_total_deadline_passed_between_reads_fails_the_next_read(
         await asyncio.wait_for(anext(stream), timeout=60)  # a hang guard
     await stream.aclose()
     await backend.aclose()
+
+
+class _OddStream:
+    """A model backend (in process, like a local model) whose stream yields one piece,
+    then waits for more and, when its read is cancelled, does what ``on_cancel`` says
+    instead of re-raising the cancellation: ``"return"`` ends the stream, ``"raise"``
+    raises :class:`ValueError`. ``hook`` runs first (a stop arriving at that moment)."""
+
+    name = "odd"
+
+    def __init__(self, on_cancel: str, hook: Any = None) -> None:
+        self.on_cancel = on_cancel
+        self.hook = hook
+        self.cancelled = 0
+
+    def warm_up(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    async def stream(
+        self, messages: Any, *, chunks: Any, query: str, usage: Any = None
+    ) -> AsyncIterator[str]:
+        yield "开头"
+        try:
+            await asyncio.Event().wait()  # a model that never sends the rest
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            if self.hook is not None:
+                self.hook()
+            if self.on_cancel == "raise":
+                raise ValueError("清理失败") from None
+            return
+        yield "不该到这里"
+
+
+async def _read_until_timeout(
+    backend: LimitedBackend, received: list[str]
+) -> tuple[BaseException | None, int]:
+    """The error the stream ended with and the task's pending cancellations after it."""
+    error: BaseException | None = None
+    try:
+        await _drain(backend, received)
+    except Exception as exc:
+        error = exc
+    task = asyncio.current_task()
+    assert task is not None
+    return error, task.cancelling()
+
+
+@pytest.mark.parametrize("on_cancel", ["return", "raise"])
+async def test_deadline_is_an_error_whatever_the_stream_does_when_cancelled(
+    on_cancel: str,
+) -> None:
+    inner = _OddStream(on_cancel)
+    clock = ManualClock()
+    backend = LimitedBackend(inner, Limits(total_s=30, idle_s=0.5), clock)  # type: ignore[arg-type]
+    received: list[str] = []
+    task = asyncio.ensure_future(_read_until_timeout(backend, received))
+    await until(lambda: (received == ["开头"] and clock.sleepers() == 1) or task.done())
+    clock.advance(1.0)  # past the no-text deadline while the read is pending
+    error, cancelling = await asyncio.wait_for(task, timeout=60)  # a hang guard
+    assert inner.cancelled == 1
+    assert isinstance(error, LLMError), error  # not a cut answer, not the ValueError
+    assert "0.5 秒内没有返回新的回答文字" in str(error)
+    assert cancelling == 0  # the watchdog's cancellation was taken back
+    assert clock.sleepers() == 0
+
+
+@pytest.mark.parametrize("on_cancel", ["return", "raise"])
+async def test_a_stop_together_with_a_fired_deadline_is_a_cancellation(on_cancel: str) -> None:
+    clock = ManualClock()
+    tasks: list[asyncio.Task[None]] = []
+    inner = _OddStream(on_cancel, hook=lambda: tasks[0].cancel())  # the stop, same moment
+    backend = LimitedBackend(inner, Limits(total_s=30, idle_s=0.5), clock)  # type: ignore[arg-type]
+    received: list[str] = []
+    tasks.append(asyncio.ensure_future(_drain(backend, received)))
+    await until(lambda: (received == ["开头"] and clock.sleepers() == 1) or tasks[0].done())
+    clock.advance(1.0)  # the watchdog fires; the stop arrives while the stream handles it
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(tasks[0], timeout=60)  # a hang guard
+    assert inner.cancelled == 1
+    assert tasks[0].cancelled()

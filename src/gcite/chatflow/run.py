@@ -200,6 +200,12 @@ class _Lookup:
         """The search's items (raises what the search raised)."""
         return await self.job
 
+    def cancel(self) -> None:
+        """Give up the job (its result is no longer needed; nothing if it has ended): a
+        job still queued for a search thread never runs; one running finishes in its
+        thread and its result is dropped."""
+        self.job.cancel()
+
 
 class ChatRun:
     """One run of the chatflow for one :class:`Turn` (see the module docstring)."""
@@ -317,11 +323,15 @@ class ChatRun:
         # the knowledge base's part in one search-thread job: the question normalised
         # (handed back at once, for the nodes' inputs and the web branch), then searched
         lookup = self._look_up(query)
-        if lookup is not None:
-            query = await turn.wait(lookup.normalised)
         found = _Found()
-        async for event in self._retrieve(query, turn, found, lookup):
-            yield event
+        try:
+            if lookup is not None:
+                query = await turn.wait(lookup.normalised)
+            async for event in self._retrieve(query, turn, found, lookup):
+                yield event
+        finally:  # a stop or a closed run while waiting: the search is not needed
+            if lookup is not None:
+                lookup.cancel()
         merge_node = self._start(MERGE, {"rag_chunk_count": len(found.rag_items)})
         yield merge_node
         t0 = time.monotonic()

@@ -29,7 +29,7 @@ import asyncio
 import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from gcite.clock import Clock, MonotonicClock
 from gcite.errors import LLMError
@@ -158,16 +158,25 @@ class _Deadlines:
         self._reader = reader
         try:
             item = await anext(inner)
-        except asyncio.CancelledError:
-            if self._fired and reader.uncancel() == 0:  # the watchdog's, not a stop
-                raise TimeoutError from None
-            raise
+        except BaseException as exc:
+            if not self._fired:
+                raise
+            self._timed_out(reader, exc)
         finally:
             self._reader = None
         if self._fired:  # the inner stream took the cancellation and went on
-            reader.uncancel()
-            raise TimeoutError
+            self._timed_out(reader, None)
         return item
+
+    @staticmethod
+    def _timed_out(reader: asyncio.Task[Any], cause: BaseException | None) -> NoReturn:
+        """End a read the watchdog cancelled, whatever the inner stream made of the
+        cancellation (re-raised it, ended, raised something else, or yielded anyway):
+        take back the watchdog's cancellation once; a stop pending as well still
+        propagates as :class:`asyncio.CancelledError`, else :class:`TimeoutError`."""
+        if reader.uncancel() > 0:  # a stop came too
+            raise asyncio.CancelledError from cause
+        raise TimeoutError from cause
 
     async def _watch(self) -> None:
         clock = self.clock
