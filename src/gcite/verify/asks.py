@@ -30,7 +30,7 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -693,19 +693,33 @@ def cited_checks(
     (``id``, ``content``, ``document_title``; any source type)."""
     best = list(checks)
     for chunk in chunks:
-        content = chunk.get("content")
-        if str(chunk.get("id") or "").strip() not in cited or not isinstance(content, str):
+        if str(chunk.get("id") or "").strip() not in cited:
             continue
-        title = str(chunk.get("document_title") or "")
-        for sentence in sentences(content, semicolons=False):
-            if sentence.heading:
-                continue
-            theirs = answer_check(question, sentence.text, carried=carried, context=title)
+        for _, _, theirs in _body_checks(question, chunk, carried):
             best = [
                 other if other.answered and other.cover > mine.cover else mine
                 for mine, other in zip(best, theirs, strict=False)
             ]
     return best
+
+
+def _body_checks(
+    question: str, chunk: Mapping[str, Any], carried: str
+) -> Iterator[tuple[int, str, list[PartCheck]]]:
+    """For each body sentence of ``chunk`` (headings left out; none when its ``content``
+    is not text): its position among them, its text and :func:`answer_check` of it
+    against ``question``, the chunk's ``document_title`` as context."""
+    content = chunk.get("content")
+    if not isinstance(content, str):
+        return
+    title = str(chunk.get("document_title") or "")
+    body = [s for s in sentences(content, semicolons=False) if not s.heading]
+    for position, sentence in enumerate(body):
+        yield (
+            position,
+            sentence.text,
+            answer_check(question, sentence.text, carried=carried, context=title),
+        )
 
 
 def better_answer(
@@ -734,14 +748,10 @@ def better_answer(
         return None
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
-        content = chunk.get("content")
         chunk_id = str(chunk.get("id") or "").strip()
-        if chunk.get("source_type") != "rag" or not isinstance(content, str) or not chunk_id:
+        if chunk.get("source_type") != "rag" or not chunk_id:
             continue
-        title = str(chunk.get("document_title") or "")
-        body = [s for s in sentences(content, semicolons=False) if not s.heading]
-        for position, sentence in enumerate(body):
-            theirs = answer_check(question, sentence.text, carried=carried, context=title)
+        for position, text, theirs in _body_checks(question, chunk, carried):
             gain = max(
                 (
                     other.cover - mine.cover
@@ -751,7 +761,7 @@ def better_answer(
                 default=0.0,
             )
             if gain > 0 and (best is None or gain > best[0]):
-                best = (gain, Better(chunk_id, position, sentence.text))
+                best = (gain, Better(chunk_id, position, text))
         if best is not None:  # the best-ranked such chunk
             return best[1]
     return None
