@@ -91,6 +91,24 @@ class _Cluster:
             except KeyError:
                 _missing("running as root and there is no `postgres` OS user to run it as")
             os.chown(root, owner.pw_uid, owner.pw_gid)
+            self.bin_dir = self._reachable(bin_dir)
+
+    def _reachable(self, bin_dir: Path) -> Path:
+        """``bin_dir``, or a copy of its package under ``root`` when the ``postgres``
+        user cannot run it (a checkout in a private directory such as ``mktemp -d``'s,
+        whose virtualenv holds the pgvector wheel's binaries); PostgreSQL finds its
+        libraries and share files relative to its binaries, so the copy runs as is."""
+        probe = ["runuser", "-u", "postgres", "--", "test", "-x", str(bin_dir / "initdb")]
+        if subprocess.run(probe, capture_output=True, timeout=120, check=False).returncode == 0:
+            return bin_dir
+        # the installation and the libraries the wheel keeps beside its package
+        # (``<package>.libs``, found through a relative run path), in the same layout
+        package = bin_dir.parent.parent
+        site = self.root / "site"
+        for part in (package, package.with_name(package.name + ".libs")):
+            if part.is_dir():
+                shutil.copytree(part, site / part.name, symlinks=True)
+        return site / package.name / bin_dir.parent.name / bin_dir.name
 
     def run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin_dir / tool), *args]
