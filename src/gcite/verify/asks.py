@@ -85,6 +85,22 @@ _NOT_COUNTED = (
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
 
 
+#: Nouns of money (by their morphemes): a charge (费, not 免费 / 消费), a price, a wage,
+#: a deposit or rent (…金), an allowance, a fine or compensation. Such a noun asked
+#: about asks for an amount.
+_MONEY_NOUN = (
+    r"(?<![免消经])费|(?<![评代])价|钱|工资|薪水|薪资|月薪|金(?!属|额外)|补贴|补助|津贴"
+    r"|罚款|赔款|赔偿|报酬|成本|预算"
+)
+
+#: Words for a person by post, duty or kind (a name asked of one is a person's name).
+_PERSON = (
+    r"主管|经理|讲师|老师|队长|组长|班长|管理员|负责人|联系人|值班员|人员|员工|保安|保洁|阿姨|师傅"
+    r"|客服|民警|警官|司机|工程师|电工|领导|老板|同事|那个人|这个人|的人"
+)
+#: Common Chinese surnames (the first character of a person's name).
+_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾萧田董潘袁蔡蒋余于杜叶程魏苏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方邹熊白孟秦邱侯江尹薛闫段雷龙黎史陶贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+
 #: A text saying what to do: a step, an instruction, an action.
 _PROCEDURE_ANSWER = re.compile(
     r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
@@ -117,20 +133,26 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "money",
         _re(
-            r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
+            r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|价位|收费多少|多少费用|费用多少|费用是多少"
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴|补助|津贴|多少元|工资多少|贵不贵"
             # whether something is charged for: answered by an amount or "free"
             r"|收钱|要钱|收费|收不收|免费吗"
-            # a charge, a wage or a rent named, then how much or how it is reckoned
-            # ("免费能用多少个小时" asks for hours)
-            r"|(?:(?<!免)费用?|工资|租金|薪水|薪资|价格?)[^，。？?；;\s]{0,6}多少"
+            # a noun of money (a charge, a wage, a deposit, a rent, a price) before an
+            # interrogative: "押金交多少", "工本费是几块" ("免费能用多少个小时" asks hours)
+            rf"|(?:{_MONEY_NOUN})[^，。？?；;\s]{{0,6}}(?:多少|几|怎么算|如何计算|怎么计算|咋算)"
             r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜))"
-            r"|(?<!免)费[^，。？?；;\s]{0,3}(?:怎么算|如何计算|怎么计算)"
+            # an interrogative before a noun of money: "交多少押金", "多少工本费"
+            rf"|(?:多少|几)[^，。？?；;\s]{{0,2}}(?:{_MONEY_NOUN})"
+            # a verb of paying or earning before "多少 / 几": "交多少", "挣几千"
+            r"|(?:交|缴|付|花|赔|扣|罚|挣|赚|报销|退)了?(?:多少|几[千百万块])"
+            r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜|米|公斤|度))"
+            # an amount in round figures: "几千", "几百块"
+            r"|几[千百万](?:块|元)?(?![\u4e00-\u9fff])"
         ),
         # an amount, or free of charge (a charge "by the rates" names no amount)
-        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收|无偿|不收取|不得收取"),
+        _re(rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d|免费|不收费|不另收|无偿|不收取|不得收取"),
         withheld=_re(r"按[^，。；]{0,12}(?:计费|收取)|另行(?:计费|收费|收取)"),
-        value=_re(rf"{_NUM}\s*(?:万|千)?\s*元"),
+        value=_re(rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d"),
     ),
     AskType(
         "frequency",
@@ -160,7 +182,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "date",
         # a day asked: a date, a weekday, a day of the month answers, not "每月" alone
-        _re(r"哪天|哪一天|几号|几月几|什么日子|日期|星期几|周几|礼拜几"),
+        _re(r"哪天|哪一天|几号|几月几|几月份|哪个月|什么日子|日期|星期几|周几|礼拜几"),
         _re(
             r"\d+\s*[月日号]|[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
             r"|每(?:年|月|周)[^，。；]{0,6}(?:日|号|周[一二三四五六日])|节假日|工作日|之日起"
@@ -181,10 +203,16 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "phone",
         _re(
-            r"(?:电话|号码|热线|手机|分机).{0,6}(?:多少|是啥|是什么|几号|啥)|打(?:哪个|什么|几号)"
-            r"|拨(?:哪个|什么|几号)|电话号|联系电话|联系方式|号码"
+            r"(?:电话|号码|热线|手机|分机|座机|微信|联系方式|联络方式)[^，。？?；;\s]{0,6}"
+            r"(?:多少|是啥|是什么|几号|啥|给我|给个|发我|留个|留一个)|打(?:哪个|什么|几号)"
+            r"|拨(?:哪个|什么|几号)|电话号|联系电话|联系方式|号码|微信号"
         ),
-        _re(r"\d{3,}(?:[-\s]\d{3,})*"),
+        # digits of a number, not a year, a model code or a measured value ("CH-1200R",
+        # "1600kW", "2026 年")
+        _re(
+            r"(?<![a-z\d.-])\d{3,}(?:[-\s]\d{3,})*(?![\d.]|[a-z]|\s*(?:年|月|日|号|元|块|米|人|个|台|部"
+            r"|层|次|冷吨|公斤|千克|吨|升|小时|分钟|秒|天|平方|%))"
+        ),
     ),
     AskType(
         "count",
@@ -194,10 +222,13 @@ TYPES: tuple[AskType, ...] = (
         ),
         _re(
             # not a code such as a floor "B1" or a line "A3"
-            rf"(?<![a-z\d]){_NUM}\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
-            r"|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
-            # a bare number, unless it states a duration, a time, a sum, a share or a size
-            rf"|(?<![a-z\d])\d+(?![\d.:：-]|\s*(?:{_NOT_COUNTED}))"
+            # not an ordinal ("第 3 格")
+            rf"(?<![a-z\d第])(?<!第\s)(?:{_NUM}|双)\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
+            # a floor before a place ("1 层大堂") is where, not how many
+            r"|层(?![\u4e00-\u9fff])|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
+            # a bare number, unless it states a duration, a time, a sum, a share or a size,
+            # is an ordinal, part of a code ("CH-1200R") or a floor before a place
+            rf"|(?<![a-z\d第-])(?<!第\s)\d+(?![\d.:：-]|[a-z]|\s*(?:{_NOT_COUNTED}|层[\u4e00-\u9fff]))"
         ),
     ),
     AskType(
@@ -248,26 +279,37 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "brand",
-        # the maker asked: "哪家 / 哪个 / 什么" + a word for a factory or company
+        # the maker asked: a word for a brand, a maker or a supplier, or "哪 / 什么 /
+        # 谁家" before one, or where it is made ("哪里产的", "哪国产")
         _re(
-            r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"
-            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商"
+            r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的|谁家的?"
+            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产"
+            r"|(?:哪家|谁家|什么公司|哪个公司)\S{0,3}(?:做|生产|制造|装|供|造)"
         ),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
     ),
     AskType(
         "model",
-        _re(r"型号|规格"),
-        _re(r"型号|规格|[a-z]{1,5}-?\d{2,}"),
+        _re(r"型号|规格|哪一?款|什么款|啥款|什么型的|啥型的|哪个版本|什么版本"),
+        _re(r"型号|规格|款|[a-z]{1,5}-?\d{2,}"),
+    ),
+    AskType(
+        "person",
+        # a person's name asked: a post, a duty or a person named, then who or what
+        # they are called ("主管是谁", "值班的保安叫啥"), or how one addresses them
+        _re(
+            rf"(?:{_PERSON})[^，。？?；;\s]{{0,4}}(?:叫什么|叫啥|名字|姓名|是谁|是哪位|姓什么|姓啥)"
+            r"|姓什么|姓啥|贵姓|怎么称呼|如何称呼|称呼"
+        ),
+        _re(
+            rf"(?:姓名|联系人|负责人|名叫|叫做|名为)\s*[:：为是]?\s*[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}"
+            # a surname (and a given name) with a form of address ("王先生", "李明女士")
+            rf"|[{_SURNAMES}][\u4e00-\u9fff]?(?:先生|女士|师傅|老师)"
+        ),
     ),
     AskType(
         "name",
-        # a person in a post asked "who is" ("主管是谁"): the post is in the question, a
-        # name answers
-        _re(
-            r"叫什么名|名字|姓名|叫啥|叫什么"
-            r"|(?:主管|经理|讲师|老师|队长|组长|管理员)(?:现在|目前)?(?:是谁|是哪位)"
-        ),
+        _re(r"叫什么名|名字|姓名|叫啥|叫什么|名称"),
         # "姓名" given as a value ("姓名：…"), not a form field ("填写访客姓名")
         _re(r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
@@ -322,14 +364,16 @@ _BY_NAME = {t.name: t for t in TYPES}
 #: how long; "电话多少" asks for a phone number, not a count).
 _SHADOWS = {
     "frequency": ("duration", "count", "time"),
-    "phone": ("count", "who", "procedure", "how"),
+    "phone": ("count", "who", "procedure", "how", "date", "time"),
     "procedure": ("how",),
     "money": ("count", "penalty"),
+    "ratio": ("money",),
     "penalty": ("procedure", "how"),
     "measure": ("count",),
     "duration": ("time",),
-    "brand": ("name",),
+    "brand": ("name", "place", "who"),
     "name": ("who",),
+    "person": ("name", "who", "how"),
     "date": ("time", "place"),
     "year": ("time", "date", "duration"),
     "lookup": ("place", "phone"),
