@@ -226,13 +226,76 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
         ("垃圾清运费按规定是多少", ("money",)),
         ("停车费怎么算", ("money", "how")),
         ("会员免费能用多少个小时", ()),
-        # a person in a post: a name answers, not the post
-        ("目前的保洁主管是谁", ("name",)),
+        # a person in a post: a person's name answers, not the post
+        ("目前的保洁主管是谁", ("person",)),
         ("安全责任人是谁", ("who",)),
     ],
 )
 def test_more_question_types(question: str, types: tuple[str, ...]) -> None:
     assert question_types(question) == types
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        # a noun of money with an interrogative after or before it, a verb of paying
+        ("装修要交多少押金", ("money",)),
+        ("办门禁卡的工本费是几块钱", ("money",)),
+        ("投影仪坏了赔偿标准是多少", ("money",)),
+        ("保洁阿姨一个月能挣几千", ("money",)),
+        # just outside: a charge waived, then hours asked; a dish, not a price
+        ("会员免费能用几个小时", ("duration",)),
+        ("餐厅的招牌菜是什么", ()),
+        # a contact noun with an interrogative; "几点" after it asks a time
+        ("工程部值班座机是几号", ("phone",)),
+        ("物业前台的微信号多少", ("phone",)),
+        ("值班电话给我一个", ("phone",)),
+        ("报修电话几点有人接", ("time",)),
+        # the maker asked by "谁家" or where it is made; just outside: where it is
+        ("大堂闸机是谁家的设备", ("brand",)),
+        ("监控摄像头是哪里产的", ("brand",)),
+        ("监控摄像头装在哪里", ("place",)),
+        ("巡检终端是哪一款", ("model",)),
+        # a person's name asked; just outside: a room's name
+        ("保洁主管姓什么", ("person",)),
+        ("物业经理怎么称呼", ("person",)),
+        ("值班的保安叫啥", ("person",)),
+        ("这间会议室叫什么名字", ("name",)),
+        ("演练在几月份", ("date",)),
+    ],
+)
+def test_a_value_asked_by_its_noun_and_interrogative(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "given"),
+    [
+        # a person's name: labelled or with a form of address, not a post
+        ("person", "联系人：王建国，分机 8021。", True),
+        ("person", "请找李师傅处理。", True),
+        ("person", "由工程部主管组织原因分析。", False),
+        ("person", "明湖厅可容纳 60 人。", False),
+        # a count, not an ordinal, a floor before a place or a code
+        ("count", "钥匙放在钥匙柜第 3 格。", False),
+        ("count", "钥匙柜共 3 格。", True),
+        ("count", "服务台位于 1 层大堂。", False),
+        ("count", "地上 28 层、地下 3 层。", True),
+        ("count", "主机型号 CH-1200R。", False),
+        ("count", "实行双人值守。", True),
+        # a phone number, not a year, a model code or a power
+        ("phone", "主机型号 CH-1200R。", False),
+        ("phone", "功率 1600kW。", False),
+        ("phone", "自 2026 年起执行。", False),
+        ("phone", "拨打 6119 报警。", True),
+        ("phone", "热线 400-800-1234。", True),
+        # money in 块 or with a currency sign
+        ("money", "工本费 20 块。", True),
+        ("money", "押金 ¥300。", True),
+    ],
+)
+def test_values_of_the_general_types(kind: str, text: str, given: bool) -> None:
+    assert gives(kind, text) is given
 
 
 def test_free_of_charge_in_other_words_and_a_year_are_values() -> None:
