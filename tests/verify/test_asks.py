@@ -12,6 +12,7 @@ from gcite.verify.asks import (
     asks_only,
     check_part,
     content_terms,
+    counted_thing,
     gives,
     question_parts,
     question_types,
@@ -404,3 +405,65 @@ def test_a_paraphrase_is_judged_by_the_sentence_its_citation_points_at() -> None
     assert flagged is not None and flagged["answers_question"] is False
     assert flagged["outranked_by"] == "1"
     assert all(part["answered"] for part in flagged["parts"])
+
+
+@pytest.mark.parametrize(
+    ("question", "thing"),
+    [
+        ("车库里有多少个摄像头", ("摄像头",)),
+        ("楼里一共装了多少个监控探头", ("监控", "探头")),
+        ("一共要刷多少个打卡的点啊", ("点",)),
+        ("机房平时几个人值班", ("人",)),
+        # not a thing counted: a duration, which ones, no noun
+        ("免费能用几个小时", ()),
+        ("要去哪几个地方打卡", ()),
+        ("充电桩一共几个", ()),
+    ],
+)
+def test_the_thing_a_count_question_counts(question: str, thing: tuple[str, ...]) -> None:
+    assert counted_thing(question) == thing
+
+
+def test_a_count_answers_only_in_a_sentence_naming_the_thing_counted() -> None:
+    question = "车库里有多少个充电桩"
+    assert units_agree(question, "车库共有 12 个充电桩，均为快充。")
+    # a count of something else: people on duty
+    assert not units_agree(question, "车库入口实行双人值守。")
+    # the thing in another sentence than the count
+    assert not units_agree(question, "车库设有充电桩。车库入口有 2 名保安。")
+    # a longer word found by its first and last characters close together
+    assert units_agree("每层有几个消火栓", "每层设有 2 个消防栓箱。")
+    assert not units_agree("每层有几个消火栓", "每层设有 2 个灭火器箱。")
+
+
+def test_a_part_or_follow_up_whose_own_words_the_answer_lacks_is_flagged() -> None:
+    # the second part's own words (食堂, 营业) are not in the answer: the first part's
+    # answer does not answer it
+    report = answering_report("健身房几点开门？食堂营业到几点？", "健身房 07:00 开门。[C:1]")
+    assert report is not None and not report["answers_question"]
+    assert [p["answered"] for p in report["parts"]] == [True, False]
+    # just inside: one of its own words found
+    report = answering_report(
+        "健身房几点开门？食堂营业到几点？", "健身房 07:00 开门，食堂营业至 20:00。[C:1]"
+    )
+    assert report is not None and report["answers_question"]
+    # a follow-up answered with the earlier question's answer
+    earlier = "健身房几点开门 那淋浴间呢"
+    stale = answering_report("那淋浴间呢", "健身房每天 07:00 开门。[C:1]", search_query=earlier)
+    assert stale is not None and not stale["answers_question"]
+    fresh = answering_report("那淋浴间呢", "淋浴间每天 06:30 开放。[C:1]", search_query=earlier)
+    assert fresh is not None and fresh["answers_question"]
+    # words a normalised query adds are no earlier question: not flagged for them
+    expanded = answering_report(
+        "消控室在几楼", "消防控制室位于 1 层东侧。[C:1]", search_query="消控室在几楼 消防控制室"
+    )
+    assert expanded is not None and expanded["answers_question"]
+
+
+def test_a_question_rewritten_in_the_documents_words_is_no_follow_up() -> None:
+    # the normalised query replaces the abbreviation: it asks, but it is the question
+    # itself, not an earlier one
+    report = answering_report(
+        "消控室在几楼", "消防控制室位于 1 层东侧。[C:1]", search_query="消防控制室在几楼"
+    )
+    assert report is not None and report["answers_question"]

@@ -457,6 +457,58 @@ def _dimension_agrees(question: str, text: str) -> bool:
     return all(units.search(text) for asked, units in _DIMENSIONS if asked.search(question))
 
 
+#: "几个 / 多少个" and the thing counted after it ("多少个摄像头", "几个打卡的点"), not
+#: a duration ("几个小时") nor which ones ("哪几个").
+_COUNTED_THING_RE = re.compile(
+    r"(?<!哪)(?:几|多少)\s*个\s*(?!小时|钟|月|工作日|星期|礼拜)([\u4e00-\u9fff]{1,6})"
+)
+_TRAILING_RE = re.compile(r"(?:呀|啊|啦|吗|呢|了|吧|左右|以上|以下|大概|一共|总共)+$")
+_SENTENCE_RE = re.compile(r"[^。；;！!？?\n]+")
+
+
+def counted_thing(question: str) -> tuple[str, ...]:
+    """The words naming the thing a "几个 / 多少个" question counts, after its last "的":
+    its leading content words (at most two: "多少个监控探头" -> 监控, 探头), or its first
+    character when that is a word of its own ("几个人值班" -> 人); () when it counts
+    nothing named."""
+    match = _COUNTED_THING_RE.search(question)
+    if match is None:
+        return ()
+    thing = _TRAILING_RE.sub("", match.group(1)).split("的")[-1]
+    if not thing:
+        return ()
+    words: list[str] = []
+    rest = thing
+    for word in terms(thing, search=False):
+        if not rest.startswith(word) or len(words) == 2:
+            break
+        words.append(word)
+        rest = rest[len(word) :]
+    return tuple(words) or (thing[0],)
+
+
+def _named(word: str, sentence: str) -> bool:
+    """``word`` (or a synonym) in ``sentence``, or - for a longer word - its first and
+    last characters close together in order ("消火栓" in "消防栓")."""
+    if _word_found(word, sentence) >= 1.0:
+        return True
+    first = sentence.find(word[0])
+    return len(word) > 2 and first >= 0 and word[-1] in sentence[first + 1 : first + len(word) + 1]
+
+
+def _thing_counted(question: str, text: str) -> bool:
+    """Whether a sentence of ``text`` gives a count and names the thing the question
+    counts (True when it names none): "双人值守" does not count cameras."""
+    thing = counted_thing(question)
+    if not thing:
+        return True
+    count = _BY_NAME["count"].answer
+    return any(
+        count.search(sentence) and all(_named(word, sentence.lower()) for word in thing)
+        for sentence in _SENTENCE_RE.findall(text)
+    )
+
+
 def units_agree(question: str, text: str) -> bool:
     """Whether ``text`` gives a value in the unit ``question`` asks in, when it asks in
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
@@ -479,7 +531,7 @@ def units_agree(question: str, text: str) -> bool:
         same = next((group for group in _SAME_MEASURE if measure in group), measure)
         if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]", text):
             return False
-    return True
+    return _thing_counted(question, text)
 
 
 _PIECE_RE = re.compile(r"[^？?；;，,。！!\n]+[？?；;，,。！!\n]*")
@@ -678,6 +730,13 @@ def check_part(
     return PartCheck(part, types, typed, round(cover, 3), missing, found)
 
 
+def own_cover(part: str, answer: str, context: str = "") -> float:
+    """The share of the weight of ``part``'s own content words (:func:`content_terms`,
+    nothing carried) that ``answer`` holds (``context`` at half, :func:`word_cover`);
+    1.0 when the part has none."""
+    return word_cover(content_terms(part), answer, context)[0]
+
+
 def answer_check(
     question: str, answer: str, *, carried: str = "", context: str = ""
 ) -> list[PartCheck]:
@@ -828,6 +887,7 @@ __all__ = [
     "gives",
     "gives_any",
     "outranked_by",
+    "own_cover",
     "question_parts",
     "question_types",
     "strict_types",
