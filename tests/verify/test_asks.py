@@ -467,3 +467,31 @@ def test_a_question_rewritten_in_the_documents_words_is_no_follow_up() -> None:
         "消控室在几楼", "消防控制室位于 1 层东侧。[C:1]", search_query="消防控制室在几楼"
     )
     assert report is not None and report["answers_question"]
+
+
+def test_a_web_page_answer_is_outranked_by_a_document_giving_the_value_asked() -> None:
+    question = "订了健身房没去 多久会被取消"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": "会所管理规定 > 预约\n预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "健身礼仪",
+        "content": "订了健身房去不了就尽早取消，健身前 10 分钟热身。",
+    }
+    # the page holds more of the question's words, but the document ranked above it
+    # gives the duration asked: the document outranks it
+    answer = "订了健身房去不了就尽早取消，健身前 10 分钟热身[C:2]。"
+    report = answering_report(question, answer, chunks=[rules, page])
+    assert report is not None and report["outranked_by"] == "1"
+    # just outside: a document answer holding fewer words is not outranked the same way
+    other = {**page, "id": "3", "source_type": "rag"}
+    kept = answering_report(question, answer.replace("[C:2]", "[C:3]"), chunks=[rules, other])
+    assert kept is not None and kept["outranked_by"] is None
+    # nor is a web answer to a question asking no value (how in general)
+    how = answering_report("订了健身房没去怎么取消", answer, chunks=[rules, page])
+    assert how is not None and how["outranked_by"] is None

@@ -777,7 +777,7 @@ def outranked_by(
     better than every cited chunk outranks it.
     """
     own = cited_checks(question, checks, cited, chunks, carried=carried)
-    better = better_answer(question, own, cited, chunks, carried=carried)
+    better = better_answer(question, own, cited, chunks, carried=carried, over_web=True)
     return None if better is None else better.id
 
 
@@ -832,6 +832,7 @@ def better_answer(
     chunks: Sequence[Mapping[str, Any]],
     *,
     carried: str = "",
+    over_web: bool = False,
 ) -> Better | None:
     """The sentence that answers some part of ``question`` better than the answer does
     in the best-ranked knowledge-base chunk ranked above every cited one that has one
@@ -845,10 +846,14 @@ def better_answer(
     rule (:meth:`PartCheck.covered`) and holds a larger share of the part's content
     words than the answer: the answer quotes a web page or a lower-ranked document
     while the retrieval's better-ranked document says it in the question's own words.
+    ``over_web`` (the verifier's check, not the answerer's choice): against an answer
+    citing only web pages, a sentence giving a strict type asked is better even with
+    fewer of the question's words.
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
+    web_only = over_web and all(chunks[k].get("source_type") == "web" for k in ranks)
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         chunk_id = str(chunk.get("id") or "").strip()
@@ -856,11 +861,7 @@ def better_answer(
             continue
         for position, text, theirs in _body_checks(question, chunk, carried):
             gain = max(
-                (
-                    other.cover - mine.cover
-                    for mine, other in zip(checks, theirs, strict=False)
-                    if other.typed and other.covered() and other.cover > mine.cover
-                ),
+                (_gain(mine, other, web_only) for mine, other in zip(checks, theirs, strict=False)),
                 default=0.0,
             )
             if gain > 0 and (best is None or gain > best[0]):
@@ -868,6 +869,20 @@ def better_answer(
         if best is not None:  # the best-ranked such chunk
             return best[1]
     return None
+
+
+def _gain(mine: PartCheck, other: PartCheck, web_only: bool) -> float:
+    """How much better a knowledge-base sentence's check ``other`` answers a part than
+    the answer's ``mine`` (0: not better): it gives the type asked, is covered and holds
+    more of the part's words - or, against an answer citing only web pages, gives a
+    strict type asked at all (the documents outrank a web page that says it in more of
+    the question's words: 1 plus the difference in word share)."""
+    if not (other.typed and other.covered()):
+        return 0.0
+    if other.cover > mine.cover:
+        return other.cover - mine.cover
+    strict = set(strict_types(other.types)) - {"procedure"}
+    return 1.0 + other.cover - mine.cover if web_only and strict else 0.0
 
 
 __all__ = [
