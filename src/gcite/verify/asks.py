@@ -99,7 +99,11 @@ _PERSON = (
     r"|客服|民警|警官|司机|工程师|电工|领导|老板|同事|那个人|这个人|的人"
 )
 #: Common Chinese surnames (the first character of a person's name).
-_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾萧田董潘袁蔡蒋余于杜叶程魏苏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方邹熊白孟秦邱侯江尹薛闫段雷龙黎史陶贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾萧田董潘袁蔡"
+    "蒋余于杜叶程魏苏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方邹熊白孟秦邱侯江"
+    "尹薛闫段雷龙黎史陶贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
 
 #: A text saying what to do: a step, an instruction, an action.
 _PROCEDURE_ANSWER = re.compile(
@@ -150,7 +154,9 @@ TYPES: tuple[AskType, ...] = (
             r"|几[千百万](?:块|元)?(?![\u4e00-\u9fff])"
         ),
         # an amount, or free of charge (a charge "by the rates" names no amount)
-        _re(rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d|免费|不收费|不另收|无偿|不收取|不得收取"),
+        _re(
+            rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d|免费|不收费|不另收|无偿|不收取|不得收取"
+        ),
         withheld=_re(r"按[^，。；]{0,12}(?:计费|收取)|另行(?:计费|收费|收取)"),
         value=_re(rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d"),
     ),

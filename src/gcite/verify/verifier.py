@@ -160,7 +160,10 @@ def answering_report(
     question (:func:`gcite.verify.asks.question_parts`) is answered when the answer
     gives a value of the strict answer type it asks for (a sum of money, a duration, a
     phone number, a place...) and holds ``min_cover`` of the weight of its content
-    words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them.
+    words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them; a part of
+    a question of several parts, or of a follow-up (``search_query`` holds the question
+    after an earlier one), also needs ``FLAG_OWN_COVER`` of its own words
+    (:func:`gcite.verify.asks.own_cover`).
     ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
     its words at half weight, its answer types when the part asks none).
     ``context``: the cited documents' titles (words found there count half). When
