@@ -9,10 +9,15 @@ dimension (:func:`answer_check`: does the answer answer the question).
   (``frequency``), how many (``count``), a day (``date``), a clock time or date
   (``time``), a place
   (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
-  a phone number (``phone``), who / which office (``who``), a name, brand
-  or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
+  a phone number (``phone``), who / which office (``who``), a person's name
+  (``person``), a name, brand or model (``name``, ``brand``, ``model``), a size or rate
+  (``measure``, ``ratio``),
   what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
   "会怎样"), which ones (``list``) and yes / no (``yesno``).
+  A value is recognised by how Chinese questions ask for one, not by listed phrases: a
+  noun of its kind (money: 费, 价, 金, 补贴...; contact: 电话, 座机, 微信...; maker: 牌子,
+  厂家...) next to an interrogative (多少, 几, 哪, 什么, 谁家...), a verb of paying before
+  "多少", a person's post before "叫什么 / 是谁".
   The first ones are *strict*: a text that does not contain such a value (a number
   with a money unit, a duration, a phone number...) does not answer, however close
   its topic (a "what to do" question needs a sentence that says to do something).
