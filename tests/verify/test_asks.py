@@ -495,3 +495,11 @@ def test_a_web_page_answer_is_outranked_by_a_document_giving_the_value_asked() -
     # nor is a web answer to a question asking no value (how in general)
     how = answering_report("订了健身房没去怎么取消", answer, chunks=[rules, page])
     assert how is not None and how["outranked_by"] is None
+
+
+def test_an_ordinal_asked_is_answered_by_an_ordinal() -> None:
+    # "第几格" asks which one in order, "几格" how many
+    assert question_types("备用钥匙放在钥匙柜第几格") == ("level",)
+    assert question_types("钥匙柜一共有几格") == ("count",)
+    assert gives("level", "备用钥匙存放在钥匙柜第 3 格。")
+    assert not gives("count", "备用钥匙存放在钥匙柜第 3 格。")

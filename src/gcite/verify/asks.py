@@ -275,7 +275,10 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "level",
         _re(r"第几|几级|哪一级|哪级|什么级别|哪个级别|哪个等级|什么等级"),
-        _re(r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色"),
+        # a level, or an ordinal for "第几" ("第 3 格")
+        _re(
+            r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色|第\s*(?:\d+|[一二三四五六七八九十]+)"
+        ),
     ),
     AskType(
         "penalty",
@@ -381,6 +384,8 @@ _SHADOWS = {
     "ratio": ("money",),
     "penalty": ("procedure", "how"),
     "measure": ("count",),
+    # "第几格" asks for an ordinal, not how many
+    "level": ("count",),
     "duration": ("time",),
     "brand": ("name", "place", "who"),
     "name": ("who",),
