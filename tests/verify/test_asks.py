@@ -503,3 +503,10 @@ def test_an_ordinal_asked_is_answered_by_an_ordinal() -> None:
     assert question_types("钥匙柜一共有几格") == ("count",)
     assert gives("level", "备用钥匙存放在钥匙柜第 3 格。")
     assert not gives("count", "备用钥匙存放在钥匙柜第 3 格。")
+
+
+def test_those_few_is_a_demonstrative_not_a_count_asked() -> None:
+    # "那几个 / 这几个" point at things; "有几个" asks how many
+    assert question_types("那几个灭火器什么时候到期") == ("time",)
+    assert counted_thing("那几个值班员叫啥") == ()
+    assert question_types("灭火器有几个") == ("count",)

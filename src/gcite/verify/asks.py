@@ -228,7 +228,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "count",
         _re(
-            r"(?<![好哪])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"(?<![好哪那这])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
@@ -474,9 +474,9 @@ def _dimension_agrees(question: str, text: str) -> bool:
 
 
 #: "几个 / 多少个" and the thing counted after it ("多少个摄像头", "几个打卡的点"), not
-#: a duration ("几个小时") nor which ones ("哪几个").
+#: a duration ("几个小时"), which ones ("哪几个") nor those ("那几个": a demonstrative).
 _COUNTED_THING_RE = re.compile(
-    r"(?<!哪)(?:几|多少)\s*个\s*(?!小时|钟|月|工作日|星期|礼拜)([\u4e00-\u9fff]{1,6})"
+    r"(?<![哪那这])(?:几|多少)\s*个\s*(?!小时|钟|月|工作日|星期|礼拜)([\u4e00-\u9fff]{1,6})"
 )
 _TRAILING_RE = re.compile(r"(?:呀|啊|啦|吗|呢|了|吧|左右|以上|以下|大概|一共|总共)+$")
 _SENTENCE_RE = re.compile(r"[^。；;！!？?\n]+")
