@@ -510,3 +510,22 @@ def test_those_few_is_a_demonstrative_not_a_count_asked() -> None:
     assert question_types("那几个灭火器什么时候到期") == ("time",)
     assert counted_thing("那几个值班员叫啥") == ()
     assert question_types("灭火器有几个") == ("count",)
+
+
+def test_a_web_page_saying_what_the_document_says_is_not_outranked() -> None:
+    question = "订了健身房没去 多久会被取消"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": "会所管理规定 > 预约\n预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "会所问答",
+        "content": "订了健身房没去的话，预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    answer = "订了健身房没去的话，预约开始 20 分钟后仍未到场的，系统自动释放该时段[C:2]。"
+    report = answering_report(question, answer, chunks=[rules, page])
+    assert report is not None and report["outranked_by"] is None

@@ -766,6 +766,11 @@ def answer_check(
     return out
 
 
+#: A document sentence whose character bigrams a cited web page holds at least this
+#: share of says the same as the page (:func:`better_answer`, ``over_web``).
+SAME_STATEMENT = 0.5
+
+
 @dataclass(frozen=True)
 class Better:
     """A sentence of a better-ranked knowledge-base chunk that answers a question part
@@ -864,20 +869,24 @@ def better_answer(
     while the retrieval's better-ranked document says it in the question's own words.
     ``over_web`` (the verifier's check, not the answerer's choice): against an answer
     citing only web pages, a sentence giving a strict type asked is better even with
-    fewer of the question's words.
+    fewer of the question's words, unless the cited pages say it too (they hold
+    ``SAME_STATEMENT`` of its character bigrams).
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
     web_only = over_web and all(chunks[k].get("source_type") == "web" for k in ranks)
+    said = " ".join(str(chunks[k].get("content") or "") for k in ranks) if web_only else ""
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         chunk_id = str(chunk.get("id") or "").strip()
         if chunk.get("source_type") != "rag" or not chunk_id:
             continue
         for position, text, theirs in _body_checks(question, chunk, carried):
+            # a web page saying what the document says is as good an answer
+            over = web_only and bigram_coverage(text, said) < SAME_STATEMENT
             gain = max(
-                (_gain(mine, other, web_only) for mine, other in zip(checks, theirs, strict=False)),
+                (_gain(mine, other, over) for mine, other in zip(checks, theirs, strict=False)),
                 default=0.0,
             )
             if gain > 0 and (best is None or gain > best[0]):
