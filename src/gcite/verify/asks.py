@@ -545,7 +545,9 @@ def units_agree(question: str, text: str) -> bool:
     if counted is not None:
         measure = counted.group(1)
         same = next((group for group in _SAME_MEASURE if measure in group), measure)
-        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]", text):
+        # "2 个工作日" is a span, not two of anything
+        span = r"(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))"
+        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]{span}", text):
             return False
     return _thing_counted(question, text)
 
