@@ -529,3 +529,10 @@ def test_a_web_page_saying_what_the_document_says_is_not_outranked() -> None:
     answer = "订了健身房没去的话，预约开始 20 分钟后仍未到场的，系统自动释放该时段[C:2]。"
     report = answering_report(question, answer, chunks=[rules, page])
     assert report is not None and report["outranked_by"] is None
+
+
+def test_a_span_in_days_is_no_count_of_people() -> None:
+    # "2 个工作日" holds "2 个", but it is a span: it does not say how many people
+    assert not units_agree("报告厅能坐多少人", "报告厅需提前 2 个工作日预订。")
+    assert units_agree("报告厅能坐多少人", "报告厅可容纳 80 人。")
+    assert units_agree("巡逻几个人一组", "由两个人组成一组。")
