@@ -536,3 +536,13 @@ def test_a_span_in_days_is_no_count_of_people() -> None:
     assert not units_agree("报告厅能坐多少人", "报告厅需提前 2 个工作日预订。")
     assert units_agree("报告厅能坐多少人", "报告厅可容纳 80 人。")
     assert units_agree("巡逻几个人一组", "由两个人组成一组。")
+
+
+def test_a_clause_with_an_interrogative_asks_even_without_an_answer_type() -> None:
+    # "带什么" asks, though no answer type says what: two parts
+    assert question_parts("会员卡怎么办理，来的时候要带什么") == [
+        "会员卡怎么办理，",
+        "来的时候要带什么",
+    ]
+    # just outside: a clause asking nothing stays with its neighbour
+    assert question_parts("哎 请问一下，会员卡怎么办理") == ["哎 请问一下，会员卡怎么办理"]

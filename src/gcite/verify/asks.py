@@ -559,8 +559,17 @@ _JOINER_RE = re.compile(r"^(?:还有|另外|以及|并且|而且|同时|顺便�
 MIN_PART_CHARS = 3
 
 
+#: An interrogative word in a clause: it asks something even when no answer type says
+#: what ("走的时候要还什么").
+_ASKS_WORD_RE = re.compile(r"什么|啥|谁|哪|多少|怎么|咋|如何|吗[？?。！!\s]*$")
+
+
 def _asks(piece: str) -> bool:
-    return bool(question_types(piece)) or piece.rstrip().endswith(("？", "?"))
+    return (
+        bool(question_types(piece))
+        or piece.rstrip().endswith(("？", "?"))
+        or bool(_ASKS_WORD_RE.search(piece))
+    )
 
 
 def question_parts(question: str) -> list[str]:
