@@ -3,6 +3,9 @@ dimension: does the answer answer the question."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from gcite.verify import SupportModel, verify_answer
@@ -546,3 +549,29 @@ def test_a_clause_with_an_interrogative_asks_even_without_an_answer_type() -> No
     ]
     # just outside: a clause asking nothing stays with its neighbour
     assert question_parts("哎 请问一下，会员卡怎么办理") == ["哎 请问一下，会员卡怎么办理"]
+
+
+GUARD_S = 120.0  # hang guard only: the checks below take well under a second
+
+
+@pytest.mark.parametrize("run", ["1" * 100_000, "一" * 100_000, "几" * 100_000, "１" * 100_000])
+def test_a_long_run_of_numerals_is_checked_in_bounded_time(run: str) -> None:
+    # a number pattern begun inside a long run of numerals rescans the run from every
+    # position (quadratic: an hour for 100 KB); in a child so a hang cannot stall the suite
+    code = (
+        "import sys\n"
+        "from gcite.verify.asks import TYPES, answer_check, gives, units_agree\n"
+        "text = sys.stdin.read()\n"
+        "print(sum(gives(kind.name, text) for kind in TYPES), units_agree('几个' + text, text),"
+        " len(answer_check('有几个？', text)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=run,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=GUARD_S,
+        check=True,
+    )
+    assert done.stdout.split()[-1] == "1"

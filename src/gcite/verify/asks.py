@@ -80,7 +80,13 @@ SYNONYMS: Synonyms = {
     "进楼": ("进入",),
 }
 
-_NUM = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万半几]+)"
+#: A number in digits or Chinese numerals. Each run starts where the run starts (a
+#: lookbehind): a match begun inside a long run of digits would rescan it from every
+#: position, quadratic in its length.
+_NUM = (
+    r"(?:(?<!\d)\d+(?:\.\d+)?"
+    r"|(?<![一二两三四五六七八九十百千万半几])[一二两三四五六七八九十百千万半几]+)"
+)
 #: Units after a number that make it something else than a count (a duration, a clock
 #: time, a sum of money, a share, a size).
 _NOT_COUNTED = (
@@ -195,7 +201,7 @@ TYPES: tuple[AskType, ...] = (
         # a day asked: a date, a weekday, a day of the month answers, not "每月" alone
         _re(r"哪天|哪一天|几号|几月几|几月份|哪个月|什么日子|日期|星期几|周几|礼拜几"),
         _re(
-            r"\d+\s*[月日号]|[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
+            r"(?<!\d)\d+\s*[月日号]|(?<![一二三四五六七八九十])[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
             r"|每(?:年|月|周)[^，。；]{0,6}(?:日|号|周[一二三四五六日])|节假日|工作日|之日起"
         ),
     ),
@@ -206,7 +212,8 @@ TYPES: tuple[AskType, ...] = (
             r"|哪一天|什么日子|日期"
         ),
         _re(
-            r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|[一二三四五六七八九十]+\s*点|\d+\s*月|周[一二三四五六日末]"
+            r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|(?<![一二三四五六七八九十])[一二三四五六七八九十]+\s*点"
+            r"|(?<!\d)\d+\s*月|周[一二三四五六日末]"
             r"|星期|工作日|节假日|上午|下午|晚上|夜间|凌晨|白天|日间|\d{4}\s*年|之日起|之前|以前|之后"
             r"|以后|前|后|期间|时|当天|每(?:年|月|周|天|日)"
         ),
@@ -267,7 +274,7 @@ TYPES: tuple[AskType, ...] = (
             r"|哪层|哪一层|哪个门|哪个口|在几层|哪个房间|哪个区"
         ),
         _re(
-            r"位于|设在|设于|存放|放在|放置|停放|集合点|\d+\s*层|[一二三四五六七八九十]+\s*层|(?<![a-z])[bＢ]\d"
+            r"位于|设在|设于|存放|放在|放置|停放|集合点|(?<!\d)\d+\s*层|(?<![一二三四五六七八九十])[一二三四五六七八九十]+\s*层|(?<![a-z])[bＢ]\d"
             r"|[东西南北]侧|[东西南北]门|大堂|广场|机房|上风|下风|方向|附近|旁边|对面"
             r"|(?:在|于|到|至|去)[^，。；]{0,12}(?:室|房|厅|柜|库|区|门|台|处|楼|层|侧|车位|中心)"
         ),
@@ -277,7 +284,7 @@ TYPES: tuple[AskType, ...] = (
         _re(r"第几|几级|哪一级|哪级|什么级别|哪个级别|哪个等级|什么等级"),
         # a level, or an ordinal for "第几" ("第 3 格")
         _re(
-            r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色|第\s*(?:\d+|[一二三四五六七八九十]+)"
+            r"(?:(?<![一二三四五六七八九十\d])[一二三四五六七八九十\d]+|(?<![ⅠⅡⅢⅣ])[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色|第\s*(?:\d+|[一二三四五六七八九十]+)"
         ),
     ),
     AskType(
@@ -437,7 +444,10 @@ _SCALES: tuple[tuple[int, str], ...] = (
 _SCALE_UNIT = "|".join(units for _, units in _SCALES)
 # "那几天" / "前几天" name a span, they do not ask for one
 _ASKED_SPAN_RE = re.compile(rf"(?<![那这前后头])(?:几|多少)\s*(?:{_SCALE_UNIT})")
-_GIVEN_SPAN_RE = re.compile(rf"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百半]+)\s*(?:{_SCALE_UNIT})")
+_GIVEN_SPAN_RE = re.compile(
+    rf"(?:(?<!\d)\d+(?:\.\d+)?|(?<![一二两三四五六七八九十百半])[一二两三四五六七八九十百半]+)"
+    rf"\s*(?:{_SCALE_UNIT})"
+)
 #: Words that state a duration without a number, and their scale.
 _GIVEN_WORDS: tuple[tuple[int, str], ...] = ((1, "立即|立刻|马上"), (3, "当天|当日"))
 #: Measure words of a count ("几套", "多少部"); a count asked in one needs a count in the
@@ -547,7 +557,8 @@ def units_agree(question: str, text: str) -> bool:
         same = next((group for group in _SAME_MEASURE if measure in group), measure)
         # "2 个工作日" is a span, not two of anything
         span = r"(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))"
-        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]{span}", text):
+        number = r"(?<!\d)\d+|(?<![一二两三四五六七八九十百千])[一二两三四五六七八九十百千]+"
+        if not re.search(rf"(?:{number})\s*[{same}]{span}", text):
             return False
     return _thing_counted(question, text)
 
