@@ -575,3 +575,27 @@ def test_a_long_run_of_numerals_is_checked_in_bounded_time(run: str) -> None:
         check=True,
     )
     assert done.stdout.split()[-1] == "1"
+
+
+def test_where_something_arises_asks_a_place_not_a_maker() -> None:
+    assert question_types("电梯在哪里产生噪音") == ("place",)
+    assert question_types("空调是哪国产的") == ("brand",)
+    assert check_part("电梯在哪里产生噪音？", "电梯在 3 层机房产生噪音。").answered
+
+
+@pytest.mark.parametrize(
+    ("text", "given"),
+    [
+        # a name said to be the person's, or a surname with a post
+        ("物业经理是张伟，电话 8888 6666。", True),
+        ("保安队长叫王强。", True),
+        ("保洁主管为李明。", True),
+        ("此事由张经理负责。", True),
+        # just outside: a colour, a purpose, a post without a surname
+        ("警示灯是黄色的。", False),
+        ("为方便访客起见，请到前台登记。", False),
+        ("由工程主管组织原因分析。", False),
+    ],
+)
+def test_a_person_named_in_a_plain_sentence(text: str, given: bool) -> None:
+    assert gives("person", text) is given

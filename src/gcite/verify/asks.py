@@ -301,10 +301,10 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "brand",
         # the maker asked: a word for a brand, a maker or a supplier, or "哪 / 什么 /
-        # 谁家" before one, or where it is made ("哪里产的", "哪国产")
+        # 谁家" before one, or where it is made ("哪里产的", "哪国产"; not "哪里产生")
         _re(
             r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的|谁家的?"
-            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产"
+            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产(?![生品权业])"
             r"|(?:哪家|谁家|什么公司|哪个公司)\S{0,3}(?:做|生产|制造|装|供|造)"
         ),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
@@ -326,6 +326,10 @@ TYPES: tuple[AskType, ...] = (
             rf"(?:姓名|联系人|负责人|名叫|叫做|名为)\s*[:：为是]?\s*[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}"
             # a surname (and a given name) with a form of address ("王先生", "李明女士")
             rf"|[{_SURNAMES}][\u4e00-\u9fff]?(?:先生|女士|师傅|老师)"
+            # a name said to be the person's, ending its clause ("主管是张伟。", "叫王强")
+            rf"|(?:是|为|叫)\s*[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}(?<![的了])(?=[，。；,;！!？?、\s]|$)"
+            # a surname with a post, as one refers to a person ("由张经理负责")
+            rf"|(?:是|为|由|找|联系)\s*[{_SURNAMES}](?:经理|主管|主任|队长|组长|班长|部长|科长)"
         ),
     ),
     AskType(
