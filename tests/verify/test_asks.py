@@ -599,3 +599,8 @@ def test_where_something_arises_asks_a_place_not_a_maker() -> None:
 )
 def test_a_person_named_in_a_plain_sentence(text: str, given: bool) -> None:
     assert gives("person", text) is given
+
+
+def test_a_year_in_full_width_digits_and_a_phone_asked_after_a_space() -> None:
+    assert gives("year", "大楼于２０１８年建成。")
+    assert question_types("报修电话 多少") == ("phone",)
