@@ -221,6 +221,12 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
         # a code asked with a few words between
         ("机房门锁密码目前是多少", ("code",)),
         ("投影幕布多宽", ("measure",)),
+        # a temperature asked as a value, or only as the subject of a rule
+        ("冷库温度一般设多少度", ("measure",)),
+        ("冷库温度应该保持多少", ("measure",)),  # four characters between: a value asked
+        ("冷库温度按照行业惯例要求多少", ()),  # five between: no value of the temperature
+        ("冷库温度有没有统一规定", ("yesno",)),
+        ("冷库的温度要不要控制", ("yesno",)),
         # a charge, a wage or a rent named, then how much or how it is reckoned
         ("保洁员工资一般是多少", ("money",)),
         ("垃圾清运费按规定是多少", ("money",)),
