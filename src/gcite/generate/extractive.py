@@ -26,6 +26,7 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.jurisdiction import document_place
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
@@ -741,12 +742,38 @@ def _same_chunk(best: _Unit, members: Sequence[_Unit], asked: Asked, room: int) 
     return chosen
 
 
+def _place(unit: _Unit) -> str:
+    """The place whose regulation a sentence's document is ("" for a national one)."""
+    return document_place(unit.title)
+
+
+def _retrieval_jurisdiction(ranked: _Ranked) -> _Ranked:
+    """``ranked`` with its first two chunks swapped when they are of different
+    jurisdictions, near-tied (the second scores ``OTHER_CHUNK_SHARE`` of the first) and
+    the retrieval ranked the second higher: the retrieval weighs the places a question
+    names (:mod:`gcite.knowledge.jurisdiction`), the sentence scores do not."""
+    if len(ranked) < 2:
+        return ranked
+    (first_score, _, first), (second_score, _, second) = ranked[0], ranked[1]
+    if (
+        first.source == second.source == "rag"
+        and second.rank < first.rank
+        and second_score >= OTHER_CHUNK_SHARE * first_score
+        and _place(first) != _place(second)
+    ):
+        return [ranked[1], ranked[0], *ranked[2:]]
+    return ranked
+
+
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
-    ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type)."""
+    ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
+    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`)."""
     if len(ranked) < 2:
         return []
     score, _, second = ranked[1]
+    if second.source == best.source == "rag" and _place(second) != _place(best):
+        return []  # one rule for one question: not a national law and a city's beside it
     share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
     return [second] if score >= share * top_score else []
 
@@ -775,6 +802,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     ranked, ranked_weak = _rank_chunks(by_chunk, asked, narrow)
     if not ranked and not ranked_weak:
         return []
+    ranked = _retrieval_jurisdiction(ranked)
     top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
