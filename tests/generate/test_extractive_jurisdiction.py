@@ -8,9 +8,17 @@ from typing import Any
 
 import pytest
 
-from gcite.generate.extractive import ExtractiveBackend
+from gcite.generate.extractive import (
+    FIRST_RANK_BONUS,
+    SEMANTIC_PREFERENCE,
+    ExtractiveBackend,
+    _Unit,
+    asked_of,
+    choose_units,
+)
 from gcite.knowledge.embed import UseEmbedder
 from gcite.verify import SupportModel
+from gcite.verify.text import Sentence
 
 RULE = "第十二条 供暖单位应当在每年供暖期开始前十五日完成供暖设施的检修。"
 LOCAL_RULE = "第十五条 本市供暖单位应当在每年供暖期开始前十五日完成供暖设施的检修。"
@@ -88,3 +96,35 @@ def test_near_tied_jurisdictions_follow_the_retrieval(backend: ExtractiveBackend
     ]
     answer = backend.answer(QUESTION, chunks)
     assert answer.startswith("第十二条") and "[C:1]" in answer and "[C:2]" not in answer
+
+
+def _unit(chunk_id: str, rank: int, semantic: float) -> Any:
+    text = "员工发现设备漏电隐患，应当立即向现场负责人报告。"
+    unit = _Unit(
+        chunk_id,
+        rank,
+        0,
+        Sentence(text, 0, len(text)),
+        text,
+        0.8,
+        0.8,
+        0.8,
+        False,
+        title="设备安全条例",
+        source="rag",
+    )
+    unit.semantic = semantic
+    unit.relevance = 0.8
+    return unit
+
+
+def test_where_the_words_tie_the_closer_meaning_answers() -> None:
+    asked = asked_of("发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    # the same words; the second chunk closer in meaning by more than the first rank's
+    # bonus is worth: it answers; by less: the retrieval's first chunk answers
+    gap = (FIRST_RANK_BONUS + 0.01) / SEMANTIC_PREFERENCE
+    closer = choose_units([_unit("1", 0, 0.3), _unit("2", 1, 0.3 + gap)], asked, 1)
+    assert [u.chunk_id for u in closer] == ["2"]
+    gap = (FIRST_RANK_BONUS - 0.01) / SEMANTIC_PREFERENCE
+    first = choose_units([_unit("1", 0, 0.3), _unit("2", 1, 0.3 + gap)], asked, 1)
+    assert [u.chunk_id for u in first] == ["1"]

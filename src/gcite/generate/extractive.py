@@ -169,6 +169,10 @@ FIRST_WEB_TYPED_COVER = 0.25
 FOLLOW_UP_BONUS = 0.2
 #: A question naming a place prefers that place's regulation to a national one.
 LOCAL_PREFERENCE = 0.05
+#: A chunk's score adds this share of its best sentence's embedding evidence: where the
+#: sentences hold the question's words alike (the articles of a law share their
+#: vocabulary), the one closer in meaning decides.
+SEMANTIC_PREFERENCE = 0.1
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
 #: Other sentences are added when their score is at least this share of the best one's
@@ -644,12 +648,13 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
 
 
 def _chunk_score(best: _Unit, asked: Asked) -> float:
-    """A chunk's score: its best sentence's, plus its coverage, its title's, first rank,
-    knowledge base and local-regulation preferences."""
+    """A chunk's score: its best sentence's, plus its coverage, its title's, its embedding
+    evidence, first rank, knowledge base and local-regulation preferences."""
     return (
         best.score
         + 0.15 * best.chunk_cover
         + 0.1 * best.title_cover
+        + SEMANTIC_PREFERENCE * best.semantic
         + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
         + (KB_PREFERENCE if best.source == "rag" else 0.0)
         + (LOCAL_PREFERENCE if asked.places & set(_PLACE_RE.findall(best.title)) else 0.0)
@@ -830,18 +835,18 @@ def pick_sentences(
     is its relevance plus ``CUE_BONUS`` when it holds the kind of answer asked for (a
     count, a time, a place, a phone number; steps weigh half for a "how do I"
     question), and for a follow-up ``FOLLOW_UP_BONUS`` of how much of the new
-    question's own words it holds. A chunk scores its best sentence's score plus
-    ``0.15`` of its own coverage of the question, ``0.1`` of its title's,
-    ``FIRST_RANK_BONUS`` for the retrieval's first rank, ``KB_PREFERENCE`` for the
-    knowledge base and ``LOCAL_PREFERENCE`` for the regulation of a place the question
-    names. The question is answered from the best chunk only when its best sentence
-    reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER`` of the
-    question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
-    embedder), and the sentence holds the type of answer asked for
-    (:func:`gives_answer`: a sum of money for "多少钱", a duration for "多久", a phone
-    number for "电话多少", a place for "在哪"...; a count of the thing asked, a deadline
-    when some sentence states one). Another place's regulation never answers, nor -
-    when the question names a document in 《》 that was retrieved - another document.
+    question's own words it holds. A chunk scores its best sentence's score plus ``0.15`` of
+    its own coverage of the question, ``0.1`` of its title's, ``SEMANTIC_PREFERENCE`` of the
+    sentence's embedding evidence, ``FIRST_RANK_BONUS`` for the retrieval's first rank,
+    ``KB_PREFERENCE`` for the knowledge base and ``LOCAL_PREFERENCE`` for the regulation of
+    a place the question names. The question is answered from the best chunk only when its
+    best sentence reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER``
+    of the question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
+    embedder), and the sentence holds the type of answer asked for (:func:`gives_answer`: a
+    sum of money for "多少钱", a duration for "多久", a phone number for "电话多少", a place for
+    "在哪"...; a count of the thing asked, a deadline when some sentence states one).
+    Another place's regulation never answers, nor - when the question names a document
+    in 《》 that was retrieved - another document.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
     ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
