@@ -169,9 +169,9 @@ FIRST_WEB_TYPED_COVER = 0.25
 FOLLOW_UP_BONUS = 0.2
 #: A question naming a place prefers that place's regulation to a national one.
 LOCAL_PREFERENCE = 0.05
-#: A chunk's score adds this share of its best sentence's embedding evidence: where the
-#: sentences hold the question's words alike (the articles of a law share their
-#: vocabulary), the one closer in meaning decides.
+#: The chunks are ordered by their score plus this share of their best sentence's
+#: embedding evidence: where the sentences hold the question's words alike (the articles
+#: of a law share their vocabulary), the one closer in meaning comes first.
 SEMANTIC_PREFERENCE = 0.1
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
@@ -648,13 +648,12 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
 
 
 def _chunk_score(best: _Unit, asked: Asked) -> float:
-    """A chunk's score: its best sentence's, plus its coverage, its title's, its embedding
-    evidence, first rank, knowledge base and local-regulation preferences."""
+    """A chunk's score: its best sentence's, plus its coverage, its title's, first rank,
+    knowledge base and local-regulation preferences."""
     return (
         best.score
         + 0.15 * best.chunk_cover
         + 0.1 * best.title_cover
-        + SEMANTIC_PREFERENCE * best.semantic
         + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
         + (KB_PREFERENCE if best.source == "rag" else 0.0)
         + (LOCAL_PREFERENCE if asked.places & set(_PLACE_RE.findall(best.title)) else 0.0)
@@ -662,6 +661,14 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 
 
 _Ranked = list[tuple[float, str, _Unit]]
+
+
+def _chunk_order(ranked: tuple[float, str, _Unit]) -> tuple[float, int]:
+    """The sort key of a ranked chunk: its score plus ``SEMANTIC_PREFERENCE`` of its lead
+    sentence's embedding evidence (an order only: the shares a second chunk is compared
+    by stay those of the scores), then the retrieval's rank."""
+    score, _, best = ranked
+    return -(score + SEMANTIC_PREFERENCE * best.semantic), best.rank
 
 
 def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
@@ -699,8 +706,8 @@ def _rank_chunks(
             continue  # words in common, meaning unrelated
         best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))
         (ranked_weak if best.weak else ranked).append((_chunk_score(best, asked), chunk_id, best))
-    ranked.sort(key=lambda c: (-c[0], c[2].rank))
-    ranked_weak.sort(key=lambda c: (-c[0], c[2].rank))
+    ranked.sort(key=_chunk_order)
+    ranked_weak.sort(key=_chunk_order)
     return ranked, ranked_weak
 
 
@@ -836,10 +843,11 @@ def pick_sentences(
     count, a time, a place, a phone number; steps weigh half for a "how do I"
     question), and for a follow-up ``FOLLOW_UP_BONUS`` of how much of the new
     question's own words it holds. A chunk scores its best sentence's score plus ``0.15`` of
-    its own coverage of the question, ``0.1`` of its title's, ``SEMANTIC_PREFERENCE`` of the
-    sentence's embedding evidence, ``FIRST_RANK_BONUS`` for the retrieval's first rank,
-    ``KB_PREFERENCE`` for the knowledge base and ``LOCAL_PREFERENCE`` for the regulation of
-    a place the question names. The question is answered from the best chunk only when its
+    its own coverage of the question, ``0.1`` of its title's, ``FIRST_RANK_BONUS`` for the
+    retrieval's first rank, ``KB_PREFERENCE`` for the knowledge base and
+    ``LOCAL_PREFERENCE`` for the regulation of a place the question names; chunks are
+    ordered by that score plus ``SEMANTIC_PREFERENCE`` of the sentence's embedding
+    evidence. The question is answered from the best chunk only when its
     best sentence reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER``
     of the question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
     embedder), and the sentence holds the type of answer asked for (:func:`gives_answer`: a
