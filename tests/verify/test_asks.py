@@ -347,3 +347,15 @@ def test_a_paraphrase_is_judged_by_the_sentence_its_citation_points_at() -> None
     assert flagged is not None and flagged["answers_question"] is False
     assert flagged["outranked_by"] == "1"
     assert all(part["answered"] for part in flagged["parts"])
+
+
+def test_a_price_asked_is_not_answered_by_a_fine() -> None:
+    fine = "违规占用停车位的，处二百元以上五百元以下罚款。"
+    assert not units_agree("停车位月租多少钱", fine)
+    assert units_agree("违规占用停车位罚多少钱", fine)  # a fine asked: the fine answers
+    assert units_agree("停车位月租多少钱", "停车位月租金为三百元；" + fine)  # a price beside it
+    assert units_agree("停车位月租多少钱", "停车位由业主共同决定出租。")  # no sum: other checks
+    # a sum is a fine when the word follows within eight characters, in the same clause
+    assert not units_agree("停车位月租多少钱", "收取二百元以上五百元以下的罚款。")  # eight
+    assert units_agree("停车位月租多少钱", "收取二百元以上五百元以下的种罚款。")  # nine
+    assert units_agree("停车位月租多少钱", "月租二百元，逾期的处五十元罚款。")
