@@ -12,6 +12,7 @@ from gcite.verify.asks import (
     asks_only,
     check_part,
     content_terms,
+    counted_thing,
     gives,
     question_parts,
     question_types,
@@ -232,13 +233,76 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
         ("垃圾清运费按规定是多少", ("money",)),
         ("停车费怎么算", ("money", "how")),
         ("会员免费能用多少个小时", ()),
-        # a person in a post: a name answers, not the post
-        ("目前的保洁主管是谁", ("name",)),
+        # a person in a post: a person's name answers, not the post
+        ("目前的保洁主管是谁", ("person",)),
         ("安全责任人是谁", ("who",)),
     ],
 )
 def test_more_question_types(question: str, types: tuple[str, ...]) -> None:
     assert question_types(question) == types
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        # a noun of money with an interrogative after or before it, a verb of paying
+        ("装修要交多少押金", ("money",)),
+        ("办门禁卡的工本费是几块钱", ("money",)),
+        ("投影仪坏了赔偿标准是多少", ("money",)),
+        ("保洁阿姨一个月能挣几千", ("money",)),
+        # just outside: a charge waived, then hours asked; a dish, not a price
+        ("会员免费能用几个小时", ("duration",)),
+        ("餐厅的招牌菜是什么", ()),
+        # a contact noun with an interrogative; "几点" after it asks a time
+        ("工程部值班座机是几号", ("phone",)),
+        ("物业前台的微信号多少", ("phone",)),
+        ("值班电话给我一个", ("phone",)),
+        ("报修电话几点有人接", ("time",)),
+        # the maker asked by "谁家" or where it is made; just outside: where it is
+        ("大堂闸机是谁家的设备", ("brand",)),
+        ("监控摄像头是哪里产的", ("brand",)),
+        ("监控摄像头装在哪里", ("place",)),
+        ("巡检终端是哪一款", ("model",)),
+        # a person's name asked; just outside: a room's name
+        ("保洁主管姓什么", ("person",)),
+        ("物业经理怎么称呼", ("person",)),
+        ("值班的保安叫啥", ("person",)),
+        ("这间会议室叫什么名字", ("name",)),
+        ("演练在几月份", ("date",)),
+    ],
+)
+def test_a_value_asked_by_its_noun_and_interrogative(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "given"),
+    [
+        # a person's name: labelled or with a form of address, not a post
+        ("person", "联系人：王建国，分机 8021。", True),
+        ("person", "请找李师傅处理。", True),
+        ("person", "由工程部主管组织原因分析。", False),
+        ("person", "明湖厅可容纳 60 人。", False),
+        # a count, not an ordinal, a floor before a place or a code
+        ("count", "钥匙放在钥匙柜第 3 格。", False),
+        ("count", "钥匙柜共 3 格。", True),
+        ("count", "服务台位于 1 层大堂。", False),
+        ("count", "地上 28 层、地下 3 层。", True),
+        ("count", "主机型号 CH-1200R。", False),
+        ("count", "实行双人值守。", True),
+        # a phone number, not a year, a model code or a power
+        ("phone", "主机型号 CH-1200R。", False),
+        ("phone", "功率 1600kW。", False),
+        ("phone", "自 2026 年起执行。", False),
+        ("phone", "拨打 6119 报警。", True),
+        ("phone", "热线 400-800-1234。", True),
+        # money in 块 or with a currency sign
+        ("money", "工本费 20 块。", True),
+        ("money", "押金 ¥300。", True),
+    ],
+)
+def test_values_of_the_general_types(kind: str, text: str, given: bool) -> None:
+    assert gives(kind, text) is given
 
 
 def test_free_of_charge_in_other_words_and_a_year_are_values() -> None:
@@ -359,3 +423,144 @@ def test_a_price_asked_is_not_answered_by_a_fine() -> None:
     assert not units_agree("停车位月租多少钱", "收取二百元以上五百元以下的罚款。")  # eight
     assert units_agree("停车位月租多少钱", "收取二百元以上五百元以下的种罚款。")  # nine
     assert units_agree("停车位月租多少钱", "月租二百元，逾期的处五十元罚款。")
+
+
+@pytest.mark.parametrize(
+    ("question", "thing"),
+    [
+        ("车库里有多少个摄像头", ("摄像头",)),
+        ("楼里一共装了多少个监控探头", ("监控", "探头")),
+        ("一共要刷多少个打卡的点啊", ("点",)),
+        ("机房平时几个人值班", ("人",)),
+        # not a thing counted: a duration, which ones, no noun
+        ("免费能用几个小时", ()),
+        ("要去哪几个地方打卡", ()),
+        ("充电桩一共几个", ()),
+    ],
+)
+def test_the_thing_a_count_question_counts(question: str, thing: tuple[str, ...]) -> None:
+    assert counted_thing(question) == thing
+
+
+def test_a_count_answers_only_in_a_sentence_naming_the_thing_counted() -> None:
+    question = "车库里有多少个充电桩"
+    assert units_agree(question, "车库共有 12 个充电桩，均为快充。")
+    # a count of something else: people on duty
+    assert not units_agree(question, "车库入口实行双人值守。")
+    # the thing in another sentence than the count
+    assert not units_agree(question, "车库设有充电桩。车库入口有 2 名保安。")
+    # a longer word found by its first and last characters close together
+    assert units_agree("每层有几个消火栓", "每层设有 2 个消防栓箱。")
+    assert not units_agree("每层有几个消火栓", "每层设有 2 个灭火器箱。")
+
+
+def test_a_part_or_follow_up_whose_own_words_the_answer_lacks_is_flagged() -> None:
+    # the second part's own words (食堂, 营业) are not in the answer: the first part's
+    # answer does not answer it
+    report = answering_report("健身房几点开门？食堂营业到几点？", "健身房 07:00 开门。[C:1]")
+    assert report is not None and not report["answers_question"]
+    assert [p["answered"] for p in report["parts"]] == [True, False]
+    # just inside: one of its own words found
+    report = answering_report(
+        "健身房几点开门？食堂营业到几点？", "健身房 07:00 开门，食堂营业至 20:00。[C:1]"
+    )
+    assert report is not None and report["answers_question"]
+    # a follow-up answered with the earlier question's answer
+    earlier = "健身房几点开门 那淋浴间呢"
+    stale = answering_report("那淋浴间呢", "健身房每天 07:00 开门。[C:1]", search_query=earlier)
+    assert stale is not None and not stale["answers_question"]
+    fresh = answering_report("那淋浴间呢", "淋浴间每天 06:30 开放。[C:1]", search_query=earlier)
+    assert fresh is not None and fresh["answers_question"]
+    # words a normalised query adds are no earlier question: not flagged for them
+    expanded = answering_report(
+        "消控室在几楼", "消防控制室位于 1 层东侧。[C:1]", search_query="消控室在几楼 消防控制室"
+    )
+    assert expanded is not None and expanded["answers_question"]
+
+
+def test_a_question_rewritten_in_the_documents_words_is_no_follow_up() -> None:
+    # the normalised query replaces the abbreviation: it asks, but it is the question
+    # itself, not an earlier one
+    report = answering_report(
+        "消控室在几楼", "消防控制室位于 1 层东侧。[C:1]", search_query="消防控制室在几楼"
+    )
+    assert report is not None and report["answers_question"]
+
+
+def test_a_web_page_answer_is_outranked_by_a_document_giving_the_value_asked() -> None:
+    question = "订了健身房没去 多久会被取消"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": "会所管理规定 > 预约\n预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "健身礼仪",
+        "content": "订了健身房去不了就尽早取消，健身前 10 分钟热身。",
+    }
+    # the page holds more of the question's words, but the document ranked above it
+    # gives the duration asked: the document outranks it
+    answer = "订了健身房去不了就尽早取消，健身前 10 分钟热身[C:2]。"
+    report = answering_report(question, answer, chunks=[rules, page])
+    assert report is not None and report["outranked_by"] == "1"
+    # just outside: a document answer holding fewer words is not outranked the same way
+    other = {**page, "id": "3", "source_type": "rag"}
+    kept = answering_report(question, answer.replace("[C:2]", "[C:3]"), chunks=[rules, other])
+    assert kept is not None and kept["outranked_by"] is None
+    # nor is a web answer to a question asking no value (how in general)
+    how = answering_report("订了健身房没去怎么取消", answer, chunks=[rules, page])
+    assert how is not None and how["outranked_by"] is None
+
+
+def test_an_ordinal_asked_is_answered_by_an_ordinal() -> None:
+    # "第几格" asks which one in order, "几格" how many
+    assert question_types("备用钥匙放在钥匙柜第几格") == ("level",)
+    assert question_types("钥匙柜一共有几格") == ("count",)
+    assert gives("level", "备用钥匙存放在钥匙柜第 3 格。")
+    assert not gives("count", "备用钥匙存放在钥匙柜第 3 格。")
+
+
+def test_those_few_is_a_demonstrative_not_a_count_asked() -> None:
+    # "那几个 / 这几个" point at things; "有几个" asks how many
+    assert question_types("那几个灭火器什么时候到期") == ("time",)
+    assert counted_thing("那几个值班员叫啥") == ()
+    assert question_types("灭火器有几个") == ("count",)
+
+
+def test_a_web_page_saying_what_the_document_says_is_not_outranked() -> None:
+    question = "订了健身房没去 多久会被取消"
+    rules = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "会所管理规定",
+        "content": "会所管理规定 > 预约\n预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    page = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "会所问答",
+        "content": "订了健身房没去的话，预约开始 20 分钟后仍未到场的，系统自动释放该时段。",
+    }
+    answer = "订了健身房没去的话，预约开始 20 分钟后仍未到场的，系统自动释放该时段[C:2]。"
+    report = answering_report(question, answer, chunks=[rules, page])
+    assert report is not None and report["outranked_by"] is None
+
+
+def test_a_span_in_days_is_no_count_of_people() -> None:
+    # "2 个工作日" holds "2 个", but it is a span: it does not say how many people
+    assert not units_agree("报告厅能坐多少人", "报告厅需提前 2 个工作日预订。")
+    assert units_agree("报告厅能坐多少人", "报告厅可容纳 80 人。")
+    assert units_agree("巡逻几个人一组", "由两个人组成一组。")
+
+
+def test_a_clause_with_an_interrogative_asks_even_without_an_answer_type() -> None:
+    # "带什么" asks, though no answer type says what: two parts
+    assert question_parts("会员卡怎么办理，来的时候要带什么") == [
+        "会员卡怎么办理，",
+        "来的时候要带什么",
+    ]
+    # just outside: a clause asking nothing stays with its neighbour
+    assert question_parts("哎 请问一下，会员卡怎么办理") == ["哎 请问一下，会员卡怎么办理"]

@@ -9,10 +9,15 @@ dimension (:func:`answer_check`: does the answer answer the question).
   (``frequency``), how many (``count``), a day (``date``), a clock time or date
   (``time``), a place
   (``place``), where to look something up (``lookup``: "在哪查" answered by "见工程部共享盘"),
-  a phone number (``phone``), who / which office (``who``), a name, brand
-  or model (``name``, ``brand``, ``model``), a size or rate (``measure``, ``ratio``),
+  a phone number (``phone``), who / which office (``who``), a person's name
+  (``person``), a name, brand or model (``name``, ``brand``, ``model``), a size or rate
+  (``measure``, ``ratio``),
   what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
   "会怎样"), which ones (``list``) and yes / no (``yesno``).
+  A value is recognised by how Chinese questions ask for one, not by listed phrases: a
+  noun of its kind (money: 费, 价, 金, 补贴...; contact: 电话, 座机, 微信...; maker: 牌子,
+  厂家...) next to an interrogative (多少, 几, 哪, 什么, 谁家...), a verb of paying before
+  "多少", a person's post before "叫什么 / 是谁".
   The first ones are *strict*: a text that does not contain such a value (a number
   with a money unit, a duration, a phone number...) does not answer, however close
   its topic (a "what to do" question needs a sentence that says to do something).
@@ -85,6 +90,26 @@ _NOT_COUNTED = (
 _TIME_UNIT = r"(?:秒|分钟|分|小时|个小时|钟头|天|日|个工作日|工作日|周|星期|个月|月|年|季度)"
 
 
+#: Nouns of money (by their morphemes): a charge (费, not 免费 / 消费), a price, a wage,
+#: a deposit or rent (…金), an allowance, a fine or compensation. Such a noun asked
+#: about asks for an amount.
+_MONEY_NOUN = (
+    r"(?<![免消经])费|(?<![评代])价|钱|工资|薪水|薪资|月薪|金(?!属|额外)|补贴|补助|津贴"
+    r"|罚款|赔款|赔偿|报酬|成本|预算"
+)
+
+#: Words for a person by post, duty or kind (a name asked of one is a person's name).
+_PERSON = (
+    r"主管|经理|讲师|老师|队长|组长|班长|管理员|负责人|联系人|值班员|人员|员工|保安|保洁|阿姨|师傅"
+    r"|客服|民警|警官|司机|工程师|电工|领导|老板|同事|那个人|这个人|的人"
+)
+#: Common Chinese surnames (the first character of a person's name).
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾萧田董潘袁蔡"
+    "蒋余于杜叶程魏苏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方邹熊白孟秦邱侯江"
+    "尹薛闫段雷龙黎史陶贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
+
 #: A text saying what to do: a step, an instruction, an action.
 _PROCEDURE_ANSWER = re.compile(
     r"第[一二三四五六七八九十\d]+步|首先|然后|随后|再|立即|立刻|马上|按下|按|拨打|撤离|通知|联系"
@@ -117,20 +142,28 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "money",
         _re(
-            r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|收费多少|多少费用|费用多少|费用是多少"
+            r"多少钱|几块钱|几块|什么价|啥价|价格|价钱|价位|收费多少|多少费用|费用多少|费用是多少"
             r"|罚多少|罚款多少|罚款.{0,4}多少|多少罚款|赔多少|补贴|补助|津贴|多少元|工资多少|贵不贵"
             # whether something is charged for: answered by an amount or "free"
             r"|收钱|要钱|收费|收不收|免费吗"
-            # a charge, a wage or a rent named, then how much or how it is reckoned
-            # ("免费能用多少个小时" asks for hours)
-            r"|(?:(?<!免)费用?|工资|租金|薪水|薪资|价格?)[^，。？?；;\s]{0,6}多少"
+            # a noun of money (a charge, a wage, a deposit, a rent, a price) before an
+            # interrogative: "押金交多少", "工本费是几块" ("免费能用多少个小时" asks hours)
+            rf"|(?:{_MONEY_NOUN})[^，。？?；;\s]{{0,6}}(?:多少|几|怎么算|如何计算|怎么计算|咋算)"
             r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜))"
-            r"|(?<!免)费[^，。？?；;\s]{0,3}(?:怎么算|如何计算|怎么计算)"
+            # an interrogative before a noun of money: "交多少押金", "多少工本费"
+            rf"|(?:多少|几)[^，。？?；;\s]{{0,2}}(?:{_MONEY_NOUN})"
+            # a verb of paying or earning before "多少 / 几": "交多少", "挣几千"
+            r"|(?:交|缴|付|花|赔|扣|罚|挣|赚|报销|退)了?(?:多少|几[千百万块])"
+            r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜|米|公斤|度))"
+            # an amount in round figures: "几千", "几百块"
+            r"|几[千百万](?:块|元)?(?![\u4e00-\u9fff])"
         ),
         # an amount, or free of charge (a charge "by the rates" names no amount)
-        _re(rf"{_NUM}\s*(?:万|千)?\s*元|免费|不收费|不另收|无偿|不收取|不得收取"),
+        _re(
+            rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d|免费|不收费|不另收|无偿|不收取|不得收取"
+        ),
         withheld=_re(r"按[^，。；]{0,12}(?:计费|收取)|另行(?:计费|收费|收取)"),
-        value=_re(rf"{_NUM}\s*(?:万|千)?\s*元"),
+        value=_re(rf"{_NUM}\s*(?:万|千)?\s*(?:元|块钱?)|[¥￥]\s*\d"),
     ),
     AskType(
         "frequency",
@@ -160,7 +193,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "date",
         # a day asked: a date, a weekday, a day of the month answers, not "每月" alone
-        _re(r"哪天|哪一天|几号|几月几|什么日子|日期|星期几|周几|礼拜几"),
+        _re(r"哪天|哪一天|几号|几月几|几月份|哪个月|什么日子|日期|星期几|周几|礼拜几"),
         _re(
             r"\d+\s*[月日号]|[一二三四五六七八九十]+\s*月|[周礼拜][一二三四五六日末天]|星期"
             r"|每(?:年|月|周)[^，。；]{0,6}(?:日|号|周[一二三四五六日])|节假日|工作日|之日起"
@@ -181,23 +214,32 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "phone",
         _re(
-            r"(?:电话|号码|热线|手机|分机).{0,6}(?:多少|是啥|是什么|几号|啥)|打(?:哪个|什么|几号)"
-            r"|拨(?:哪个|什么|几号)|电话号|联系电话|联系方式|号码"
+            r"(?:电话|号码|热线|手机|分机|座机|微信|联系方式|联络方式)[^，。？?；;\s]{0,6}"
+            r"(?:多少|是啥|是什么|几号|啥|给我|给个|发我|留个|留一个)|打(?:哪个|什么|几号)"
+            r"|拨(?:哪个|什么|几号)|电话号|联系电话|联系方式|号码|微信号"
         ),
-        _re(r"\d{3,}(?:[-\s]\d{3,})*"),
+        # digits of a number, not a year, a model code or a measured value ("CH-1200R",
+        # "1600kW", "2026 年")
+        _re(
+            r"(?<![a-z\d.-])\d{3,}(?:[-\s]\d{3,})*(?![\d.]|[a-z]|\s*(?:年|月|日|号|元|块|米|人|个|台|部"
+            r"|层|次|冷吨|公斤|千克|吨|升|小时|分钟|秒|天|平方|%))"
+        ),
     ),
     AskType(
         "count",
         _re(
-            r"(?<![好哪])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"(?<![好哪那这])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
             # not a code such as a floor "B1" or a line "A3"
-            rf"(?<![a-z\d]){_NUM}\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
-            r"|层|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
-            # a bare number, unless it states a duration, a time, a sum, a share or a size
-            rf"|(?<![a-z\d])\d+(?![\d.:：-]|\s*(?:{_NOT_COUNTED}))"
+            # not an ordinal ("第 3 格")
+            rf"(?<![a-z\d第])(?<!第\s)(?:{_NUM}|双)\s*(?:个(?!\s*(?:月|小时|钟头|工作日|星期))|名|人|位|间|部|台|具|条|处"
+            # a floor before a place ("1 层大堂") is where, not how many
+            r"|层(?![\u4e00-\u9fff])|套|辆|项|组|格|家|座|种|块|把|路|根|冷吨)"
+            # a bare number, unless it states a duration, a time, a sum, a share or a size,
+            # is an ordinal, part of a code ("CH-1200R") or a floor before a place
+            rf"|(?<![a-z\d第-])(?<!第\s)\d+(?![\d.:：-]|[a-z]|\s*(?:{_NOT_COUNTED}|层[\u4e00-\u9fff]))"
         ),
     ),
     AskType(
@@ -233,7 +275,10 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "level",
         _re(r"第几|几级|哪一级|哪级|什么级别|哪个级别|哪个等级|什么等级"),
-        _re(r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色"),
+        # a level, or an ordinal for "第几" ("第 3 格")
+        _re(
+            r"(?:[一二三四五六七八九十\d]+|[ⅠⅡⅢⅣ]+)\s*级|级别|[红橙黄蓝]色|第\s*(?:\d+|[一二三四五六七八九十]+)"
+        ),
     ),
     AskType(
         "penalty",
@@ -248,26 +293,37 @@ TYPES: tuple[AskType, ...] = (
     ),
     AskType(
         "brand",
-        # the maker asked: "哪家 / 哪个 / 什么" + a word for a factory or company
+        # the maker asked: a word for a brand, a maker or a supplier, or "哪 / 什么 /
+        # 谁家" before one, or where it is made ("哪里产的", "哪国产")
         _re(
-            r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的"
-            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商"
+            r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的|谁家的?"
+            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产"
+            r"|(?:哪家|谁家|什么公司|哪个公司)\S{0,3}(?:做|生产|制造|装|供|造)"
         ),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
     ),
     AskType(
         "model",
-        _re(r"型号|规格"),
-        _re(r"型号|规格|[a-z]{1,5}-?\d{2,}"),
+        _re(r"型号|规格|哪一?款|什么款|啥款|什么型的|啥型的|哪个版本|什么版本"),
+        _re(r"型号|规格|款|[a-z]{1,5}-?\d{2,}"),
+    ),
+    AskType(
+        "person",
+        # a person's name asked: a post, a duty or a person named, then who or what
+        # they are called ("主管是谁", "值班的保安叫啥"), or how one addresses them
+        _re(
+            rf"(?:{_PERSON})[^，。？?；;\s]{{0,4}}(?:叫什么|叫啥|名字|姓名|是谁|是哪位|姓什么|姓啥)"
+            r"|姓什么|姓啥|贵姓|怎么称呼|如何称呼|称呼"
+        ),
+        _re(
+            rf"(?:姓名|联系人|负责人|名叫|叫做|名为)\s*[:：为是]?\s*[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}"
+            # a surname (and a given name) with a form of address ("王先生", "李明女士")
+            rf"|[{_SURNAMES}][\u4e00-\u9fff]?(?:先生|女士|师傅|老师)"
+        ),
     ),
     AskType(
         "name",
-        # a person in a post asked "who is" ("主管是谁"): the post is in the question, a
-        # name answers
-        _re(
-            r"叫什么名|名字|姓名|叫啥|叫什么"
-            r"|(?:主管|经理|讲师|老师|队长|组长|管理员)(?:现在|目前)?(?:是谁|是哪位)"
-        ),
+        _re(r"叫什么名|名字|姓名|叫啥|叫什么|名称"),
         # "姓名" given as a value ("姓名：…"), not a form field ("填写访客姓名")
         _re(r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
     ),
@@ -322,14 +378,18 @@ _BY_NAME = {t.name: t for t in TYPES}
 #: how long; "电话多少" asks for a phone number, not a count).
 _SHADOWS = {
     "frequency": ("duration", "count", "time"),
-    "phone": ("count", "who", "procedure", "how"),
+    "phone": ("count", "who", "procedure", "how", "date", "time"),
     "procedure": ("how",),
     "money": ("count", "penalty"),
+    "ratio": ("money",),
     "penalty": ("procedure", "how"),
     "measure": ("count",),
+    # "第几格" asks for an ordinal, not how many
+    "level": ("count",),
     "duration": ("time",),
-    "brand": ("name",),
+    "brand": ("name", "place", "who"),
     "name": ("who",),
+    "person": ("name", "who", "how"),
     "date": ("time", "place"),
     "year": ("time", "date", "duration"),
     "lookup": ("place", "phone"),
@@ -431,6 +491,58 @@ def _charge_agrees(question: str, text: str) -> bool:
     return not sums or len(_FINE_RE.findall(text)) < sums
 
 
+#: "几个 / 多少个" and the thing counted after it ("多少个摄像头", "几个打卡的点"), not
+#: a duration ("几个小时"), which ones ("哪几个") nor those ("那几个": a demonstrative).
+_COUNTED_THING_RE = re.compile(
+    r"(?<![哪那这])(?:几|多少)\s*个\s*(?!小时|钟|月|工作日|星期|礼拜)([\u4e00-\u9fff]{1,6})"
+)
+_TRAILING_RE = re.compile(r"(?:呀|啊|啦|吗|呢|了|吧|左右|以上|以下|大概|一共|总共)+$")
+_SENTENCE_RE = re.compile(r"[^。；;！!？?\n]+")
+
+
+def counted_thing(question: str) -> tuple[str, ...]:
+    """The words naming the thing a "几个 / 多少个" question counts, after its last "的":
+    its leading content words (at most two: "多少个监控探头" -> 监控, 探头), or its first
+    character when that is a word of its own ("几个人值班" -> 人); () when it counts
+    nothing named."""
+    match = _COUNTED_THING_RE.search(question)
+    if match is None:
+        return ()
+    thing = _TRAILING_RE.sub("", match.group(1)).split("的")[-1]
+    if not thing:
+        return ()
+    words: list[str] = []
+    rest = thing
+    for word in terms(thing, search=False):
+        if not rest.startswith(word) or len(words) == 2:
+            break
+        words.append(word)
+        rest = rest[len(word) :]
+    return tuple(words) or (thing[0],)
+
+
+def _named(word: str, sentence: str) -> bool:
+    """``word`` (or a synonym) in ``sentence``, or - for a longer word - its first and
+    last characters close together in order ("消火栓" in "消防栓")."""
+    if _word_found(word, sentence) >= 1.0:
+        return True
+    first = sentence.find(word[0])
+    return len(word) > 2 and first >= 0 and word[-1] in sentence[first + 1 : first + len(word) + 1]
+
+
+def _thing_counted(question: str, text: str) -> bool:
+    """Whether a sentence of ``text`` gives a count and names the thing the question
+    counts (True when it names none): "双人值守" does not count cameras."""
+    thing = counted_thing(question)
+    if not thing:
+        return True
+    count = _BY_NAME["count"].answer
+    return any(
+        count.search(sentence) and all(_named(word, sentence.lower()) for word in thing)
+        for sentence in _SENTENCE_RE.findall(text)
+    )
+
+
 def units_agree(question: str, text: str) -> bool:
     """Whether ``text`` gives a value in the unit ``question`` asks in, when it asks in
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
@@ -452,9 +564,11 @@ def units_agree(question: str, text: str) -> bool:
     if counted is not None:
         measure = counted.group(1)
         same = next((group for group in _SAME_MEASURE if measure in group), measure)
-        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]", text):
+        # "2 个工作日" is a span, not two of anything
+        span = r"(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))"
+        if not re.search(rf"(?:\d+|[一二两三四五六七八九十百千]+)\s*[{same}]{span}", text):
             return False
-    return True
+    return _thing_counted(question, text)
 
 
 _PIECE_RE = re.compile(r"[^？?；;，,。！!\n]+[？?；;，,。！!\n]*")
@@ -464,8 +578,17 @@ _JOINER_RE = re.compile(r"^(?:还有|另外|以及|并且|而且|同时|顺便�
 MIN_PART_CHARS = 3
 
 
+#: An interrogative word in a clause: it asks something even when no answer type says
+#: what ("走的时候要还什么").
+_ASKS_WORD_RE = re.compile(r"什么|啥|谁|哪|多少|怎么|咋|如何|吗[？?。！!\s]*$")
+
+
 def _asks(piece: str) -> bool:
-    return bool(question_types(piece)) or piece.rstrip().endswith(("？", "?"))
+    return (
+        bool(question_types(piece))
+        or piece.rstrip().endswith(("？", "?"))
+        or bool(_ASKS_WORD_RE.search(piece))
+    )
 
 
 def question_parts(question: str) -> list[str]:
@@ -653,6 +776,13 @@ def check_part(
     return PartCheck(part, types, typed, round(cover, 3), missing, found)
 
 
+def own_cover(part: str, answer: str, context: str = "") -> float:
+    """The share of the weight of ``part``'s own content words (:func:`content_terms`,
+    nothing carried) that ``answer`` holds (``context`` at half, :func:`word_cover`);
+    1.0 when the part has none."""
+    return word_cover(content_terms(part), answer, context)[0]
+
+
 def answer_check(
     question: str, answer: str, *, carried: str = "", context: str = ""
 ) -> list[PartCheck]:
@@ -664,6 +794,11 @@ def answer_check(
         also = " ".join(x for x in (carried, others) if x)
         out.append(check_part(part, answer, carried=also, context=context))
     return out
+
+
+#: A document sentence whose character bigrams a cited web page holds at least this
+#: share of says the same as the page (:func:`better_answer`, ``over_web``).
+SAME_STATEMENT = 0.5
 
 
 @dataclass(frozen=True)
@@ -693,7 +828,7 @@ def outranked_by(
     better than every cited chunk outranks it.
     """
     own = cited_checks(question, checks, cited, chunks, carried=carried)
-    better = better_answer(question, own, cited, chunks, carried=carried)
+    better = better_answer(question, own, cited, chunks, carried=carried, over_web=True)
     return None if better is None else better.id
 
 
@@ -748,6 +883,7 @@ def better_answer(
     chunks: Sequence[Mapping[str, Any]],
     *,
     carried: str = "",
+    over_web: bool = False,
 ) -> Better | None:
     """The sentence that answers some part of ``question`` better than the answer does
     in the best-ranked knowledge-base chunk ranked above every cited one that has one
@@ -761,22 +897,26 @@ def better_answer(
     rule (:meth:`PartCheck.covered`) and holds a larger share of the part's content
     words than the answer: the answer quotes a web page or a lower-ranked document
     while the retrieval's better-ranked document says it in the question's own words.
+    ``over_web`` (the verifier's check, not the answerer's choice): against an answer
+    citing only web pages, a sentence giving a strict type asked is better even with
+    fewer of the question's words, unless the cited pages say it too (they hold
+    ``SAME_STATEMENT`` of its character bigrams).
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
+    web_only = over_web and all(chunks[k].get("source_type") == "web" for k in ranks)
+    said = " ".join(str(chunks[k].get("content") or "") for k in ranks) if web_only else ""
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         chunk_id = str(chunk.get("id") or "").strip()
         if chunk.get("source_type") != "rag" or not chunk_id:
             continue
         for position, text, theirs in _body_checks(question, chunk, carried):
+            # a web page saying what the document says is as good an answer
+            over = web_only and bigram_coverage(text, said) < SAME_STATEMENT
             gain = max(
-                (
-                    other.cover - mine.cover
-                    for mine, other in zip(checks, theirs, strict=False)
-                    if other.typed and other.covered() and other.cover > mine.cover
-                ),
+                (_gain(mine, other, over) for mine, other in zip(checks, theirs, strict=False)),
                 default=0.0,
             )
             if gain > 0 and (best is None or gain > best[0]):
@@ -784,6 +924,20 @@ def better_answer(
         if best is not None:  # the best-ranked such chunk
             return best[1]
     return None
+
+
+def _gain(mine: PartCheck, other: PartCheck, web_only: bool) -> float:
+    """How much better a knowledge-base sentence's check ``other`` answers a part than
+    the answer's ``mine`` (0: not better): it gives the type asked, is covered and holds
+    more of the part's words - or, against an answer citing only web pages, gives a
+    strict type asked at all (the documents outrank a web page that says it in more of
+    the question's words: 1 plus the difference in word share)."""
+    if not (other.typed and other.covered()):
+        return 0.0
+    if other.cover > mine.cover:
+        return other.cover - mine.cover
+    strict = set(strict_types(other.types)) - {"procedure"}
+    return 1.0 + other.cover - mine.cover if web_only and strict else 0.0
 
 
 __all__ = [
@@ -803,6 +957,7 @@ __all__ = [
     "gives",
     "gives_any",
     "outranked_by",
+    "own_cover",
     "question_parts",
     "question_types",
     "strict_types",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
 from gcite.stream.parser import parse_all
-from gcite.verify.asks import answer_check, outranked_by
+from gcite.verify.asks import answer_check, outranked_by, own_cover, question_types
 from gcite.verify.support import SupportModel, support_model
 
 if TYPE_CHECKING:
@@ -54,6 +54,11 @@ DEFAULT_THRESHOLD = 0.45
 FLAG_COVER = 0.25
 #: ... unless it holds at least this many of the part's own content words.
 FLAG_WORDS = 3
+#: A part of a question asking several things, or a follow-up (the earlier question
+#: carried), is flagged when the answer holds less than this share of the weight of
+#: the part's own content words: an answer to the other part, or to the earlier
+#: question, does not answer it.
+FLAG_OWN_COVER = 0.1
 _ENDS = "。！？!?；;\n"
 _CLAUSE_ENDS = "；;"
 _CLOSERS = "”’」』）)"
@@ -155,7 +160,10 @@ def answering_report(
     question (:func:`gcite.verify.asks.question_parts`) is answered when the answer
     gives a value of the strict answer type it asks for (a sum of money, a duration, a
     phone number, a place...) and holds ``min_cover`` of the weight of its content
-    words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them.
+    words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them; a part of
+    a question of several parts, or of a follow-up (``search_query`` holds the question
+    after an earlier one), also needs ``FLAG_OWN_COVER`` of its own words
+    (:func:`gcite.verify.asks.own_cover`).
     ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
     its words at half weight, its answer types when the part asks none).
     ``context``: the cited documents' titles (words found there count half). When
@@ -176,8 +184,14 @@ def answering_report(
     declares = any(not claim.ids for claim in claims)
     parts: list[dict[str, Any]] = []
     checks = answer_check(question, text, carried=carried, context=context)
+    # an earlier question carried in front of this one (a follow-up), not the question
+    # rewritten in the documents' words (a normalised query holds no copy of it)
+    follow_up = bool(question_types(carried)) and question.strip() in search_query
+    leaning = len(checks) > 1 or follow_up
     for check in checks:
         answered = check.typed and check.covered(min_cover, FLAG_WORDS)
+        if leaning and own_cover(check.text, text, context) < FLAG_OWN_COVER:
+            answered = False
         parts.append(
             {
                 "text": check.text,
