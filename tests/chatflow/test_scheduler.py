@@ -188,6 +188,55 @@ async def test_answer_closes_its_source() -> None:
     assert closed == [True] and settled(s)
 
 
+async def test_a_quiet_answer_goes_delta_by_delta_and_is_joined_once_the_process_is_busy() -> None:
+    """While the process is quiet each delta goes on as it comes, never joined; once more
+    than ``quiet_streams`` answers stream, the rest is joined per flush interval. Nothing
+    is lost or reordered, and the source is closed."""
+    clock = ManualClock()
+    s = scheduler(clock, quiet_streams=1, per_stream_s=1.0, max_interval_s=1.0)
+    fed: asyncio.Queue[str | None] = asyncio.Queue()
+    closed: list[bool] = []
+
+    async def source() -> AsyncIterator[str]:
+        try:
+            while (piece := await fed.get()) is not None:
+                yield piece
+        finally:
+            closed.append(True)
+
+    got: list[str] = []
+
+    async def read() -> None:
+        async for delta in s.answer(source()):
+            got.append(delta)
+
+    task = asyncio.create_task(read())
+    gate = asyncio.Event()
+    try:
+        fed.put_nowait("a")
+        await until(lambda: got == ["a"])
+        fed.put_nowait("b")
+        await until(lambda: got == ["a", "b"])
+        assert got == ["a", "b"]  # quiet: one delta each, as they came
+        others = await _streaming(s, 1, gate)  # a second answer: past quiet_streams
+        fed.put_nowait("c")  # the read pending when the process got busy: at once
+        await until(lambda: got == ["a", "b", "c"])
+        fed.put_nowait("d")
+        fed.put_nowait("e")
+        await until(lambda: fed.empty() and clock.sleepers() == 1)
+        assert got == ["a", "b", "c"]  # held until the flush interval has passed
+        clock.advance(1.0)
+        await until(lambda: got == ["a", "b", "c", "de"])  # joined
+        fed.put_nowait(None)
+        await asyncio.wait_for(task, GUARD_S)
+    finally:
+        gate.set()
+        fed.put_nowait(None)
+    await asyncio.wait_for(asyncio.gather(*others), GUARD_S)
+    assert got == ["a", "b", "c", "de"] and closed == [True]
+    assert settled(s)
+
+
 async def test_paced_answers_wait_for_a_preparing_run_first_texts_pass_nothing_lost(
     standin: OpenAIStandin,
 ) -> None:

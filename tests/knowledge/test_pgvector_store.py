@@ -531,3 +531,39 @@ def test_tags_and_bindings_reach_a_catalog_open_in_another_store(pgvector_url: s
     finally:
         writer_index.close()
         reader_index.close()
+
+
+_NO_ALEMBIC = """
+import sys
+from gcite.knowledge.stores.pgvector import migrate
+migrate(sys.argv[1])
+print(sorted(m for m in sys.modules if m == "alembic" or m.startswith("alembic.")))
+"""
+
+
+def test_a_database_at_the_newest_schema_is_opened_without_alembic(pgvector_url: str) -> None:
+    """The schema head the store checks is Alembic's own; a database already there is
+    opened without importing Alembic (a fresh one is migrated with it)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from gcite.knowledge.stores.pgvector import MIGRATIONS_DIR, SCHEMA_HEAD, at_head
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(config).get_heads() == [SCHEMA_HEAD]
+    url = fresh_database(pgvector_url)
+    assert not at_head(url)  # an empty database
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _NO_ALEMBIC, url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs[0] != "[]"  # the new database: migrated by Alembic
+    assert runs[1] == "[]"  # at the head: Alembic not imported
+    assert at_head(url)

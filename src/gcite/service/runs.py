@@ -332,19 +332,20 @@ class RunHandle:
         try:
             self._last_sent = time.monotonic()
             yield data_frame(self.wire.start(query))
-            while True:
-                item = await queue.get()
-                if item is None:
-                    break
+            item = await queue.get()
+            while item is not None:
                 if isinstance(item, asyncio.Task):  # a write the next frames come after
                     while not item.done():  # (pings meanwhile: they carry nothing)
                         await asyncio.wait({item}, timeout=self.ping_interval)
                         if not item.done():
                             self._last_sent = time.monotonic()
                             yield PING_FRAME
+                    item = await queue.get()
                     continue
+                frame, after = _queued_frames(queue, item)
                 self._last_sent = time.monotonic()
-                yield item
+                yield frame
+                item = await queue.get() if after is _DRY else after
         finally:
             pinger.cancel()
             if not producer.done():  # the client went away: cancel the model call
@@ -378,6 +379,26 @@ class RunHandle:
             return Outcome(self.run.summary(), abandoned=True)
         summary = self._ended or self.run.summary()
         return Outcome(summary, failure=self._failure, crashed=self._crashed)
+
+
+_DRY = b""
+"""What :func:`_queued_frames` returns after the frames when the queue ran dry (no frame
+is empty: :meth:`RunHandle._send` queues none)."""
+
+
+def _queued_frames(
+    queue: asyncio.Queue[bytes | asyncio.Task[None] | None], first: bytes
+) -> tuple[bytes, bytes | asyncio.Task[None] | None]:
+    """``first`` and the frames queued right behind it, joined (the events a run produces
+    in one go reach the client in one write), and the item that ended them: a write to
+    wait for, None (the end), or :data:`_DRY` when the queue ran dry."""
+    parts = [first]
+    while not queue.empty():
+        item = queue.get_nowait()
+        if not isinstance(item, bytes):
+            return b"".join(parts), item
+        parts.append(item)
+    return (first if len(parts) == 1 else b"".join(parts)), _DRY
 
 
 def _note_run(summary: RunSummary) -> None:

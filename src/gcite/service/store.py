@@ -246,6 +246,9 @@ _FIND_STOP = select(_STOPS.c.task_id).where(
     _STOPS.c.owner == bindparam("b_owner", type_=_STOPS.c.owner.type),
 )
 _INSERT_STOP = insert(_STOPS)
+_ANY_STOP = select(_STOPS.c.task_id).limit(1)
+"""Whether any stop record is stored (a poll that finds none writes nothing)."""
+
 _TAKE_STOPS = (
     delete(_STOPS)
     .where(
@@ -696,6 +699,9 @@ class ConversationStore:
         if not task_ids:
             return []
         wanted = {_no_nul(task_id) for task_id in task_ids}
+        with self.engine.connect() as connection:  # most polls find none: no write then
+            if connection.execute(_ANY_STOP).first() is None:
+                return []
         # one DELETE ... RETURNING takes the wanted records and drops the stale ones
         with self._writing() as connection:
             rows = connection.execute(

@@ -253,7 +253,7 @@ TYPES: tuple[AskType, ...] = (
         "measure",
         _re(
             r"多大|多重|多少公斤|多高|多长(?!时间)|多宽|多远|多厚|多少米|尺寸|面积|容量|功率|多少瓦"
-            r"|多少千瓦|多少度|温度|多少吨|多少升"
+            r"|多少千瓦|多少度|温度[^，。？?]{0,4}(?:多少|几度|多高|多低)|多少吨|多少升"
         ),
         _re(rf"{_NUM}\s*(?:公斤|kg|千克|米|m|平方|㎡|kw|千瓦|瓦|吨|度|℃|升|l|人|寸|厘米|cm|毫米)"),
     ),
@@ -487,6 +487,24 @@ def _dimension_agrees(question: str, text: str) -> bool:
     return all(units.search(text) for asked, units in _DIMENSIONS if asked.search(question))
 
 
+#: A fine or damages asked ("罚多少", "赔多少"): any sum answers; else a sum asked (a
+#: price, a fee, a rent) is not answered by a fine.
+_PENALTY_ASKED_RE = re.compile(r"罚|赔")
+#: A sum that is a fine: the word for one follows it within a few characters ("处五千元
+#: 以上五万元以下罚款").
+_FINE_RE = re.compile(rf"{_NUM}\s*(?:万|千)?\s*元(?=[^，。；;,\n]{{0,8}}(?:罚款|罚金))")
+_SUM_RE = re.compile(rf"{_NUM}\s*(?:万|千)?\s*元")
+
+
+def _charge_agrees(question: str, text: str) -> bool:
+    """False when ``question`` asks for a sum that is not a fine (a price, a fee, a rent)
+    and every sum ``text`` states is a fine."""
+    if _PENALTY_ASKED_RE.search(question) or "money" not in question_types(question):
+        return True
+    sums = len(_SUM_RE.findall(text))
+    return not sums or len(_FINE_RE.findall(text)) < sums
+
+
 #: "几个 / 多少个" and the thing counted after it ("多少个摄像头", "几个打卡的点"), not
 #: a duration ("几个小时"), which ones ("哪几个") nor those ("那几个": a demonstrative).
 _COUNTED_THING_RE = re.compile(
@@ -544,8 +562,9 @@ def units_agree(question: str, text: str) -> bool:
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
     more scale steps away (seconds for years) does not answer; nor does a count asked in
     a measure word ("几套") stated only in another ("两名"), nor a size asked in one
-    dimension ("尺寸", "多远", "多重") without a unit of it. True when the question names
-    no unit, or ``text`` states no duration of its own (for durations)."""
+    dimension ("尺寸", "多远", "多重") without a unit of it, nor a price, a fee or a rent
+    asked by fines alone. True when the question names no unit, or ``text`` states no
+    duration of its own (for durations)."""
     asked = _ASKED_SPAN_RE.search(question)
     if asked is not None:
         given = [_scale(m.group(0)) for m in _GIVEN_SPAN_RE.finditer(text)]
@@ -553,7 +572,7 @@ def units_agree(question: str, text: str) -> bool:
         want = _scale(asked.group(0))
         if given and all(abs(scale - want) >= 2 for scale in given):
             return False
-    if not _dimension_agrees(question, text):
+    if not _dimension_agrees(question, text) or not _charge_agrees(question, text):
         return False
     counted = _ASKED_COUNT_RE.search(question)
     if counted is not None:

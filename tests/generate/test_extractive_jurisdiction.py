@@ -1,0 +1,130 @@
+"""The offline answerer between a national law and a place's regulation saying the same:
+one jurisdiction per answer, the one the retrieval ranked first (it weighs the places the
+question names, gcite.knowledge.jurisdiction)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gcite.generate.extractive import (
+    FIRST_RANK_BONUS,
+    SEMANTIC_PREFERENCE,
+    ExtractiveBackend,
+    _Unit,
+    asked_of,
+    choose_units,
+)
+from gcite.knowledge.embed import UseEmbedder
+from gcite.verify import SupportModel
+from gcite.verify.text import Sentence
+
+RULE = "第十二条 供暖单位应当在每年供暖期开始前十五日完成供暖设施的检修。"
+LOCAL_RULE = "第十五条 本市供暖单位应当在每年供暖期开始前十五日完成供暖设施的检修。"
+OTHER_RULE = "第十三条 供暖单位应当在每年供暖期开始前十日向用户公告供暖起止日期。"
+
+
+@pytest.fixture(scope="module")
+def backend() -> ExtractiveBackend:
+    answerer = ExtractiveBackend(support=SupportModel(UseEmbedder()))
+    answerer.warm_up()
+    return answerer
+
+
+def chunk(cid: str, content: str, title: str, score: float) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "content": content,
+        "document_title": title,
+        "source_type": "rag",
+        "score": score,
+    }
+
+
+QUESTION = "供暖设施的检修要在供暖期开始前多少天完成"
+
+
+def test_a_place_regulation_saying_the_same_is_not_cited_beside_the_national_one(
+    backend: ExtractiveBackend,
+) -> None:
+    chunks = [
+        chunk("1", RULE, "供暖管理办法", 0.95),
+        chunk("2", LOCAL_RULE, "北京市供暖条例", 0.93),
+    ]
+    answer = backend.answer(QUESTION, chunks)
+    assert "十五日" in answer and "[C:1]" in answer and "[C:2]" not in answer
+
+
+def test_the_jurisdiction_the_retrieval_ranked_first_answers(backend: ExtractiveBackend) -> None:
+    # the city's regulation first (a question naming the city): it answers alone
+    chunks = [
+        chunk("1", LOCAL_RULE, "北京市供暖条例", 0.95),
+        chunk("2", RULE, "供暖管理办法", 0.9),
+    ]
+    answer = backend.answer("北京" + QUESTION, chunks)
+    assert "[C:1]" in answer and "[C:2]" not in answer
+
+
+def test_two_documents_of_one_jurisdiction_still_answer_together(
+    backend: ExtractiveBackend,
+) -> None:
+    chunks = [chunk("1", RULE, "供暖管理办法", 0.95), chunk("2", LOCAL_RULE, "城镇供暖条例", 0.93)]
+    answer = backend.answer(QUESTION, chunks)
+    assert "[C:1]" in answer and "[C:2]" in answer
+
+
+def test_a_clearly_better_sentence_of_another_jurisdiction_keeps_its_place(
+    backend: ExtractiveBackend,
+) -> None:
+    # the retrieval ranked the national rule first, but only the city's chunk says it:
+    # the sentences decide (the swap is for near-ties only)
+    chunks = [
+        chunk("1", OTHER_RULE, "供暖管理办法", 0.95),
+        chunk("2", RULE, "北京市供暖条例", 0.9),
+    ]
+    answer = backend.answer(QUESTION, chunks)
+    assert "十五日" in answer and "[C:2]" in answer
+
+
+def test_near_tied_jurisdictions_follow_the_retrieval(backend: ExtractiveBackend) -> None:
+    # the city's title holds a word of the question, so its chunk scores a little
+    # higher on the sentences; the retrieval ranked the national rule first: it answers
+    chunks = [
+        chunk("1", RULE, "城镇供热管理办法", 0.95),
+        chunk("2", LOCAL_RULE, "北京市供暖条例", 0.93),
+    ]
+    answer = backend.answer(QUESTION, chunks)
+    assert answer.startswith("第十二条") and "[C:1]" in answer and "[C:2]" not in answer
+
+
+def _unit(chunk_id: str, rank: int, semantic: float) -> Any:
+    text = "员工发现设备漏电隐患，应当立即向现场负责人报告。"
+    unit = _Unit(
+        chunk_id,
+        rank,
+        0,
+        Sentence(text, 0, len(text)),
+        text,
+        0.8,
+        0.8,
+        0.8,
+        False,
+        title="设备安全条例",
+        source="rag",
+    )
+    unit.semantic = semantic
+    unit.relevance = 0.8
+    return unit
+
+
+def test_where_the_words_tie_the_closer_meaning_answers() -> None:
+    asked = asked_of("发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    # the same words; the second chunk closer in meaning by more than the first rank's
+    # bonus is worth: it answers; by less: the retrieval's first chunk answers
+    gap = (FIRST_RANK_BONUS + 0.01) / SEMANTIC_PREFERENCE
+    closer = choose_units([_unit("1", 0, 0.3), _unit("2", 1, 0.3 + gap)], asked, 1)
+    assert [u.chunk_id for u in closer] == ["2"]
+    gap = (FIRST_RANK_BONUS - 0.01) / SEMANTIC_PREFERENCE
+    first = choose_units([_unit("1", 0, 0.3), _unit("2", 1, 0.3 + gap)], asked, 1)
+    assert [u.chunk_id for u in first] == ["1"]

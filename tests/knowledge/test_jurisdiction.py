@@ -1,0 +1,140 @@
+"""Jurisdiction: a place's regulations ranked for questions about that place, national
+laws for questions naming none (pure rules, then on a real store)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from gcite.config import Settings
+from gcite.knowledge import ingest_paths, open_store
+from gcite.knowledge.jurisdiction import (
+    KEPT_LEVEL,
+    MAX_PLACE,
+    NATIONAL_BESIDE_PLACE,
+    OTHER_PLACE,
+    UNASKED_PLACE,
+    catalog_places,
+    document_place,
+    hit_title,
+    localise,
+    penalty,
+    places_named,
+    shifted,
+)
+from gcite.knowledge.stores.base import Hit
+
+
+def test_a_local_regulation_names_its_place_first() -> None:
+    assert document_place("北京市消防条例") == "北京"
+    assert document_place("广东省安全生产条例（2023年修订）") == "广东"
+    assert document_place("新疆维吾尔自治区消防条例") == "新疆维吾尔"
+    assert document_place("深圳市物业管理条例") == "深圳"
+    # national laws and regulations name no place
+    assert document_place("中华人民共和国消防法（2021年修正）") == ""
+    assert document_place("物业管理条例") == ""
+    # a word ending in 市 whose name has one character, or no place word at all
+    assert document_place("城市房地产管理法") == ""
+    assert document_place("门市部值班制度") == ""
+    assert document_place("") == ""
+
+
+def test_the_place_name_needs_two_characters_and_a_place_tag() -> None:
+    tags = {"甲乙市": "ns", "丙市": "ns", "丁戊省": "n"}
+    assert document_place("甲乙市供暖条例", tags) == "甲乙"  # two characters: a place
+    assert document_place("丙市供暖条例", tags) == ""  # one character: none
+    assert document_place("丁戊省供暖条例", tags) == ""  # not tagged as a place name
+
+
+def test_the_place_word_is_looked_for_in_the_titles_first_characters() -> None:
+    inside = "子" * (MAX_PLACE - 1) + "市"
+    outside = "子" * MAX_PLACE + "市"
+    tags = {inside: "ns", outside: "ns"}
+    assert document_place(inside + "条例", tags) == inside[:-1]
+    assert document_place(outside + "条例", tags) == ""
+
+
+def test_a_hits_title_is_its_document_title_else_its_file_name() -> None:
+    assert hit_title({"doc_metadata": {"document_title": "上海市消防条例"}}) == "上海市消防条例"
+    assert hit_title({"doc_metadata": {"document_title": " "}, "document_name": "a.md"}) == "a.md"
+    assert hit_title({"document_name": "北京市消防条例.md"}) == "北京市消防条例.md"
+    assert catalog_places(["北京市消防条例", "消防法", "上海市消防条例"]) == {"北京", "上海"}
+
+
+def test_which_places_a_question_names() -> None:
+    places = {"北京", "上海"}
+    assert places_named("北京的写字楼停车场要配灭火器吗", places) == {"北京"}
+    assert places_named("写字楼停车场要配灭火器吗", places) == frozenset()
+    assert places_named("广州的写字楼", places) == frozenset()  # no regulations of it
+
+
+def test_penalties_by_place() -> None:
+    none: frozenset[str] = frozenset()
+    assert penalty("", none) == 0.0
+    assert penalty("北京", none) == UNASKED_PLACE
+    assert penalty("北京", frozenset({"北京"})) == 0.0
+    assert penalty("上海", frozenset({"北京"})) == OTHER_PLACE
+    assert penalty("", frozenset({"北京"})) == NATIONAL_BESIDE_PLACE
+
+
+def test_the_shift_is_on_the_logit_and_keeps_the_background() -> None:
+    assert shifted(0.7, 0.0) == 0.7
+    assert shifted(0.8, 2.0) == pytest.approx(1 / (1 + math.exp(-(math.log(4) - 2.0))))
+    assert shifted(0.99, 2.0) == pytest.approx(1 / (1 + math.exp(-(math.log(99) - 2.0))))
+    assert shifted(0.99, 2.0) > 0.9  # a near-certain match stays above the threshold
+    # never under KEPT_LEVEL: just above it the score falls to the level, under it stays
+    assert shifted(KEPT_LEVEL + 0.01, 3.0) == KEPT_LEVEL
+    assert shifted(KEPT_LEVEL - 0.01, 3.0) == KEPT_LEVEL - 0.01
+    assert shifted(0.0, 3.0) == 0.0
+
+
+def _hit(title: str, score: float) -> Hit:
+    return Hit(score, {"doc_metadata": {"document_title": title}}, title)
+
+
+def test_localise_ranks_national_laws_for_questions_naming_no_place() -> None:
+    hits = [_hit("北京市供暖条例", 0.95), _hit("供暖管理办法", 0.9), _hit("上海市供暖条例", 0.8)]
+    ranked = localise(hits, "暖气不热找谁", {"北京", "上海"})
+    assert [h.id for h in ranked] == ["供暖管理办法", "北京市供暖条例", "上海市供暖条例"]
+    assert ranked[0].score == 0.9  # national: untouched
+    assert ranked[1].score == pytest.approx(shifted(0.95, UNASKED_PLACE))
+
+
+def test_localise_ranks_the_named_places_regulation_first() -> None:
+    hits = [_hit("上海市供暖条例", 0.95), _hit("供暖管理办法", 0.9), _hit("北京市供暖条例", 0.85)]
+    ranked = localise(hits, "北京暖气不热找谁", {"北京", "上海"})
+    assert [h.id for h in ranked] == ["北京市供暖条例", "供暖管理办法", "上海市供暖条例"]
+    assert ranked[0].score == 0.85
+
+
+def test_localise_leaves_a_knowledge_base_without_places_alone() -> None:
+    hits = [_hit("供暖管理办法", 0.5), _hit("员工手册", 0.7)]
+    assert localise(hits, "北京暖气不热找谁", set()) == hits
+
+
+ARTICLE = (
+    "第十条 供暖单位应当在供暖期开始前完成设施检修，供暖期内室温不得低于十八摄氏度。\n\n"
+    "第十一条 用户发现室温不达标的，可以向供暖单位报修，供暖单位应当在二十四小时内处理。\n"
+)
+
+
+def test_a_store_ranks_by_jurisdiction(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("供暖管理办法", "北京市供暖条例", "上海市供暖条例"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\n{ARTICLE}", encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="供暖").ok
+    with open_store(settings) as store:
+        assert store.places() == {"北京", "上海"}
+
+        def first(query: str) -> str:
+            items = store.search(query, top_k=3)
+            return str(items[0]["metadata"]["document_name"])
+
+        query = "暖气室温不达标报修后多久处理"
+        assert first(query) == "供暖管理办法.md"
+        assert first("北京" + query) == "北京市供暖条例.md"
+        assert first("上海" + query) == "上海市供暖条例.md"
