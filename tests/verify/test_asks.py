@@ -622,3 +622,9 @@ def test_a_person_named_in_a_plain_sentence(text: str, given: bool) -> None:
 def test_a_year_in_full_width_digits_and_a_phone_asked_after_a_space() -> None:
     assert gives("year", "大楼于２０１８年建成。")
     assert question_types("报修电话 多少") == ("phone",)
+
+
+def test_time_spent_is_no_sum_of_money() -> None:
+    assert question_types("办门禁卡要花多少时间") == ("duration",)
+    assert not check_part("办门禁卡要花多少时间？", "办门禁卡收取工本费 20 元。").answered
+    assert question_types("办门禁卡要花多少钱") == ("money",)
