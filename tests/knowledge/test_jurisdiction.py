@@ -138,3 +138,54 @@ def test_a_store_ranks_by_jurisdiction(tmp_path: Path) -> None:
         assert first(query) == "供暖管理办法.md"
         assert first("北京" + query) == "北京市供暖条例.md"
         assert first("上海" + query) == "上海市供暖条例.md"
+
+
+def test_a_unit_that_begins_a_word_is_no_place() -> None:
+    # "中国" is a place name, but "中国市场..." is about a market, not a city "中国"
+    assert document_place("中国市场监督管理总局令") == ""
+    assert document_place("美国市场调研报告") == ""
+    tags = {"甲乙": "ns", "市场": "n"}
+    assert document_place("甲乙市场管理办法", tags) == ""
+    assert document_place("甲乙市供暖条例", tags) == "甲乙"
+
+
+def test_documents_of_one_jurisdiction_have_nothing_to_prefer() -> None:
+    assert catalog_places(["北京市某大厦安保手册"]) == frozenset()
+    assert catalog_places(["北京市某大厦安保手册", "北京市消防条例"]) == frozenset()
+    assert catalog_places(["消防法", "物业管理条例"]) == frozenset()
+    assert catalog_places(["北京市消防条例", "消防法"]) == {"北京"}
+
+
+def test_the_places_are_read_from_the_titles_the_chunks_carry(tmp_path: Path) -> None:
+    # file names that name no place; the titles are the documents' first headings
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for number, name in enumerate(("供暖管理办法", "北京市供暖条例", "上海市供暖条例")):
+        (docs / f"doc{number}.md").write_text(f"# {name}\n\n{ARTICLE}", encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="供暖").ok
+    with open_store(settings) as store:
+        assert store.places() == {"北京", "上海"}
+        items = store.search("上海暖气室温不达标报修后多久处理", top_k=3)
+        assert items[0]["metadata"]["doc_metadata"]["document_title"] == "上海市供暖条例"
+
+
+HANDBOOK = "夜间巡更每两小时一次，共打卡二十四个点位，漏打卡须在交班前补登记。\n"
+
+
+def _handbook_scores(tmp_path: Path, title: str) -> list[float]:
+    docs = tmp_path / title
+    docs.mkdir()
+    (docs / "handbook.md").write_text(f"# {title}\n\n{HANDBOOK}", encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / f"data-{title}", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="手册").ok
+    with open_store(settings) as store:
+        return [float(i["metadata"]["score"]) for i in store.search("夜班几个小时巡一次", top_k=3)]
+
+
+def test_a_handbook_titled_after_its_city_scores_as_any_handbook(tmp_path: Path) -> None:
+    # the title is embedded with the chunk: the scores differ a little, never by a
+    # jurisdiction's shift (a question that names no place, one place in the knowledge base)
+    (plain,) = _handbook_scores(tmp_path, "某大厦安保手册")
+    (city,) = _handbook_scores(tmp_path, "北京市某大厦安保手册")
+    assert plain > 0.5 and city == pytest.approx(plain, abs=0.1)

@@ -16,10 +16,12 @@ local regulation after its place, at the start of its title (北京市…条例,
 A document's place (:func:`document_place`) is the place word its title starts with: a
 word of jieba's dictionary tagged as a place name (``ns``) ending in an administrative
 unit (省, 市, 自治区, 自治州, 特别行政区, 经济特区; see :data:`UNITS`) whose name
-without the unit has at least two characters ("城市" is no place). A question names a
-place when it contains that name without its unit ("北京" for 北京市). Nothing here is a
-list of places: they come from the documents' titles. A knowledge base whose titles
-name no place (a staff handbook) is ranked exactly as before.
+without the unit has at least two characters ("城市" is no place); when only the name is
+tagged, the unit must not begin a word with what follows it ("中国市场" names no city).
+A question names a place when it contains that name without its unit ("北京" for 北京市).
+Nothing here is a list of places: they come from the documents' titles. A knowledge
+base whose titles name no place (a staff handbook), or whose documents are all of one
+place, is ranked exactly as before.
 
 The shift is applied to the calibrated relevance (:mod:`gcite.knowledge.relevance`) on
 its logit scale, so a score stays 0-1 and a first-ranked chunk of a near-certain match
@@ -82,18 +84,28 @@ def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
 
     ``tags``: word -> part-of-speech tag (jieba's dictionary when None). The place word is
     the longest prefix of at most :data:`MAX_PLACE` characters ending in a :data:`UNITS`
-    unit whose name has :data:`MIN_NAME` characters or more, the word or its name tagged
-    ``ns``."""
+    unit whose name has :data:`MIN_NAME` characters or more, the word tagged ``ns``, or its
+    name when the unit does not begin a dictionary word with the characters after it."""
     table = _tags() if tags is None else tags
-    head = title.strip()[:MAX_PLACE]
+    text = title.strip()
+    head = text[:MAX_PLACE]
     for end in range(len(head), MIN_NAME, -1):
         word = head[:end]
         name = _unit_stripped(word)
         if len(name) < MIN_NAME:
             continue
-        if table.get(word) == PLACE_TAG or table.get(name) == PLACE_TAG:
+        if table.get(word) == PLACE_TAG:
+            return name
+        if table.get(name) == PLACE_TAG and not _unit_begins_word(text, end, name, table):
             return name
     return ""
+
+
+def _unit_begins_word(text: str, end: int, name: str, table: Mapping[str, str]) -> bool:
+    """Whether the unit that ends ``text[:end]`` (after ``name``) begins a dictionary word
+    with the characters after it: "中国市场" is a market of China, not a city "中国"."""
+    start = len(name)
+    return any(text[start : end + extra] in table for extra in (1, 2) if end + extra <= len(text))
 
 
 def hit_title(payload: Mapping[str, Any]) -> str:
@@ -152,8 +164,12 @@ def localise(hits: Sequence[Hit], query: str, places: Iterable[str]) -> list[Hit
 
 
 def catalog_places(titles: Iterable[str]) -> frozenset[str]:
-    """The places of documents with these ``titles`` (:func:`document_place`, "" left out)."""
-    return frozenset(p for p in (document_place(t) for t in titles) if p)
+    """The places of documents with these ``titles`` (:func:`document_place`, "" left out);
+    none when the documents are all of one jurisdiction (all national, or all one place's:
+    a company handbook titled after its city): there is nothing to prefer then, and
+    lowering every chunk's score alike would only make answerable questions refused."""
+    found = {document_place(t) for t in titles}
+    return frozenset(found - {""}) if len(found) > 1 else frozenset()
 
 
 __all__ = [
