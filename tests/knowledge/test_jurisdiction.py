@@ -25,6 +25,7 @@ from gcite.knowledge.jurisdiction import (
     shifted,
 )
 from gcite.knowledge.stores.base import Hit
+from support.pg import fresh_database
 
 
 def test_a_local_regulation_names_its_place_first() -> None:
@@ -156,13 +157,30 @@ def test_documents_of_one_jurisdiction_have_nothing_to_prefer() -> None:
     assert catalog_places(["北京市消防条例", "消防法"]) == {"北京"}
 
 
-def test_the_places_are_read_from_the_titles_the_chunks_carry(tmp_path: Path) -> None:
+@pytest.fixture(params=["edge", "pgvector"])
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings of an empty knowledge base on Qdrant Edge, or on pgvector (a database of
+    its own on the test server)."""
+    if request.param == "edge":
+        return Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    url = fresh_database(request.getfixturevalue("pgvector_url"))
+    return Settings.from_keys(
+        data_dir=tmp_path / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=url,
+    )
+
+
+def test_the_places_are_read_from_the_titles_the_chunks_carry(
+    tmp_path: Path, store_settings: Settings
+) -> None:
     # file names that name no place; the titles are the documents' first headings
     docs = tmp_path / "docs"
     docs.mkdir()
     for number, name in enumerate(("供暖管理办法", "北京市供暖条例", "上海市供暖条例")):
         (docs / f"doc{number}.md").write_text(f"# {name}\n\n{ARTICLE}", encoding="utf-8")
-    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    settings = store_settings
     assert ingest_paths([docs], settings=settings, dataset="供暖").ok
     with open_store(settings) as store:
         assert store.places() == {"北京", "上海"}
