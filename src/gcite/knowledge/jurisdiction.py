@@ -13,7 +13,8 @@ local regulation after its place, at the start of its title (北京市…条例,
   another place's regulations lose :data:`OTHER_PLACE`, national ones
   :data:`NATIONAL_BESIDE_PLACE` (the place's own rule is the more specific one).
 
-A document's place (:func:`document_place`) is the place word its title starts with: a
+A document's place (:func:`document_place`) is the place word the title of a regulation
+(a title naming a kind of local legislation, :data:`KINDS`) starts with: a
 word of jieba's dictionary tagged as a place name (``ns``) ending in an administrative
 unit (省, 市, 自治区, 自治州, 特别行政区, 经济特区; see :data:`UNITS`) whose name
 without the unit has at least two characters ("城市" is no place); when only the name is
@@ -42,6 +43,9 @@ from gcite.knowledge.stores.base import Hit
 
 #: Administrative units a local regulation's place word ends in (longest first).
 UNITS = ("特别行政区", "经济特区", "自治区", "自治州", "省", "市")
+#: The names of the kinds of local legislation (地方性法规 and 政府规章: 条例, 规定,
+#: 办法, 规则, 细则, 决定): a title naming none is no regulation ("北京市某大厦消防应急预案").
+KINDS = ("条例", "规定", "办法", "规则", "细则", "决定")
 MIN_NAME = 2
 """A place's name without its unit has at least this many characters."""
 MAX_PLACE = 12
@@ -80,7 +84,8 @@ def _unit_stripped(word: str) -> str:
 
 def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
     """The place ``title`` starts with, as its name without the unit ("北京" of
-    "北京市消防条例"), or "" for a title naming none ("中华人民共和国消防法", "物业管理条例").
+    "北京市消防条例"), or "" for a title naming none ("中华人民共和国消防法", "物业管理条例")
+    and for a title that names no kind of regulation (:data:`KINDS`: "北京市某大厦员工手册").
 
     ``tags``: word -> part-of-speech tag (jieba's dictionary when None). The place word is
     the longest prefix of at most :data:`MAX_PLACE` characters ending in a :data:`UNITS`
@@ -88,6 +93,8 @@ def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
     name when the unit does not begin a dictionary word with the characters after it."""
     table = _tags() if tags is None else tags
     text = title.strip()
+    if not any(kind in text for kind in KINDS):
+        return ""
     head = text[:MAX_PLACE]
     for end in range(len(head), MIN_NAME, -1):
         word = head[:end]
@@ -174,6 +181,7 @@ def catalog_places(titles: Iterable[str]) -> frozenset[str]:
 
 __all__ = [
     "KEPT_LEVEL",
+    "KINDS",
     "MAX_PLACE",
     "MIN_NAME",
     "NATIONAL_BESIDE_PLACE",
