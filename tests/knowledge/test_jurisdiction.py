@@ -31,7 +31,12 @@ from support.pg import fresh_database
 def test_a_local_regulation_names_its_place_first() -> None:
     assert document_place("北京市消防条例") == "北京"
     assert document_place("广东省安全生产条例（2023年修订）") == "广东"
-    assert document_place("新疆维吾尔自治区消防条例") == "新疆维吾尔"
+    # an autonomous region is asked by its place's name, without the people's
+    assert document_place("新疆维吾尔自治区消防条例") == "新疆"
+    assert document_place("广西壮族自治区消防条例") == "广西"
+    assert document_place("延边朝鲜族自治州消防条例") == "延边"
+    inner = document_place("内蒙古自治区消防条例")
+    assert places_named("内蒙古的商场", {inner}) == places_named("内蒙的商场", {inner}) == {inner}
     assert document_place("深圳市物业管理条例") == "深圳"
     # national laws and regulations name no place
     assert document_place("中华人民共和国消防法（2021年修正）") == ""
@@ -240,3 +245,10 @@ def test_rules_titled_after_their_city_are_no_local_regulation(tmp_path: Path) -
     plain = _patrol_score(tmp_path, "某大厦巡更规范")
     city = _patrol_score(tmp_path, "北京市某大厦巡更规范")
     assert plain > 0.5 and city == pytest.approx(plain, abs=0.1)
+
+
+def test_a_question_naming_an_autonomous_region_names_its_regulation() -> None:
+    hits = [_hit("消防管理办法", 0.9), _hit("新疆维吾尔自治区消防条例", 0.85)]
+    places = catalog_places(h.payload["doc_metadata"]["document_title"] for h in hits)
+    ranked = localise(hits, "新疆的商场要配几个灭火器", places)
+    assert ranked[0].id == "新疆维吾尔自治区消防条例" and ranked[0].score == 0.85

@@ -19,7 +19,9 @@ word of jieba's dictionary tagged as a place name (``ns``) ending in an administ
 unit (省, 市, 自治区, 自治州, 特别行政区, 经济特区; see :data:`UNITS`) whose name
 without the unit has at least two characters ("城市" is no place); when only the name is
 tagged, the unit must not begin a word with what follows it ("中国市场" names no city).
-A question names a place when it contains that name without its unit ("北京" for 北京市).
+A question names a place when it contains that name without its unit ("北京" for 北京市;
+for an autonomous region or prefecture without the people it is named for: "新疆" for
+新疆维吾尔自治区).
 Nothing here is a list of places: they come from the documents' titles. A knowledge
 base whose titles name no place (a staff handbook), or whose documents are all of one
 place, is ranked exactly as before.
@@ -46,6 +48,8 @@ UNITS = ("特别行政区", "经济特区", "自治区", "自治州", "省", "�
 #: The names of the kinds of local legislation (地方性法规 and 政府规章: 条例, 规定,
 #: 办法, 规则, 细则, 决定): a title naming none is no regulation ("北京市某大厦消防应急预案").
 KINDS = ("条例", "规定", "办法", "规则", "细则", "决定")
+AUTONOMOUS = ("自治区", "自治州")
+"""The units of places named after a place and a people (新疆维吾尔自治区)."""
 MIN_NAME = 2
 """A place's name without its unit has at least this many characters."""
 MAX_PLACE = 12
@@ -101,11 +105,21 @@ def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
         name = _unit_stripped(word)
         if len(name) < MIN_NAME:
             continue
-        if table.get(word) == PLACE_TAG:
-            return name
-        if table.get(name) == PLACE_TAG and not _unit_begins_word(text, end, name, table):
-            return name
+        if table.get(word) == PLACE_TAG or (
+            table.get(name) == PLACE_TAG and not _unit_begins_word(text, end, name, table)
+        ):
+            return _short_name(name, word, table)
     return ""
+
+
+def _short_name(name: str, word: str, table: Mapping[str, str]) -> str:
+    """The name an autonomous region or prefecture is asked by: its shortest prefix of
+    :data:`MIN_NAME` characters or more tagged ``ns``, without the people it is named for
+    ("新疆" of 新疆维吾尔自治区, "延边" of 延边朝鲜族自治州); ``name`` for any other place."""
+    if not word.endswith(AUTONOMOUS):
+        return name
+    short = (name[:end] for end in range(MIN_NAME, len(name)))
+    return next((s for s in short if table.get(s) == PLACE_TAG), name)
 
 
 def _unit_begins_word(text: str, end: int, name: str, table: Mapping[str, str]) -> bool:
