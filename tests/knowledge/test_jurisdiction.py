@@ -25,12 +25,18 @@ from gcite.knowledge.jurisdiction import (
     shifted,
 )
 from gcite.knowledge.stores.base import Hit
+from support.pg import fresh_database
 
 
 def test_a_local_regulation_names_its_place_first() -> None:
     assert document_place("北京市消防条例") == "北京"
     assert document_place("广东省安全生产条例（2023年修订）") == "广东"
-    assert document_place("新疆维吾尔自治区消防条例") == "新疆维吾尔"
+    # an autonomous region is asked by its place's name, without the people's
+    assert document_place("新疆维吾尔自治区消防条例") == "新疆"
+    assert document_place("广西壮族自治区消防条例") == "广西"
+    assert document_place("延边朝鲜族自治州消防条例") == "延边"
+    inner = document_place("内蒙古自治区消防条例")
+    assert places_named("内蒙古的商场", {inner}) == places_named("内蒙的商场", {inner}) == {inner}
     assert document_place("深圳市物业管理条例") == "深圳"
     # national laws and regulations name no place
     assert document_place("中华人民共和国消防法（2021年修正）") == ""
@@ -138,3 +144,111 @@ def test_a_store_ranks_by_jurisdiction(tmp_path: Path) -> None:
         assert first(query) == "供暖管理办法.md"
         assert first("北京" + query) == "北京市供暖条例.md"
         assert first("上海" + query) == "上海市供暖条例.md"
+
+
+def test_a_unit_that_begins_a_word_is_no_place() -> None:
+    # "中国" is a place name, but "中国市场..." is about a market, not a city "中国"
+    assert document_place("中国市场监督管理总局令") == ""
+    assert document_place("美国市场调研报告") == ""
+    tags = {"甲乙": "ns", "市场": "n"}
+    assert document_place("甲乙市场管理办法", tags) == ""
+    assert document_place("甲乙市供暖条例", tags) == "甲乙"
+
+
+def test_documents_of_one_jurisdiction_have_nothing_to_prefer() -> None:
+    assert catalog_places(["北京市某大厦安保手册"]) == frozenset()
+    assert catalog_places(["北京市物业管理条例", "北京市消防条例"]) == frozenset()
+    assert catalog_places(["消防法", "物业管理条例"]) == frozenset()
+    assert catalog_places(["北京市消防条例", "消防法"]) == {"北京"}
+
+
+@pytest.fixture(params=["edge", "pgvector"])
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings of an empty knowledge base on Qdrant Edge, or on pgvector (a database of
+    its own on the test server)."""
+    if request.param == "edge":
+        return Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    url = fresh_database(request.getfixturevalue("pgvector_url"))
+    return Settings.from_keys(
+        data_dir=tmp_path / "data",
+        embed_backend="use",
+        store="pgvector",
+        knowledge_database_url=url,
+    )
+
+
+def test_the_places_are_read_from_the_titles_the_chunks_carry(
+    tmp_path: Path, store_settings: Settings
+) -> None:
+    # file names that name no place; the titles are the documents' first headings
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for number, name in enumerate(("供暖管理办法", "北京市供暖条例", "上海市供暖条例")):
+        (docs / f"doc{number}.md").write_text(f"# {name}\n\n{ARTICLE}", encoding="utf-8")
+    settings = store_settings
+    assert ingest_paths([docs], settings=settings, dataset="供暖").ok
+    with open_store(settings) as store:
+        assert store.places() == {"北京", "上海"}
+        items = store.search("上海暖气室温不达标报修后多久处理", top_k=3)
+        assert items[0]["metadata"]["doc_metadata"]["document_title"] == "上海市供暖条例"
+
+
+HANDBOOK = "夜间巡更每两小时一次，共打卡二十四个点位，漏打卡须在交班前补登记。\n"
+
+
+def _handbook_scores(tmp_path: Path, title: str) -> list[float]:
+    docs = tmp_path / title
+    docs.mkdir()
+    (docs / "handbook.md").write_text(f"# {title}\n\n{HANDBOOK}", encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / f"data-{title}", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="手册").ok
+    with open_store(settings) as store:
+        return [float(i["metadata"]["score"]) for i in store.search("夜班几个小时巡一次", top_k=3)]
+
+
+def test_a_handbook_titled_after_its_city_scores_as_any_handbook(tmp_path: Path) -> None:
+    # the title is embedded with the chunk: the scores differ a little, never by a
+    # jurisdiction's shift (a question that names no place, one place in the knowledge base)
+    (plain,) = _handbook_scores(tmp_path, "某大厦安保手册")
+    (city,) = _handbook_scores(tmp_path, "北京市某大厦安保手册")
+    assert plain > 0.5 and city == pytest.approx(plain, abs=0.1)
+
+
+def test_a_title_naming_no_kind_of_regulation_names_no_place() -> None:
+    assert document_place("北京市某大厦消防应急预案") == ""
+    assert document_place("北京市某物业服务有限公司员工手册") == ""
+    assert document_place("上海市住宅物业管理规定") == "上海"
+    assert document_place("北京市消防条例.md") == "北京"
+
+
+FIRE = "发现火情应当立即拨打消防控制室电话并按下最近的手动报警按钮，然后组织人员疏散。\n"
+
+
+def _patrol_score(tmp_path: Path, title: str) -> float:
+    """The best score for a patrol question in a handbook of two documents, the patrol
+    rules titled ``title``."""
+    docs = tmp_path / title
+    docs.mkdir()
+    (docs / "patrol.md").write_text(f"# {title}\n\n{HANDBOOK}", encoding="utf-8")
+    (docs / "fire.md").write_text(f"# 消防应急预案\n\n{FIRE}", encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / f"data-{title}", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="手册").ok
+    with open_store(settings) as store:
+        items = store.search("夜班几个小时巡一次", top_k=3)
+    assert items[0]["metadata"]["doc_metadata"]["document_title"] == title
+    return float(items[0]["metadata"]["score"])
+
+
+def test_rules_titled_after_their_city_are_no_local_regulation(tmp_path: Path) -> None:
+    # the title is embedded with the chunk: the scores differ a little, never by a
+    # jurisdiction's shift (the other document names no place)
+    plain = _patrol_score(tmp_path, "某大厦巡更规范")
+    city = _patrol_score(tmp_path, "北京市某大厦巡更规范")
+    assert plain > 0.5 and city == pytest.approx(plain, abs=0.1)
+
+
+def test_a_question_naming_an_autonomous_region_names_its_regulation() -> None:
+    hits = [_hit("消防管理办法", 0.9), _hit("新疆维吾尔自治区消防条例", 0.85)]
+    places = catalog_places(h.payload["doc_metadata"]["document_title"] for h in hits)
+    ranked = localise(hits, "新疆的商场要配几个灭火器", places)
+    assert ranked[0].id == "新疆维吾尔自治区消防条例" and ranked[0].score == 0.85

@@ -42,7 +42,9 @@ class Catalog:
     """Dataset bookkeeping persisted as ``<data_dir>/catalog.json``.
 
     ``datasets[name] = {"dataset_id", "array_fields": [...], "tag_ids"?: [...],
-    "documents": {document_id: {"path", "root", "name", "hash", "segments"}}}``;
+    "documents": {document_id: {"path", "root", "name", "title", "hash", "segments"}}}``
+    (``title``: the title ingestion found for the document, its chunks' when no
+    ``document_title`` was given);
     ``tags[tag_id] = {"name", "created_at"}`` (:mod:`gcite.knowledge.tags`).
     """
 

@@ -461,6 +461,7 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
             "path": str(source.path),
             "root": str(source.root),
             "name": source.path.name,
+            "title": meta["document_title"],
             "hash": fingerprint,
             "segments": written,
             **_times(previous),

@@ -13,13 +13,18 @@ local regulation after its place, at the start of its title (北京市…条例,
   another place's regulations lose :data:`OTHER_PLACE`, national ones
   :data:`NATIONAL_BESIDE_PLACE` (the place's own rule is the more specific one).
 
-A document's place (:func:`document_place`) is the place word its title starts with: a
+A document's place (:func:`document_place`) is the place word the title of a regulation
+(a title naming a kind of local legislation, :data:`KINDS`) starts with: a
 word of jieba's dictionary tagged as a place name (``ns``) ending in an administrative
 unit (省, 市, 自治区, 自治州, 特别行政区, 经济特区; see :data:`UNITS`) whose name
-without the unit has at least two characters ("城市" is no place). A question names a
-place when it contains that name without its unit ("北京" for 北京市). Nothing here is a
-list of places: they come from the documents' titles. A knowledge base whose titles
-name no place (a staff handbook) is ranked exactly as before.
+without the unit has at least two characters ("城市" is no place); when only the name is
+tagged, the unit must not begin a word with what follows it ("中国市场" names no city).
+A question names a place when it contains that name without its unit ("北京" for 北京市;
+for an autonomous region or prefecture without the people it is named for: "新疆" for
+新疆维吾尔自治区).
+Nothing here is a list of places: they come from the documents' titles. A knowledge
+base whose titles name no place (a staff handbook), or whose documents are all of one
+place, is ranked exactly as before.
 
 The shift is applied to the calibrated relevance (:mod:`gcite.knowledge.relevance`) on
 its logit scale, so a score stays 0-1 and a first-ranked chunk of a near-certain match
@@ -40,6 +45,11 @@ from gcite.knowledge.stores.base import Hit
 
 #: Administrative units a local regulation's place word ends in (longest first).
 UNITS = ("特别行政区", "经济特区", "自治区", "自治州", "省", "市")
+#: The names of the kinds of local legislation (地方性法规 and 政府规章: 条例, 规定,
+#: 办法, 规则, 细则, 决定): a title naming none is no regulation ("北京市某大厦消防应急预案").
+KINDS = ("条例", "规定", "办法", "规则", "细则", "决定")
+AUTONOMOUS = ("自治区", "自治州")
+"""The units of places named after a place and a people (新疆维吾尔自治区)."""
 MIN_NAME = 2
 """A place's name without its unit has at least this many characters."""
 MAX_PLACE = 12
@@ -78,22 +88,45 @@ def _unit_stripped(word: str) -> str:
 
 def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
     """The place ``title`` starts with, as its name without the unit ("北京" of
-    "北京市消防条例"), or "" for a title naming none ("中华人民共和国消防法", "物业管理条例").
+    "北京市消防条例"), or "" for a title naming none ("中华人民共和国消防法", "物业管理条例")
+    and for a title that names no kind of regulation (:data:`KINDS`: "北京市某大厦员工手册").
 
     ``tags``: word -> part-of-speech tag (jieba's dictionary when None). The place word is
     the longest prefix of at most :data:`MAX_PLACE` characters ending in a :data:`UNITS`
-    unit whose name has :data:`MIN_NAME` characters or more, the word or its name tagged
-    ``ns``."""
+    unit whose name has :data:`MIN_NAME` characters or more, the word tagged ``ns``, or its
+    name when the unit does not begin a dictionary word with the characters after it."""
     table = _tags() if tags is None else tags
-    head = title.strip()[:MAX_PLACE]
+    text = title.strip()
+    if not any(kind in text for kind in KINDS):
+        return ""
+    head = text[:MAX_PLACE]
     for end in range(len(head), MIN_NAME, -1):
         word = head[:end]
         name = _unit_stripped(word)
         if len(name) < MIN_NAME:
             continue
-        if table.get(word) == PLACE_TAG or table.get(name) == PLACE_TAG:
-            return name
+        if table.get(word) == PLACE_TAG or (
+            table.get(name) == PLACE_TAG and not _unit_begins_word(text, end, name, table)
+        ):
+            return _short_name(name, word, table)
     return ""
+
+
+def _short_name(name: str, word: str, table: Mapping[str, str]) -> str:
+    """The name an autonomous region or prefecture is asked by: its shortest prefix of
+    :data:`MIN_NAME` characters or more tagged ``ns``, without the people it is named for
+    ("新疆" of 新疆维吾尔自治区, "延边" of 延边朝鲜族自治州); ``name`` for any other place."""
+    if not word.endswith(AUTONOMOUS):
+        return name
+    short = (name[:end] for end in range(MIN_NAME, len(name)))
+    return next((s for s in short if table.get(s) == PLACE_TAG), name)
+
+
+def _unit_begins_word(text: str, end: int, name: str, table: Mapping[str, str]) -> bool:
+    """Whether the unit that ends ``text[:end]`` (after ``name``) begins a dictionary word
+    with the characters after it: "中国市场" is a market of China, not a city "中国"."""
+    start = len(name)
+    return any(text[start : end + extra] in table for extra in (1, 2) if end + extra <= len(text))
 
 
 def hit_title(payload: Mapping[str, Any]) -> str:
@@ -152,12 +185,17 @@ def localise(hits: Sequence[Hit], query: str, places: Iterable[str]) -> list[Hit
 
 
 def catalog_places(titles: Iterable[str]) -> frozenset[str]:
-    """The places of documents with these ``titles`` (:func:`document_place`, "" left out)."""
-    return frozenset(p for p in (document_place(t) for t in titles) if p)
+    """The places of documents with these ``titles`` (:func:`document_place`, "" left out);
+    none when the documents are all of one jurisdiction (all national, or all one place's:
+    a company handbook titled after its city): there is nothing to prefer then, and
+    lowering every chunk's score alike would only make answerable questions refused."""
+    found = {document_place(t) for t in titles}
+    return frozenset(found - {""}) if len(found) > 1 else frozenset()
 
 
 __all__ = [
     "KEPT_LEVEL",
+    "KINDS",
     "MAX_PLACE",
     "MIN_NAME",
     "NATIONAL_BESIDE_PLACE",

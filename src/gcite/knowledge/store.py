@@ -240,12 +240,14 @@ def _same_state(cached: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
 
 
 def catalog_titles(catalog: Catalog) -> list[str]:
-    """The title of every document of ``catalog`` (``doc_metadata.document_title``, else
-    its file name; read with its lock held)."""
+    """The title of every document of ``catalog``, the one its chunks carry: the given
+    ``doc_metadata.document_title``, else the title ingestion found (``title``: the
+    first heading, else the file's stem), else its file name (read with its lock held)."""
     titles: list[str] = []
     for entry in catalog.datasets.values():
         for info in entry.get("documents", {}).values():
-            titles.append(hit_title({**info, "document_name": info.get("name", "")}))
+            found = info.get("title") or info.get("name", "")
+            titles.append(hit_title({**info, "document_name": found}))
     return titles
 
 
