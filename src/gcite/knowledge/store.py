@@ -233,7 +233,8 @@ def _mtime(synonyms_file: str) -> float:
 
 
 def _same_state(cached: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
-    """Whether two ``(catalog, revision, synonyms file, its mtime)`` states are the same:
+    """Whether two ``(catalog, revision, ...)`` states (the vocabulary's also hold the
+    synonyms file and its mtime) are the same:
     the same catalog object (identity, not equality: comparing two catalogs field by field
     would list every document) at the same revision, with the same synonym table."""
     return cached[0] is now[0] and cached[1:] == now[1:]
@@ -497,7 +498,7 @@ class HybridStore:
         with self._handle.lock:
             catalog = self._handle.catalog
             cached = self._handle.places
-            if cached is not None and cached[0] is catalog and cached[1] == catalog.revision:
+            if cached is not None and _same_state(cached[:2], (catalog, catalog.revision)):
                 return cached[2]
             revision = catalog.revision
             titles = catalog_titles(catalog)
