@@ -188,13 +188,12 @@ _MESSAGES = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("instance_id", _Str(36), nullable=True),
     Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),
-    # the messages in flight, by the process that runs them (crash recovery)
-    Index(
-        "ix_gcite_messages_running",
-        "instance_id",
-        postgresql_where=_RUNNING_ROWS,
-        sqlite_where=_RUNNING_ROWS,
-    ),
+    # the messages in flight, by the process that runs them (crash recovery). The
+    # migration makes it partial (``status = 'running'``) on both databases; the predicate
+    # is named here for SQLite only, since naming any ``postgresql_*`` option makes
+    # SQLAlchemy import its whole PostgreSQL dialect in every process, also on SQLite
+    # (these tables are only queried and compared with the migrations, never created).
+    Index("ix_gcite_messages_running", "instance_id", sqlite_where=_RUNNING_ROWS),
 )
 
 # The statements of the per-stream calls, built once: Core statements on a connection, with
