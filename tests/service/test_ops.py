@@ -232,8 +232,9 @@ def test_start_up_probe(llm_standin: OpenAIStandin) -> None:
 def test_the_probe_checks_certificates_wherever_tls_may_be_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    for scheme in ("http", "https", "all"):
+        for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+            monkeypatch.delenv(name, raising=False)
     assert not _verify("http://127.0.0.1:8001/v1/models")
     assert not _verify("HTTP://model.internal/v1/models")
     assert _verify("https://api.example.com/v1/models")

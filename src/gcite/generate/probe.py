@@ -84,9 +84,7 @@ class ModelProbe:
             return self._result
         url, headers = _request(self.settings)
         try:
-            async with httpx.AsyncClient(
-                timeout=PROBE_TIMEOUT_S, verify=_verify(url)
-            ) as client:
+            async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, verify=_verify(url)) as client:
                 response = await client.get(url, headers=headers)
             result = _judge(response.status_code)
         except httpx.HTTPError as exc:
