@@ -8,10 +8,10 @@ chunk metadata fetchable by message or conversation id), the cited ids and a
 generation.
 
 The store is synchronous; the service calls it on the store's own threads
-(:meth:`ConversationStore.call`). The ORM classes
-declare the schema (the migrations build exactly it); every query is a Core statement on
-a connection (cheaper than ORM sessions: the writes of a chat stream are on its hot
-path). Times are int seconds since the epoch. Raises :class:`gcite.errors.StoreError`
+(:meth:`ConversationStore.call`). SQLAlchemy Core tables declare the schema (the
+migrations build exactly it); every query is a Core statement on a connection (cheaper
+than ORM sessions: the writes of a chat stream are on its hot path; the ORM is not
+imported). Times are int seconds since the epoch. Raises :class:`gcite.errors.StoreError`
 when the database cannot be opened.
 
 Databases: SQLite (``sqlite:///path``, the default in the data dir) and PostgreSQL through
