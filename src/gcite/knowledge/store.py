@@ -71,7 +71,7 @@ from gcite.knowledge.search_args import (
     query_text,
     unknown_dataset,
 )
-from gcite.knowledge.sounds import SOUNDS_NAME, SoundKeys, sounds_state
+from gcite.knowledge.sounds import SOUNDS_NAME, SoundKeys
 from gcite.knowledge.sparse import Sparse, query_terms
 from gcite.knowledge.stores.base import (
     COLLECTION,
@@ -269,8 +269,8 @@ def catalog_vocabulary(
     """The :class:`Vocabulary` of the documents' ``entries`` (:func:`catalog_entries`)
     with the shipped synonym table and the operator's (``synonyms_file``; raises
     :class:`ConfigError` when it cannot be read). ``sounds``: the file keeping the
-    vocabulary's pinyin keys for this state (:mod:`gcite.knowledge.sounds`): read, and
-    written again when the keys differ from what it held."""
+    vocabulary's pinyin keys (:mod:`gcite.knowledge.sounds`): read, and written again when
+    the vocabulary's keys differ from what it held."""
     groups = list(shipped_synonyms())
     if synonyms_file:
         groups.extend(read_synonyms(synonyms_file))
@@ -498,7 +498,7 @@ class HybridStore:
         # built without the lock (the tokeniser's dictionaries may load first: seconds),
         # so searches and /ready's dataset list are not held up meanwhile; two threads
         # may build the same vocabulary at once, and a newer catalog state rebuilds it
-        sounds = SoundKeys(self.settings.data_dir / SOUNDS_NAME, sounds_state(key[0]))
+        sounds = SoundKeys(self.settings.data_dir / SOUNDS_NAME)
         built = catalog_vocabulary(entries, synonyms_file, sounds)
         with self._handle.lock:
             self._handle.vocabulary = (saved, key, built)
