@@ -83,7 +83,7 @@ class SoundKeys:
             or not isinstance(raw.get("keys"), dict)
         ):
             return {}
-        keys = raw["keys"]
+        keys: dict[str, str] = raw["keys"]
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
             return {}
         return keys
