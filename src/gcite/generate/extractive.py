@@ -214,7 +214,9 @@ _DEADLINE_Q_RE = re.compile(
 _DEADLINE_RE = re.compile(
     r"(?:\d+|[一二两三四五六七八九十百]+)\s*(?:个)?(?:分钟|小时|天|日|工作日|周|月|年)\s*(?:之内|以内|内)"
 )
-_COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])\s*([\u4e00-\u9fff])?")
+#: "几个点": the measure word and the character after it, the thing counted (not across
+#: a space: on a phone a space ends the clause, "几次 一般啥时候").
+_COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])([\u4e00-\u9fff])?")
 
 
 def _counted(query: str) -> re.Pattern[str] | None:
