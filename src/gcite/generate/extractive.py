@@ -479,16 +479,17 @@ def _words_found(weights: dict[str, float], text: str) -> int:
 def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> bool:
     """Whether a sentence of a chunk scored below the retrieval's threshold may answer:
     at least ``WEAK_MIN_WORDS`` of the question's words in the sentence itself, and its
-    meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``; without an
-    embedder, lexical evidence ``LEXICAL_ALONE``); or one of the question's words and
-    embedding evidence ``WEAK_SEMANTIC_ALONE``."""
+    meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``) or lexical
+    evidence ``LEXICAL_ALONE`` (half the question's weight: the small embedder may not
+    place a colloquial question at all); or one of the question's words and embedding
+    evidence ``WEAK_SEMANTIC_ALONE``."""
     found = _words_found(weights, unit.quote)
     if semantic and found >= 1 and unit.semantic >= WEAK_SEMANTIC_ALONE:
         return True
     if found < WEAK_MIN_WORDS:
         return False
-    if semantic:
-        return unit.semantic >= WEAK_SEMANTIC
+    if semantic and unit.semantic >= WEAK_SEMANTIC:
+        return True
     return unit.lexical >= LEXICAL_ALONE
 
 
