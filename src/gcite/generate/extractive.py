@@ -691,18 +691,27 @@ def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     return asked.min_cover
 
 
+def _counts_asked(unit: _Unit, asked: Asked) -> bool:
+    """Whether ``unit`` counts the thing a "几个 / 多少个" question counts ("共 6 个点位")."""
+    return asked.counted is not None and bool(asked.counted.search(unit.quote))
+
+
 def _rank_chunks(
     by_chunk: dict[str, list[_Unit]], asked: Asked, narrow: _Narrowing
 ) -> tuple[_Ranked, _Ranked]:
     """The chunks that may answer, best first: (above the retrieval's threshold, below
-    it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``."""
+    it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``.
+    A chunk whose sentences are all unrelated in meaning to the question (embedding
+    evidence under ``MIN_SEMANTIC``) and hold under ``LEXICAL_ALONE`` of its words is
+    left out, unless it is the retrieval's first chunk above the threshold, or below it
+    with a lead that counts the thing a "几个" question counts."""
     ranked: _Ranked = []
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
         if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
-        first = leads[0].rank == 0 and not leads[0].weak
+        first = leads[0].rank == 0 and (not leads[0].weak or _counts_asked(leads[0], asked))
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
         unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
