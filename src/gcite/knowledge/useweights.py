@@ -11,8 +11,9 @@ for bit), made once in gcite's cache folder (:func:`gcite.config.cache_dir`)::
 
 named after the installed package's release and the shipped archive's size: every
 installation of that release (several virtual environments of one user) reads the same
-copy, and another release makes its own (the copies of other releases are removed then). Written atomically (a temporary file in the same folder, then a rename):
-an interrupted write leaves no copy, or a whole one. A copy that cannot be read (damaged:
+copy, and another release makes its own (the copies of other releases are removed
+then). Written atomically (a temporary file in the same folder, then a rename): an
+interrupted write leaves no copy, or a whole one. A copy that cannot be read (damaged:
 the archive's CRC-32 checks fail) is removed and the shipped archive used; a cache folder
 that cannot be written is no error (the shipped archive is used, as without this
 module).
