@@ -68,40 +68,44 @@ def _file_keys(settings: Settings) -> dict[str, str]:
     return keys
 
 
-def test_the_keys_are_written_then_read_back_instead_of_computed(
+def test_the_keys_are_written_by_ingestion_then_read_back_instead_of_computed(
     tmp_path: Path, keyed: list[str]
 ) -> None:
     settings, _ = _kb(tmp_path, "patrol.md")
-    assert not (settings.data_dir / SOUNDS_NAME).exists()  # ingestion builds no vocabulary
-    first, built = _built(settings, "巡梗点一共多少个", keyed)
-    assert first == "巡更点一共多少个"
-    assert "巡更" in built
+    written = set(keyed)  # ingestion built the vocabulary of what it changed
     keys = _file_keys(settings)
     assert keys["巡更"] == "xun geng"
-    assert set(keys) == set(built)  # every word keyed by the build, none else
-    written = (settings.data_dir / SOUNDS_NAME).stat().st_mtime_ns
+    assert set(keys) == written  # every word keyed by the build, none else
+    made = (settings.data_dir / SOUNDS_NAME).stat().st_mtime_ns
     # a new store (a new process's): the same vocabulary, no word of it keyed
-    again, built = _built(settings, "巡梗点一共多少个", keyed)
-    assert again == first
+    normalised, built = _built(settings, "巡梗点一共多少个", keyed)
+    assert normalised == "巡更点一共多少个"
     assert built == []
-    assert (settings.data_dir / SOUNDS_NAME).stat().st_mtime_ns == written  # not rewritten
+    assert (settings.data_dir / SOUNDS_NAME).stat().st_mtime_ns == made  # not rewritten
+    # without the file, the store keys the same words and writes it again
+    (settings.data_dir / SOUNDS_NAME).unlink()
+    normalised, built = _built(settings, "巡梗点一共多少个", keyed)
+    assert normalised == "巡更点一共多少个"
+    assert set(built) == written
+    assert _file_keys(settings) == keys
 
 
 def test_a_change_of_the_documents_keys_only_the_new_words_and_rewrites_the_file(
     tmp_path: Path, keyed: list[str]
 ) -> None:
     settings, docs = _kb(tmp_path, "patrol.md")
-    assert _normalised(settings, "报休电话多少") == "报修电话多少"
     before = _file_keys(settings)
+    keyed.clear()
     (docs / "rooms.md").write_text(ROOMS, encoding="utf-8")
     ingest_paths([docs], settings=settings, dataset="d")
-    normalised, built = _built(settings, "会意室怎么订", keyed)
-    assert normalised == "会议室怎么订"
     after = _file_keys(settings)
     assert "会议室" in after and "会议室" not in before
     assert set(before) <= set(after)
     # the words kept are not keyed again, only the new ones
-    assert set(built) == set(after) - set(before)
+    assert set(keyed) == set(after) - set(before)
+    normalised, built = _built(settings, "会意室怎么订", keyed)
+    assert normalised == "会议室怎么订"
+    assert built == []
     # a document gone: its words leave the file at the next vocabulary
     with open_store(settings) as store:
         delete_document(store, "d", "rooms.md")

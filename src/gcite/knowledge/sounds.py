@@ -13,7 +13,9 @@ The store (:meth:`gcite.knowledge.store.HybridStore.vocabulary`) builds its voca
 state of the catalog: with the keys read, computing only the words' keys missing there,
 and writes the file again when the vocabulary's keys differ from what it read (a word
 added or gone with a change of the documents): the file holds the keys of the current
-vocabulary's words. A file of another format or ``pypinyin`` release, a file that is not
+vocabulary's words. Ingestion builds the vocabulary once it has changed the documents
+(:func:`gcite.knowledge.ingest.ingest_paths`), so the process started after it reads
+the keys. A file of another format or ``pypinyin`` release, a file that is not
 this JSON (a key or value not a string), larger than :data:`MAX_BYTES` or unreadable is
 ignored and the keys are computed again. Written atomically (a temporary file in the same
 folder, then a rename; several processes on one data dir may write it, the last rename
