@@ -39,6 +39,7 @@ from gcite.verify.asks import (
     strict_types,
     units_agree,
 )
+from gcite.verify.sanctions import asks_sanction, in_sanctions
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -519,6 +520,7 @@ class Asked:
     semantic: bool
     min_relevance: float
     steps_cue: bool = False
+    sanction: bool = True
 
 
 def asked_of(
@@ -546,6 +548,7 @@ def asked_of(
         semantic=semantic,
         min_relevance=min_relevance,
         steps_cue="procedure" in types and not answer_cues(text),
+        sanction=asks_sanction(text),
     )
 
 
@@ -643,6 +646,8 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
             continue  # another city's or province's regulation does not answer
         if narrow.named and not names_document(asked.text, unit.title):
             continue  # the question names its document
+        if not asked.sanction and in_sanctions(unit.sentence.context):
+            continue  # a penalty provision answers what happens, not the rule asked
         out.setdefault(unit.chunk_id, []).append(unit)
     return out
 
@@ -854,7 +859,8 @@ def pick_sentences(
     sum of money for "多少钱", a duration for "多久", a phone number for "电话多少", a place for
     "在哪"...; a count of the thing asked, a deadline when some sentence states one).
     Another place's regulation never answers, nor - when the question names a document
-    in 《》 that was retrieved - another document.
+    in 《》 that was retrieved - another document, nor a law's penalty provision (its
+    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`).
     A chunk the retrieval scored below its threshold (``below_threshold``, see
     ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
