@@ -170,6 +170,9 @@ FIRST_WEB_TYPED_COVER = 0.25
 FOLLOW_UP_BONUS = 0.2
 #: A question naming a place prefers that place's regulation to a national one.
 LOCAL_PREFERENCE = 0.05
+#: For a question naming no place, a place's regulation leads the national chunks only
+#: when its chunk scores this much more than the best of them.
+NATIONAL_MARGIN = 0.2
 #: The chunks are ordered by their score plus this share of their best sentence's
 #: embedding evidence: where the sentences hold the question's words alike (the articles
 #: of a law share their vocabulary), the one closer in meaning comes first.
@@ -782,6 +785,19 @@ def _retrieval_jurisdiction(ranked: _Ranked) -> _Ranked:
     return ranked
 
 
+def _national_first(ranked: _Ranked, asked: Asked) -> _Ranked:
+    """For a question naming no place, ``ranked`` with the national chunks first unless a
+    place's regulation leads them by ``NATIONAL_MARGIN`` or more: a question that names no
+    place asks for the rule that holds everywhere (:mod:`gcite.knowledge.jurisdiction`),
+    and a city's regulation restating it in more of the question's words is not it."""
+    if asked.places or not ranked or not _place(ranked[0][2]):
+        return ranked
+    national = [score for score, _, unit in ranked if not _place(unit)]
+    if not national or ranked[0][0] >= max(national) + NATIONAL_MARGIN:
+        return ranked
+    return sorted(ranked, key=lambda r: bool(_place(r[2])))
+
+
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
     ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
@@ -820,6 +836,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     if not ranked and not ranked_weak:
         return []
     ranked = _retrieval_jurisdiction(ranked)
+    ranked = _national_first(ranked, asked)
     top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
@@ -860,7 +877,9 @@ def pick_sentences(
     "在哪"...; a count of the thing asked, a deadline when some sentence states one).
     Another place's regulation never answers, nor - when the question names a document
     in 《》 that was retrieved - another document, nor a law's penalty provision (its
-    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`).
+    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`);
+    for a question naming no place a national chunk leads a place's regulation unless
+    that scores ``NATIONAL_MARGIN`` more.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
     ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
