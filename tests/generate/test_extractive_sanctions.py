@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gcite.generate.backends import WEAK_KEY
 from gcite.generate.extractive import ExtractiveBackend
 from gcite.knowledge.embed import UseEmbedder
 from gcite.verify import SupportModel
@@ -57,3 +58,21 @@ def test_only_the_penalty_provision_retrieved_is_no_answer_to_the_rule(
 ) -> None:
     answer = backend.answer("绿地里能不能焚烧树叶垃圾", [chunk("1", PENALTY, 0.95)])
     assert answer == "根据现有资料无法确定"
+
+
+def _weak(content: str) -> dict[str, Any]:
+    return {**chunk("2", content, 0.45), WEAK_KEY: True}
+
+
+def test_a_penalty_provision_above_the_threshold_vouches_for_its_rule(
+    backend: ExtractiveBackend,
+) -> None:
+    question = "小区绿地上烧点落叶行不行"  # few of the rule's words
+    # the rule alone, below the retrieval's threshold: too little evidence
+    assert backend.answer(question, [_weak(RULE)]) == "根据现有资料无法确定"
+    # its penalty provision scored above the threshold: the rule answers
+    answer = backend.answer(question, [chunk("1", PENALTY, 0.95), _weak(RULE)])
+    assert "[C:2]" in answer and "[C:1]" not in answer
+    # a penalty provision below the threshold vouches for nothing
+    weak_penalty = {**chunk("1", PENALTY, 0.45), WEAK_KEY: True}
+    assert backend.answer(question, [weak_penalty, _weak(RULE)]) == "根据现有资料无法确定"
