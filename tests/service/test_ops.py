@@ -16,7 +16,7 @@ import pytest
 from service_streams import LiveServer, body, raw_events, run_service
 
 from gcite.config import ApiKey, Settings
-from gcite.generate.probe import probe_model
+from gcite.generate.probe import _verify, probe_model
 from gcite.knowledge import ingest_paths
 from gcite.testing import free_port
 from support.openai_standin import OpenAIStandin
@@ -227,6 +227,19 @@ def test_start_up_probe(llm_standin: OpenAIStandin) -> None:
     assert not down.ok and "无法连接模型服务" in down.reason
     assert probe_model(Settings.from_keys(llm_base_url=llm_standin.base_url, llm_model="m")).ok
     assert probe_model(Settings()).ok  # extractive
+
+
+def test_the_probe_checks_certificates_wherever_tls_may_be_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for scheme in ("http", "https", "all"):
+        for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+    assert not _verify("http://127.0.0.1:8001/v1/models")
+    assert not _verify("HTTP://model.internal/v1/models")
+    assert _verify("https://api.example.com/v1/models")
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example.com:3128")
+    assert _verify("http://127.0.0.1:8001/v1/models")  # a proxy may be reached over TLS
 
 
 async def test_fallback_to_the_offline_answerer_is_marked(kb: Path) -> None:

@@ -45,7 +45,14 @@ from typing import Any
 
 import yaml
 
-from gcite.knowledge.limits import MIB, CellBudget, ConversionError, ConvertLimits, over_limit
+from gcite.knowledge.limits import (
+    MAX_FILE_BYTES,
+    MIB,
+    CellBudget,
+    ConversionError,
+    ConvertLimits,
+    over_limit,
+)
 from gcite.knowledge.sandbox import run_bounded
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
@@ -53,7 +60,6 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
 )
 TEXT_SUFFIXES: frozenset[str] = frozenset({".md", ".markdown", ".txt", ".text"})
 """Plain-text formats; these are streamed at ingest (:func:`iter_text_lines`)."""
-MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are refused, not truncated
 
 
 @dataclass

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 
+MAX_FILE_BYTES = 50 * MIB  # larger files are refused, not truncated
+
 
 class ConversionError(GciteError):
     """A file could not be read or converted (the message names the reason).
@@ -90,4 +92,4 @@ class CellBudget:
             raise over_limit(f"表格大小（{rows} 行 × {columns} 列）", "convert_max_cells", self.cap)
 
 
-__all__ = ["MIB", "CellBudget", "ConversionError", "ConvertLimits", "over_limit"]
+__all__ = ["MAX_FILE_BYTES", "MIB", "CellBudget", "ConversionError", "ConvertLimits", "over_limit"]

@@ -63,6 +63,12 @@ NON_CONTENT = STOPWORDS | frozenset(
     what how is are of to a an in
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
+#: The longest run of characters jieba cuts as one block (its ``re_han`` class plus the
+#: CJK extension A). jieba's HMM step (``finalseg.viterbi``) copies its path per character,
+#: quadratic in a block of unknown single characters (seconds for 20,000 of one character);
+#: a longer run is cut into blocks of this length, which no sentence of real text reaches.
+MAX_BLOCK = 400
+_LONG_BLOCK = re.compile(rf"[\u3400-\u9fffa-z0-9+#&._%\-]{{{MAX_BLOCK}}}")
 _IDENTIFIER = re.compile(
     r"(?<![0-9a-z])(?=[0-9a-z._/-]*[0-9])[0-9a-z]+(?:[-_./][0-9a-z]+)+(?![0-9a-z])"
 )
@@ -97,7 +103,8 @@ def _words(text: str, *, search: bool = True) -> list[str]:
     then every code/identifier (``eq-000123``) as one whole token."""
     jieba = _jieba()
     lowered = text.lower()
-    cut = jieba.lcut_for_search(lowered) if search else jieba.lcut(lowered)
+    blocks = _LONG_BLOCK.sub(r"\g<0> ", lowered)
+    cut = jieba.lcut_for_search(blocks) if search else jieba.lcut(blocks)
     tokens = [token.strip() for token in cut]
     tokens = [token for token in tokens if token and _WORD.search(token)]
     tokens.extend(match.group(0) for match in _IDENTIFIER.finditer(lowered))

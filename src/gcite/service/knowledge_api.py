@@ -89,8 +89,8 @@ from gcite.knowledge.admin import (
     KnowledgeAdmin,
     ManageError,
 )
-from gcite.knowledge.convert import MAX_FILE_BYTES
 from gcite.knowledge.jobs import Job
+from gcite.knowledge.limits import MAX_FILE_BYTES
 from gcite.knowledge.tags import checked_ids, checked_name
 from gcite.service.auth import authorise_admin
 from gcite.service.errors import ApiError

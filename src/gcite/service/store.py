@@ -8,10 +8,10 @@ chunk metadata fetchable by message or conversation id), the cited ids and a
 generation.
 
 The store is synchronous; the service calls it on the store's own threads
-(:meth:`ConversationStore.call`). The ORM classes
-declare the schema (the migrations build exactly it); every query is a Core statement on
-a connection (cheaper than ORM sessions: the writes of a chat stream are on its hot
-path). Times are int seconds since the epoch. Raises :class:`gcite.errors.StoreError`
+(:meth:`ConversationStore.call`). SQLAlchemy Core tables declare the schema (the
+migrations build exactly it); every query is a Core statement on a connection (cheaper
+than ORM sessions: the writes of a chat stream are on its hot path; the ORM is not
+imported). Times are int seconds since the epoch. Raises :class:`gcite.errors.StoreError`
 when the database cannot be opened.
 
 Databases: SQLite (``sqlite:///path``, the default in the data dir) and PostgreSQL through
@@ -41,9 +41,11 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Column,
     Connection,
     Index,
     Integer,
+    MetaData,
     String,
     Table,
     Text,
@@ -60,7 +62,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect, Engine, Row, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from gcite.config_checks import sqlite_folder
 from gcite.errors import StoreError
@@ -116,103 +117,84 @@ class _Text(TypeDecorator[str]):
         return _no_nul(value)
 
 
-class _Base(DeclarativeBase):
-    pass
+_METADATA = MetaData()
+"""The conversation store's tables, as the migrations build them (SQLAlchemy Core: the
+ORM is not used, and not imported)."""
 
+_CONVERSATIONS = Table(
+    "gcite_conversations",
+    _METADATA,
+    Column("id", _Str(36), primary_key=True),
+    Column("user", _Str(255), nullable=False, index=True),
+    Column("name", _Str(255), nullable=False, default=""),
+    Column("inputs", JSON, nullable=False, default=dict),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False, index=True),
+    Column("seq", Integer, nullable=False, default=0),
+)
 
-class _Conversation(_Base):
-    __tablename__ = "gcite_conversations"
+_FEEDBACKS = Table(
+    "gcite_feedbacks",  # the end user's rating of one answer (POST /v1/messages/{id}/feedbacks)
+    _METADATA,
+    Column("message_id", _Str(36), primary_key=True),
+    Column("rating", _Str(16), nullable=True),
+    Column("content", _Text, nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)
 
-    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
-    user: Mapped[str] = mapped_column(_Str(255), index=True)
-    name: Mapped[str] = mapped_column(_Str(255), default="")
-    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[int] = mapped_column(BigInteger, index=True)
-    seq: Mapped[int] = mapped_column(Integer, default=0)
+_STOPS = Table(
+    "gcite_stop_requests",  # a stop asked on one worker for a run that may stream on another
+    _METADATA,
+    Column("task_id", _Str(64), primary_key=True),
+    Column("owner", _Str(512), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+)
 
-
-class _Feedback(_Base):
-    """The end user's rating of one answer (``POST /v1/messages/{id}/feedbacks``)."""
-
-    __tablename__ = "gcite_feedbacks"
-    message_id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
-    rating: Mapped[str | None] = mapped_column(_Str(16), nullable=True)
-    content: Mapped[str | None] = mapped_column(_Text, nullable=True)
-    updated_at: Mapped[int] = mapped_column(BigInteger)
-
-
-class _StopRequest(_Base):
-    """A stop asked on one worker for a run that may stream on another (migration 0004)."""
-
-    __tablename__ = "gcite_stop_requests"
-    task_id: Mapped[str] = mapped_column(_Str(64), primary_key=True)
-    owner: Mapped[str] = mapped_column(_Str(512), primary_key=True)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-
-
-class _Instance(_Base):
-    """A server process using the database (migration 0006; :mod:`gcite.service.instances`).
-
-    ``host``: the machine (host name and boot id); ``started``: the process's start time
-    on its machine (clock ticks since boot, 0 when unknown); ``seen_at``: its last
-    heartbeat, int seconds since the epoch."""
-
-    __tablename__ = "gcite_instances"
-    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
-    host: Mapped[str] = mapped_column(_Str(255))
-    pid: Mapped[int] = mapped_column(Integer)
-    started: Mapped[int] = mapped_column(BigInteger)
-    seen_at: Mapped[int] = mapped_column(BigInteger)
-
+# A server process using the database (gcite.service.instances): ``host`` the machine
+# (host name and boot id), ``started`` the process's start time on its machine (clock
+# ticks since boot, 0 when unknown), ``seen_at`` its last heartbeat (int seconds since
+# the epoch).
+_INSTANCES = Table(
+    "gcite_instances",
+    _METADATA,
+    Column("id", _Str(36), primary_key=True),
+    Column("host", _Str(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started", BigInteger, nullable=False),
+    Column("seen_at", BigInteger, nullable=False),
+)
 
 _RUNNING_ROWS = text("status = 'running'")
 
-
-class _Message(_Base):
-    __tablename__ = "gcite_messages"
-    __table_args__ = (
-        Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),
-        # the messages in flight, by the process that runs them (crash recovery)
-        Index(
-            "ix_gcite_messages_running",
-            "instance_id",
-            postgresql_where=_RUNNING_ROWS,
-            sqlite_where=_RUNNING_ROWS,
-        ),
-    )
-
-    id: Mapped[str] = mapped_column(_Str(36), primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(_Str(36), index=True)
-    user: Mapped[str] = mapped_column(_Str(255))
-    seq: Mapped[int] = mapped_column(Integer)
-    query: Mapped[str] = mapped_column(_Text)
-    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    answer: Mapped[str] = mapped_column(_Text, default="")
-    # the answer as the client saw it, when that differs from ``answer`` (migration 0005)
-    shown_answer: Mapped[str | None] = mapped_column(_Text, nullable=True)
-    status: Mapped[str] = mapped_column(_Str(16), default="running")
-    failed: Mapped[bool] = mapped_column(Boolean, default=False)
-    error: Mapped[str | None] = mapped_column(_Text, nullable=True)
-    chunk_metadata: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
-    retriever_resources: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
-    cited_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
-    message_metadata: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    instance_id: Mapped[str | None] = mapped_column(_Str(36), nullable=True)
-
-
-def _table(model: type[_Base]) -> Table:
-    table = model.__table__
-    assert isinstance(table, Table)
-    return table
-
-
-_CONVERSATIONS = _table(_Conversation)
-_MESSAGES = _table(_Message)
-_STOPS = _table(_StopRequest)
-_FEEDBACKS = _table(_Feedback)
-_INSTANCES = _table(_Instance)
+_MESSAGES = Table(
+    "gcite_messages",
+    _METADATA,
+    Column("id", _Str(36), primary_key=True),
+    Column("conversation_id", _Str(36), nullable=False, index=True),
+    Column("user", _Str(255), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("query", _Text, nullable=False),
+    Column("inputs", JSON, nullable=False, default=dict),
+    Column("answer", _Text, nullable=False, default=""),
+    # the answer as the client saw it, when that differs from ``answer``
+    Column("shown_answer", _Text, nullable=True),
+    Column("status", _Str(16), nullable=False, default="running"),
+    Column("failed", Boolean, nullable=False, default=False),
+    Column("error", _Text, nullable=True),
+    Column("chunk_metadata", JSON, nullable=False, default=list),
+    Column("retriever_resources", JSON, nullable=False, default=list),
+    Column("cited_ids", JSON, nullable=False, default=list),
+    Column("message_metadata", JSON, nullable=False, default=dict),
+    Column("created_at", BigInteger, nullable=False),
+    Column("instance_id", _Str(36), nullable=True),
+    Index("ix_gcite_messages_conversation_seq", "conversation_id", "seq"),
+    # the messages in flight, by the process that runs them (crash recovery). The
+    # migration makes it partial (``status = 'running'``) on both databases; the predicate
+    # is named here for SQLite only, since naming any ``postgresql_*`` option makes
+    # SQLAlchemy import its whole PostgreSQL dialect in every process, also on SQLite
+    # (these tables are only queried and compared with the migrations, never created).
+    Index("ix_gcite_messages_running", "instance_id", sqlite_where=_RUNNING_ROWS),
+)
 
 # The statements of the per-stream calls, built once: Core statements on a connection, with
 # bound parameters (an UPDATE without values() sets the columns named in the parameters).
@@ -875,7 +857,7 @@ def migrate(engine: Engine) -> None:
 
         config = _alembic_config(connection)
         tables = inspect(connection)
-        if not tables.has_table(VERSION_TABLE) and tables.has_table(_Message.__tablename__):
+        if not tables.has_table(VERSION_TABLE) and tables.has_table(_MESSAGES.name):
             command.stamp(config, BASELINE)
         command.upgrade(config, "head")
 
