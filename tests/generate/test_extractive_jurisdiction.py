@@ -10,8 +10,10 @@ import pytest
 
 from gcite.generate.extractive import (
     FIRST_RANK_BONUS,
+    NATIONAL_MARGIN,
     SEMANTIC_PREFERENCE,
     ExtractiveBackend,
+    _national_first,
     _Unit,
     asked_of,
     choose_units,
@@ -98,7 +100,7 @@ def test_near_tied_jurisdictions_follow_the_retrieval(backend: ExtractiveBackend
     assert answer.startswith("第十二条") and "[C:1]" in answer and "[C:2]" not in answer
 
 
-def _unit(chunk_id: str, rank: int, semantic: float) -> Any:
+def _unit(chunk_id: str, rank: int, semantic: float, title: str = "设备安全条例") -> Any:
     text = "员工发现设备漏电隐患，应当立即向现场负责人报告。"
     unit = _Unit(
         chunk_id,
@@ -110,7 +112,7 @@ def _unit(chunk_id: str, rank: int, semantic: float) -> Any:
         0.8,
         0.8,
         False,
-        title="设备安全条例",
+        title=title,
         source="rag",
     )
     unit.semantic = semantic
@@ -128,3 +130,36 @@ def test_where_the_words_tie_the_closer_meaning_answers() -> None:
     gap = (FIRST_RANK_BONUS - 0.01) / SEMANTIC_PREFERENCE
     first = choose_units([_unit("1", 0, 0.3), _unit("2", 1, 0.3 + gap)], asked, 1)
     assert [u.chunk_id for u in first] == ["1"]
+
+
+def _led(question: str, local_score: float, national_score: float) -> str:
+    asked = asked_of(question, {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    local = (local_score, "1", _unit("1", 0, 0.3, "上海市设备安全条例"))
+    national = (national_score, "2", _unit("2", 1, 0.3, "设备安全条例"))
+    ranked = _national_first([local, national], asked)
+    return ranked[0][1]
+
+
+def test_a_question_naming_no_place_is_led_by_the_national_rule() -> None:
+    # the city's regulation leads by just under the margin: the national rule leads
+    assert _led("发现设备漏电隐患向谁报告", 0.9 + NATIONAL_MARGIN - 0.01, 0.9) == "2"
+    # by the margin or more: the city's regulation keeps its place
+    assert _led("发现设备漏电隐患向谁报告", 0.9 + NATIONAL_MARGIN + 0.01, 0.9) == "1"
+
+
+def test_a_question_naming_the_place_keeps_its_regulation_first() -> None:
+    assert _led("上海发现设备漏电隐患向谁报告", 0.95, 0.9) == "1"
+
+
+def test_a_city_regulation_a_little_ahead_does_not_answer_a_question_naming_no_place(
+    backend: ExtractiveBackend,
+) -> None:
+    # the retrieval ranked the city's regulation first and its sentence scores a little
+    # higher (one more word): the question names no place, the national rule answers
+    local = "第九条 本市供暖单位应当在每年供暖期开始前十五日完成全部供暖设施的检修。"
+    chunks = [
+        chunk("1", local, "北京市供暖条例", 0.95),
+        chunk("2", RULE, "供暖管理办法", 0.9),
+    ]
+    answer = backend.answer(QUESTION, chunks)
+    assert answer.startswith("第十二条") and "[C:2]" in answer and "[C:1]" not in answer

@@ -67,6 +67,10 @@ def test_a_value_of_the_type_is_what_answers() -> None:
     assert gives("phone", "物业服务热线：400-800-1234") and not gives("phone", "拨打热线")
     assert gives("duration", "物业须在 30 分钟内到场") and not gives("duration", "物业须到场")
     assert gives("frequency", "每月清洗一次集水盘") and gives("place", "消防控制室位于 1 层东侧")
+    # an enterprise or an organ of state is a "who" (the law's word for the party)
+    assert gives("who", "施工企业应当为职工办理意外伤害保险。")
+    assert gives("who", "由登记机关收回证照。")
+    assert not gives("who", "应当在开工前办理意外伤害保险。")
 
 
 def test_a_what_to_do_question_is_answered_only_by_an_instruction() -> None:

@@ -39,6 +39,7 @@ from gcite.verify.asks import (
     strict_types,
     units_agree,
 )
+from gcite.verify.sanctions import asks_sanction, in_sanctions
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -169,6 +170,9 @@ FIRST_WEB_TYPED_COVER = 0.25
 FOLLOW_UP_BONUS = 0.2
 #: A question naming a place prefers that place's regulation to a national one.
 LOCAL_PREFERENCE = 0.05
+#: For a question naming no place, a place's regulation leads the national chunks only
+#: when its chunk scores this much more than the best of them.
+NATIONAL_MARGIN = 0.2
 #: The chunks are ordered by their score plus this share of their best sentence's
 #: embedding evidence: where the sentences hold the question's words alike (the articles
 #: of a law share their vocabulary), the one closer in meaning comes first.
@@ -326,6 +330,8 @@ class _Unit:
     weak: bool = False
     fresh: float = 0.0
     joined: bool = False  # same paragraph or list as the chunk's sentence before it
+    lead_in: int = -1  # an enumerated item's: the position of its list heading
+    lead_text: str = ""  # ... and that heading ("有下列行为之一的，处…罚款：")
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -374,11 +380,13 @@ def _chunk_units(
     chunk_cover = _weighted_cover(query_weights, title + " " + content)
     title_cover = _weighted_cover(query_weights, title)
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
+    heads = _list_heads(body)
     out: list[_Unit] = []
     for position, sentence in enumerate(body):
         if _answers_nothing(sentence):
             continue
         quote = _quote(content, body, position)
+        head = heads.get(position, -1)
         joined = position > 0 and content[body[position - 1].end : sentence.start].count("\n") <= 1
         out.append(
             _Unit(
@@ -396,9 +404,28 @@ def _chunk_units(
                 str(chunk.get("source_type") or ""),
                 weak=bool(chunk.get(WEAK_KEY)),
                 joined=joined,
+                lead_in=head,
+                lead_text=body[head].text if head >= 0 else "",
             )
         )
     return out
+
+
+_ITEM_RE = re.compile(r"^[（(][一二三四五六七八九十]+[）)]")
+
+
+def _list_heads(body: Sequence[Sentence]) -> dict[int, int]:
+    """An enumerated item's position ("（三）占用、堵塞……的；") -> its list heading's, the
+    sentence ending in a colon the items follow ("……有下列行为之一的，处……罚款：")."""
+    heads: dict[int, int] = {}
+    head = -1
+    for position, sentence in enumerate(body):
+        if _ITEM_RE.match(sentence.text):
+            if head >= 0:
+                heads[position] = head
+        else:
+            head = position if sentence.text.rstrip().endswith(("：", ":")) else -1
+    return heads
 
 
 def _units(
@@ -519,6 +546,7 @@ class Asked:
     semantic: bool
     min_relevance: float
     steps_cue: bool = False
+    sanction: bool = True
 
 
 def asked_of(
@@ -546,6 +574,7 @@ def asked_of(
         semantic=semantic,
         min_relevance=min_relevance,
         steps_cue="procedure" in types and not answer_cues(text),
+        sanction=asks_sanction(text),
     )
 
 
@@ -555,6 +584,8 @@ def _unit_score(unit: _Unit, asked: Asked) -> float:
     # a "what to do" question ("咋整", "怎么办"): a sentence saying to do something
     # is the kind of answer asked, as a cue is
     cued = unit.cued or (asked.steps_cue and gives("procedure", unit.quote))
+    # an enumerated item whose list heading states the value asked looks like an answer
+    cued = cued or _by_heading(unit, asked)
     if asked.how_to:
         score = 0.5 * unit.relevance + (0.5 if cued else 0.0)
     else:
@@ -588,13 +619,27 @@ def gives_answer(unit: _Unit, asked: Asked) -> bool:
     """Whether a sentence holds the kind of value the question asks for: a value of
     each strict pattern, and of one strict answer type (:mod:`gcite.verify.asks`) - a
     sum of money for "多少钱", a duration for "多久", a phone number for "打哪个电话"."""
-    if asked.strict and not any(p.search(unit.quote) for p in asked.strict):
+    if _gives_in(unit.quote, asked):
+        return True
+    # an enumerated item whose list heading states the value ("有下列行为之一的，处……罚款：")
+    return _by_heading(unit, asked)
+
+
+def _by_heading(unit: _Unit, asked: Asked) -> bool:
+    """Whether an enumerated item gives the strict type asked only with its list heading."""
+    if not unit.lead_text or not set(strict_types(asked.types)) - {"procedure"}:
         return False
-    if not units_agree(asked.text, unit.quote):
+    return not _gives_in(unit.quote, asked) and _gives_in(unit.lead_text + unit.quote, asked)
+
+
+def _gives_in(text: str, asked: Asked) -> bool:
+    if asked.strict and not any(p.search(text) for p in asked.strict):
+        return False
+    if not units_agree(asked.text, text):
         return False  # a duration or count in another unit than the one asked
     # a "what to do" answer may open with the situation; its steps follow (checked on
     # the whole answer by the second dimension)
-    return gives_any(tuple(t for t in asked.types if t != "procedure"), unit.quote)
+    return gives_any(tuple(t for t in asked.types if t != "procedure"), text)
 
 
 def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
@@ -643,6 +688,8 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
             continue  # another city's or province's regulation does not answer
         if narrow.named and not names_document(asked.text, unit.title):
             continue  # the question names its document
+        if not asked.sanction and in_sanctions(unit.sentence.context):
+            continue  # a penalty provision answers what happens, not the rule asked
         out.setdefault(unit.chunk_id, []).append(unit)
     return out
 
@@ -777,6 +824,19 @@ def _retrieval_jurisdiction(ranked: _Ranked) -> _Ranked:
     return ranked
 
 
+def _national_first(ranked: _Ranked, asked: Asked) -> _Ranked:
+    """For a question naming no place, ``ranked`` with the national chunks first unless a
+    place's regulation leads them by ``NATIONAL_MARGIN`` or more: a question that names no
+    place asks for the rule that holds everywhere (:mod:`gcite.knowledge.jurisdiction`),
+    and a city's regulation restating it in more of the question's words is not it."""
+    if asked.places or not ranked or not _place(ranked[0][2]):
+        return ranked
+    national = [score for score, _, unit in ranked if not _place(unit)]
+    if not national or ranked[0][0] >= max(national) + NATIONAL_MARGIN:
+        return ranked
+    return sorted(ranked, key=lambda r: bool(_place(r[2])))
+
+
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
     ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
@@ -815,11 +875,24 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     if not ranked and not ranked_weak:
         return []
     ranked = _retrieval_jurisdiction(ranked)
+    ranked = _national_first(ranked, asked)
     top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
     chosen += _second_chunk(ranked, best, top_score)
-    return _distinct(chosen, limit)
+    heads = _headings_of(chosen, by_chunk, asked)
+    return _distinct(heads + chosen, limit)
+
+
+def _headings_of(
+    chosen: Sequence[_Unit], by_chunk: dict[str, list[_Unit]], asked: Asked
+) -> list[_Unit]:
+    """The list headings of the chosen items that give the value asked only with them."""
+    out: list[_Unit] = []
+    for unit in chosen:
+        if _by_heading(unit, asked):
+            out += [u for u in by_chunk[unit.chunk_id] if u.position == unit.lead_in]
+    return out
 
 
 def pick_sentences(
@@ -854,7 +927,10 @@ def pick_sentences(
     sum of money for "多少钱", a duration for "多久", a phone number for "电话多少", a place for
     "在哪"...; a count of the thing asked, a deadline when some sentence states one).
     Another place's regulation never answers, nor - when the question names a document
-    in 《》 that was retrieved - another document.
+    in 《》 that was retrieved - another document, nor a law's penalty provision (its
+    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`);
+    for a question naming no place a national chunk leads a place's regulation unless
+    that scores ``NATIONAL_MARGIN`` more.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
     ``WEAK_MARGIN``) answers only when no other chunk can and its sentence has
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
@@ -1008,6 +1084,8 @@ def compose_answer(picks: Sequence[Pick]) -> str:
         end = pick.sentence[len(body) :].strip()[:1] or "。"
         if end in ";；":
             end = "。"
+        if body.endswith(("：", ":")):  # a list heading quoted before its item
+            body, end = body[:-1].rstrip(), "："
         parts.append(f"{body}[C:{pick.chunk_id}]{end}")
     return "".join(parts)
 

@@ -1,0 +1,48 @@
+"""Sanctions: a law's penalty provisions answer questions about penalties only.
+
+Chinese laws and regulations gather their sanctions in one chapter, headed 法律责任 (a
+State Council regulation or a local one sometimes 罚则): "违反本法规定，……的，责令改正，处
+五千元以上五万元以下罚款". The rule itself ("不得占用、堵塞、封闭疏散通道") stands in an
+earlier chapter, in the same words. A question that asks whether something is allowed,
+what must be done or who decides ("消火栓前面能不能放东西", "要不要培训") is answered
+by the rule; the penalty provision repeats its words and so often scores as high, but
+answers another question: what happens to whoever breaks it. Hence:
+
+* :func:`asks_sanction` - whether a question asks about a sanction: a fine (罚), detention
+  (拘留), a disciplinary or criminal consequence (处分, 追究, 判刑, 坐牢, 吊销), damages
+  (赔), liability (责任), consequences (后果, 会怎么样), or how a wrongdoer is dealt
+  with ("会被怎么处理");
+* :func:`in_sanctions` - whether a sentence stands in such a chapter, by the headings
+  it is quoted under (:attr:`gcite.verify.text.Sentence.context`, the chunk's
+  breadcrumb "消防法 > 第六章 法律责任").
+
+Pure functions over the text; no list of laws or articles.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The headings of the chapter that gathers a law's sanctions.
+SANCTION_CHAPTER_RE = re.compile(r"第[一二三四五六七八九十百零〇\d]+章\s*(?:法律责任|罚\s*则)")
+#: What a question about a sanction says (the sanction, a consequence, or how a
+#: wrongdoer is dealt with).
+_SANCTION_ASKED_RE = re.compile(
+    r"罚|拘留|关起来|坐牢|判刑|处分|追究|吊销|赔|责任|后果|会怎(?:么|样)|会咋"
+    r"|(?:会|被)[^，。？?！!\s]{0,3}处理"
+)
+
+
+def asks_sanction(question: str) -> bool:
+    """Whether ``question`` asks about a sanction or a consequence (see the module
+    docstring); "违法吗", "能不能", "要不要" ask about the rule."""
+    return bool(_SANCTION_ASKED_RE.search(question))
+
+
+def in_sanctions(context: str) -> bool:
+    """Whether a sentence quoted under the headings ``context`` is a penalty provision:
+    they name a chapter 法律责任 / 罚则."""
+    return bool(SANCTION_CHAPTER_RE.search(context))
+
+
+__all__ = ["SANCTION_CHAPTER_RE", "asks_sanction", "in_sanctions"]

@@ -1,0 +1,59 @@
+"""The offline answerer and a law's penalty chapter: a question about the rule is not
+answered by the penalty provision repeating its words (gcite.verify.sanctions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gcite.generate.extractive import ExtractiveBackend
+from gcite.knowledge.embed import UseEmbedder
+from gcite.verify import SupportModel
+
+TITLE = "某市绿化管理条例"
+RULE = "某市绿化管理条例 > 第三章 绿化养护\n第二十条 任何单位和个人不得在绿地内焚烧树叶、垃圾。"
+PENALTY = (
+    "某市绿化管理条例 > 第六章 法律责任\n"
+    "第四十一条 违反本条例第二十条规定，在绿地内焚烧树叶、垃圾的，由绿化管理部门责令改正，"
+    "处二百元以上五百元以下罚款。"
+)
+
+
+@pytest.fixture(scope="module")
+def backend() -> ExtractiveBackend:
+    answerer = ExtractiveBackend(support=SupportModel(UseEmbedder()))
+    answerer.warm_up()
+    return answerer
+
+
+def chunk(cid: str, content: str, score: float) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "content": content,
+        "document_title": TITLE,
+        "source_type": "rag",
+        "score": score,
+    }
+
+
+CHUNKS = [chunk("1", PENALTY, 0.95), chunk("2", RULE, 0.9)]
+
+
+def test_a_question_about_the_rule_is_answered_by_the_rule(backend: ExtractiveBackend) -> None:
+    answer = backend.answer("绿地里能不能焚烧树叶垃圾", CHUNKS)
+    assert "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_question_about_the_penalty_is_answered_by_the_penalty(
+    backend: ExtractiveBackend,
+) -> None:
+    answer = backend.answer("在绿地里焚烧树叶垃圾会被罚多少钱", CHUNKS)
+    assert "[C:1]" in answer and "罚款" in answer
+
+
+def test_only_the_penalty_provision_retrieved_is_no_answer_to_the_rule(
+    backend: ExtractiveBackend,
+) -> None:
+    answer = backend.answer("绿地里能不能焚烧树叶垃圾", [chunk("1", PENALTY, 0.95)])
+    assert answer == "根据现有资料无法确定"
