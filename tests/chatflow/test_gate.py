@@ -144,3 +144,29 @@ def test_a_compound_not_found_counts_half_its_parts_found() -> None:
     share = coverage("值班室在几层", text)
     assert 0 < share < coverage("值班中心在几层", text)
     assert coverage("锅炉房在几层", text) == 0.0  # no part of it there
+
+
+def test_a_standing_out_chunk_brings_its_documents_next_chunks_as_weak() -> None:
+    from gcite.chatflow.gate import SAME_DOCUMENT_RANK
+
+    def item(score: float, segment: str, document: str) -> dict[str, Any]:
+        entry = _item(score, OTHER, segment)
+        entry["metadata"]["document_id"] = document
+        return entry
+
+    ranked = [
+        item(0.2, "p1", "patrol"),  # stands out: 5x the background
+        item(0.06, "x", "other"),
+        item(0.05, "p2", "patrol"),  # its document, ranked 3rd: the answer may be here
+        item(0.04, "p3", "patrol"),  # its document, ranked 4th: not passed on
+        item(0.04, "y", "other"),
+    ]
+    assert SAME_DOCUMENT_RANK == 3
+    gated = admit("白班巡逻多久转一圈", ranked, 0.5, weak_floor=0.3)
+    assert [i["metadata"]["segment_id"] for i in gated.items] == ["p1", "p2"]
+    assert not gated.decision.answer and not gated.promoted  # weak, for the answerer
+    assert admit("白班巡逻多久转一圈", ranked, 0.5).items == []  # not to a model
+    # a best chunk not standing out brings nothing of its document
+    alike = [item(0.2, "p1", "patrol"), item(0.15, "p2", "patrol")]
+    alike += [item(0.14, f"o{n}", "other") for n in range(3)]
+    assert admit("白班巡逻多久转一圈", alike, 0.5, weak_floor=0.3).items == []

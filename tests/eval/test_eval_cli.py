@@ -39,10 +39,14 @@ def test_eval_in_process_on_the_demo_handbook(
         {"query": "会议室最多能提前几天订", "answer": "最多可提前 14 天预订。"}
     ]
     assert verdicts["canteen"]["outcome"] == "refused" and verdicts["canteen"]["refused"]
+    # where each refusal was decided, from what the stream showed
+    assert verdicts["canteen"]["refusal_stage"] in {"gate", "retrieval", "answerer"}
+    assert verdicts["canteen"]["refusal_label"] and readme["refusal_stage"] is None
 
     summary = document["summary"]
     assert summary["questions"] == 5 and summary["off_topic_refused"]["share"] == 1.0
     assert summary["errors"] == 0
+    assert set(summary["false_refusal_stages"]) == {"gate", "retrieval", "answerer"}
     page = out_html.read_text("utf-8")
     assert page.startswith("<!DOCTYPE html>") and "gcite 评测报告" in page
     assert 'id="verdicts"' in page and page.count("<svg") == 4

@@ -12,7 +12,13 @@ from gcite.errors import ConfigError
 from gcite.eval import EvalQuestion, Observation, aggregate, judge, parse_lines
 from gcite.eval.questions import GoldArticle, PriorTurn, load_questions
 from gcite.eval.report import render_html, report_document
-from gcite.eval.scoring import chunk_articles, gold_rank, is_refusal, verifier_flags
+from gcite.eval.scoring import (
+    chunk_articles,
+    gold_rank,
+    is_refusal,
+    refusal_stage,
+    verifier_flags,
+)
 
 
 def chunk(cid: str, name: str, content: str, score: float = 0.5, **kw: Any) -> dict[str, Any]:
@@ -163,6 +169,31 @@ def test_refusals_false_refusals_and_unanswerable() -> None:
     assert failed.outcome == "error" and not failed.refused and not failed.right
 
 
+def test_where_a_refusal_was_decided() -> None:
+    refused = "根据现有资料无法确定"
+    question = q(gold_docs=("01-patrol.md",), keywords=(("24",), ("点位",)))
+    web = chunk("3", "https://baike.example/x", "巡更点位一般有 24 个。", source_type="web")
+    # no knowledge-base chunk passed on (a web page alone does not pass the gate)
+    assert judge(question, Observation(refused, retrieved=[web])).refusal_stage == "gate"
+    assert judge(question, Observation(refused)).refusal_stage == "gate"
+    # chunks passed on, but without the answer: one keyword group missing from all of them
+    short = chunk("1", "01-patrol.md", "夜间巡更必须走完全部点位。", 0.4)
+    verdict = judge(question, Observation(refused, retrieved=[short, FAULTS]))
+    assert verdict.refusal_stage == "retrieval"
+    # the answer was passed on (here across a chunk and a web page): the answerer refused
+    assert refusal_stage(question, Observation(refused, retrieved=[short, web])) == "answerer"
+    verdict = judge(question, Observation(refused, retrieved=[PATROL]))
+    assert verdict.refusal_stage == "answerer"
+    assert verdict.as_dict()["refusal_label"] == "答案器：片段已交给它，仍拒答"
+    # without keywords, chunks passed on: the answerer's rules
+    assert refusal_stage(q(), Observation(refused, retrieved=[FAULTS])) == "answerer"
+    # no refusal, or a failed run: no stage
+    answered = judge(question, Observation("全部 24 个点位。", cited=[PATROL], retrieved=[PATROL]))
+    assert answered.refusal_stage is None and answered.as_dict()["refusal_label"] is None
+    failed = Observation("", retrieved=[PATROL], error="服务中断（stream_interrupted）")
+    assert refusal_stage(question, failed) is None
+
+
 def test_law_articles_are_read_from_the_chunk_text() -> None:
     content = "消防法 > 第六章\n第六十条 单位违反本法规定……\n第六十一条 生产、储存……"
     assert chunk_articles(content) == ["第六十条", "第六十一条"]
@@ -209,6 +240,7 @@ def test_aggregate_figures() -> None:
     assert s["verifier_flags_wrong"] == {"n": 1, "of": 1, "share": 1.0}
     assert s["verifier_flags_right"] == {"n": 0, "of": 1, "share": 0.0}
     assert s["false_refusals_gold_top3"] == {"n": 1, "of": 1, "share": 1.0}
+    assert s["false_refusal_stages"] == {"gate": 1, "retrieval": 0, "answerer": 0}
     assert s["outcomes"]["answered_unanswerable"] == 1
     assert s["categories"]["off-topic"] == {"n": 1, "right": 0, "refused": 0, "share": 0.0}
     empty = aggregate([])
@@ -228,6 +260,15 @@ def test_html_escapes_everything_from_the_run() -> None:
     assert hostile not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert page.count('data-chart="') == 4 and "<script" not in page
     assert json.loads(json.dumps(document))["verdicts"][0]["outcome_label"] == "答错"
+
+
+def test_the_report_says_where_a_refusal_was_decided() -> None:
+    verdict = judge(q(gold_docs=("01-patrol.md",)), Observation("根据现有资料无法确定"))
+    page = render_html(report_document([verdict], target={}, questions_file="", generated_at=""))
+    assert '<div class="stage">相关性闸门：没有知识库片段通过</div>' in page
+    answered = judge(q(), Observation("全部 24 个点位。", cited=[PATROL], retrieved=[PATROL]))
+    page = render_html(report_document([answered], target={}, questions_file="", generated_at=""))
+    assert 'class="stage"' not in page
 
 
 def test_oversized_files_and_too_many_questions(

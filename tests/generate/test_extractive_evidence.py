@@ -327,3 +327,57 @@ def test_a_saved_web_page_ranked_first_needs_more_cover(backend: ExtractiveBacke
         return _min_cover(leads, asked)
 
     assert needed("rag") == FIRST_TYPED_COVER < FIRST_WEB_TYPED_COVER == needed("web")
+
+
+def test_below_the_threshold_half_the_words_need_no_meaning_from_the_embedder() -> None:
+    from gcite.generate.extractive import (
+        LEXICAL_ALONE,
+        WEAK_SEMANTIC,
+        _Unit,
+        strong_evidence,
+    )
+    from gcite.verify.text import sentences
+
+    sentence = sentences("同一台电梯一周内重复故障三次以上，升级为重大隐患。")[0]
+    weights = {"电梯": 1.0, "重复": 1.0, "故障": 1.0, "隐患": 1.0, "老是": 1.0}
+
+    def unit(lexical: float, semantic: float) -> _Unit:
+        return _Unit(
+            "1", 0, 0, sentence, sentence.text, lexical, lexical, lexical, True,
+            semantic=semantic, weak=True,
+        )  # fmt: skip
+
+    # the small embedder may not place a colloquial question at all (semantic 0): half
+    # the question's weight in the sentence, with two of its words, is evidence enough
+    assert strong_evidence(unit(LEXICAL_ALONE, 0.0), weights, semantic=True)
+    assert not strong_evidence(unit(LEXICAL_ALONE * 0.95, 0.0), weights, semantic=True)
+    assert strong_evidence(unit(LEXICAL_ALONE * 0.95, WEAK_SEMANTIC), weights, semantic=True)
+    # one word of the question is never enough on words alone
+    one = {"电梯": 1.0, "咋整": 1.0, "办法": 1.0}
+    assert not strong_evidence(unit(0.9, 0.0), one, semantic=True)
+
+
+def test_a_weak_first_chunk_counting_the_thing_asked_is_not_unrelated_in_meaning() -> None:
+    from gcite.generate.extractive import _Narrowing, _rank_chunks, _Unit, asked_of
+    from gcite.verify.text import sentences
+
+    sentence = sentences("C 区：B3-01 → B2-07 → B1-03，共 3 个点位。")[0]
+
+    def unit(rank: int) -> _Unit:
+        # words in common, and the small embedder places nothing of a list of codes
+        return _Unit(
+            "1", rank, 0, sentence, sentence.text, 0.3, 0.3, 0.3, True,
+            semantic=0.0, relevance=0.3, weak=True,
+        )  # fmt: skip
+
+    def ranked(question: str, rank: int = 0) -> list[str]:
+        asked = asked_of(question, {"C区": 1.0, "一共": 1.0}, semantic=True)
+        narrow = _Narrowing(counts=True, deadlines=False, named=False)
+        strong, weak = _rank_chunks({"1": [unit(rank)]}, asked, narrow)
+        return [chunk_id for _, chunk_id, _ in strong + weak]
+
+    # the retrieval's first chunk, counting the very thing asked ("几个点" / "3 个点位")
+    assert ranked("C区一共打几个点") == ["1"]
+    # just outside: another thing counted, or not the first chunk - unrelated in meaning
+    assert ranked("C区一共几个探头") == []
+    assert ranked("C区一共打几个点", rank=1) == []

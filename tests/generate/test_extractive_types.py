@@ -106,3 +106,19 @@ def test_a_better_ranked_knowledge_base_sentence_that_answers_better_replaces_th
     # holds more of the question's words and answers it: its sentence is quoted
     answer = _answer("机房配电柜冒烟了我能自己打开修吗", [rules, page])
     assert answer == "非工程人员不得自行打开配电柜检修[C:1]。"
+
+
+def test_the_thing_counted_is_not_read_across_a_space() -> None:
+    # "几次 一般…": the space ends the clause, "一" is no noun being counted; the
+    # sentence counting the times leads, not one that happens to say "一次…一"
+    checkup = {
+        "id": "9",
+        "content": "员工体检每年组织一次，通常安排在 4 月。",
+        "document_title": "员工体检安排",
+    }
+    blood = {"id": "10", "content": "抽血一次后一周内出结果。", "document_title": "员工体检安排"}
+    answer = _answer("员工体检一年搞几次 一般啥时候", [checkup, blood])
+    assert answer == "员工体检每年组织一次，通常安排在 4 月[C:9]。"
+    # written together, the character after the measure word is still the thing counted
+    picks = pick_sentences("抽血几次一周出结果", [checkup, blood])
+    assert [p.sentence for p in picks] == ["抽血一次后一周内出结果。"]

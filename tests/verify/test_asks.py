@@ -632,3 +632,15 @@ def test_time_spent_is_no_sum_of_money() -> None:
     assert question_types("办门禁卡要花多少时间") == ("duration",)
     assert not check_part("办门禁卡要花多少时间？", "办门禁卡收取工本费 20 元。").answered
     assert question_types("办门禁卡要花多少钱") == ("money",)
+
+
+def test_a_locative_phrase_gives_a_place() -> None:
+    # "在 X 上 / 内" before a verb says where: the logbook, the cabinet
+    assert gives("place", "来访人员须在登记簿上写明事由。")
+    assert gives("place", "备用工具统一收在储物间内保管。")
+    # at the end of a clause it is no place ("在规定时间内" is a time)
+    assert not gives("place", "费用须在规定时间内。")
+    # a clause break inside the phrase: no place
+    assert not gives("place", "员工在培训，上午不接待。")
+    # other locatives than 上 / 内 stay out ("在系统中确认" is a means, not a place)
+    assert not gives("place", "由申请人在系统中确认并评价。")

@@ -61,6 +61,10 @@ and scores at least this is still passed on as weak (see :func:`admit`)."""
 STANDOUT_RATIO = 1.6
 """A best chunk stands out of the list (to be passed on as weak) at this many times the
 background score: the answerer still needs strong evidence to quote it."""
+SAME_DOCUMENT_RANK = 3
+"""With a best chunk standing out, the other chunks of its document ranked within this
+many (1-based) are passed on as weak too: the document is the right one, the chunk ranked
+first often is not (the question's words are in one section, the answer in the next)."""
 
 Reason = Literal["above_threshold", "promoted", "lookalike", "below_floor", "weak", "none", "off"]
 
@@ -184,8 +188,9 @@ def admit(
     :func:`gcite.chatflow.run.weak_margin`), and the best chunk when it stands out of
     the list (:data:`STANDOUT_RATIO` times the background, at least
     :data:`STANDOUT_FLOOR`: a question in other words than the document's scores its
-    chunk low, but still far above the rest), except for a lookalike; ``None``: only
-    the admitted ones. Pure."""
+    chunk low, but still far above the rest) with its document's other chunks ranked
+    within :data:`SAME_DOCUMENT_RANK` (``metadata.document_id``), except for a
+    lookalike; ``None``: only the admitted ones. Pure."""
     ev = evidence(question, items)
     decision = decide(ev, threshold)
     if decision.reason == "off":
@@ -203,10 +208,25 @@ def admit(
     rest: list[dict[str, Any]] = []
     if weak_floor is not None and decision.reason != "lookalike":
         floor = weak_floor
-        if ev.score >= max(STANDOUT_FLOOR, STANDOUT_RATIO * ev.background):
+        standout = ev.score >= max(STANDOUT_FLOOR, STANDOUT_RATIO * ev.background)
+        if standout:
             floor = min(weak_floor, ev.score)
         rest = [i for i in items if i not in admitted and score_of(i) >= floor]
+        if standout:
+            best = max(items, key=score_of)
+            doc = _document_id(best)
+            rest += [
+                i
+                for i in items[:SAME_DOCUMENT_RANK]
+                if i not in admitted and i not in rest and doc and _document_id(i) == doc
+            ]
     return Admitted(admitted + rest, decision, promoted)
+
+
+def _document_id(item: Mapping[str, Any]) -> str:
+    metadata = item.get("metadata")
+    value = metadata.get("document_id") if isinstance(metadata, Mapping) else None
+    return str(value or "")
 
 
 def _segment_id(item: Mapping[str, Any]) -> str:
@@ -223,6 +243,7 @@ __all__ = [
     "LOOKALIKE_COVERAGE",
     "LOOKALIKE_STANDOUT_RATIO",
     "MIN_COVERAGE",
+    "SAME_DOCUMENT_RANK",
     "STANDOUT_FLOOR",
     "STANDOUT_RATIO",
     "Admitted",

@@ -33,6 +33,12 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
 
     lines = [f"共 {summary['questions']} 题，答对或正确拒答 {fmt(summary['right'])}"]
     lines += [f"{label}：{fmt(summary[key])}" for key, label, _ in HEADLINES]
+    stages = summary.get("false_refusal_stages") or {}
+    if any(stages.values()):
+        lines.append(
+            f"误拒出在：相关性闸门 {stages.get('gate', 0)}，检索 {stages.get('retrieval', 0)}，"
+            f"答案器 {stages.get('answerer', 0)}"
+        )
     latency = summary["latency_ms"]
     if latency["median"] is not None:
         lines.append(f"用时中位数 {latency['median']:.0f} 毫秒，P90 {latency['p90']:.0f} 毫秒")

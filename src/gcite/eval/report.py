@@ -191,11 +191,13 @@ def _row(v: dict[str, Any]) -> str:
     if v["verifier_checked"]:
         verify = f"标记 {v['weak_citations']}" if v["verifier_flagged"] else "未标记"
     precision = "—" if v["precision"] is None else f"{v['precision']:.2f}"
+    label = v.get("refusal_label")
+    stage = f'<div class="stage">{_e(label)}</div>' if label else ""
     return (
         f'<tr class="o-{_e(v["outcome"])}" data-outcome="{_e(v["outcome"])}">'
         f"<td>{_e(v['id'])}</td><td>{_e(v['category'])}</td>"
         f"<td>{turns}{_e(v['question'])}</td>"
-        f'<td class="outcome">{_e(v["outcome_label"])}</td>'
+        f'<td class="outcome">{_e(v["outcome_label"])}{stage}</td>'
         f'<td class="answer">{_e(v["answer"][:300])}{missing}'
         f"{('<div class=miss>' + _e(v['error']) + '</div>') if v.get('error') else ''}</td>"
         f"<td>{sources or '—'}</td><td>{_yes(v['gold_cited'])}</td><td>{precision}</td>"
@@ -215,7 +217,7 @@ svg .ct{font-weight:bold;font-size:13px}svg .small{font-size:10px;fill:#555}
 table{border-collapse:collapse;width:100%;font-size:.85em}
 th,td{border:1px solid #ddd;padding:4px 6px;vertical-align:top}
 th{background:#f5f5f5;position:sticky;top:0}td.answer{max-width:360px}
-.gold{color:#2e7d32}.src{color:#555}.miss{color:#c62828;font-size:.9em}.turn{color:#777;font-size:.9em}
+.gold{color:#2e7d32}.src{color:#555}.stage{color:#555;font-size:.85em}.miss{color:#c62828;font-size:.9em}.turn{color:#777;font-size:.9em}
 tr.o-right td.outcome,tr.o-refused td.outcome{color:#2e7d32}
 tr.o-wrong td.outcome,tr.o-answered_unanswerable td.outcome{color:#c62828}
 tr.o-false_refusal td.outcome{color:#b26a00}tr.o-error td.outcome{color:#6d4c41}

@@ -14,7 +14,11 @@ ranked, the verifier's report, the time taken) becomes a :class:`Verdict`:
   answered, right means refused;
 - **precision**: cited gold chunks / cited chunks;
 - **verifier flagged**: the report lists weak citations, or says the answer does not
-  answer the question (``answers_question: false``).
+  answer the question (``answers_question: false``);
+- **refusal stage** (:func:`refusal_stage`): where a refusal was decided, as far as the
+  stream shows it - no knowledge-base chunk passed the relevance gate, the chunks passed
+  on do not hold the answer's keywords (retrieval), or they were passed on and the
+  answerer refused (its type and evidence rules).
 
 :func:`aggregate` gives the figures of a run (shares are 0-1 floats, None when there is
 nothing to divide by).
@@ -40,6 +44,15 @@ OUTCOMES: dict[str, str] = {
     "refused": "正确拒答",
     "answered_unanswerable": "不可答却作答",
     "error": "出错",
+}
+
+
+#: Where a refusal was decided (key -> Chinese label of the report), see
+#: :func:`refusal_stage`.
+REFUSAL_STAGES: dict[str, str] = {
+    "gate": "相关性闸门：没有知识库片段通过",
+    "retrieval": "检索：交给答案器的片段里没有答案",
+    "answerer": "答案器：片段已交给它，仍拒答",
 }
 
 
@@ -96,11 +109,14 @@ class Verdict:
     first_text_ms: float | None
     error: str | None
     turns: list[dict[str, Any]] = field(default_factory=list)
+    refusal_stage: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The verdict as a JSON-able dict (with ``outcome_label``)."""
+        """The verdict as a JSON-able dict (with ``outcome_label`` and, for a refusal,
+        ``refusal_label``)."""
         out = asdict(self)
         out["outcome_label"] = OUTCOMES[self.outcome]
+        out["refusal_label"] = REFUSAL_STAGES.get(self.refusal_stage or "")
         return out
 
 
@@ -112,6 +128,24 @@ def squeeze(text: str) -> str:
 def is_refusal(answer: str, cited: int) -> bool:
     """Whether an answer is a refusal: nothing cited, and empty or "根据现有资料无法确定"."""
     return cited == 0 and (not answer.strip() or NO_ANSWER in answer)
+
+
+def refusal_stage(question: EvalQuestion, seen: Observation) -> str | None:
+    """Where the refusal ``seen`` was decided (a key of :data:`REFUSAL_STAGES`; None when
+    it is no refusal or failed): ``gate`` when no knowledge-base chunk was passed on
+    (``retrieved`` holds none: the relevance gate refused); ``retrieval`` when the
+    question lists keywords and the chunks passed on (knowledge base and web, together)
+    lack some keyword group - the answer never reached the answerer; else ``answerer``
+    (the chunks were passed on - holding the keywords, when there are any - and the
+    answerer's rules refused)."""
+    if seen.error is not None or not is_refusal(seen.answer, len(seen.cited)):
+        return None
+    if not any(str(c.get("source_type") or "rag") == "rag" for c in seen.retrieved):
+        return "gate"
+    passed = "\n".join(str(c.get("content") or "") for c in seen.retrieved)
+    if question.keywords and missing_keywords(question, passed):
+        return "retrieval"
+    return "answerer"
 
 
 def chunk_articles(content: str) -> list[str]:
@@ -239,6 +273,7 @@ def judge(question: EvalQuestion, seen: Observation) -> Verdict:
         first_text_ms=seen.first_text_ms,
         error=seen.error,
         turns=[{"query": t.query, "answer": t.answer} for t in question.turns],
+        refusal_stage=refusal_stage(question, seen),
     )
 
 
@@ -294,6 +329,10 @@ def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
         "false_refusals_gold_top3": _share(
             sum(1 for r in ranks if r is not None and r <= 3), len(ranks)
         ),
+        "false_refusal_stages": {
+            stage: sum(v.outcome == "false_refusal" and v.refusal_stage == stage for v in verdicts)
+            for stage in REFUSAL_STAGES
+        },
         "errors": sum(v.error is not None for v in verdicts),
         "outcomes": {k: sum(v.outcome == k for v in verdicts) for k in OUTCOMES},
         "categories": categories,
@@ -307,6 +346,7 @@ def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 __all__ = [
     "OUTCOMES",
+    "REFUSAL_STAGES",
     "Observation",
     "Verdict",
     "aggregate",
@@ -316,6 +356,7 @@ __all__ = [
     "is_refusal",
     "judge",
     "missing_keywords",
+    "refusal_stage",
     "squeeze",
     "verifier_flags",
 ]

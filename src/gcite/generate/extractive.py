@@ -218,7 +218,9 @@ _DEADLINE_Q_RE = re.compile(
 _DEADLINE_RE = re.compile(
     r"(?:\d+|[一二两三四五六七八九十百]+)\s*(?:个)?(?:分钟|小时|天|日|工作日|周|月|年)\s*(?:之内|以内|内)"
 )
-_COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])\s*([\u4e00-\u9fff])?")
+#: "几个点": the measure word and the character after it, the thing counted (not across
+#: a space: on a phone a space ends the clause, "几次 一般啥时候").
+_COUNT_RE = re.compile(r"(?:几|多少)\s*([个名间部台具次条处层])([\u4e00-\u9fff])?")
 
 
 def _counted(query: str) -> re.Pattern[str] | None:
@@ -504,16 +506,17 @@ def _words_found(weights: dict[str, float], text: str) -> int:
 def strong_evidence(unit: _Unit, weights: dict[str, float], semantic: bool) -> bool:
     """Whether a sentence of a chunk scored below the retrieval's threshold may answer:
     at least ``WEAK_MIN_WORDS`` of the question's words in the sentence itself, and its
-    meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``; without an
-    embedder, lexical evidence ``LEXICAL_ALONE``); or one of the question's words and
-    embedding evidence ``WEAK_SEMANTIC_ALONE``."""
+    meaning close to the question's (embedding evidence ``WEAK_SEMANTIC``) or lexical
+    evidence ``LEXICAL_ALONE`` (half the question's weight: the small embedder may not
+    place a colloquial question at all); or one of the question's words and embedding
+    evidence ``WEAK_SEMANTIC_ALONE``."""
     found = _words_found(weights, unit.quote)
     if semantic and found >= 1 and unit.semantic >= WEAK_SEMANTIC_ALONE:
         return True
     if found < WEAK_MIN_WORDS:
         return False
-    if semantic:
-        return unit.semantic >= WEAK_SEMANTIC
+    if semantic and unit.semantic >= WEAK_SEMANTIC:
+        return True
     return unit.lexical >= LEXICAL_ALONE
 
 
@@ -735,18 +738,27 @@ def _min_cover(leads: Sequence[_Unit], asked: Asked) -> float:
     return asked.min_cover
 
 
+def _counts_asked(unit: _Unit, asked: Asked) -> bool:
+    """Whether ``unit`` counts the thing a "几个 / 多少个" question counts ("共 6 个点位")."""
+    return asked.counted is not None and bool(asked.counted.search(unit.quote))
+
+
 def _rank_chunks(
     by_chunk: dict[str, list[_Unit]], asked: Asked, narrow: _Narrowing
 ) -> tuple[_Ranked, _Ranked]:
     """The chunks that may answer, best first: (above the retrieval's threshold, below
-    it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``."""
+    it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``.
+    A chunk whose sentences are all unrelated in meaning to the question (embedding
+    evidence under ``MIN_SEMANTIC``) and hold under ``LEXICAL_ALONE`` of its words is
+    left out, unless it is the retrieval's first chunk above the threshold, or below it
+    with a lead that counts the thing a "几个" question counts."""
     ranked: _Ranked = []
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
         if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
-        first = leads[0].rank == 0 and not leads[0].weak
+        first = leads[0].rank == 0 and (not leads[0].weak or _counts_asked(leads[0], asked))
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
         unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
