@@ -892,19 +892,31 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
     chosen += _second_chunk(ranked, best, top_score)
-    heads = _headings_of(chosen, by_chunk, asked)
-    return _distinct(heads + chosen, limit)
+    return _with_headings(chosen, by_chunk, asked, limit)
 
 
-def _headings_of(
-    chosen: Sequence[_Unit], by_chunk: dict[str, list[_Unit]], asked: Asked
+def _with_headings(
+    chosen: Sequence[_Unit], by_chunk: dict[str, list[_Unit]], asked: Asked, limit: int
 ) -> list[_Unit]:
-    """The list headings of the chosen items that give the value asked only with them."""
-    out: list[_Unit] = []
+    """``chosen`` as :func:`_distinct` gives it, each item that gives the value asked only
+    with its list heading preceded by that heading: at most ``limit`` sentences, headings
+    counted (the first chosen and its heading always), and a heading never without its
+    item - an item whose heading does not fit, or that repeats a quote, is left out."""
+    picks: list[_Unit] = []
     for unit in chosen:
-        if _by_heading(unit, asked):
-            out += [u for u in by_chunk[unit.chunk_id] if u.position == unit.lead_in]
-    return out
+        group = [*_headings_of(unit, by_chunk, asked), unit]
+        kept = _distinct(picks + group, len(picks) + len(group))
+        if not any(u is unit for u in kept) or (picks and len(kept) > limit):
+            continue
+        picks = kept
+    return picks
+
+
+def _headings_of(unit: _Unit, by_chunk: dict[str, list[_Unit]], asked: Asked) -> list[_Unit]:
+    """The list heading of ``unit`` when it gives the value asked only with it ([] else)."""
+    if not _by_heading(unit, asked):
+        return []
+    return [u for u in by_chunk[unit.chunk_id] if u.position == unit.lead_in]
 
 
 def pick_sentences(
