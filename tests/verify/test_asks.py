@@ -644,3 +644,13 @@ def test_a_locative_phrase_gives_a_place() -> None:
     assert not gives("place", "员工在培训，上午不接待。")
     # other locatives than 上 / 内 stay out ("在系统中确认" is a means, not a place)
     assert not gives("place", "由申请人在系统中确认并评价。")
+
+
+def test_a_time_span_before_a_verb_is_no_place() -> None:
+    # "在 24 小时内上报" is a deadline, "在 30 度以上时" a threshold: neither says where
+    assert not gives("place", "发生事故应在24小时内上报。")
+    assert not gives("place", "整改须在三个工作日内完成。")
+    assert not gives("place", "须在规定期限内办结。")
+    assert not gives("place", "水温在60度以上时停止加热。")
+    # a place phrase with a time-like character in it still is one
+    assert gives("place", "交接班时在值班日志上签字。")
