@@ -57,3 +57,17 @@ def test_only_the_penalty_provision_retrieved_is_no_answer_to_the_rule(
 ) -> None:
     answer = backend.answer("绿地里能不能焚烧树叶垃圾", [chunk("1", PENALTY, 0.95)])
     assert answer == "根据现有资料无法确定"
+
+
+def test_a_question_about_what_befalls_a_wrongdoer_is_answered_by_the_penalty(
+    backend: ExtractiveBackend,
+) -> None:
+    rule = "某市市容管理条例 > 第三章 摊点管理\n第十二条 任何单位和个人不得在道路两侧无照摆摊经营。"
+    penalty = (
+        "某市市容管理条例 > 第五章 法律责任\n"
+        "第三十条 违反本条例第十二条规定，在道路两侧无照摆摊经营的，由城市管理部门责令改正，"
+        "没收用于无照摆摊经营的工具和物品。"
+    )
+    chunks = [chunk("1", penalty, 0.95), chunk("2", rule, 0.9)]
+    answer = backend.answer("在道路两侧无照摆摊经营被查到会有啥下场", chunks)
+    assert "[C:1]" in answer and "没收" in answer
