@@ -30,6 +30,7 @@ from gcite.knowledge.jurisdiction import document_place
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
+    SentenceFilter,
     better_answer,
     check_part,
     gives,
@@ -978,6 +979,17 @@ def pick_sentences(
     ]
 
 
+def _admits(part: str) -> SentenceFilter:
+    """Which sentences may answer ``part`` by the picking rules that need no ranking (see
+    :func:`_by_chunk`): a penalty provision only a question about a sanction."""
+    sanction = asks_sanction(part)
+
+    def admits(title: str, sentence: Sentence) -> bool:
+        return sanction or not in_sanctions(sentence.context)
+
+    return admits
+
+
 def _answering(
     part: str, picks: list[Pick], chunks: Sequence[dict[str, Any]], *, carried: str = ""
 ) -> list[Pick]:
@@ -1000,7 +1012,7 @@ def _answering(
         return []
     # a better-ranked knowledge-base chunk says it in more of the question's words:
     # its sentence is the answer
-    better = better_answer(part, [check], ids, chunks, carried=carried)
+    better = better_answer(part, [check], ids, chunks, carried=carried, keep=_admits(part))
     if better is None:
         return picks
     rank = next(k for k, c in enumerate(chunks) if str(c.get("id") or "").strip() == better.id)

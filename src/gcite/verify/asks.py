@@ -35,12 +35,12 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.knowledge.sparse import terms
-from gcite.verify.text import bigram_coverage, sentences
+from gcite.verify.text import Sentence, bigram_coverage, sentences
 
 #: word -> the written forms that count as the word (a colloquial word's synonyms).
 Synonyms = Mapping[str, tuple[str, ...]]
@@ -876,18 +876,25 @@ def cited_checks(
     return best
 
 
+#: Whether a sentence (its document's title, the sentence) may answer at all.
+SentenceFilter = Callable[[str, Sentence], bool]
+
+
 def _body_checks(
-    question: str, chunk: Mapping[str, Any], carried: str
+    question: str, chunk: Mapping[str, Any], carried: str, keep: SentenceFilter | None = None
 ) -> Iterator[tuple[int, str, list[PartCheck]]]:
     """For each body sentence of ``chunk`` (headings left out; none when its ``content``
-    is not text): its position among them, its text and :func:`answer_check` of it
-    against ``question``, the chunk's ``document_title`` as context."""
+    is not text; those ``keep`` rejects skipped): its position among them, its text and
+    :func:`answer_check` of it against ``question``, the chunk's ``document_title`` as
+    context."""
     content = chunk.get("content")
     if not isinstance(content, str):
         return
     title = str(chunk.get("document_title") or "")
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
     for position, sentence in enumerate(body):
+        if keep is not None and not keep(title, sentence):
+            continue
         yield (
             position,
             sentence.text,
@@ -903,6 +910,7 @@ def better_answer(
     *,
     carried: str = "",
     over_web: bool = False,
+    keep: SentenceFilter | None = None,
 ) -> Better | None:
     """The sentence that answers some part of ``question`` better than the answer does
     in the best-ranked knowledge-base chunk ranked above every cited one that has one
@@ -919,7 +927,9 @@ def better_answer(
     ``over_web`` (the verifier's check, not the answerer's choice): against an answer
     citing only web pages, a sentence giving a strict type asked is better even with
     fewer of the question's words, unless the cited pages say it too (they hold
-    ``SAME_STATEMENT`` of its character bigrams).
+    ``SAME_STATEMENT`` of its character bigrams). ``keep``: the sentences that may answer
+    at all (the answerer's own rules: not another place's regulation, not a penalty
+    provision for a question about the rule); None: all.
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
@@ -931,7 +941,7 @@ def better_answer(
         chunk_id = str(chunk.get("id") or "").strip()
         if chunk.get("source_type") != "rag" or not chunk_id:
             continue
-        for position, text, theirs in _body_checks(question, chunk, carried):
+        for position, text, theirs in _body_checks(question, chunk, carried, keep):
             # a web page saying what the document says is as good an answer
             over = web_only and bigram_coverage(text, said) < SAME_STATEMENT
             gain = max(
@@ -966,6 +976,7 @@ __all__ = [
     "AskType",
     "Better",
     "PartCheck",
+    "SentenceFilter",
     "Synonyms",
     "answer_check",
     "asks_only",
