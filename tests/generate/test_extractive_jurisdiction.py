@@ -163,3 +163,21 @@ def test_a_city_regulation_a_little_ahead_does_not_answer_a_question_naming_no_p
     ]
     answer = backend.answer(QUESTION, chunks)
     assert answer.startswith("第十二条") and "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_better_worded_regulation_of_another_place_does_not_replace_the_answer(
+    backend: ExtractiveBackend,
+) -> None:
+    # the question names Shanghai; Beijing's regulation, ranked first, says it in more
+    # of the question's words: the check for a better-ranked answer does not bring it back
+    beijing = (
+        "北京市绿化条例 > 第三章 养护\n"
+        "第二十条 在本市绿地内焚烧树叶、垃圾的，须经绿化管理部门批准。"
+    )
+    shanghai = "上海市绿化条例 > 第三章 养护\n第二十一条 禁止焚烧树叶。"
+    chunks = [
+        chunk("1", beijing, "北京市绿化条例", 0.95),
+        chunk("2", shanghai, "上海市绿化条例", 0.9),
+    ]
+    answer = backend.answer("在上海绿地内能不能焚烧树叶垃圾", chunks)
+    assert "[C:1]" not in answer

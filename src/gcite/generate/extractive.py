@@ -981,10 +981,14 @@ def pick_sentences(
 
 def _admits(part: str) -> SentenceFilter:
     """Which sentences may answer ``part`` by the picking rules that need no ranking (see
-    :func:`_by_chunk`): a penalty provision only a question about a sanction."""
+    :func:`_by_chunk`): not another place's regulation than the places it names, a
+    penalty provision only a question about a sanction."""
     sanction = asks_sanction(part)
+    places = set(_PLACE_RE.findall(part))
 
     def admits(title: str, sentence: Sentence) -> bool:
+        if places and set(_PLACE_RE.findall(title)) - places:
+            return False
         return sanction or not in_sanctions(sentence.context)
 
     return admits
