@@ -151,6 +151,14 @@ def test_a_question_naming_the_place_keeps_its_regulation_first() -> None:
     assert _led("上海发现设备漏电隐患向谁报告", 0.95, 0.9) == "1"
 
 
+def test_any_place_a_regulation_is_of_counts_as_named() -> None:
+    # a city the answerer knows no pattern for: named by its regulation's title
+    asked = asked_of("苏州发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    local = (0.95, "1", _unit("1", 0, 0.3, "苏州市设备安全条例"))
+    national = (0.9, "2", _unit("2", 1, 0.3, "设备安全条例"))
+    assert _national_first([local, national], asked)[0][1] == "1"
+
+
 def test_a_city_regulation_a_little_ahead_does_not_answer_a_question_naming_no_place(
     backend: ExtractiveBackend,
 ) -> None:

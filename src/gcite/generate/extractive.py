@@ -26,7 +26,7 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
-from gcite.knowledge.jurisdiction import document_place
+from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
@@ -841,8 +841,11 @@ def _national_first(ranked: _Ranked, asked: Asked) -> _Ranked:
     """For a question naming no place, ``ranked`` with the national chunks first unless a
     place's regulation leads them by ``NATIONAL_MARGIN`` or more: a question that names no
     place asks for the rule that holds everywhere (:mod:`gcite.knowledge.jurisdiction`),
-    and a city's regulation restating it in more of the question's words is not it."""
+    and a city's regulation restating it in more of the question's words is not it. A
+    question names a place it names by pattern or the place of a ranked regulation."""
     if asked.places or not ranked or not _place(ranked[0][2]):
+        return ranked
+    if places_named(asked.text, {_place(unit) for _, _, unit in ranked}):
         return ranked
     national = [score for score, _, unit in ranked if not _place(unit)]
     if not national or ranked[0][0] >= max(national) + NATIONAL_MARGIN:
