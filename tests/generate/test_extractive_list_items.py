@@ -115,3 +115,15 @@ def test_two_lists_never_leave_a_heading_without_its_item(max_sentences: int) ->
         "（一）在绿地内焚烧树叶的[C:1]"
     )
     assert not answer.endswith("：")
+
+
+def test_a_sentence_ending_in_a_colon_does_not_end_the_answer_with_it() -> None:
+    # nothing quoted after it: the answer ends as a sentence does
+    picks = [
+        Pick("1", 0, 0, 0.5, "第十条 供暖单位应当在供暖期开始前完成检修。"),
+        Pick("2", 1, 0, 0.5, "第七条 业主在物业管理活动中，履行下列义务："),
+    ]
+    assert compose_answer(picks) == (
+        "第十条 供暖单位应当在供暖期开始前完成检修[C:1]。"
+        "第七条 业主在物业管理活动中，履行下列义务[C:2]。"
+    )

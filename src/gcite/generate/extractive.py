@@ -1122,13 +1122,14 @@ def compose_answer(picks: Sequence[Pick]) -> str:
     if not picks:
         return NO_ANSWER
     parts: list[str] = []
-    for pick in picks:
+    for index, pick in enumerate(picks):
         body = pick.sentence.rstrip(_END_PUNCT).rstrip()
         end = pick.sentence[len(body) :].strip()[:1] or "。"
         if end in ";；":
             end = "。"
         if body.endswith(("：", ":")):  # a list heading quoted before its item
-            body, end = body[:-1].rstrip(), "："
+            last = index == len(picks) - 1  # ... or with nothing after it: a sentence
+            body, end = body[:-1].rstrip(), "。" if last else "："
         parts.append(f"{body}[C:{pick.chunk_id}]{end}")
     return "".join(parts)
 
