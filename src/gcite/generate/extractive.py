@@ -30,7 +30,6 @@ from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
-    SentenceFilter,
     better_answer,
     check_part,
     gives,
@@ -982,21 +981,6 @@ def pick_sentences(
     ]
 
 
-def _admits(part: str) -> SentenceFilter:
-    """Which sentences may answer ``part`` by the picking rules that need no ranking (see
-    :func:`_by_chunk`): not another place's regulation than the places it names, a
-    penalty provision only a question about a sanction."""
-    sanction = asks_sanction(part)
-    places = set(_PLACE_RE.findall(part))
-
-    def admits(title: str, sentence: Sentence) -> bool:
-        if places and set(_PLACE_RE.findall(title)) - places:
-            return False
-        return sanction or not in_sanctions(sentence.context)
-
-    return admits
-
-
 def _answering(
     part: str, picks: list[Pick], chunks: Sequence[dict[str, Any]], *, carried: str = ""
 ) -> list[Pick]:
@@ -1019,7 +1003,7 @@ def _answering(
         return []
     # a better-ranked knowledge-base chunk says it in more of the question's words:
     # its sentence is the answer
-    better = better_answer(part, [check], ids, chunks, carried=carried, keep=_admits(part))
+    better = better_answer(part, [check], ids, chunks, carried=carried)
     if better is None:
         return picks
     rank = next(k for k, c in enumerate(chunks) if str(c.get("id") or "").strip() == better.id)

@@ -35,12 +35,13 @@ dimension (:func:`answer_check`: does the answer answer the question).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.knowledge.sparse import terms
-from gcite.verify.text import Sentence, bigram_coverage, sentences
+from gcite.verify.scope import SentenceFilter, in_scope
+from gcite.verify.text import bigram_coverage, sentences
 
 #: word -> the written forms that count as the word (a colloquial word's synonyms).
 Synonyms = Mapping[str, tuple[str, ...]]
@@ -876,10 +877,6 @@ def cited_checks(
     return best
 
 
-#: Whether a sentence (its document's title, the sentence) may answer at all.
-SentenceFilter = Callable[[str, Sentence], bool]
-
-
 def _body_checks(
     question: str, chunk: Mapping[str, Any], carried: str, keep: SentenceFilter | None = None
 ) -> Iterator[tuple[int, str, list[PartCheck]]]:
@@ -910,7 +907,6 @@ def better_answer(
     *,
     carried: str = "",
     over_web: bool = False,
-    keep: SentenceFilter | None = None,
 ) -> Better | None:
     """The sentence that answers some part of ``question`` better than the answer does
     in the best-ranked knowledge-base chunk ranked above every cited one that has one
@@ -927,15 +923,16 @@ def better_answer(
     ``over_web`` (the verifier's check, not the answerer's choice): against an answer
     citing only web pages, a sentence giving a strict type asked is better even with
     fewer of the question's words, unless the cited pages say it too (they hold
-    ``SAME_STATEMENT`` of its character bigrams). ``keep``: the sentences that may answer
-    at all (the answerer's own rules: not another place's regulation, not a penalty
-    provision for a question about the rule); None: all.
+    ``SAME_STATEMENT`` of its character bigrams). Only sentences that may answer
+    ``question`` at all are looked at (:func:`gcite.verify.scope.in_scope`: not another
+    place's regulation, not a penalty provision for a question about the rule).
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
     web_only = over_web and all(chunks[k].get("source_type") == "web" for k in ranks)
     said = " ".join(str(chunks[k].get("content") or "") for k in ranks) if web_only else ""
+    keep = in_scope(question, (str(c.get("document_title") or "") for c in chunks))
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         chunk_id = str(chunk.get("id") or "").strip()
@@ -976,7 +973,6 @@ __all__ = [
     "AskType",
     "Better",
     "PartCheck",
-    "SentenceFilter",
     "Synonyms",
     "answer_check",
     "asks_only",
