@@ -841,15 +841,22 @@ def _national_first(ranked: _Ranked, asked: Asked) -> _Ranked:
     place's regulation leads them by ``NATIONAL_MARGIN`` or more: a question that names no
     place asks for the rule that holds everywhere (:mod:`gcite.knowledge.jurisdiction`),
     and a city's regulation restating it in more of the question's words is not it. A
-    question names a place it names by pattern or the place of a ranked regulation."""
+    question names a place it names by pattern or the place of a ranked regulation.
+    National: a knowledge-base chunk (:func:`_national`)."""
     if asked.places or not ranked or not _place(ranked[0][2]):
         return ranked
     if places_named(asked.text, {_place(unit) for _, _, unit in ranked}):
         return ranked
-    national = [score for score, _, unit in ranked if not _place(unit)]
+    national = [score for score, _, unit in ranked if _national(unit)]
     if not national or ranked[0][0] >= max(national) + NATIONAL_MARGIN:
         return ranked
-    return sorted(ranked, key=lambda r: bool(_place(r[2])))
+    return sorted(ranked, key=lambda r: not _national(r[2]))
+
+
+def _national(unit: _Unit) -> bool:
+    """Whether ``unit`` is of a knowledge-base document naming no place (a web page
+    naming none is no rule that holds everywhere)."""
+    return unit.source == "rag" and not _place(unit)
 
 
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
