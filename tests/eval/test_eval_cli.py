@@ -28,6 +28,9 @@ def test_eval_in_process_on_the_demo_handbook(
     assert readme["outcome"] == "right" and readme["gold_cited"] and readme["keywords_ok"]
     assert any(s["document"] == "01-patrol.md" and s["gold"] for s in readme["sources"])
     assert readme["gold_rank"] == 1 and 0 < readme["gold_score"] <= 1
+    # gold documents only: the gold chunk is the document's first, both ranks agree
+    assert readme["gold_rank_by"] == "document" and readme["gold_doc_rank"] == 1
+    assert readme["gold_passage_cited"] is None
     assert readme["verifier_checked"]  # message_end carried gcite_verification
     assert readme["latency_ms"] > 0
 

@@ -45,13 +45,15 @@ def _report(tmp_path: Path) -> Path:
         "content": "全部 24 个点位",
         "score": 0.9,
     }
+    night = {**patrol, "id": "2", "content": "夜间巡更每 1 小时一次", "score": 0.7}
     hostile = "<script>document.title='pwned'</script>"
     cases = [
         (EvalQuestion("a", "夜里巡逻刷几个点", True, "colloquial", gold_docs=("01-patrol.md",),
                       keywords=(("24",),)),
          Observation("全部 24 个点位。", [patrol], verification={"weak": []}, latency_ms=120)),
-        (EvalQuestion("b", hostile, True, "typo", gold_docs=("01-patrol.md",)),
-         Observation("根据现有资料无法确定", probe=[patrol], latency_ms=80)),
+        (EvalQuestion("b", hostile, True, "typo", gold_docs=("01-patrol.md",),
+                      gold_passages=("夜间巡更每 1 小时一次",)),
+         Observation("根据现有资料无法确定", probe=[patrol, night], latency_ms=80)),
         (EvalQuestion("c", "巡检终端多少钱", False, "close-unanswerable"),
          Observation("全部 24 个点位。", [patrol], verification={"weak": [{"id": "1"}]},
                      latency_ms=300)),
@@ -98,6 +100,21 @@ def test_report_renders_charts_and_the_verdict_table(chromium: Any, tmp_path: Pa
         assert rows.nth(0).locator("td.outcome").inner_text() == "答对"
         assert rows.nth(1).get_attribute("data-outcome") == "false_refusal"
         assert "<script>" in rows.nth(1).inner_text()  # shown as text
+        # the false refusal: the chunk holding the gold passage ranked 2nd, its document 1st
+        rank = rows.nth(1).locator("td.rank")
+        assert rank.inner_text().splitlines() == [
+            "金标片段 第 2 名（0.700）",
+            "金标文档 第 1 名（0.900）",
+        ]
+        # gold documents only, and nothing ranked for it (no probe, no chunk passed on)
+        assert (
+            rank.is_visible() and rows.nth(0).locator("td.rank").inner_text() == "金标文档 未排上"
+        )
+        assert page.locator("#false-refusal-ranks").inner_text() == (
+            "误拒的金标片段排在：第 1 名 0，第 2–3 名 1，第 4–10 名 0，第 11 名及以后 0，未排上 0；"
+            "其金标文档排在：第 1 名 1，第 2–3 名 0，第 4–10 名 0，第 11 名及以后 0，未排上 0"
+        )
+        assert "引用金标片段" in page.locator("#verdicts thead").inner_text()
         assert rows.nth(2).locator("td.outcome").inner_text() == "不可答却作答"
         assert "标记 1" in rows.nth(2).inner_text()
         assert page.locator("#verdicts thead th").first.inner_text() == "编号"

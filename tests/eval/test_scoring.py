@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gcite.cli.eval import _summary_lines
 from gcite.errors import ConfigError
 from gcite.eval import EvalQuestion, Observation, aggregate, judge, parse_lines
 from gcite.eval.questions import GoldArticle, PriorTurn, load_questions
@@ -212,6 +213,119 @@ def test_law_articles_are_read_from_the_chunk_text() -> None:
     assert judge(question, Observation("五千元以上", cited=[law])).gold_cited
     assert not judge(question, Observation("五千元以上", cited=[wrong_law])).gold_cited
     assert gold_rank(question, [wrong_law, law]) == (2, 0.5)
+
+
+PATROL_INTRO = chunk("6", "01-patrol.md", "本规范适用于大厦全体巡更人员。", 0.95)
+PATROL_NIGHT = chunk("7", "01-patrol.md", "夜间巡更每 1 小时一次，共设 24 个巡更点位。", 0.41)
+REFUSED = "根据现有资料无法确定"
+
+
+def test_gold_rank_is_the_chunk_holding_the_passage() -> None:
+    question = q(gold_docs=("01-patrol.md",), gold_passages=("共设 24 个 巡更点位",))
+    # the gold document's first chunk ranks 1, the chunk holding the passage 3
+    seen = Observation(REFUSED, probe=[PATROL_INTRO, FAULTS, PATROL_NIGHT])
+    verdict = judge(question, seen)
+    assert verdict.outcome == "false_refusal" and verdict.gold_rank_by == "passage"
+    assert (verdict.gold_rank, verdict.gold_score) == (3, 0.41)
+    assert (verdict.gold_doc_rank, verdict.gold_doc_score) == (1, 0.95)
+    # the passage chunk not ranked at all: no gold rank, the document's rank still given
+    missed = judge(question, Observation(REFUSED, probe=[FAULTS, PATROL_INTRO]))
+    assert (missed.gold_rank, missed.gold_score) == (None, None)
+    assert (missed.gold_doc_rank, missed.gold_doc_score) == (2, 0.95)
+    as_json = missed.as_dict()
+    assert as_json["gold_rank"] is None and as_json["gold_doc_rank"] == 2
+    # without a probe the run's own chunks are ranked (web pages are not counted)
+    web = chunk("8", "https://baike.example/x", "共设 24 个巡更点位", source_type="web")
+    remote = judge(question, Observation(REFUSED, retrieved=[web, PATROL_INTRO, PATROL_NIGHT]))
+    assert (remote.gold_rank, remote.gold_doc_rank) == (2, 1)
+
+
+def test_passages_without_gold_documents_rank_the_passage_document() -> None:
+    question = q(gold_passages=("每 1 小时一次",))
+    verdict = judge(question, Observation(REFUSED, probe=[FAULTS, PATROL_INTRO, PATROL_NIGHT]))
+    assert (verdict.gold_rank, verdict.gold_doc_rank) == (3, 2)
+    nowhere = judge(question, Observation(REFUSED, probe=[FAULTS, PATROL_INTRO]))
+    assert (nowhere.gold_rank, nowhere.gold_doc_rank) == (None, None)
+
+
+def test_gold_documents_alone_rank_the_first_chunk_of_the_document() -> None:
+    verdict = judge(q(gold_docs=("01-patrol.md",)), Observation(REFUSED, probe=[FAULTS, PATROL]))
+    assert verdict.gold_rank_by == "document" and verdict.gold_passage_cited is None
+    assert (verdict.gold_rank, verdict.gold_doc_rank) == (2, 2)
+    unanswerable = judge(q(answerable=False), Observation(REFUSED, probe=[PATROL]))
+    assert unanswerable.gold_rank_by is None and unanswerable.gold_doc_rank is None
+
+
+def test_law_gold_rank_is_the_chunk_holding_the_article() -> None:
+    law = "消防法(2021-04-29).md"
+    question = q(gold_articles=(GoldArticle(law, "第六十条"),))
+    other_article = chunk("4", law, "消防法 > 第五章\n第二十八条 任何单位、个人不得……", 0.8)
+    article = chunk("5", law, "消防法 > 第六章\n第六十条 单位违反本法规定……", 0.5)
+    verdict = judge(question, Observation(REFUSED, probe=[other_article, article, FAULTS]))
+    assert verdict.gold_rank_by == "article"
+    assert (verdict.gold_rank, verdict.gold_score) == (2, 0.5)
+    assert (verdict.gold_doc_rank, verdict.gold_doc_score) == (1, 0.8)
+    # citing another article of the gold law is not gold, at either level (as before)
+    cited = judge(question, Observation("五千元以上", cited=[other_article]))
+    assert cited.gold_cited is False and cited.gold_passage_cited is False
+
+
+def test_gold_cited_counts_any_chunk_of_the_gold_document_passage_cited_does_not() -> None:
+    question = q(gold_docs=("01-patrol.md",), gold_passages=("共设 24 个巡更点位",))
+    intro = judge(question, Observation("适用于全体巡更人员。", cited=[PATROL_INTRO]))
+    assert intro.gold_cited is True and intro.precision == 1.0  # unchanged definitions
+    assert intro.gold_passage_cited is False
+    assert intro.sources[0]["gold"] is True and intro.sources[0]["gold_passage"] is False
+    night = judge(question, Observation("共设 24 个巡更点位。", cited=[PATROL_NIGHT]))
+    assert night.gold_cited is True and night.gold_passage_cited is True
+    s = aggregate([intro, night, judge(q(gold_docs=("01-patrol.md",)), Observation("x", [PATROL]))])
+    assert s["gold_cited"] == {"n": 3, "of": 3, "share": 1.0}
+    assert s["gold_passage_cited"] == {"n": 1, "of": 2, "share": 0.5}
+
+
+def test_false_refusal_figures_give_both_ranks() -> None:
+    question = q(gold_docs=("01-patrol.md",), gold_passages=("共设 24 个巡更点位",))
+    verdicts = [
+        judge(
+            q(id="third", **_gold(question)),
+            Observation(REFUSED, probe=[PATROL_INTRO, FAULTS, PATROL_NIGHT]),
+        ),
+        judge(
+            q(id="missed", **_gold(question)), Observation(REFUSED, probe=[PATROL_INTRO, FAULTS])
+        ),
+        judge(
+            q(id="fifth", **_gold(question)),
+            Observation(REFUSED, probe=[PATROL_INTRO] + [FAULTS] * 3 + [PATROL_NIGHT]),
+        ),
+        judge(q(id="kw", keywords=(("24",),)), Observation(REFUSED)),
+    ]
+    s = aggregate(verdicts)
+    assert s["false_refusals_gold_top3"] == {"n": 1, "of": 4, "share": 0.25}
+    assert s["false_refusals_gold_doc_top3"] == {"n": 3, "of": 4, "share": 0.75}
+    assert s["false_refusal_gold_ranks"] == {
+        "chunk": {"1": 0, "2-3": 1, "4-10": 1, "11+": 0, "none": 1},
+        "document": {"1": 3, "2-3": 0, "4-10": 0, "11+": 0, "none": 0},
+    }
+    lines = _summary_lines(s)
+    assert "误拒中金标片段排在前 3：1/4（25%），金标文档排在前 3：3/4（75%）" in lines
+    assert (
+        "误拒的金标片段排在：第 1 名 0，第 2–3 名 1，第 4–10 名 1，第 11 名及以后 0，未排上 1；"
+        "其金标文档排在：第 1 名 3，第 2–3 名 0，第 4–10 名 0，第 11 名及以后 0，未排上 0"
+    ) in lines
+    assert "引用了金标片段：0/3（0%）" in lines  # over the questions listing passages
+    page = render_html(report_document(verdicts, target={}, questions_file="", generated_at=""))
+    assert '<p class="meta" id="false-refusal-ranks">误拒的金标片段排在：第 1 名 0，' in page
+    assert (
+        '<td class="rank" data-rank="3" data-doc-rank="1">'
+        "金标片段 第 3 名（0.410）<br>金标文档 第 1 名（0.950）</td>"
+    ) in page
+    assert '<td class="rank" data-rank="" data-doc-rank="1">金标片段 未排上<br>' in page
+    # no false refusal with gold sources: no rank line
+    assert not any(line.startswith("误拒的金标片段") for line in _summary_lines(aggregate([])))
+
+
+def _gold(question: EvalQuestion) -> dict[str, Any]:
+    return {"gold_docs": question.gold_docs, "gold_passages": question.gold_passages}
 
 
 def test_verifier_flags() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gcite.generate.backends import WEAK_KEY
 from gcite.generate.extractive import ExtractiveBackend
 from gcite.knowledge.embed import UseEmbedder
 from gcite.verify import SupportModel
@@ -87,3 +88,21 @@ def test_a_better_worded_penalty_provision_does_not_replace_the_rule(
     chunks = [chunk("1", penalty, 0.95), chunk("2", rule, 0.9)]
     answer = backend.answer("在道路两侧无照摆摊经营行不行", chunks)
     assert "[C:1]" not in answer
+
+
+def _weak(content: str) -> dict[str, Any]:
+    return {**chunk("2", content, 0.45), WEAK_KEY: True}
+
+
+def test_a_penalty_provision_above_the_threshold_vouches_for_its_rule(
+    backend: ExtractiveBackend,
+) -> None:
+    question = "小区绿地上烧点落叶行不行"  # few of the rule's words
+    # the rule alone, below the retrieval's threshold: too little evidence
+    assert backend.answer(question, [_weak(RULE)]) == "根据现有资料无法确定"
+    # its penalty provision scored above the threshold: the rule answers
+    answer = backend.answer(question, [chunk("1", PENALTY, 0.95), _weak(RULE)])
+    assert "[C:2]" in answer and "[C:1]" not in answer
+    # a penalty provision below the threshold vouches for nothing
+    weak_penalty = {**chunk("1", PENALTY, 0.45), WEAK_KEY: True}
+    assert backend.answer(question, [weak_penalty, _weak(RULE)]) == "根据现有资料无法确定"

@@ -71,6 +71,10 @@ def test_a_value_of_the_type_is_what_answers() -> None:
     assert gives("who", "施工企业应当为职工办理意外伤害保险。")
     assert gives("who", "由登记机关收回证照。")
     assert not gives("who", "应当在开工前办理意外伤害保险。")
+    # "多大" asks a size or an age: an age in years answers it
+    assert gives("measure", "不满十六周岁的游客须由监护人陪同。")
+    assert gives("measure", "年满 18 岁方可办理。")
+    assert not gives("measure", "未成年游客须由监护人陪同。")
 
 
 def test_a_what_to_do_question_is_answered_only_by_an_instruction() -> None:

@@ -24,7 +24,7 @@ from gcite.cli.options import Service, SettingsSource, service_options, settings
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
-    from gcite.eval.report import HEADLINES
+    from gcite.eval.report import HEADLINES, false_refusal_rank_text
 
     def fmt(entry: dict[str, Any]) -> str:
         if not entry["of"]:
@@ -39,6 +39,13 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
             f"误拒出在：相关性闸门 {stages.get('gate', 0)}，检索 {stages.get('retrieval', 0)}，"
             f"答案器 {stages.get('answerer', 0)}"
         )
+    ranks = false_refusal_rank_text(summary)
+    if ranks is not None:
+        lines.append(
+            f"误拒中金标片段排在前 3：{fmt(summary['false_refusals_gold_top3'])}，"
+            f"金标文档排在前 3：{fmt(summary['false_refusals_gold_doc_top3'])}"
+        )
+        lines.append(ranks)
     latency = summary["latency_ms"]
     if latency["median"] is not None:
         lines.append(f"用时中位数 {latency['median']:.0f} 毫秒，P90 {latency['p90']:.0f} 毫秒")

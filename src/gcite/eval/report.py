@@ -13,7 +13,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from gcite.eval.scoring import OUTCOMES, Verdict, aggregate
+from gcite.eval.scoring import OUTCOMES, RANK_BINS, Verdict, aggregate
 
 REPORT_VERSION = 1
 
@@ -24,6 +24,7 @@ HEADLINES: tuple[tuple[str, str, bool], ...] = (
     ("close_unanswerable_refused", "相近但不可答：拒答", True),
     ("off_topic_refused", "无关问题：拒答", True),
     ("gold_cited", "引用了金标来源", True),
+    ("gold_passage_cited", "引用了金标片段", True),
     ("citation_precision", "引用精确率", True),
     ("verifier_flags_wrong", "核验标记了错答", True),
     ("verifier_flags_right", "核验误标了对答", False),
@@ -164,6 +165,29 @@ def _yes(value: bool | None) -> str:
     return "—" if value is None else ("是" if value else "否")
 
 
+#: The label of a verdict's ``gold_rank`` by its ``gold_rank_by``.
+_RANK_LABELS = {"passage": "金标片段", "article": "金标条文", "document": "金标文档"}
+
+
+def _rank_text(rank: int | None, score: Any) -> str:
+    if rank is None:
+        return "未排上"
+    return f"第 {rank} 名（{score:.3f}）" if isinstance(score, int | float) else f"第 {rank} 名"
+
+
+def _rank_cell(v: dict[str, Any]) -> str:
+    """The gold rank cell: the gold chunk's rank and score and, when that is a passage or
+    an article, the gold document's too."""
+    by = v.get("gold_rank_by")
+    if by is None:
+        return '<td class="rank">—</td>'
+    lines = [f"{_RANK_LABELS[by]} {_rank_text(v['gold_rank'], v['gold_score'])}"]
+    if by != "document":
+        lines.append(f"金标文档 {_rank_text(v.get('gold_doc_rank'), v.get('gold_doc_score'))}")
+    data = f' data-rank="{_e(v["gold_rank"])}" data-doc-rank="{_e(v.get("gold_doc_rank"))}"'
+    return f'<td class="rank"{data}>{"<br>".join(_e(line) for line in lines)}</td>'
+
+
 def _row(v: dict[str, Any]) -> str:
     sources = "<br>".join(
         f'<span class="{"gold" if s.get("gold") else "src"}">'
@@ -179,14 +203,6 @@ def _row(v: dict[str, Any]) -> str:
             + _e("；".join("/".join(g) for g in v["keywords_missing"]))
             + "</div>"
         )
-    rank = "—"
-    if v["gold_rank"] is not None:
-        score = v["gold_score"]
-        rank = (
-            f"{v['gold_rank']}（{score:.3f}）"
-            if isinstance(score, int | float)
-            else str(v["gold_rank"])
-        )
     verify = "—"
     if v["verifier_checked"]:
         verify = f"标记 {v['weak_citations']}" if v["verifier_flagged"] else "未标记"
@@ -200,8 +216,9 @@ def _row(v: dict[str, Any]) -> str:
         f'<td class="outcome">{_e(v["outcome_label"])}{stage}</td>'
         f'<td class="answer">{_e(v["answer"][:300])}{missing}'
         f"{('<div class=miss>' + _e(v['error']) + '</div>') if v.get('error') else ''}</td>"
-        f"<td>{sources or '—'}</td><td>{_yes(v['gold_cited'])}</td><td>{precision}</td>"
-        f"<td>{_e(rank)}</td><td>{_e(verify)}</td><td>{v['latency_ms']:.0f}</td></tr>"
+        f"<td>{sources or '—'}</td><td>{_yes(v['gold_cited'])}</td>"
+        f"<td>{_yes(v.get('gold_passage_cited'))}</td><td>{precision}</td>"
+        f"{_rank_cell(v)}<td>{_e(verify)}</td><td>{v['latency_ms']:.0f}</td></tr>"
     )
 
 
@@ -224,6 +241,27 @@ tr.o-false_refusal td.outcome{color:#b26a00}tr.o-error td.outcome{color:#6d4c41}
 """
 
 
+def false_refusal_rank_text(summary: dict[str, Any]) -> str | None:
+    """One Chinese line: where retrieval ranked the gold chunk and the gold document of the
+    false refusals (``false_refusal_gold_ranks``); None without such false refusals."""
+    ranks = summary.get("false_refusal_gold_ranks") or {}
+    chunk, document = ranks.get("chunk") or {}, ranks.get("document") or {}
+    if not any(chunk.values()):
+        return None
+    labels = {"1": "第 1 名", "2-3": "第 2–3 名", "4-10": "第 4–10 名", "11+": "第 11 名及以后"}
+    labels["none"] = "未排上"
+
+    def counts(bins: dict[str, int]) -> str:
+        return "，".join(f"{labels[k]} {bins.get(k, 0)}" for k in RANK_BINS)
+
+    return f"误拒的金标片段排在：{counts(chunk)}；其金标文档排在：{counts(document)}"
+
+
+def _false_refusal_ranks(summary: dict[str, Any]) -> str:
+    text = false_refusal_rank_text(summary)
+    return "" if text is None else f'<p class="meta" id="false-refusal-ranks">{_e(text)}</p>'
+
+
 def render_html(document: dict[str, Any]) -> str:
     """The report page for a :func:`report_document` document (UTF-8 text, no assets)."""
     summary = document["summary"]
@@ -242,6 +280,7 @@ def render_html(document: dict[str, Any]) -> str:
         f"<p class=meta>共 {summary['questions']} 题；全部答对或正确拒答 "
         f"{summary['right']['n']}/{summary['questions']}（{_pct(summary['right']['share'])}）；"
         f"出错 {summary['errors']}；用时中位数 {median}。</p>"
+        f"{_false_refusal_ranks(summary)}"
     )
     rows = "".join(_row(v) for v in verdicts)
     return (
@@ -252,10 +291,17 @@ def render_html(document: dict[str, Any]) -> str:
         f"{_headline_chart(summary)}{_outcome_chart(summary)}{_category_chart(summary)}"
         f"{_latency_chart(verdicts)}</div>"
         '<h2>逐题结果</h2><table id="verdicts"><thead><tr><th>编号</th><th>类别</th><th>问题</th>'
-        "<th>结果</th><th>回答</th><th>引用来源（绿色为金标）</th><th>引用金标</th><th>精确率</th>"
-        "<th>金标排名（分数）</th><th>核验</th><th>用时 ms</th></tr></thead>"
+        "<th>结果</th><th>回答</th><th>引用来源（绿色为金标）</th><th>引用金标</th>"
+        "<th>引用金标片段</th><th>精确率</th><th>金标排名（分数）</th><th>核验</th>"
+        "<th>用时 ms</th></tr></thead>"
         f"<tbody>{rows}</tbody></table></body></html>\n"
     )
 
 
-__all__ = ["HEADLINES", "REPORT_VERSION", "render_html", "report_document"]
+__all__ = [
+    "HEADLINES",
+    "REPORT_VERSION",
+    "false_refusal_rank_text",
+    "render_html",
+    "report_document",
+]

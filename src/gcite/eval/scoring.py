@@ -9,10 +9,18 @@ ranked, the verifier's report, the time taken) becomes a :class:`Verdict`:
 - **gold chunk**: a cited chunk from a gold document (file name, or title), holding a gold
   passage (spaces ignored), or - law sets - from the gold file and holding a gold article
   (a line of the chunk starting with ``第X条``, :data:`gcite.knowledge.chunking.ARTICLE_RE`);
+  any chunk of a gold document counts (:func:`is_gold_chunk`);
+- **gold passage chunk** (:func:`holds_gold_passage`): a chunk holding a gold passage or a
+  gold article - the chunk that answers; None for a question listing neither;
 - **right**: answerable, answered (not refused, no error), keywords found (if listed)
   and a gold chunk cited (if gold sources are listed); for a question that cannot be
   answered, right means refused;
 - **precision**: cited gold chunks / cited chunks;
+- **gold passage cited**: a cited chunk is a gold passage chunk;
+- **gold rank** (:func:`gold_rank`): the rank and score of the first gold passage chunk
+  among the ranked knowledge-base chunks (the first chunk of a gold document when the
+  question lists no passage or article); **gold document rank** (:func:`gold_doc_rank`):
+  of the first chunk of a gold document;
 - **verifier flagged**: the report lists weak citations, or says the answer does not
   answer the question (``answers_question: false``);
 - **refusal stage** (:func:`refusal_stage`): where a refusal was decided, as far as the
@@ -27,7 +35,7 @@ nothing to divide by).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -110,6 +118,10 @@ class Verdict:
     error: str | None
     turns: list[dict[str, Any]] = field(default_factory=list)
     refusal_stage: str | None = None
+    gold_rank_by: str | None = None
+    gold_doc_rank: int | None = None
+    gold_doc_score: float | None = None
+    gold_passage_cited: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-able dict (with ``outcome_label`` and, for a refusal,
@@ -166,19 +178,54 @@ def _same_file(name: str, gold: str) -> bool:
     return a.name == b.name or (a.stem == b.stem and bool(a.stem))
 
 
-def is_gold_chunk(question: EvalQuestion, chunk: dict[str, Any]) -> bool:
-    """Whether ``chunk`` (a UnifiedChunk or a probe item) comes from the question's gold."""
-    name = str(chunk.get("document_name") or "")
-    title = str(chunk.get("document_title") or "")
-    content = str(chunk.get("content") or "")
-    if question.gold_articles:
-        held = set(chunk_articles(content))
-        if any(_same_file(name, g.doc) and g.article in held for g in question.gold_articles):
-            return True
-    if any(_same_file(name, doc) or (title and title == doc) for doc in question.gold_docs):
-        return True
+def _holds_article(question: EvalQuestion, name: str, content: str) -> bool:
+    if not question.gold_articles:
+        return False
+    held = set(chunk_articles(content))
+    return any(_same_file(name, g.doc) and g.article in held for g in question.gold_articles)
+
+
+def _holds_passage(question: EvalQuestion, content: str) -> bool:
     flat = squeeze(content)
     return any(squeeze(p) in flat for p in question.gold_passages if p.strip())
+
+
+def _in_gold_doc(question: EvalQuestion, name: str, title: str) -> bool:
+    return any(_same_file(name, doc) or bool(title and title == doc) for doc in question.gold_docs)
+
+
+def is_gold_chunk(question: EvalQuestion, chunk: dict[str, Any]) -> bool:
+    """Whether ``chunk`` (a UnifiedChunk or a probe item) comes from the question's gold:
+    any chunk of a gold document, a chunk holding a gold passage, or a chunk of a gold
+    article's file holding that article (gold cited and citation precision)."""
+    name = str(chunk.get("document_name") or "")
+    content = str(chunk.get("content") or "")
+    return (
+        _holds_article(question, name, content)
+        or _in_gold_doc(question, name, str(chunk.get("document_title") or ""))
+        or _holds_passage(question, content)
+    )
+
+
+def gold_rank_by(question: EvalQuestion) -> str | None:
+    """What :func:`gold_rank` looks for: ``passage`` (the question lists gold passages),
+    ``article`` (gold law articles, no passages), ``document`` (gold documents only), or
+    None (no gold sources)."""
+    if question.gold_passages:
+        return "passage"
+    if question.gold_articles:
+        return "article"
+    return "document" if question.gold_docs else None
+
+
+def holds_gold_passage(question: EvalQuestion, chunk: dict[str, Any]) -> bool | None:
+    """Whether ``chunk`` holds a gold passage (spaces and case ignored, any document) or a
+    gold article (from the article's file); None when the question lists neither."""
+    if not (question.gold_passages or question.gold_articles):
+        return None
+    content = str(chunk.get("content") or "")
+    name = str(chunk.get("document_name") or "")
+    return _holds_article(question, name, content) or _holds_passage(question, content)
 
 
 def missing_keywords(question: EvalQuestion, answer: str) -> list[list[str]]:
@@ -189,19 +236,59 @@ def missing_keywords(question: EvalQuestion, answer: str) -> list[list[str]]:
     ]
 
 
-def gold_rank(
-    question: EvalQuestion, ranked: Sequence[dict[str, Any]]
+def _first_rank(
+    ranked: Sequence[dict[str, Any]], wanted: Callable[[dict[str, Any]], bool]
 ) -> tuple[int | None, float | None]:
-    """(1-based rank, score) of the first gold chunk in ``ranked``, or (None, None)."""
+    """(1-based rank among the knowledge-base chunks, score) of the first ``wanted``
+    chunk of ``ranked``, or (None, None)."""
     rank = 0
     for chunk in ranked:
         if chunk.get("source_type", "rag") != "rag":
             continue
         rank += 1
-        if is_gold_chunk(question, chunk):
+        if wanted(chunk):
             score = chunk.get("score")
             return rank, float(score) if isinstance(score, int | float) else None
     return None, None
+
+
+def gold_rank(
+    question: EvalQuestion, ranked: Sequence[dict[str, Any]]
+) -> tuple[int | None, float | None]:
+    """(1-based rank among the knowledge-base chunks of ``ranked``, score) of the gold
+    chunk: the first chunk holding a gold passage or article (:func:`holds_gold_passage`),
+    or - a question listing neither - the first chunk of a gold document; (None, None)
+    when ``ranked`` holds none."""
+    if gold_rank_by(question) == "document":
+        return _first_rank(ranked, lambda c: is_gold_chunk(question, c))
+    return _first_rank(ranked, lambda c: bool(holds_gold_passage(question, c)))
+
+
+def gold_doc_rank(
+    question: EvalQuestion, ranked: Sequence[dict[str, Any]]
+) -> tuple[int | None, float | None]:
+    """(rank, score) as :func:`gold_rank`, of the first chunk of a gold document: a
+    ``gold_docs`` file (or title), a gold article's file, or - when the question lists
+    passages but no documents - a document of which a knowledge-base chunk in ``ranked``
+    holds a gold passage."""
+    docs: set[str] = set()
+    if question.gold_passages and not question.gold_docs:
+        docs = {
+            str(c.get("document_name") or "")
+            for c in ranked
+            if c.get("source_type", "rag") == "rag"
+            and _holds_passage(question, str(c.get("content") or ""))
+        } - {""}
+
+    def in_gold_doc(chunk: dict[str, Any]) -> bool:
+        name = str(chunk.get("document_name") or "")
+        return (
+            _in_gold_doc(question, name, str(chunk.get("document_title") or ""))
+            or any(_same_file(name, g.doc) for g in question.gold_articles)
+            or name in docs
+        )
+
+    return _first_rank(ranked, in_gold_doc)
 
 
 def verifier_flags(report: dict[str, Any] | None) -> tuple[bool, bool, int]:
@@ -222,6 +309,7 @@ def _source(question: EvalQuestion, chunk: dict[str, Any]) -> dict[str, Any]:
         "articles": chunk_articles(str(chunk.get("content") or ""))[:6],
         "score": chunk.get("score") if isinstance(chunk.get("score"), int | float) else None,
         "gold": is_gold_chunk(question, chunk) if question.has_gold_sources else None,
+        "gold_passage": holds_gold_passage(question, chunk),
     }
 
 
@@ -234,6 +322,11 @@ def judge(question: EvalQuestion, seen: Observation) -> Verdict:
     sources = [_source(question, c) for c in cited]
     cited_gold = sum(1 for s in sources if s["gold"])
     gold_cited = cited_gold > 0 if question.has_gold_sources else None
+    passage_cited = (
+        any(s["gold_passage"] for s in sources)
+        if question.gold_passages or question.gold_articles
+        else None
+    )
     precision = cited_gold / len(seen.cited) if question.has_gold_sources and seen.cited else None
     if seen.error is not None:
         outcome, right = "error", False
@@ -243,10 +336,11 @@ def judge(question: EvalQuestion, seen: Observation) -> Verdict:
     else:
         right = refused
         outcome = "refused" if refused else "answered_unanswerable"
-    rank, score = (None, None)
+    rank, score, doc_rank, doc_score = None, None, None, None
     if question.answerable and question.has_gold_sources:
         ranked = seen.probe if seen.probe is not None else seen.retrieved
         rank, score = gold_rank(question, ranked)
+        doc_rank, doc_score = gold_doc_rank(question, ranked)
     checked, flagged, weak = verifier_flags(seen.verification)
     return Verdict(
         id=question.id,
@@ -275,6 +369,10 @@ def judge(question: EvalQuestion, seen: Observation) -> Verdict:
         error=seen.error,
         turns=[{"query": t.query, "answer": t.answer} for t in question.turns],
         refusal_stage=refusal_stage(question, seen),
+        gold_rank_by=gold_rank_by(question) if question.answerable else None,
+        gold_doc_rank=doc_rank,
+        gold_doc_score=doc_score,
+        gold_passage_cited=passage_cited,
     )
 
 
@@ -287,6 +385,42 @@ def _percentile(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+#: The rank bins of ``false_refusal_gold_ranks`` ("none": not among the ranked chunks).
+RANK_BINS: tuple[str, ...] = ("1", "2-3", "4-10", "11+", "none")
+
+
+def rank_bin(rank: int | None) -> str:
+    """The :data:`RANK_BINS` bin of a 1-based rank (None: ``none``)."""
+    if rank is None:
+        return "none"
+    if rank == 1:
+        return "1"
+    return "2-3" if rank <= 3 else ("4-10" if rank <= 10 else "11+")
+
+
+def _false_refusal_ranks(answerable: Sequence[Verdict]) -> dict[str, Any]:
+    refused = [v for v in answerable if v.outcome == "false_refusal"]
+    ranked = [v for v in refused if v.gold_rank_by is not None]
+
+    def top3(ranks: list[int | None]) -> dict[str, Any]:
+        return _share(sum(1 for r in ranks if r is not None and r <= 3), len(ranks))
+
+    def bins(ranks: list[int | None]) -> dict[str, int]:
+        out = dict.fromkeys(RANK_BINS, 0)
+        for r in ranks:
+            out[rank_bin(r)] += 1
+        return out
+
+    return {
+        "false_refusals_gold_top3": top3([v.gold_rank for v in refused]),
+        "false_refusals_gold_doc_top3": top3([v.gold_doc_rank for v in refused]),
+        "false_refusal_gold_ranks": {
+            "chunk": bins([v.gold_rank for v in ranked]),
+            "document": bins([v.gold_doc_rank for v in ranked]),
+        },
+    }
 
 
 def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
@@ -310,7 +444,7 @@ def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     for entry in categories.values():
         entry["share"] = entry["right"] / entry["n"]
     latencies = [v.latency_ms for v in verdicts if v.error is None]
-    ranks = [v.gold_rank for v in answerable if v.outcome == "false_refusal"]
+    passages = [v for v in answerable if v.gold_passage_cited is not None and v.error is None]
     return {
         "questions": len(verdicts),
         "right": _share(sum(v.right for v in verdicts), len(verdicts)),
@@ -322,14 +456,15 @@ def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
         "close_unanswerable_refused": _share(sum(v.refused for v in close), len(close)),
         "off_topic_refused": _share(sum(v.refused for v in off), len(off)),
         "gold_cited": _share(sum(bool(v.gold_cited) for v in with_gold), len(with_gold)),
+        "gold_passage_cited": _share(
+            sum(bool(v.gold_passage_cited) for v in passages), len(passages)
+        ),
         "citation_precision": _share(
             sum(v.cited_gold for v in judged), sum(v.cited for v in judged)
         ),
         "verifier_flags_wrong": _share(sum(v.verifier_flagged for v in wrong), len(wrong)),
         "verifier_flags_right": _share(sum(v.verifier_flagged for v in right), len(right)),
-        "false_refusals_gold_top3": _share(
-            sum(1 for r in ranks if r is not None and r <= 3), len(ranks)
-        ),
+        **_false_refusal_ranks(answerable),
         "false_refusal_stages": {
             stage: sum(v.outcome == "false_refusal" and v.refusal_stage == stage for v in verdicts)
             for stage in REFUSAL_STAGES
@@ -347,16 +482,21 @@ def aggregate(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 __all__ = [
     "OUTCOMES",
+    "RANK_BINS",
     "REFUSAL_STAGES",
     "Observation",
     "Verdict",
     "aggregate",
     "chunk_articles",
+    "gold_doc_rank",
     "gold_rank",
+    "gold_rank_by",
+    "holds_gold_passage",
     "is_gold_chunk",
     "is_refusal",
     "judge",
     "missing_keywords",
+    "rank_bin",
     "refusal_stage",
     "squeeze",
     "verifier_flags",

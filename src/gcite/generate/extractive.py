@@ -682,6 +682,19 @@ def _first_typed_evidence(unit: _Unit, semantic: bool) -> bool:
     )
 
 
+def _vouch_for_rules(units: Sequence[_Unit], asked: Asked) -> None:
+    """For a question about a rule: the sentences of a law whose penalty provision the
+    retrieval scored above its threshold are no longer weak. The provision sanctions a
+    rule of the same law in the rule's words (the reason it scored high); it does not
+    answer (:func:`_by_chunk`), the rule it vouches for does."""
+    if asked.sanction:
+        return
+    vouched = {u.title for u in units if not u.weak and in_sanctions(u.sentence.context)}
+    for unit in units:
+        if unit.weak and unit.title in vouched:
+            unit.weak = False
+
+
 def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
     """The candidates per chunk, without another place's regulation and (when the
     question names its document) other documents."""
@@ -892,6 +905,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     for unit in units:
         unit.score = _unit_score(unit, asked)
     narrow = _narrowing(units, asked)
+    _vouch_for_rules(units, asked)
     by_chunk = _by_chunk(units, asked, narrow)
     ranked, ranked_weak = _rank_chunks(by_chunk, asked, narrow)
     if not ranked and not ranked_weak:
@@ -962,7 +976,8 @@ def pick_sentences(
     "在哪"...; a count of the thing asked, a deadline when some sentence states one).
     Another place's regulation never answers, nor - when the question names a document
     in 《》 that was retrieved - another document, nor a law's penalty provision (its
-    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`);
+    法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`),
+    though such a provision scored above the threshold vouches for its law's weak chunks;
     for a question naming no place a national chunk leads a place's regulation unless
     that scores ``NATIONAL_MARGIN`` more.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
