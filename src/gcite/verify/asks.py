@@ -494,6 +494,24 @@ def _dimension_agrees(question: str, text: str) -> bool:
     return all(units.search(text) for asked, units in _DIMENSIONS if asked.search(question))
 
 
+#: An age in years ("不满十六周岁", "年满 18 岁"), and a question about a person's
+#: age: "多大" of a child asks an age, "多大" of a room or a machine a size.
+_AGE_RE = re.compile(rf"{_NUM}\s*周?岁")
+_PERSON_ASKED_RE = re.compile(
+    r"岁|年龄|年纪|孩|儿童|未成年|老人|学生|宝宝|婴|人|游客|乘客|访客|顾客|员工|职工"
+)
+
+
+def _age_agrees(question: str, text: str) -> bool:
+    """False when ``question`` asks a size but of no person and the only sizes ``text``
+    states are ages."""
+    if not _AGE_RE.search(text) or _PERSON_ASKED_RE.search(question):
+        return True
+    if "measure" not in question_types(question):
+        return True
+    return gives("measure", _AGE_RE.sub("", text))
+
+
 #: A fine or damages asked ("罚多少", "赔多少"): any sum answers; else a sum asked (a
 #: price, a fee, a rent) is not answered by a fine.
 _PENALTY_ASKED_RE = re.compile(r"罚|赔")
@@ -569,9 +587,9 @@ def units_agree(question: str, text: str) -> bool:
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
     more scale steps away (seconds for years) does not answer; nor does a count asked in
     a measure word ("几套") stated only in another ("两名"), nor a size asked in one
-    dimension ("尺寸", "多远", "多重") without a unit of it, nor a price, a fee or a rent
-    asked by fines alone. True when the question names no unit, or ``text`` states no
-    duration of its own (for durations)."""
+    dimension ("尺寸", "多远", "多重") without a unit of it, nor a thing's size by ages
+    alone, nor a price, a fee or a rent asked by fines alone. True when the question
+    names no unit, or ``text`` states no duration of its own (for durations)."""
     asked = _ASKED_SPAN_RE.search(question)
     if asked is not None:
         given = [_scale(m.group(0)) for m in _GIVEN_SPAN_RE.finditer(text)]
@@ -580,6 +598,8 @@ def units_agree(question: str, text: str) -> bool:
         if given and all(abs(scale - want) >= 2 for scale in given):
             return False
     if not _dimension_agrees(question, text) or not _charge_agrees(question, text):
+        return False
+    if not _age_agrees(question, text):
         return False
     counted = _ASKED_COUNT_RE.search(question)
     if counted is not None:
