@@ -893,8 +893,16 @@ def demo_data_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get(ENV_PREFIX + "DATA_DIR"):
         return Path(env[ENV_PREFIX + "DATA_DIR"]).expanduser()
+    return cache_dir(env) / "demo"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """gcite's folder for what it keeps per user: ``$XDG_CACHE_HOME/gcite``, else
+    ``~/.cache/gcite`` (not created here). ``environ`` defaults to :data:`os.environ`;
+    raises ``RuntimeError`` when neither is set and the home folder cannot be found."""
+    env = os.environ if environ is None else environ
     cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "gcite" / "demo"
+    return Path(cache).expanduser() / "gcite"
 
 
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -938,6 +946,7 @@ __all__ = [
     "WebProviderSettings",
     "WebSettings",
     "blas_thread_defaults",
+    "cache_dir",
     "demo_data_dir",
     "every_role",
     "from_section",

