@@ -195,6 +195,15 @@ def test_where_a_refusal_was_decided() -> None:
     assert refusal_stage(question, failed) is None
 
 
+def test_a_keyword_is_not_found_across_two_chunks() -> None:
+    # one chunk ends in "点", the next begins with "位": no chunk holds "点位"
+    question = q(keywords=(("点位",),))
+    ends = chunk("1", "01-patrol.md", "夜间巡更共 24 个点", 0.4)
+    begins = chunk("2", "01-patrol.md", "位置图贴在值班室。", 0.4)
+    seen = Observation("根据现有资料无法确定", retrieved=[ends, begins])
+    assert refusal_stage(question, seen) == "retrieval"
+
+
 def test_law_articles_are_read_from_the_chunk_text() -> None:
     content = "消防法 > 第六章\n第六十条 单位违反本法规定……\n第六十一条 生产、储存……"
     assert chunk_articles(content) == ["第六十条", "第六十一条"]

@@ -151,6 +151,28 @@ def test_a_question_naming_the_place_keeps_its_regulation_first() -> None:
     assert _led("上海发现设备漏电隐患向谁报告", 0.95, 0.9) == "1"
 
 
+def test_a_web_page_is_no_national_rule() -> None:
+    # a knowledge base of one city's regulations, a web page beside them: the page
+    # names no place, but it does not hold everywhere; the retrieval's order stands
+    asked = asked_of("发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    local = (0.95, "1", _unit("1", 0, 0.3, "北京市设备安全条例"))
+    page = _unit("2", 1, 0.3, "设备漏电怎么办")
+    page.source = "web"
+    assert [r[1] for r in _national_first([local, (0.9, "2", page)], asked)] == ["1", "2"]
+    # with a national regulation too, it leads; the page keeps its place after the city's
+    national = (0.9, "3", _unit("3", 2, 0.3, "设备安全条例"))
+    ranked = _national_first([local, (0.92, "2", page), national], asked)
+    assert [r[1] for r in ranked] == ["3", "1", "2"]
+
+
+def test_any_place_a_regulation_is_of_counts_as_named() -> None:
+    # a city the answerer knows no pattern for: named by its regulation's title
+    asked = asked_of("苏州发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    local = (0.95, "1", _unit("1", 0, 0.3, "苏州市设备安全条例"))
+    national = (0.9, "2", _unit("2", 1, 0.3, "设备安全条例"))
+    assert _national_first([local, national], asked)[0][1] == "1"
+
+
 def test_a_city_regulation_a_little_ahead_does_not_answer_a_question_naming_no_place(
     backend: ExtractiveBackend,
 ) -> None:
@@ -163,3 +185,21 @@ def test_a_city_regulation_a_little_ahead_does_not_answer_a_question_naming_no_p
     ]
     answer = backend.answer(QUESTION, chunks)
     assert answer.startswith("第十二条") and "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_better_worded_regulation_of_another_place_does_not_replace_the_answer(
+    backend: ExtractiveBackend,
+) -> None:
+    # the question names Shanghai; Beijing's regulation, ranked first, says it in more
+    # of the question's words: the check for a better-ranked answer does not bring it back
+    beijing = (
+        "北京市绿化条例 > 第三章 养护\n"
+        "第二十条 在本市绿地内焚烧树叶、垃圾的，须经绿化管理部门批准。"
+    )
+    shanghai = "上海市绿化条例 > 第三章 养护\n第二十一条 禁止焚烧树叶。"
+    chunks = [
+        chunk("1", beijing, "北京市绿化条例", 0.95),
+        chunk("2", shanghai, "上海市绿化条例", 0.9),
+    ]
+    answer = backend.answer("在上海绿地内能不能焚烧树叶垃圾", chunks)
+    assert "[C:1]" not in answer

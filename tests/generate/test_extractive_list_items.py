@@ -90,3 +90,40 @@ def test_a_heading_quoted_before_its_item_keeps_its_colon() -> None:
         "第三十条 违反本条例规定，有下列行为之一的，处一千元以上五千元以下罚款[C:1]："
         "（一）在绿地内焚烧树叶、垃圾的[C:1]。"
     )
+
+
+OTHER_TITLE = "某市绿化管理办法"
+OTHER_LIST = (
+    "某市绿化管理办法 > 第五章 法律责任\n"
+    "第二十八条 违反本办法规定，有下列行为之一的，处二百元以上一千元以下罚款：\n"
+    "（一）在绿地内焚烧树叶的；\n"
+    "（二）损坏绿化设施的。\n"
+)
+ONE_ITEM_LIST = LIST.replace("（一）在绿地内焚烧树叶、垃圾的；", "（一）在绿地内焚烧树叶的；")
+
+
+@pytest.mark.parametrize("max_sentences", [2, 3])
+def test_two_lists_never_leave_a_heading_without_its_item(max_sentences: int) -> None:
+    # two regulations of one city list the same act under headings stating other sums:
+    # each quoted heading is followed by its item, and a heading never ends the answer
+    answerer = ExtractiveBackend(support=SupportModel(UseEmbedder()), max_sentences=max_sentences)
+    answerer.warm_up()
+    other = {**chunk(OTHER_LIST), "id": "2", "document_title": OTHER_TITLE}
+    answer = answerer.answer("在绿地内焚烧树叶罚多少钱", [chunk(ONE_ITEM_LIST), other])
+    assert answer.startswith(
+        "第三十条 违反本条例规定，有下列行为之一的，处一千元以上五千元以下罚款[C:1]："
+        "（一）在绿地内焚烧树叶的[C:1]"
+    )
+    assert not answer.endswith("：")
+
+
+def test_a_sentence_ending_in_a_colon_does_not_end_the_answer_with_it() -> None:
+    # nothing quoted after it: the answer ends as a sentence does
+    picks = [
+        Pick("1", 0, 0, 0.5, "第十条 供暖单位应当在供暖期开始前完成检修。"),
+        Pick("2", 1, 0, 0.5, "第七条 业主在物业管理活动中，履行下列义务："),
+    ]
+    assert compose_answer(picks) == (
+        "第十条 供暖单位应当在供暖期开始前完成检修[C:1]。"
+        "第七条 业主在物业管理活动中，履行下列义务[C:2]。"
+    )

@@ -60,6 +60,36 @@ def test_only_the_penalty_provision_retrieved_is_no_answer_to_the_rule(
     assert answer == "根据现有资料无法确定"
 
 
+def test_a_question_about_what_befalls_a_wrongdoer_is_answered_by_the_penalty(
+    backend: ExtractiveBackend,
+) -> None:
+    rule = "某市市容管理条例 > 第三章 摊点管理\n第十二条 任何单位和个人不得在道路两侧无照摆摊经营。"
+    penalty = (
+        "某市市容管理条例 > 第五章 法律责任\n"
+        "第三十条 违反本条例第十二条规定，在道路两侧无照摆摊经营的，由城市管理部门责令改正，"
+        "没收用于无照摆摊经营的工具和物品。"
+    )
+    chunks = [chunk("1", penalty, 0.95), chunk("2", rule, 0.9)]
+    answer = backend.answer("在道路两侧无照摆摊经营被查到会有啥下场", chunks)
+    assert "[C:1]" in answer and "没收" in answer
+
+
+def test_a_better_worded_penalty_provision_does_not_replace_the_rule(
+    backend: ExtractiveBackend,
+) -> None:
+    # the penalty provision ranked first repeats the question's words, the rule says it
+    # in fewer: the check for a better-ranked answer does not bring the penalty back
+    rule = "某市市容管理条例 > 第三章 摊点管理\n第十二条 禁止擅自摆摊。"
+    penalty = (
+        "某市市容管理条例 > 第五章 法律责任\n"
+        "第三十条 违反本条例第十二条规定，在道路两侧无照摆摊经营的，由城市管理部门责令改正，"
+        "没收用于无照摆摊经营的工具和物品。"
+    )
+    chunks = [chunk("1", penalty, 0.95), chunk("2", rule, 0.9)]
+    answer = backend.answer("在道路两侧无照摆摊经营行不行", chunks)
+    assert "[C:1]" not in answer
+
+
 def _weak(content: str) -> dict[str, Any]:
     return {**chunk("2", content, 0.45), WEAK_KEY: True}
 

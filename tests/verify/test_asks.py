@@ -77,6 +77,18 @@ def test_a_value_of_the_type_is_what_answers() -> None:
     assert not gives("measure", "未成年游客须由监护人陪同。")
 
 
+def test_an_age_answers_how_old_not_how_big_a_thing_is() -> None:
+    # "多大" of a person asks an age
+    assert check_part(
+        "孩子多大可以单独乘电梯", "不满十二周岁的儿童应由成年人陪同乘坐电梯。"
+    ).answered
+    assert check_part("游客多大要家长陪", "未满十四周岁的游客须由家长陪同。").answered
+    # "多大" of a room or a machine asks a size: an age alone does not answer it
+    assert not check_part("会议室多大", "会议室仅供18岁以上员工预约使用。").answered
+    assert not check_part("仓库有多大", "仓库管理员须年满18周岁。").answered
+    assert check_part("会议室多大", "会议室面积约40平方米，仅供18岁以上员工使用。").answered
+
+
 def test_a_what_to_do_question_is_answered_only_by_an_instruction() -> None:
     assert gives("procedure", "打卡失败时，先擦拭标签重试两次") and gives("procedure", "立即撤离")
     assert not gives("procedure", "快递和外卖人员统一在 1 层东门的快递柜取放。")
@@ -648,3 +660,13 @@ def test_a_locative_phrase_gives_a_place() -> None:
     assert not gives("place", "员工在培训，上午不接待。")
     # other locatives than 上 / 内 stay out ("在系统中确认" is a means, not a place)
     assert not gives("place", "由申请人在系统中确认并评价。")
+
+
+def test_a_time_span_before_a_verb_is_no_place() -> None:
+    # "在 24 小时内上报" is a deadline, "在 30 度以上时" a threshold: neither says where
+    assert not gives("place", "发生事故应在24小时内上报。")
+    assert not gives("place", "整改须在三个工作日内完成。")
+    assert not gives("place", "须在规定期限内办结。")
+    assert not gives("place", "水温在60度以上时停止加热。")
+    # a place phrase with a time-like character in it still is one
+    assert gives("place", "交接班时在值班日志上签字。")

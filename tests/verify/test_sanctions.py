@@ -20,6 +20,17 @@ from gcite.verify.text import sentences
         "楼顶加盖被发现了会被怎么处理",
         "损坏了邻居的窗户要赔吗",
         "工程师出了事故会被吊销证书吗",
+        # other consequences a wrongdoer meets, in everyday words
+        "上班喝酒会被开除吗",
+        "无照摆摊会被没收东西吗",
+        "饭店不办消防手续会被责令停业吗",
+        "偷电要坐几年牢",
+        "酒后开车会判几年",
+        "占用消防通道算犯罪吗",
+        "乱停车扣几分",
+        "闯红灯扣多少分",
+        "私拉电线被查到会有啥下场",
+        "拖欠工资会进黑名单吗",
     ],
 )
 def test_a_question_about_a_sanction(question: str) -> None:
@@ -34,6 +45,9 @@ def test_a_question_about_a_sanction(question: str) -> None:
         "泳池要不要配救生员",
         "物业发现有人乱倒垃圾该怎么处理",  # what to do, not what happens to the wrongdoer
         "改水表得谁同意",
+        "发现可疑包裹怎么处置",  # what to do
+        "怎么判断灭火器过期了",
+        "停车场几点关门",
     ],
 )
 def test_a_question_about_the_rule(question: str) -> None:

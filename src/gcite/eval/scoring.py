@@ -154,7 +154,8 @@ def refusal_stage(question: EvalQuestion, seen: Observation) -> str | None:
         return None
     if not any(str(c.get("source_type") or "rag") == "rag" for c in seen.retrieved):
         return "gate"
-    passed = "\n".join(str(c.get("content") or "") for c in seen.retrieved)
+    # a separator whitespace-squeezing keeps: no keyword is found across two chunks
+    passed = "\0".join(str(c.get("content") or "") for c in seen.retrieved)
     if question.keywords and missing_keywords(question, passed):
         return "retrieval"
     return "answerer"

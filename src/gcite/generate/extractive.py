@@ -26,7 +26,7 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
-from gcite.knowledge.jurisdiction import document_place
+from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
     SYNONYMS,
@@ -853,13 +853,23 @@ def _national_first(ranked: _Ranked, asked: Asked) -> _Ranked:
     """For a question naming no place, ``ranked`` with the national chunks first unless a
     place's regulation leads them by ``NATIONAL_MARGIN`` or more: a question that names no
     place asks for the rule that holds everywhere (:mod:`gcite.knowledge.jurisdiction`),
-    and a city's regulation restating it in more of the question's words is not it."""
+    and a city's regulation restating it in more of the question's words is not it. A
+    question names a place it names by pattern or the place of a ranked regulation.
+    National: a knowledge-base chunk (:func:`_national`)."""
     if asked.places or not ranked or not _place(ranked[0][2]):
         return ranked
-    national = [score for score, _, unit in ranked if not _place(unit)]
+    if places_named(asked.text, {_place(unit) for _, _, unit in ranked}):
+        return ranked
+    national = [score for score, _, unit in ranked if _national(unit)]
     if not national or ranked[0][0] >= max(national) + NATIONAL_MARGIN:
         return ranked
-    return sorted(ranked, key=lambda r: bool(_place(r[2])))
+    return sorted(ranked, key=lambda r: not _national(r[2]))
+
+
+def _national(unit: _Unit) -> bool:
+    """Whether ``unit`` is of a knowledge-base document naming no place (a web page
+    naming none is no rule that holds everywhere)."""
+    return unit.source == "rag" and not _place(unit)
 
 
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
@@ -906,19 +916,31 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
     chosen += _second_chunk(ranked, best, top_score)
-    heads = _headings_of(chosen, by_chunk, asked)
-    return _distinct(heads + chosen, limit)
+    return _with_headings(chosen, by_chunk, asked, limit)
 
 
-def _headings_of(
-    chosen: Sequence[_Unit], by_chunk: dict[str, list[_Unit]], asked: Asked
+def _with_headings(
+    chosen: Sequence[_Unit], by_chunk: dict[str, list[_Unit]], asked: Asked, limit: int
 ) -> list[_Unit]:
-    """The list headings of the chosen items that give the value asked only with them."""
-    out: list[_Unit] = []
+    """``chosen`` as :func:`_distinct` gives it, each item that gives the value asked only
+    with its list heading preceded by that heading: at most ``limit`` sentences, headings
+    counted (the first chosen and its heading always), and a heading never without its
+    item - an item whose heading does not fit, or that repeats a quote, is left out."""
+    picks: list[_Unit] = []
     for unit in chosen:
-        if _by_heading(unit, asked):
-            out += [u for u in by_chunk[unit.chunk_id] if u.position == unit.lead_in]
-    return out
+        group = [*_headings_of(unit, by_chunk, asked), unit]
+        kept = _distinct(picks + group, len(picks) + len(group))
+        if not any(u is unit for u in kept) or (picks and len(kept) > limit):
+            continue
+        picks = kept
+    return picks
+
+
+def _headings_of(unit: _Unit, by_chunk: dict[str, list[_Unit]], asked: Asked) -> list[_Unit]:
+    """The list heading of ``unit`` when it gives the value asked only with it ([] else)."""
+    if not _by_heading(unit, asked):
+        return []
+    return [u for u in by_chunk[unit.chunk_id] if u.position == unit.lead_in]
 
 
 def pick_sentences(
@@ -1106,13 +1128,14 @@ def compose_answer(picks: Sequence[Pick]) -> str:
     if not picks:
         return NO_ANSWER
     parts: list[str] = []
-    for pick in picks:
+    for index, pick in enumerate(picks):
         body = pick.sentence.rstrip(_END_PUNCT).rstrip()
         end = pick.sentence[len(body) :].strip()[:1] or "。"
         if end in ";；":
             end = "。"
         if body.endswith(("：", ":")):  # a list heading quoted before its item
-            body, end = body[:-1].rstrip(), "："
+            last = index == len(picks) - 1  # ... or with nothing after it: a sentence
+            body, end = body[:-1].rstrip(), "。" if last else "："
         parts.append(f"{body}[C:{pick.chunk_id}]{end}")
     return "".join(parts)
 

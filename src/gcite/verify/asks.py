@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.knowledge.sparse import terms
+from gcite.verify.scope import SentenceFilter, in_scope
 from gcite.verify.text import bigram_coverage, sentences
 
 #: word -> the written forms that count as the word (a colloquial word's synonyms).
@@ -279,8 +280,10 @@ TYPES: tuple[AskType, ...] = (
             r"位于|设在|设于|存放|放在|放置|停放|集合点|(?<!\d)\d+\s*层|(?<![一二三四五六七八九十])[一二三四五六七八九十]+\s*层|(?<![a-z])[bＢ]\d"
             r"|[东西南北]侧|[东西南北]门|大堂|广场|机房|上风|下风|方向|附近|旁边|对面"
             r"|(?:在|于|到|至|去)[^，。；]{0,12}(?:室|房|厅|柜|库|区|门|台|处|楼|层|侧|车位|中心)"
-            # a locative phrase: "在值班日志上签字", "张贴在轿厢内"
-            r"|在[^，。；在]{1,10}(?:上|内)(?=[\u4e00-\u9fff])"
+            # a locative phrase: "在值班日志上签字", "张贴在轿厢内" (not a span of time or
+            # a threshold: "在24小时内上报", "在三个工作日内", "在60度以上时")
+            r"|在(?![^，。；在]{0,10}?(?:小时|分钟|时间|期限|期间|[日天周月年以])[上内])"
+            r"[^，。；在]{1,10}(?:上|内)(?=[\u4e00-\u9fff])"
         ),
     ),
     AskType(
@@ -491,6 +494,24 @@ def _dimension_agrees(question: str, text: str) -> bool:
     return all(units.search(text) for asked, units in _DIMENSIONS if asked.search(question))
 
 
+#: An age in years ("不满十六周岁", "年满 18 岁"), and a question about a person's
+#: age: "多大" of a child asks an age, "多大" of a room or a machine a size.
+_AGE_RE = re.compile(rf"{_NUM}\s*周?岁")
+_PERSON_ASKED_RE = re.compile(
+    r"岁|年龄|年纪|孩|儿童|未成年|老人|学生|宝宝|婴|人|游客|乘客|访客|顾客|员工|职工"
+)
+
+
+def _age_agrees(question: str, text: str) -> bool:
+    """False when ``question`` asks a size but of no person and the only sizes ``text``
+    states are ages."""
+    if not _AGE_RE.search(text) or _PERSON_ASKED_RE.search(question):
+        return True
+    if "measure" not in question_types(question):
+        return True
+    return gives("measure", _AGE_RE.sub("", text))
+
+
 #: A fine or damages asked ("罚多少", "赔多少"): any sum answers; else a sum asked (a
 #: price, a fee, a rent) is not answered by a fine.
 _PENALTY_ASKED_RE = re.compile(r"罚|赔")
@@ -566,9 +587,9 @@ def units_agree(question: str, text: str) -> bool:
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
     more scale steps away (seconds for years) does not answer; nor does a count asked in
     a measure word ("几套") stated only in another ("两名"), nor a size asked in one
-    dimension ("尺寸", "多远", "多重") without a unit of it, nor a price, a fee or a rent
-    asked by fines alone. True when the question names no unit, or ``text`` states no
-    duration of its own (for durations)."""
+    dimension ("尺寸", "多远", "多重") without a unit of it, nor a thing's size by ages
+    alone, nor a price, a fee or a rent asked by fines alone. True when the question
+    names no unit, or ``text`` states no duration of its own (for durations)."""
     asked = _ASKED_SPAN_RE.search(question)
     if asked is not None:
         given = [_scale(m.group(0)) for m in _GIVEN_SPAN_RE.finditer(text)]
@@ -577,6 +598,8 @@ def units_agree(question: str, text: str) -> bool:
         if given and all(abs(scale - want) >= 2 for scale in given):
             return False
     if not _dimension_agrees(question, text) or not _charge_agrees(question, text):
+        return False
+    if not _age_agrees(question, text):
         return False
     counted = _ASKED_COUNT_RE.search(question)
     if counted is not None:
@@ -877,17 +900,20 @@ def cited_checks(
 
 
 def _body_checks(
-    question: str, chunk: Mapping[str, Any], carried: str
+    question: str, chunk: Mapping[str, Any], carried: str, keep: SentenceFilter | None = None
 ) -> Iterator[tuple[int, str, list[PartCheck]]]:
     """For each body sentence of ``chunk`` (headings left out; none when its ``content``
-    is not text): its position among them, its text and :func:`answer_check` of it
-    against ``question``, the chunk's ``document_title`` as context."""
+    is not text; those ``keep`` rejects skipped): its position among them, its text and
+    :func:`answer_check` of it against ``question``, the chunk's ``document_title`` as
+    context."""
     content = chunk.get("content")
     if not isinstance(content, str):
         return
     title = str(chunk.get("document_title") or "")
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
     for position, sentence in enumerate(body):
+        if keep is not None and not keep(title, sentence):
+            continue
         yield (
             position,
             sentence.text,
@@ -919,19 +945,22 @@ def better_answer(
     ``over_web`` (the verifier's check, not the answerer's choice): against an answer
     citing only web pages, a sentence giving a strict type asked is better even with
     fewer of the question's words, unless the cited pages say it too (they hold
-    ``SAME_STATEMENT`` of its character bigrams).
+    ``SAME_STATEMENT`` of its character bigrams). Only sentences that may answer
+    ``question`` at all are looked at (:func:`gcite.verify.scope.in_scope`: not another
+    place's regulation, not a penalty provision for a question about the rule).
     """
     ranks = [k for k, chunk in enumerate(chunks) if str(chunk.get("id") or "").strip() in cited]
     if not ranks:
         return None
     web_only = over_web and all(chunks[k].get("source_type") == "web" for k in ranks)
     said = " ".join(str(chunks[k].get("content") or "") for k in ranks) if web_only else ""
+    keep = in_scope(question, (str(c.get("document_title") or "") for c in chunks))
     best: tuple[float, Better] | None = None
     for chunk in chunks[: min(ranks)]:
         chunk_id = str(chunk.get("id") or "").strip()
         if chunk.get("source_type") != "rag" or not chunk_id:
             continue
-        for position, text, theirs in _body_checks(question, chunk, carried):
+        for position, text, theirs in _body_checks(question, chunk, carried, keep):
             # a web page saying what the document says is as good an answer
             over = web_only and bigram_coverage(text, said) < SAME_STATEMENT
             gain = max(

@@ -9,9 +9,10 @@ by the rule; the penalty provision repeats its words and so often scores as high
 answers another question: what happens to whoever breaks it. Hence:
 
 * :func:`asks_sanction` - whether a question asks about a sanction: a fine (罚), detention
-  (拘留), a disciplinary or criminal consequence (处分, 追究, 判刑, 坐牢, 吊销), damages
-  (赔), liability (责任), consequences (后果, 会怎么样), or how a wrongdoer is dealt
-  with ("会被怎么处理");
+  (拘留), a disciplinary or criminal consequence (处分, 追究, 判刑, 判几年, 坐牢, 犯罪,
+  吊销, 开除), confiscation or closure (没收, 停业), penalty points (扣分), a blacklist,
+  damages (赔), liability (责任), consequences (后果, 下场, 会怎么样), or how a wrongdoer
+  is dealt with ("会被怎么处理");
 * :func:`in_sanctions` - whether a sentence stands in such a chapter, by the headings
   it is quoted under (:attr:`gcite.verify.text.Sentence.context`, the chunk's
   breadcrumb "消防法 > 第六章 法律责任").
@@ -28,7 +29,8 @@ SANCTION_CHAPTER_RE = re.compile(r"第[一二三四五六七八九十百零〇\d
 #: What a question about a sanction says (the sanction, a consequence, or how a
 #: wrongdoer is dealt with).
 _SANCTION_ASKED_RE = re.compile(
-    r"罚|拘留|关起来|坐牢|判刑|处分|追究|吊销|赔|责任|后果|会怎(?:么|样)|会咋"
+    r"罚|拘留|关起来|坐[^，。？?！!\s]{0,3}牢|监狱|判刑|判[几多]|犯罪|处分|追究|吊销|开除|辞退"
+    r"|没收|停业|停产|扣(?:几|多少)?分|黑名单|赔|责任|后果|下场|会怎(?:么|样)|会咋"
     r"|(?:会|被)[^，。？?！!\s]{0,3}处理"
 )
 
