@@ -203,3 +203,60 @@ def test_a_better_worded_regulation_of_another_place_does_not_replace_the_answer
     ]
     answer = backend.answer("在上海绿地内能不能焚烧树叶垃圾", chunks)
     assert "[C:1]" not in answer
+
+
+# two cities' regulations on one subject: Beijing's (a place the answerer has a pattern
+# for) says it in more of the question's words; Xiamen's is read from its title alone
+BEIJING_GREEN = (
+    "北京市绿化条例 > 第三章 养护\n第二十条 在本市绿地内焚烧树叶、垃圾的，须经绿化管理部门批准。"
+)
+XIAMEN_GREEN = "厦门市绿化条例 > 第三章 养护\n第二十一条 禁止焚烧树叶。"
+GREEN_CHUNKS = [
+    chunk("1", BEIJING_GREEN, "北京市绿化条例", 0.95),
+    chunk("2", XIAMEN_GREEN, "厦门市绿化条例", 0.9),
+]
+
+
+def test_a_question_naming_a_city_known_by_its_title_is_answered_from_its_regulation(
+    backend: ExtractiveBackend,
+) -> None:
+    answer = backend.answer("在厦门绿地内能不能焚烧树叶垃圾", GREEN_CHUNKS)
+    assert answer.startswith("第二十一条") and "[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_question_naming_a_listed_city_or_none_is_answered_as_before(
+    backend: ExtractiveBackend,
+) -> None:
+    for question in ("在北京绿地内能不能焚烧树叶垃圾", "在绿地内能不能焚烧树叶垃圾"):
+        answer = backend.answer(question, GREEN_CHUNKS)
+        assert answer.startswith("第二十条") and "[C:1]" in answer and "[C:2]" not in answer
+
+
+def test_a_city_known_by_its_title_does_not_answer_for_a_listed_one(
+    backend: ExtractiveBackend,
+) -> None:
+    # Xiamen's regulation ranked first and better worded: a question naming Beijing is
+    # answered from Beijing's
+    xiamen = XIAMEN_GREEN.replace("禁止焚烧树叶", "在本市绿地内焚烧树叶、垃圾的，须经园林部门批准")
+    beijing = BEIJING_GREEN.replace(
+        "在本市绿地内焚烧树叶、垃圾的，须经绿化管理部门批准", "禁止焚烧树叶"
+    )
+    chunks = [
+        chunk("1", xiamen, "厦门市绿化条例", 0.95),
+        chunk("2", beijing, "北京市绿化条例", 0.9),
+    ]
+    answer = backend.answer("在北京绿地内能不能焚烧树叶垃圾", chunks)
+    assert "禁止焚烧树叶[C:2]" in answer and "[C:1]" not in answer
+
+
+def test_a_place_a_regulation_is_of_prefers_it_and_drops_the_other_place() -> None:
+    asked = asked_of("苏州发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    assert not asked.places  # no pattern for Suzhou: read from the titles
+    other = _unit("1", 0, 0.3, "佛山市设备安全条例")
+    own = _unit("2", 1, 0.3, "苏州市设备安全条例")
+    assert [u.chunk_id for u in choose_units([other, own], asked, 1)] == ["2"]
+    # a question naming no place: the retrieval's first chunk answers, as before
+    plain = asked_of("发现设备漏电隐患向谁报告", {"设备": 1.0, "漏电": 1.0}, semantic=True)
+    other = _unit("1", 0, 0.3, "佛山市设备安全条例")
+    own = _unit("2", 1, 0.3, "苏州市设备安全条例")
+    assert [u.chunk_id for u in choose_units([other, own], plain, 1)] == ["1"]

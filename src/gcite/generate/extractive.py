@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
@@ -106,8 +106,10 @@ SHORT_EXTRA_COVER = 0.2
 #: the best sentence's lexical evidence alone reaches ``LEXICAL_ALONE``.
 MIN_SEMANTIC = 0.1
 LEXICAL_ALONE = 0.5
-#: Place names of Chinese local regulations: a question about one place is not answered
-#: from another place's regulation (a national one still answers).
+#: Provinces and large cities: a question naming one is about that place even when no
+#: retrieved chunk is of its regulation (another place's regulation then does not answer).
+#: Every other place a question names is read from the retrieved documents' titles
+#: (:func:`gcite.knowledge.jurisdiction.document_place`, see :func:`_named_places`).
 _PLACE_RE = re.compile(
     r"北京|上海|天津|重庆|河北|山西|辽宁|吉林|黑龙江|江苏|浙江|安徽|福建|江西|山东|河南|湖北|湖南"
     r"|广东|海南|四川|贵州|云南|陕西|甘肃|青海|内蒙古|广西|西藏|宁夏|新疆|深圳|广州|杭州|南京|武汉|成都"
@@ -700,7 +702,7 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
     question names its document) other documents."""
     out: dict[str, list[_Unit]] = {}
     for unit in units:
-        if asked.places and (set(_PLACE_RE.findall(unit.title)) - asked.places):
+        if asked.places and (_title_places(unit.title) - asked.places):
             continue  # another city's or province's regulation does not answer
         if narrow.named and not names_document(asked.text, unit.title):
             continue  # the question names its document
@@ -719,7 +721,7 @@ def _chunk_score(best: _Unit, asked: Asked) -> float:
         + 0.1 * best.title_cover
         + (FIRST_RANK_BONUS if best.rank == 0 else 0.0)
         + (KB_PREFERENCE if best.source == "rag" else 0.0)
-        + (LOCAL_PREFERENCE if asked.places & set(_PLACE_RE.findall(best.title)) else 0.0)
+        + (LOCAL_PREFERENCE if asked.places & _title_places(best.title) else 0.0)
     )
 
 
@@ -831,6 +833,21 @@ def _place(unit: _Unit) -> str:
     return document_place(unit.title)
 
 
+def _title_places(title: str) -> frozenset[str]:
+    """The places a document's ``title`` is of: the place its regulation is of
+    (:func:`document_place`) and the provinces and large cities it names."""
+    place = document_place(title)
+    return frozenset(_PLACE_RE.findall(title)) | ({place} if place else frozenset())
+
+
+def _named_places(units: Sequence[_Unit], asked: Asked) -> Asked:
+    """``asked`` with its places widened by those of the retrieved documents it names
+    (:func:`places_named` over their :func:`document_place`): "苏州" in a question about
+    a knowledge base holding 苏州's regulation names 苏州."""
+    named = places_named(asked.text, {_place(unit) for unit in units})
+    return replace(asked, places=asked.places | named) if named - asked.places else asked
+
+
 def _retrieval_jurisdiction(ranked: _Ranked) -> _Ranked:
     """``ranked`` with its first two chunks swapped when they are of different
     jurisdictions, near-tied (the second scores ``OTHER_CHUNK_SHARE`` of the first) and
@@ -906,6 +923,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
         unit.score = _unit_score(unit, asked)
     narrow = _narrowing(units, asked)
     _vouch_for_rules(units, asked)
+    asked = _named_places(units, asked)
     by_chunk = _by_chunk(units, asked, narrow)
     ranked, ranked_weak = _rank_chunks(by_chunk, asked, narrow)
     if not ranked and not ranked_weak:
