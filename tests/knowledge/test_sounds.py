@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gcite import files as files_module
 from gcite.config import Settings
 from gcite.knowledge import ingest_paths, open_store
-from gcite.knowledge import sounds as sounds_module
 from gcite.knowledge import vocabulary as vocabulary_module
 from gcite.knowledge.manage import delete_document
 from gcite.knowledge.sounds import SOUNDS_NAME, SoundKeys
@@ -164,7 +164,7 @@ def test_an_interrupted_write_leaves_the_old_file(
     def fail(*_args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(sounds_module.os, "replace", fail)
+    monkeypatch.setattr(files_module.os, "replace", fail)
     keys.write({"巡更": "xun geng", "会议": "hui yi"})
     assert keys.read() == {"巡更": "xun geng"}
     assert [p.name for p in tmp_path.iterdir()] == [SOUNDS_NAME]  # no temporary file left

@@ -112,10 +112,10 @@ def eval_command(
     运行完整流程；用 --url 时改为通过 Dify 流式接口连接已运行的服务，角色由 API Key 决定。
     """
     from gcite.cli.ask import chat_url
-    from gcite.cli.export import _write_atomically
     from gcite.eval.questions import load_questions
     from gcite.eval.report import render_html, report_document
     from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
+    from gcite.files import write_atomically
 
     if service is not None and (roles or demo or source.data_dir is not None):
         raise click.UsageError(
@@ -153,9 +153,9 @@ def eval_command(
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     if json_path is not None:
-        _write_atomically(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+        write_atomically(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     if html_path is not None:
-        _write_atomically(html_path, render_html(document))
+        write_atomically(html_path, render_html(document))
     click.echo("\n".join(_summary_lines(document["summary"])))
 
 

@@ -11,8 +11,6 @@ seeds' chatflow as an importable app (:func:`gcite.dify.dsl.render_chatflow`) th
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -20,24 +18,12 @@ import click
 from gcite.dify.codenode import MIN_STRING_LENGTH, render_code_node
 from gcite.dify.dsl import DEFAULT_DSL_VERSION, ChatflowOptions, render_chatflow
 from gcite.errors import ConfigError
+from gcite.files import write_atomically
 
 
 @click.group("export", help="导出 Dify Code 节点等")
 def export() -> None:
     """Export artefacts for Dify."""
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename."""
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @export.command("dify-node")
@@ -90,7 +76,7 @@ def _emit(output: Path | None, text: str, hint: str) -> None:
         click.echo(text, nl=False)
         return
     try:
-        _write_atomically(output, text)
+        write_atomically(output, text)
     except OSError as exc:
         from gcite.cli import os_error_reason
 

@@ -25,13 +25,12 @@ written is skipped (the next start computes the keys again).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+from gcite.files import write_atomically
 
 log = logging.getLogger("gcite.knowledge")
 
@@ -96,20 +95,9 @@ class SoundKeys:
         data = {"format": SOUNDS_FORMAT, "pypinyin": self.release, "keys": dict(keys)}
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         try:
-            fd, tmp = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-            )
+            write_atomically(self.path, text)
         except OSError as exc:
             log.debug("vocabulary sounds not kept in %s: %s", self.path, exc)
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            log.debug("vocabulary sounds not kept in %s: %s", self.path, exc)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 __all__ = ["MAX_BYTES", "SOUNDS_FORMAT", "SOUNDS_NAME", "SoundKeys"]

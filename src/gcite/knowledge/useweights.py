@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from gcite.files import replacing
 
 log = logging.getLogger("gcite.knowledge")
 
@@ -75,15 +75,8 @@ def _write_copy(source: Path, path: Path) -> None:
 
     with np.load(source, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replacing(path, binary=True) as handle:
+        np.savez(handle, **arrays)
 
 
 def use_backend(model: Any, folder: Path | None = None) -> Any:
