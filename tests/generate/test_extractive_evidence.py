@@ -381,3 +381,41 @@ def test_a_weak_first_chunk_counting_the_thing_asked_is_not_unrelated_in_meaning
     # just outside: another thing counted, or not the first chunk - unrelated in meaning
     assert ranked("C区一共几个探头") == []
     assert ranked("C区一共打几个点", rank=1) == []
+
+
+def test_a_party_named_by_a_law_article_is_no_evidence_for_a_weak_who_answer() -> None:
+    from dataclasses import replace
+
+    from gcite.generate.extractive import (
+        WEAK_TYPED_SEMANTIC,
+        _may_lead,
+        _Narrowing,
+        asked_of,
+        scored_units,
+    )
+
+    narrow = _Narrowing(counts=False, deadlines=False, named=False)
+    weights = {"物业费": 1.0, "小区": 1.0, "收": 0.5}
+
+    def leads(content: str, question: str, *, rank: int, semantic: float) -> bool:
+        # the sentence of ``content`` below the threshold, with a share of the question's
+        # words (one of them) and the embedding evidence given
+        _, _, _, units = scored_units(question, [{"id": "1", "content": content}])
+        unit = replace(
+            units[0], rank=rank, lexical=0.3, relevance=0.3, semantic=semantic, weak=True
+        )
+        return _may_lead(unit, asked_of(question, weights, semantic=True), narrow)
+
+    # every provision names the party it binds: for "who" asked, a party named in a law's
+    # article below the threshold is no evidence, in the first chunk or close in meaning
+    law = "某条例 > 第三章 物业服务\n第十条 业主应当按照约定交纳服务费用。"
+    who = "小区的物业费该谁来收"
+    assert not leads(law, who, rank=0, semantic=0.2)
+    assert not leads(law, who, rank=2, semantic=WEAK_TYPED_SEMANTIC)
+    # a handbook's sentence naming whom to go to is
+    guide = "物业服务指南 > 三、缴费\n服务费用由物业服务中心财务室统一收取。"
+    assert leads(guide, who, rank=0, semantic=0.2)
+    assert leads(guide, who, rank=2, semantic=WEAK_TYPED_SEMANTIC)
+    # a value a law's article states (a deadline) still is
+    deadline = "某条例 > 第三章 物业服务\n第十条 业主应当在收到通知之日起三十日内交纳服务费用。"
+    assert leads(deadline, "小区的物业费多少天内要交", rank=0, semantic=0.2)

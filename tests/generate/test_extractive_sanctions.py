@@ -106,3 +106,34 @@ def test_a_penalty_provision_above_the_threshold_vouches_for_its_rule(
     # a penalty provision below the threshold vouches for nothing
     weak_penalty = {**chunk("1", PENALTY, 0.45), WEAK_KEY: True}
     assert backend.answer(question, [weak_penalty, _weak(RULE)]) == "根据现有资料无法确定"
+
+
+def test_a_penalty_provision_vouches_only_for_the_sentences_restating_its_words() -> None:
+    from gcite.generate.extractive import _Unit, _vouch_for_rules, asked_of
+    from gcite.verify.text import sentences
+
+    definition = "某市绿化管理条例 > 第七章 附则\n第五十条 本条例所称绿地，是指公园和街头绿地。"
+    other_law = "某市市容管理条例 > 第三章 摊点管理\n第十二条 不得在绿地内焚烧树叶。"
+    weights = {"绿地": 1.0, "焚烧": 1.0, "树叶": 1.0, "行不行": 0.5}
+    asked = asked_of("绿地里焚烧树叶行不行", weights, semantic=True)
+
+    def units(content: str, title: str, weak: bool) -> list[_Unit]:
+        body = [s for s in sentences(content) if not s.heading]
+        return [
+            _Unit("1", 0, k, s, s.text, 0.5, 0.5, 0.5, False, title=title, weak=weak)
+            for k, s in enumerate(body)
+        ]
+
+    penalty = units(PENALTY, TITLE, weak=False)
+    rule = units(RULE, TITLE, weak=True)
+    defined = units(definition, TITLE, weak=True)
+    elsewhere = units(other_law, "某市市容管理条例", weak=True)
+    _vouch_for_rules([*penalty, *rule, *defined, *elsewhere], asked)
+    # the rule holds every word of the question the provision holds: vouched for
+    assert not any(u.weak for u in rule)
+    # a sentence of the same law holding only some of them, or another law's: not
+    assert all(u.weak for u in defined) and all(u.weak for u in elsewhere)
+    # a question about the sanction: nothing is vouched for
+    rule = units(RULE, TITLE, weak=True)
+    _vouch_for_rules([*penalty, *rule], asked_of("焚烧树叶罚多少", weights, semantic=True))
+    assert all(u.weak for u in rule)

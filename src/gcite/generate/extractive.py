@@ -26,6 +26,7 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
+from gcite.knowledge.chunking import ARTICLE_RE
 from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import terms
 from gcite.verify.asks import (
@@ -336,6 +337,7 @@ class _Unit:
     joined: bool = False  # same paragraph or list as the chunk's sentence before it
     lead_in: int = -1  # an enumerated item's: the position of its list heading
     lead_text: str = ""  # ... and that heading ("有下列行为之一的，处…罚款：")
+    provision: bool = False  # of a chunk of a law's articles ("第十八条 …")
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -385,6 +387,7 @@ def _chunk_units(
     title_cover = _weighted_cover(query_weights, title)
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
     heads = _list_heads(body)
+    provision = any(ARTICLE_RE.match(line) for line in content.splitlines())
     out: list[_Unit] = []
     for position, sentence in enumerate(body):
         if _answers_nothing(sentence):
@@ -410,6 +413,7 @@ def _chunk_units(
                 joined=joined,
                 lead_in=head,
                 lead_text=body[head].text if head >= 0 else "",
+                provision=provision,
             )
         )
     return out
@@ -665,11 +669,23 @@ def _may_lead(unit: _Unit, asked: Asked, narrow: _Narrowing) -> bool:
         return True
     # a weak sentence giving the strict type of value asked, close in meaning or of the
     # retrieval's first chunk and holding a share of the question's words
-    if strictly_typed and asked.semantic and unit.semantic >= WEAK_TYPED_SEMANTIC:
+    typed_evidence = _weak_typed(unit, asked)
+    if typed_evidence and asked.semantic and unit.semantic >= WEAK_TYPED_SEMANTIC:
         return True
-    if strictly_typed and unit.rank == 0 and _first_typed_evidence(unit, asked.semantic):
+    if typed_evidence and unit.rank == 0 and _first_typed_evidence(unit, asked.semantic):
         return True
     return strong_evidence(unit, asked.weights, asked.semantic)
+
+
+def _weak_typed(unit: _Unit, asked: Asked) -> bool:
+    """Whether the type of answer a weak sentence gives is evidence for it: the question
+    asks a strict type other than a procedure, and other than "who" when the sentence is a
+    law's article - a provision names the party it binds ("业主应当……", "生产经营单位
+    不得……"), so a party named there says nothing of the question."""
+    kinds = set(strict_types(asked.types)) - {"procedure"}
+    if unit.provision:
+        kinds.discard("who")
+    return bool(kinds)
 
 
 def _first_typed_evidence(unit: _Unit, semantic: bool) -> bool:
@@ -685,16 +701,28 @@ def _first_typed_evidence(unit: _Unit, semantic: bool) -> bool:
 
 
 def _vouch_for_rules(units: Sequence[_Unit], asked: Asked) -> None:
-    """For a question about a rule: the sentences of a law whose penalty provision the
-    retrieval scored above its threshold are no longer weak. The provision sanctions a
-    rule of the same law in the rule's words (the reason it scored high); it does not
-    answer (:func:`_by_chunk`), the rule it vouches for does."""
+    """For a question about a rule: a sentence of a law below the retrieval's threshold is
+    no longer weak when a penalty provision of the same law scored above it holds the
+    question's words only where the sentence holds them too (:func:`_restates`). The
+    provision sanctions that rule in the rule's words (the reason it scored high); it does
+    not answer (:func:`_by_chunk`), the rule it restates does. The law's other sentences
+    stay weak."""
     if asked.sanction:
         return
-    vouched = {u.title for u in units if not u.weak and in_sanctions(u.sentence.context)}
+    penalties = [u for u in units if not u.weak and in_sanctions(u.sentence.context)]
     for unit in units:
-        if unit.weak and unit.title in vouched:
+        if not unit.weak or in_sanctions(unit.sentence.context):
+            continue
+        if any(p.title == unit.title and _restates(unit, p, asked.weights) for p in penalties):
             unit.weak = False
+
+
+def _restates(rule: _Unit, penalty: _Unit, weights: dict[str, float]) -> bool:
+    """Whether ``rule`` holds every one of the question's words (or their synonyms) that
+    ``penalty`` holds, and ``penalty`` holds at least one."""
+    held = [word for word in weights if _found(word, penalty.quote.lower()) >= 1.0]
+    low = rule.quote.lower()
+    return bool(held) and all(_found(word, low) >= 1.0 for word in held)
 
 
 def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[str, list[_Unit]]:
@@ -995,7 +1023,8 @@ def pick_sentences(
     Another place's regulation never answers, nor - when the question names a document
     in 《》 that was retrieved - another document, nor a law's penalty provision (its
     法律责任 chapter) a question that asks about no sanction (:mod:`gcite.verify.sanctions`),
-    though such a provision scored above the threshold vouches for its law's weak chunks;
+    though such a provision scored above the threshold vouches for the weak sentences of
+    its law that hold the question's words it holds;
     for a question naming no place a national chunk leads a place's regulation unless
     that scores ``NATIONAL_MARGIN`` more.
     A chunk the retrieval scored below its threshold (``below_threshold``, see
