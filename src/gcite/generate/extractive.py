@@ -917,17 +917,29 @@ def _national(unit: _Unit) -> bool:
     return unit.source == "rag" and not _place(unit)
 
 
-def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float) -> list[_Unit]:
+def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float, asked: Asked) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
     ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
-    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`)."""
+    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`) and - a
+    knowledge-base chunk of another document than the first's - it holds some of the
+    question's words the first sentence does not (:func:`_adds_words`)."""
     if len(ranked) < 2:
         return []
     score, _, second = ranked[1]
-    if second.source == best.source == "rag" and _place(second) != _place(best):
+    both_kb = second.source == best.source == "rag"
+    if both_kb and _place(second) != _place(best):
         return []  # one rule for one question: not a national law and a city's beside it
+    if both_kb and second.title != best.title and not _adds_words(second, best, asked.weights):
+        return []  # the same rule in another law's words: one citation answers
     share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
     return [second] if score >= share * top_score else []
+
+
+def _adds_words(second: _Unit, first: _Unit, weights: dict[str, float]) -> bool:
+    """Whether ``second`` holds one of the question's words (or their synonyms) that
+    ``first`` does not."""
+    low, first_low = second.quote.lower(), first.quote.lower()
+    return any(_found(w, low) >= 1.0 and _found(w, first_low) < 1.0 for w in weights)
 
 
 def _distinct(units: Sequence[_Unit], limit: int) -> list[_Unit]:
@@ -961,7 +973,7 @@ def choose_units(units: Sequence[_Unit], asked: Asked, max_sentences: int) -> li
     top_score, chunk_id, best = ranked[0] if ranked else ranked_weak[0]
     limit = max(max_sentences, STEP_SENTENCES) if asked.how_to else max_sentences
     chosen = [best, *_same_chunk(best, by_chunk[chunk_id], asked, limit - 2 + asked.how_to)]
-    chosen += _second_chunk(ranked, best, top_score)
+    chosen += _second_chunk(ranked, best, top_score, asked)
     return _with_headings(chosen, by_chunk, asked, limit)
 
 
