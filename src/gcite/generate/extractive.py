@@ -920,26 +920,33 @@ def _national(unit: _Unit) -> bool:
 def _second_chunk(ranked: _Ranked, best: _Unit, top_score: float, asked: Asked) -> list[_Unit]:
     """The best sentence of a second chunk above the threshold that scores
     ``OTHER_CHUNK_SHARE`` of the first (``OTHER_SOURCE_SHARE`` for the other source type),
-    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`) and - a
-    knowledge-base chunk of another document than the first's - it holds some of the
-    question's words the first sentence does not (:func:`_adds_words`)."""
+    when both are of the same jurisdiction (:mod:`gcite.knowledge.jurisdiction`) and - two
+    knowledge-base chunks - it holds some of the question's words the first sentence does
+    not, or the sanction a question asks about beside its rule (:func:`_adds_to`): a
+    second citation is for what the first leaves out, not
+    for the same rule restated (a State Council regulation beside its law, a neighbouring
+    article)."""
     if len(ranked) < 2:
         return []
     score, _, second = ranked[1]
     both_kb = second.source == best.source == "rag"
     if both_kb and _place(second) != _place(best):
         return []  # one rule for one question: not a national law and a city's beside it
-    if both_kb and second.title != best.title and not _adds_words(second, best, asked.weights):
-        return []  # the same rule in another law's words: one citation answers
+    if both_kb and not _adds_to(second, best, asked):
+        return []  # the same rule again (another law's, a neighbouring article): one answers
     share = OTHER_SOURCE_SHARE if second.source != best.source else OTHER_CHUNK_SHARE
     return [second] if score >= share * top_score else []
 
 
-def _adds_words(second: _Unit, first: _Unit, weights: dict[str, float]) -> bool:
-    """Whether ``second`` holds one of the question's words (or their synonyms) that
-    ``first`` does not."""
+def _adds_to(second: _Unit, first: _Unit, asked: Asked) -> bool:
+    """Whether ``second`` adds to ``first`` what ``asked`` asks: one of the question's
+    words (or their synonyms) ``first`` does not hold, or - a question about a sanction -
+    a penalty provision beside the rule it sanctions."""
+    penalty = in_sanctions(second.sentence.context)
+    if asked.sanction and penalty and not in_sanctions(first.sentence.context):
+        return True
     low, first_low = second.quote.lower(), first.quote.lower()
-    return any(_found(w, low) >= 1.0 and _found(w, first_low) < 1.0 for w in weights)
+    return any(_found(w, low) >= 1.0 and _found(w, first_low) < 1.0 for w in asked.weights)
 
 
 def _distinct(units: Sequence[_Unit], limit: int) -> list[_Unit]:
@@ -1044,7 +1051,8 @@ def pick_sentences(
     :func:`strong_evidence`. Picked: the best sentence; for a "how do I" question the
     steps after it in its paragraph or list (up to ``STEP_SENTENCES`` in all); the
     chunk's sentences scoring ``SAME_CHUNK_SHARE`` of it; and the best sentence of a
-    second chunk above the threshold scoring ``OTHER_CHUNK_SHARE`` of the first chunk;
+    second chunk above the threshold scoring ``OTHER_CHUNK_SHARE`` of the first chunk
+    (of the knowledge base: holding words of the question the first sentence lacks);
     at most ``max_sentences``, duplicates dropped. ``carried``: the other parts of a
     multi-part question (their words at half weight, their answer types when this part
     asks none). Empty: answer "根据现有资料无法确定".
