@@ -278,13 +278,16 @@ def unspy(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 def baseline_src(root: Path, rev: str, name: str = "baseline") -> Path:
-    """The ``src`` tree of git revision ``rev``, extracted under ``root / name``."""
+    """The ``src`` tree of git revision ``rev``, extracted under ``root / name`` and
+    byte-compiled, as an installed package is (else every start-up would compile it: the
+    service may run with ``PYTHONDONTWRITEBYTECODE`` or in a folder it cannot write)."""
     out = root / name
     out.mkdir()
     archive = subprocess.run(
         ["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    subprocess.run([PY, "-m", "compileall", "-q", str(out / "src")], check=True)
     return out / "src"
 
 
