@@ -7,7 +7,7 @@ from its gold law). Also the sizes and mix each set promises in its README
 (``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``, ``benchmarks/data/frozen-3``,
 ``benchmarks/data/frozen-4``, ``benchmarks/data/frozen-5``,
 ``benchmarks/data/frozen-6``, ``benchmarks/data/frozen-7``,
-``benchmarks/data/frozen-8``).
+``benchmarks/data/frozen-8``, ``benchmarks/data/frozen-9``).
 """
 
 from __future__ import annotations
@@ -186,6 +186,27 @@ SETS = [
     ),
     FrozenSet(
         folder="frozen-8",
+        handbook_total=105,
+        handbook_answerable=72,
+        handbook_categories={
+            "colloquial": 31,
+            "abbreviation": 8,
+            "typo": 9,
+            "extra-words": 7,
+            "multi-part": 8,
+            "follow-up": 9,
+            "close-unanswerable": 25,
+            "off-topic": 8,
+        },
+        laws_total=50,
+        laws_answerable=43,
+        laws_unanswerable=7,
+        near_docs_required=True,
+        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
+        keypoints_verbatim=True,
+    ),
+    FrozenSet(
+        folder="frozen-9",
         handbook_total=105,
         handbook_answerable=72,
         handbook_categories={
