@@ -189,7 +189,7 @@ def answering_report(
     follow_up = bool(question_types(carried)) and question.strip() in search_query
     leaning = len(checks) > 1 or follow_up
     for check in checks:
-        answered = check.typed and check.covered(min_cover, FLAG_WORDS)
+        answered = check.typed and check.every and check.covered(min_cover, FLAG_WORDS)
         if leaning and own_cover(check.text, text, context) < FLAG_OWN_COVER:
             answered = False
         parts.append(
