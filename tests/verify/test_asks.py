@@ -744,3 +744,26 @@ def test_a_name_in_quotation_marks_is_a_name() -> None:
     # who did something, and what they are called: a person's name, not a quoted one
     assert question_types("巡更规范是谁签字批准的 叫啥名") == ("person",)
     assert not check_part("巡更规范是谁签字批准的 叫啥名", "班长提交“巡更日报”并签字。").typed
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        ("电梯困人第一步干嘛", ("first",)),
+        ("灭火器用之前先拔啥", ("first",)),
+        ("跳闸了先干嘛 要报修吗", ("first", "yesno")),
+        # "先" that asks nothing of a first step
+        ("会议室是先到先得吗", ("yesno",)),
+        ("电梯困人怎么办", ("procedure",)),
+    ],
+)
+def test_the_first_thing_to_do_asked(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+def test_the_first_thing_to_do_is_answered_by_a_first_step() -> None:
+    question = "电梯困人第一步干嘛"
+    assert check_part(question, "电梯困人时首先按下轿厢内的紧急呼叫按钮。").answered
+    assert check_part(question, "困人时第一时间按下紧急呼叫按钮。").answered
+    # a rule about the lift that says no first step does not answer
+    assert not check_part(question, "电梯困人时物业须在 5 分钟内到场。").answered

@@ -12,6 +12,7 @@ dimension (:func:`answer_check`: does the answer answer the question).
   a phone number (``phone``), who / which office (``who``), a person's name
   (``person``), a name, brand or model (``name``, ``brand``, ``model``), a size or rate
   (``measure``, ``ratio``),
+  the first thing to do (``first``: "第一步干嘛"),
   what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
   "会怎样"), which ones (``list``) and yes / no (``yesno``).
   A value is recognised by how Chinese questions ask for one, not by listed phrases: a
@@ -370,6 +371,15 @@ TYPES: tuple[AskType, ...] = (
         ),
     ),
     AskType(
+        "first",
+        # the first thing to do asked ("第一步干嘛", "先拔啥"): answered by a first step
+        _re(
+            r"第一步|第一件事|头一件事|首先(?:要|得|该)?(?:干|做|弄)"
+            r"|先(?:要|得|该)?(?:干|做|弄|拔|按|拉|关|开|打)(?:啥|嘛|什么|哪)"
+        ),
+        _re(r"第一|首先|先"),
+    ),
+    AskType(
         "procedure",
         # what to do: an answer says it (a step, an instruction), else it does not answer
         _re(
@@ -411,6 +421,7 @@ _SHADOWS = {
     "frequency": ("duration", "count", "time"),
     "phone": ("count", "who", "procedure", "how", "date", "time"),
     "procedure": ("how",),
+    "first": ("procedure", "how"),
     "money": ("count", "penalty"),
     "ratio": ("money",),
     "penalty": ("procedure", "how"),
