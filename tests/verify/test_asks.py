@@ -767,3 +767,12 @@ def test_the_first_thing_to_do_is_answered_by_a_first_step() -> None:
     assert check_part(question, "困人时第一时间按下紧急呼叫按钮。").answered
     # a rule about the lift that says no first step does not answer
     assert not check_part(question, "电梯困人时物业须在 5 分钟内到场。").answered
+
+
+def test_a_question_in_traditional_characters_is_judged_as_the_simplified_one() -> None:
+    answer = "报修热线：400-800-1234[C:1]。"
+    simplified_report = answering_report("报修电话是多少", answer)
+    traditional = answering_report("報修電話是多少", answer)
+    assert simplified_report is not None and traditional is not None
+    assert traditional["parts"][0]["types"] == ["phone"]
+    assert traditional["answers_question"] is simplified_report["answers_question"] is True
