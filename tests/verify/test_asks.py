@@ -736,6 +736,10 @@ def test_a_verb_of_placing_before_zai_gives_a_place() -> None:
     assert gives("place", "备用钥匙挂在值班室。")
     # a span of time after it is no place
     assert not gives("place", "整改须装在 3 日内完成。")
+    # and asked by such a verb before 哪
+    assert question_types("水质化验单贴哪") == ("place",)
+    assert question_types("备用钥匙搁哪了") == ("place",)
+    assert check_part("水质化验单贴哪", "水质化验单张贴在 1 层公告栏。").answered
 
 
 def test_a_name_in_quotation_marks_is_a_name() -> None:

@@ -279,6 +279,9 @@ TYPES: tuple[AskType, ...] = (
         "place",
         _re(
             r"哪里|在哪|哪儿|哪边|什么地方|啥地方|什么位置|位置在|地点|放哪|停哪|站哪|去哪|几楼"
+            # a verb of placing before 哪: "化验单贴哪", "钥匙搁哪了" (the verb stays one of
+            # the question's words)
+            r"|(?<=[贴挂装搁摆存锁])哪"
             r"|哪层|哪一层|哪个门|哪个口|在几层|哪个房间|哪个区"
         ),
         _re(
