@@ -724,11 +724,13 @@ def test_a_volume_and_inches_are_answered_in_their_units() -> None:
 
 def test_a_part_asking_two_values_needs_both() -> None:
     question = "闻到煤气味 这算几级的事 多快到"
-    only_time = check_part(question, "物业须在 5 分钟内到场。")
-    assert only_time.typed and not only_time.every and not only_time.answered
-    assert check_part(question, "燃气异味属一级故障，物业须在 5 分钟内到场。").answered
-    report = answering_report(question, "物业须在 5 分钟内到场[C:1]。")
+    only_time = check_part(question, "闻到煤气味时物业须在 5 分钟内到场。")
+    # the offline answerer gives what it has; the verifier flags the half answer
+    assert only_time.typed and not only_time.every and only_time.answered
+    report = answering_report(question, "闻到煤气味时物业须在 5 分钟内到场[C:1]。")
     assert report is not None and report["answers_question"] is False
+    both = answering_report(question, "闻到煤气味属一级故障，物业须在 5 分钟内到场[C:1]。")
+    assert both is not None and both["answers_question"] is True
 
 
 def test_a_verb_of_placing_before_zai_gives_a_place() -> None:
@@ -769,6 +771,8 @@ def test_the_first_thing_to_do_is_answered_by_a_first_step() -> None:
     question = "电梯困人第一步干嘛"
     assert check_part(question, "电梯困人时首先按下轿厢内的紧急呼叫按钮。").answered
     assert check_part(question, "困人时第一时间按下紧急呼叫按钮。").answered
+    # what to do before something is a first step too
+    assert check_part("改动承重结构先做什么", "改动承重结构的，施工前须委托设计单位。").answered
     # a rule about the lift that says no first step does not answer
     assert not check_part(question, "电梯困人时物业须在 5 分钟内到场。").answered
 
