@@ -26,6 +26,9 @@ $(RUNTIME): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3 2>&1 | { grep -v 'is ignored: it is neither' || true; }
 	$(BIN)/pip install --quiet -c requirements.lock -e . 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	# byte-compiled now: a service whose folder it may not write (the systemd unit) would
+	# otherwise compile every module again at each start (an editable install has no .pyc)
+	$(BIN)/python -m compileall -q src
 	touch $(RUNTIME)
 
 # ... and the test tools on top (make test, make setup).

@@ -16,7 +16,8 @@ Per store:
 
 1. Start-up: wall and CPU seconds from starting ``gcite serve`` to the first ``/ready`` 200,
    wall seconds to the first answer's first text (``/ready`` may answer before the warm-up
-   ends) and CPU seconds to that answer's end.
+   ends) and CPU seconds to that answer's end; ``--startups N`` more of them per code,
+   the codes taking turns (A B A B ...) so that a drifting load falls on each alike.
 2. CPU per answer: for each level N of concurrent streams, about ``--answers`` answers in
    bursts of N (N = 1: one after the other); the CPU seconds (user + system, from /proc) of
    the service's processes divided by the answers; for pgvector the PostgreSQL server's
@@ -278,13 +279,16 @@ def unspy(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 def baseline_src(root: Path, rev: str, name: str = "baseline") -> Path:
-    """The ``src`` tree of git revision ``rev``, extracted under ``root / name``."""
+    """The ``src`` tree of git revision ``rev``, extracted under ``root / name`` and
+    byte-compiled, as an installed package is (else every start-up would compile it: the
+    service may run with ``PYTHONDONTWRITEBYTECODE`` or in a folder it cannot write)."""
     out = root / name
     out.mkdir()
     archive = subprocess.run(
         ["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    subprocess.run([PY, "-m", "compileall", "-q", str(out / "src")], check=True)
     return out / "src"
 
 
@@ -328,16 +332,34 @@ def run_store(
         proc.wait(60)
     if profile is not None and profile.exists():
         out["profile"] = top_entries(profile)
-    for _ in range(args.startups):  # more start-ups: a busy machine scatters them
-        again = start(port, llm[0], data, extra, src, args.workers)
-        try:
-            target = Target(store, port, False, service=again.pid, standin=llm[1])
-            out.setdefault("startups", []).append(
-                startup(again, port, target, root / f"data-{store}.log")
-            )
-        finally:
-            again.terminate()
-            again.wait(60)
+    return out
+
+
+def more_startups(
+    store: str,
+    root: Path,
+    llm: tuple[int, int],
+    pg: Postgres | None,
+    args: argparse.Namespace,
+    sources: list[Path | None],
+) -> dict[str, list[dict[str, float]]]:
+    """``--startups`` more start-ups of each code in ``sources`` on ``store``, the codes
+    taking turns (A B A B ...: a load that drifts during the run falls on each alike)."""
+    data, extra = prepare(store, root, pg)
+    extra = {**extra, **dict(kv.split("=", 1) for kv in args.env)}
+    port = free_port()
+    out: dict[str, list[dict[str, float]]] = {}
+    for _ in range(args.startups):
+        for src in sources:
+            again = start(port, llm[0], data, extra, src, args.workers)
+            try:
+                target = Target(store, port, False, service=again.pid, standin=llm[1])
+                out.setdefault(label(src), []).append(
+                    startup(again, port, target, root / f"data-{store}.log")
+                )
+            finally:
+                again.terminate()
+                again.wait(60)
     return out
 
 
@@ -348,7 +370,9 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=200, help="answers per level N > 1")
     parser.add_argument("--single", type=int, default=30, help="answers at N = 1")
     parser.add_argument("--tokens", type=int, default=40)
-    parser.add_argument("--startups", type=int, default=0, help="more start-ups to time")
+    parser.add_argument(
+        "--startups", type=int, default=0, help="more start-ups to time (the codes take turns)"
+    )
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
@@ -402,6 +426,17 @@ def main() -> None:
                         args,
                         src,
                     )
+                # more start-ups: a busy machine scatters them
+                turns = more_startups(
+                    store,
+                    root,
+                    (llm_port, standin.pid),
+                    pg if store == "pgvector" else None,
+                    args,
+                    sources,
+                )
+                for code, times in turns.items():
+                    report[f"{store}-{code}"]["startups"] = times
             if pg is not None:
                 pg.close()
     finally:

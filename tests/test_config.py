@@ -315,7 +315,13 @@ def _at(settings: Settings, path: tuple[str, ...]) -> Any:
 
 
 # Samples the start-up checks (gcite.config_checks) accept where the generic one is refused.
-_VALID_SAMPLES = {"chunk_size": "700", "retrieval_prefix": "/x"}
+_VALID_SAMPLES = {
+    "chunk_size": "700",
+    "retrieval_prefix": "/x",
+    "verify_judge_base_url": "http://judge/v1",
+}
+_NEEDED_WITH = {"verify_judge_base_url": {"GCITE_VERIFY_JUDGE_MODEL": "m"}}
+"""Other variables a sample needs to be a valid setting."""
 
 
 def test_every_config_key_is_read_from_its_environment_variable() -> None:
@@ -330,7 +336,8 @@ def test_every_config_key_is_read_from_its_environment_variable() -> None:
             raw = _VALID_SAMPLES[key]
         elif bound is not None and not bound.holds(float(raw)):
             raw = str(int(bound.low))  # a sample inside the setting's range
-        value = _at(load_settings(environ={f"GCITE_{key.upper()}": raw}), path)
+        environ = {f"GCITE_{key.upper()}": raw, **_NEEDED_WITH.get(key, {})}
+        value = _at(load_settings(environ=environ), path)
         assert value == _at(Settings.from_keys(**{key: raw}), path), key
         assert value != default or raw == default, key
 

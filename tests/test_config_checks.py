@@ -96,6 +96,28 @@ def test_a_missing_database_directory_is_an_error_unless_asked(tmp_path: Path) -
     assert (tmp_path / "missing" / "dir" / "x.db").is_file()
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::1", "http://judge:99999", "ftp://judge/v1", "judge.example.com/v1", "http://"],
+)
+def test_a_bad_judge_address_is_one_clear_error(url: str) -> None:
+    """The citation judge's address is checked at start: the verifier that uses it is
+    made only after ``/ready`` (gcite.service.resources), where a bad one would fail every
+    answer while the service reports ready."""
+    with pytest.raises(ConfigError, match="verify_judge_base_url") as caught:
+        _load(verify_judge_base_url=url, verify_judge_model="judge")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_judge_address_without_its_model_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="verify_judge_model"):
+        _load(verify_judge_base_url="http://127.0.0.1:9/v1")
+    for url in ("http://127.0.0.1:9/v1", "https://judge.example.com/v1/", "http://[::1]:8/v1"):
+        settings = _load(verify_judge_base_url=url, verify_judge_model="judge")
+        assert settings.verify.judge_base_url == url
+    assert _load(verify_judge_model="judge").verify.judge_base_url == ""  # no judge
+
+
 def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     clean.update({f"GCITE_{k.upper()}": v for k, v in env.items()})
@@ -113,6 +135,8 @@ def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         ({"retrieval_prefix": "../x"}, "retrieval_prefix"),
         ({"top_k": "-3"}, "top_k"),
         ({"convert_max_cells": "0"}, "convert_max_cells"),
+        # the verifier is made after start-up: its judge's address is checked before
+        ({"verify_judge_base_url": "http://[::1", "verify_judge_model": "j"}, "judge_base_url"),
     ],
 )
 def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], needle: str) -> None:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from gcite.errors import ConfigError
 
@@ -112,7 +113,8 @@ def validate(settings: KeyedSettings, *, unlimited: frozenset[str] = frozenset()
     ``unlimited``: the settings given as ``"none"`` (skipped by the range check).
     Checks :data:`BOUNDS`, ``chunk_overlap < chunk_size``, ``retrieval_prefix`` (empty or
     ``/segment[/segment...]``, no ``.``/``..`` segment, no trailing ``/``) and, for a
-    SQLite ``database_url``, that its directory exists unless ``create_database_dir``.
+    SQLite ``database_url``, that its directory exists unless ``create_database_dir``, and
+    the citation judge (:func:`_check_judge`).
     """
     for name, bound in BOUNDS.items():
         if name in unlimited:
@@ -137,6 +139,27 @@ def validate(settings: KeyedSettings, *, unlimited: frozenset[str] = frozenset()
             f"配置项 database_url 的目录不存在: {folder}"
             "（请先创建该目录，或设置 create_database_dir = true）"
         )
+    _check_judge(settings)
+
+
+def _check_judge(settings: KeyedSettings) -> None:
+    """A ``verify_judge_base_url`` is an http(s) address with a host, and comes with its
+    ``verify_judge_model``: the verifier using them is made after the service says it is
+    ready (:class:`gcite.service.resources.Resources`), too late for a setting's error."""
+    url = str(settings.value("verify_judge_base_url") or "").strip()
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError as exc:
+        raise ConfigError(f"配置项 verify_judge_base_url 的值 {url!r} 不是有效的地址") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"配置项 verify_judge_base_url 的值 {url!r} 无效：应以 http:// 或 https:// 开头"
+        )
+    if not str(settings.value("verify_judge_model") or "").strip():
+        raise ConfigError("已设置 verify_judge_base_url，但缺少 verify_judge_model（判定模型名称）")
 
 
 def sqlite_folder(url: str) -> Path | None:

@@ -38,6 +38,7 @@ from gcite.config import Settings
 from gcite.errors import LLMError, SourceTimeout
 from gcite.generate.backends import BackendLifecycle, Usage
 from gcite.generate.extractive import ExtractiveBackend
+from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge import open_store
 from gcite.stream.parser import strip_markers
 from gcite.testing import MemoryStore
@@ -498,3 +499,30 @@ async def test_a_stop_before_the_retrieval_gives_up_the_search_job(
     other.done()
     assert scheduler.preparing_runs() == 0 and scheduler.busy_slots() == 0
     scheduler.close()
+
+
+async def test_a_question_in_traditional_characters_is_answered_as_the_simplified_one(
+    kb: Any,
+) -> None:
+    from gcite.verify import SupportModel, verify_answer
+
+    def verifier(answer: str, chunks: list[dict[str, Any]], question: str, query: str) -> Any:
+        return verify_answer(answer, chunks, SupportModel(), question=question, search_query=query)
+
+    answers, checks = [], []
+    for question in (QUERY, "電梯維保記錄由誰簽字？"):
+        run = ChatRun(
+            Turn(question, ("运维工程师",)),
+            Deps(
+                settings=Settings.from_keys(),
+                backend=ExtractiveBackend(),
+                get_store=lambda: kb,
+                verifier=verifier,
+            ),
+        )
+        await collect(run)
+        summary = run.summary()
+        answers.append(strip_markers(summary.answer).strip())
+        checks.append(summary.verification["answers_question"])
+    assert answers[0] != NO_ANSWER and answers[1] == answers[0]
+    assert checks == [True, True]

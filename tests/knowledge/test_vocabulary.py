@@ -15,6 +15,7 @@ from gcite.knowledge.vocabulary import (
     parse_synonyms,
     read_synonyms,
     shipped_synonyms,
+    simplified,
 )
 
 DOC = (
@@ -169,3 +170,17 @@ def test_a_replaced_catalog_object_is_never_taken_for_the_cached_one(tmp_path: P
         with handle.lock:
             handle.catalog = other
         assert store.normalise_query("报休电话多少") == "报休电话多少"
+
+
+def test_a_question_in_traditional_characters_is_read_in_simplified_ones(
+    vocabulary: Vocabulary,
+) -> None:
+    assert simplified("報修電話是多少") == "报修电话是多少"
+    assert simplified("乾粉滅火器怎麼用") == "干粉灭火器怎么用"
+    # simplified text, and text without Chinese, stay as they are
+    assert simplified("干部著名的公司") == "干部著名的公司"
+    assert simplified("UPS 10:00") == "UPS 10:00"
+    # then normalised as the simplified question is
+    assert vocabulary.normalise("巡梗點一共多少個") == "巡更点一共多少个"
+    assert vocabulary.normalise("消控室在哪") == "消防控制室在哪"
+    assert Vocabulary().normalise("會議室") == "会议室"

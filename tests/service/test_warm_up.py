@@ -181,3 +181,123 @@ def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
     finally:
         release.set()
     assert finished.is_set()
+
+
+READY_SCRIPT = """
+import json, sys
+from starlette.testclient import TestClient
+from gcite.config import Settings
+from gcite.service import create_app
+from gcite.service.warmup import WarmUp
+begun = []
+
+async def held_back(self):  # /ready's answer would begin the warm-up: recorded instead
+    begun.append(True)
+
+WarmUp.after_ready = held_back
+settings = Settings.from_keys(
+    data_dir=sys.argv[1], database_url="sqlite:///" + sys.argv[2] + "/chat.sqlite3",
+    llm_base_url=sys.argv[3], llm_model="m", web_provider="none", allow_any_key=True,
+)
+modules = ("gcite.verify", "gcite.generate.extractive", "gcite.web.offline")
+with TestClient(create_app(settings)) as client:
+    ready = client.get("/ready")
+    at_ready = {name: name in sys.modules for name in modules}
+    client.app_state["resources"].warm_up()
+    warmed = {name: name in sys.modules for name in modules}
+print(json.dumps({"ready": ready.status_code, "begun": begun, "at_ready": at_ready,
+                  "warmed": warmed}))
+"""
+
+
+def test_ready_needs_neither_the_verifier_nor_the_offline_answerer_the_warm_up_loads_them(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path
+) -> None:
+    """What ``/ready`` needs (the app, the stores, the model check) loads neither the
+    citation verifier's modules, the offline answerer (a model is configured) nor a web
+    provider (none is): the verifier is made by the warm-up, which ``/ready``'s answer
+    begins. Fresh interpreter."""
+    out = subprocess.run(
+        [sys.executable, "-c", READY_SCRIPT, str(role_kb), str(tmp_path), llm.base_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["ready"] == 200 and seen["begun"] == [True]
+    assert seen["at_ready"] == {
+        "gcite.verify": False,
+        "gcite.generate.extractive": False,
+        "gcite.web.offline": False,
+    }
+    # the verifier (and, behind it, the offline answerer's shared modules) by the warm-up
+    assert seen["warmed"]["gcite.verify"] is True
+
+
+def test_the_verifier_is_made_once_under_concurrent_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up thread and the first answers may ask for the verifier at once: it is
+    made once, and all get the same one."""
+    import gcite.verify
+
+    made: list[object] = []
+    real = gcite.verify.make_verifier
+
+    def counting(*args: object, **kwargs: object) -> object:
+        made.append(True)
+        threading.Event().wait(0.05)  # widens the window for a second maker
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gcite.verify, "make_verifier", counting)
+    settings = Settings.from_keys(
+        data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}"
+    )
+    resources = Resources(settings)
+    together = threading.Barrier(8)
+    got: list[object] = []
+
+    def first_use() -> None:
+        together.wait(60)
+        got.append(resources.verifier)
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    try:
+        assert made == [True]
+        assert len(got) == 8 and all(v is got[0] for v in got)
+    finally:
+        resources.conversations.close()
+
+
+def test_a_question_before_ready_begins_the_warm_up_and_is_answered_with_its_verification(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path
+) -> None:
+    """No ``/ready`` and no server saying it listens: the first question begins the
+    warm-up, waits for it, and its answer is whole (the verifier made by the warm-up)."""
+    from starlette.testclient import TestClient
+
+    settings = Settings.from_keys(
+        data_dir=role_kb,
+        database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
+        llm_base_url=llm.base_url,
+        llm_model="standin-model",
+        allow_any_key=True,
+        web_provider="none",
+    )
+    with TestClient(create_app(settings)) as client:
+        warming = client.app_state["warming"]
+        assert not warming.begun
+        answer = client.post(
+            "/v1/chat-messages",
+            json={"query": "访客怎么登记？", "user": "u1", "response_mode": "blocking"},
+            headers={"Authorization": "Bearer any"},
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["answer"]
+        assert answer.json()["metadata"]["gcite_verification"]["version"] == 1
+        assert warming.done

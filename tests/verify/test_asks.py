@@ -670,3 +670,117 @@ def test_a_time_span_before_a_verb_is_no_place() -> None:
     assert not gives("place", "水温在60度以上时停止加热。")
     # a place phrase with a time-like character in it still is one
     assert gives("place", "交接班时在值班日志上签字。")
+
+
+def test_a_size_given_per_unit_answers_only_a_spacing() -> None:
+    spacing = "地下车库每 30 米设 1 具推车式灭火器。"
+    # how far to stand is no spacing: "每 30 米" does not say it
+    assert not units_agree("用灭火器的时候离火多远合适", spacing)
+    assert not check_part("用灭火器的时候离火多远合适", spacing).answered
+    # a spacing asked ("隔多远放一个") is answered by one
+    assert units_agree("推车灭火器隔多远放一个", spacing)
+    # durations are left alone: "多久轮岗" asks how often too
+    assert units_agree("夜里多久轮岗", "夜间每 12 小时轮换一次。")
+    # a value of its own beside the per value still answers
+    assert units_agree("离火多远合适", "每 30 米设 1 具，使用时距离火源 2 到 3 米。")
+
+
+def test_a_question_of_two_options_is_answered_by_naming_one() -> None:
+    question = "监控录像机用的是海康的还是大华的"
+    assert not check_part(question, "监控录像机的录像须保存 30 天。").typed
+    assert check_part(question, "监控录像机为大华品牌。").typed
+    assert check_part(question, "监控录像机用的是海康的设备。").typed
+    # "还是要 …吗" is "still": no options asked
+    assert units_agree("没预约的访客还是要登记吗", "所有访客须登记。")
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        # a size asked in its unit
+        ("大屏多少寸的", ("measure",)),
+        ("油箱能装多少升", ("measure",)),
+        # the maker with a noun between ("哪家快递公司")
+        ("那排快递柜是哪家快递公司的", ("brand",)),
+        # charging: "收多少" asks a sum, "收多少个" a count
+        ("停车一小时收多少", ("money",)),
+        ("前台一天收多少个快递", ("count",)),
+        # "几个钟" is hours, not a count
+        ("会议室每月能免费用几个钟", ("duration",)),
+        # how often, in minutes or by "多勤"
+        ("台风天巡逻要加密到多少分钟一趟", ("frequency",)),
+        ("台风天晚上巡逻要多勤", ("frequency",)),
+    ],
+)
+def test_what_a_value_asked_in_its_unit_asks(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+def test_a_volume_and_inches_are_answered_in_their_units() -> None:
+    assert not units_agree("油箱能装多少升", "柴油发电机 1 台 1600kW，位于 B2。")
+    assert units_agree("油箱能装多少升", "油箱容量 500 升。")
+    assert not units_agree("大屏多少寸的", "大屏功率 2 千瓦。")
+
+
+def test_a_part_asking_two_values_needs_both() -> None:
+    question = "闻到煤气味 这算几级的事 多快到"
+    only_time = check_part(question, "闻到煤气味时物业须在 5 分钟内到场。")
+    # the offline answerer gives what it has; the verifier flags the half answer
+    assert only_time.typed and not only_time.every and only_time.answered
+    report = answering_report(question, "闻到煤气味时物业须在 5 分钟内到场[C:1]。")
+    assert report is not None and report["answers_question"] is False
+    both = answering_report(question, "闻到煤气味属一级故障，物业须在 5 分钟内到场[C:1]。")
+    assert both is not None and both["answers_question"] is True
+
+
+def test_a_verb_of_placing_before_zai_gives_a_place() -> None:
+    assert gives("place", "电梯年检合格证张贴在轿厢内。")
+    assert gives("place", "备用钥匙挂在值班室。")
+    # a span of time after it is no place
+    assert not gives("place", "整改须装在 3 日内完成。")
+    # and asked by such a verb before 哪
+    assert question_types("水质化验单贴哪") == ("place",)
+    assert question_types("备用钥匙搁哪了") == ("place",)
+    assert check_part("水质化验单贴哪", "水质化验单张贴在 1 层公告栏。").answered
+
+
+def test_a_name_in_quotation_marks_is_a_name() -> None:
+    assert gives("name", "报修请用小程序“明湖服务”。")
+    assert not gives("name", "报修请用大厦的小程序。")
+    # who did something, and what they are called: a person's name, not a quoted one
+    assert question_types("巡更规范是谁签字批准的 叫啥名") == ("person",)
+    assert not check_part("巡更规范是谁签字批准的 叫啥名", "班长提交“巡更日报”并签字。").typed
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        ("电梯困人第一步干嘛", ("first",)),
+        ("灭火器用之前先拔啥", ("first",)),
+        ("跳闸了先干嘛 要报修吗", ("first", "yesno")),
+        # "先" that asks nothing of a first step
+        ("会议室是先到先得吗", ("yesno",)),
+        ("电梯困人怎么办", ("procedure",)),
+    ],
+)
+def test_the_first_thing_to_do_asked(question: str, types: tuple[str, ...]) -> None:
+    assert question_types(question) == types
+
+
+def test_the_first_thing_to_do_is_answered_by_a_first_step() -> None:
+    question = "电梯困人第一步干嘛"
+    assert check_part(question, "电梯困人时首先按下轿厢内的紧急呼叫按钮。").answered
+    assert check_part(question, "困人时第一时间按下紧急呼叫按钮。").answered
+    # what to do before something is a first step too
+    assert check_part("改动承重结构先做什么", "改动承重结构的，施工前须委托设计单位。").answered
+    # a rule about the lift that says no first step does not answer
+    assert not check_part(question, "电梯困人时物业须在 5 分钟内到场。").answered
+
+
+def test_a_question_in_traditional_characters_is_judged_as_the_simplified_one() -> None:
+    answer = "报修热线：400-800-1234[C:1]。"
+    simplified_report = answering_report("报修电话是多少", answer)
+    traditional = answering_report("報修電話是多少", answer)
+    assert simplified_report is not None and traditional is not None
+    assert traditional["parts"][0]["types"] == ["phone"]
+    assert traditional["answers_question"] is simplified_report["answers_question"] is True

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gcite.knowledge.sparse import terms
-from gcite.verify.asks import without_asking
 
 FLOOR = 0.3
 """Below this relevance score a chunk is never promoted."""
@@ -110,6 +109,8 @@ def coverage(question: str, content: str) -> float:
     Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
     the question has no other; a compound not found counts half the share of its parts
     found. 0 for a question without content words."""
+    from gcite.verify.asks import without_asking
+
     weights = without_asking(terms(question, search=False))
     total = sum(weights.values())
     if total <= 0:

@@ -29,6 +29,7 @@ from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.chunking import ARTICLE_RE
 from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import terms
+from gcite.knowledge.vocabulary import simplified
 from gcite.verify.asks import (
     SYNONYMS,
     better_answer,
@@ -1208,9 +1209,11 @@ def compose_answer(picks: Sequence[Pick]) -> str:
 
 
 def previous_question(messages: Sequence[dict[str, str]]) -> str:
-    """The user's question before the last one in chat ``messages`` ("" when none)."""
+    """The user's question before the last one in chat ``messages`` ("" when none), in
+    simplified characters as the retrieval query holds it
+    (:func:`gcite.knowledge.vocabulary.simplified`)."""
     users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
-    return users[-2] if len(users) >= 2 else ""
+    return simplified(users[-2]) if len(users) >= 2 else ""
 
 
 class ExtractiveBackend(BackendLifecycle):

@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.generate.backends import LLMBackend
-from gcite.generate.extractive import ExtractiveBackend
 from gcite.generate.fallback import FallbackBackend
 from gcite.generate.limits import limited
 from gcite.registry import LLM_PROTOCOLS, load
-from gcite.verify.support import support_model
 
 if TYPE_CHECKING:
     from gcite.knowledge.embed import Embedders
@@ -38,6 +36,9 @@ def make_backend(settings: Settings, embedders: Embedders | None = None) -> LLMB
     base URL without a model.
     """
     if not settings.llm.base_url:
+        from gcite.generate.extractive import ExtractiveBackend
+        from gcite.verify.support import support_model
+
         return limited(ExtractiveBackend(support=support_model(settings, embedders)), settings)
     reference = LLM_PROTOCOLS.get(settings.llm.protocol)
     if reference is None:
@@ -47,6 +48,9 @@ def make_backend(settings: Settings, embedders: Embedders | None = None) -> LLMB
         )
     model: LLMBackend = limited(load(reference).from_settings(settings), settings)
     if settings.llm.on_model_error == "extractive":
+        from gcite.generate.extractive import ExtractiveBackend
+        from gcite.verify.support import support_model
+
         offline = ExtractiveBackend(support=support_model(settings, embedders))
         return FallbackBackend(model, limited(offline, settings))
     return model

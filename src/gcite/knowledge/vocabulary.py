@@ -23,6 +23,10 @@ query is rewritten towards them before it is searched (:meth:`Vocabulary.normali
    A term of the documents that jieba's dictionary does not know is not a target: a
    rare real word of the user sounding like it would be replaced too.
 
+A question typed in traditional characters ("報修電話是多少") is first written in simplified
+ones (:func:`simplified`, OpenCC's ``t2s`` conversion): the documents, the synonyms and the
+answer types are written in simplified Chinese, and so is the rest of this normalisation.
+
 The vocabulary comes from the documents themselves, at ingest: :func:`document_vocabulary`
 gives a document's words and defined short forms, kept with the document's catalog entry
 (``catalog.json`` or the pgvector catalog table), and :func:`build_vocabulary` joins them
@@ -66,6 +70,24 @@ _DEFINED = re.compile(
 # a number or an ordinal (十章, 第三) is never what a typo stands for
 _NUMERALS = frozenset("零一二三四五六七八九十百千万两第")
 _SPLIT = re.compile(r"[\s,，、;；]+")
+
+
+@functools.cache
+def _t2s() -> Any:
+    """OpenCC's traditional-to-simplified converter (its dictionaries loaded once per
+    process)."""
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def simplified(text: str) -> str:
+    """``text`` with traditional Chinese characters and phrases written in simplified ones
+    ("報修電話" -> 报修电话; OpenCC ``t2s``); text without Chinese, and simplified text,
+    unchanged."""
+    if not _CJK_RUN.search(text):
+        return text
+    return str(_t2s().convert(text))
 
 
 def document_vocabulary(text: str) -> dict[str, Any]:
@@ -215,14 +237,15 @@ class Vocabulary:
 
     def normalise(self, query: str) -> str:
         """``query`` with its wording mapped to the documents' (see the module docstring);
-        unchanged when the vocabulary is empty. Pure (its results are kept: the last
-        :data:`NORMALISED_KEPT` queries are not normalised again)."""
+        only written in simplified characters when the vocabulary is empty. Pure (its
+        results are kept: the last :data:`NORMALISED_KEPT` queries are not normalised
+        again)."""
         if not self.counts:
-            return query
+            return simplified(query)
         known = self._normalised.get(query)
         if known is not None:
             return known
-        text = self._synonyms(query)
+        text = self._synonyms(simplified(query))
         text = self._short_forms(text)
         text = self._sounds(text)
         text = self._defined(text)
@@ -433,5 +456,6 @@ __all__ = [
     "parse_synonyms",
     "read_synonyms",
     "shipped_synonyms",
+    "simplified",
     "sound_keys",
 ]

@@ -41,6 +41,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gcite.chatflow.scheduler import Scheduler
@@ -179,9 +180,12 @@ def create_app(settings: Settings, handles: StoreHandles | None = None) -> FastA
     async def ready(request: Request) -> JSONResponse:
         checks = await request.state.readiness.refresh()
         ok = all(checks.values())
+        warming: WarmUp = request.state.warming
         return JSONResponse(
             {"status": "ready" if ok else "not_ready", "checks": checks},
             status_code=200 if ok else 503,
+            # the start-up warm-up begins once this answer is sent (gcite.service.warmup)
+            background=None if warming.begun else BackgroundTask(warming.after_ready),
         )
 
     app.include_router(build_chat_router(caller_of))

@@ -21,6 +21,8 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from gcite.chatflow import Deps, KnowledgeStore, LLMBackend, WebSource
@@ -31,10 +33,12 @@ from gcite.knowledge.access import KnowledgeAccess
 from gcite.knowledge.store import StoreHandles
 from gcite.service.heap import freeze_startup_objects
 from gcite.service.store import ConversationStore
-from gcite.verify import make_verifier
 from gcite.web import make_web_source
 
 log = logging.getLogger("gcite.service")
+
+Verifier = Callable[[str, list[dict[str, Any]], str, str], dict[str, Any]]
+"""The run-end citation verifier (:func:`gcite.verify.make_verifier`)."""
 
 
 def open_conversations(settings: Settings) -> ConversationStore:
@@ -57,7 +61,8 @@ class Resources:
         self.conversations = open_conversations(settings)
         self.backend: LLMBackend = make_backend(settings, self.handles.embedders)
         self.web_source: WebSource | None = make_web_source(settings, handles=self.handles)
-        self.verifier = make_verifier(settings, embedders=self.handles.embedders)
+        self._verifier: Verifier | None = None
+        self._verifier_lock = threading.Lock()
         self.template = (
             load_template(settings.llm.system_prompt_file)
             if settings.llm.system_prompt_file
@@ -104,6 +109,17 @@ class Resources:
         except Exception:
             log.warning("visibility check failed: stored answers are redacted", exc_info=True)
             return set()
+
+    @property
+    def verifier(self) -> Verifier:
+        """The citation verifier (:func:`gcite.verify.make_verifier`), made on first use,
+        once (the warm-up makes it; its module and tables are not needed for ``/ready``)."""
+        with self._verifier_lock:
+            if self._verifier is None:
+                from gcite.verify import make_verifier
+
+                self._verifier = make_verifier(self.settings, embedders=self.handles.embedders)
+            return self._verifier
 
     def get_store(self) -> KnowledgeStore:
         """The shared KnowledgeStore, opened on first use (raises StoreError when it cannot)."""

@@ -5,7 +5,8 @@ chat workers and the knowledge process of ``gcite serve --workers N``) with the 
 HTTP protocol (:class:`gcite.service.http.BoundedHttpToolsProtocol`), and adds two things
 to uvicorn's own server:
 
-- The app's start-up warm-up begins once the server listens (:mod:`gcite.service.warmup`).
+- The app's start-up warm-up is scheduled once the server listens: it begins after the
+  first ``/ready`` answer, or a question, or shortly after (:mod:`gcite.service.warmup`).
 - ``on_ready()`` is called once the app's start-up ran and the server listens (a worker
   tells its supervisor so; a worker that exits before it is ready is a start-up failure,
   not a crash to repair by starting another).

@@ -12,6 +12,7 @@ dimension (:func:`answer_check`: does the answer answer the question).
   a phone number (``phone``), who / which office (``who``), a person's name
   (``person``), a name, brand or model (``name``, ``brand``, ``model``), a size or rate
   (``measure``, ``ratio``),
+  the first thing to do (``first``: "第一步干嘛"),
   what to do (``procedure``: "怎么办", "怎么用"), how in general (``how``: "怎么申请",
   "会怎样"), which ones (``list``) and yes / no (``yesno``).
   A value is recognised by how Chinese questions ask for one, not by listed phrases: a
@@ -160,8 +161,10 @@ TYPES: tuple[AskType, ...] = (
             # an interrogative before a noun of money: "交多少押金", "多少工本费"
             rf"|(?:多少|几)[^，。？?；;\s]{{0,2}}(?:{_MONEY_NOUN})"
             # a verb of paying or earning before "多少 / 几": "交多少", "挣几千"
-            r"|(?:交|缴|付|花|赔|扣|罚|挣|赚|报销|退)了?(?:多少|几[千百万块])"
+            r"|(?:交|缴|付|花|赔|扣|罚|挣|赚|报销|退|收)了?(?:多少|几[千百万块])"
             r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜|米|公斤|度|时间|工夫|功夫|精力))"
+            # things counted, not a sum ("收多少件", "交多少份材料")
+            r"(?!\s*[个件份张条页箱包])"
             # an amount in round figures: "几千", "几百块"
             r"|几[千百万](?:块|元)?(?![\u4e00-\u9fff])"
         ),
@@ -175,8 +178,9 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "frequency",
         _re(
-            r"(?:多久|多长时间|隔多久|多少天|几天|几个月|多少小时|几小时|几个小时).{0,8}(?:一次|一回|一趟|一圈)"
-            r"|几次|多少次|多频繁|频率|多久.{0,3}(?:转|巡|查|检|换|洗|保养|清洗|演练)"
+            r"(?:多久|多长时间|隔多久|(?:多少|几)\s*个?\s*(?:天|小时|钟头|分钟|月|周|星期))"
+            r".{0,8}(?:一次|一回|一趟|一圈)"
+            r"|几次|多少次|多频繁|多勤|频率|多久.{0,3}(?:转|巡|查|检|换|洗|保养|清洗|演练)"
         ),
         _re(
             rf"每\s*{_NUM}?\s*(?:个)?{_TIME_UNIT}|每(?:年|月|周|天|日|班|季度|半年)|{_NUM}\s*次"
@@ -236,7 +240,7 @@ TYPES: tuple[AskType, ...] = (
     AskType(
         "count",
         _re(
-            r"(?<![好哪那这])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟头|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
+            r"(?<![好哪那这])(?:几|多少)\s*(?:个(?!\s*(?:小时|钟|月|工作日|星期|礼拜))|名|人|位|间|部|台|具|条|处|层|套|辆|项|组|格|家|座|种|块|把|路|条线|根)"
             r"|容纳多少|能坐多少|坐多少|多少人|有多少|一共多少|总共多少|共多少"
         ),
         _re(
@@ -255,6 +259,7 @@ TYPES: tuple[AskType, ...] = (
         _re(
             r"多大|多重|多少公斤|多高|多长(?!时间)|多宽|多远|多厚|多少米|尺寸|面积|容量|功率|多少瓦"
             r"|多少千瓦|多少度|温度[^，。？?]{0,4}(?:多少|几度|多高|多低)|多少吨|多少升"
+            r"|(?:多少|几)\s*(?:寸|英寸|升|立方|平米|平方米|厘米|毫米)"
         ),
         _re(
             rf"{_NUM}\s*(?:公斤|kg|千克|米|m|平方|㎡|kw|千瓦|瓦|吨|度|℃|升|l|人|寸|厘米|cm|毫米|周岁|岁)"
@@ -274,11 +279,16 @@ TYPES: tuple[AskType, ...] = (
         "place",
         _re(
             r"哪里|在哪|哪儿|哪边|什么地方|啥地方|什么位置|位置在|地点|放哪|停哪|站哪|去哪|几楼"
+            # a verb of placing before 哪: "化验单贴哪", "钥匙搁哪了" (the verb stays one of
+            # the question's words)
+            r"|(?<=[贴挂装搁摆存锁])哪"
             r"|哪层|哪一层|哪个门|哪个口|在几层|哪个房间|哪个区"
         ),
         _re(
             r"位于|设在|设于|存放|放在|放置|停放|集合点|(?<!\d)\d+\s*层|(?<![一二三四五六七八九十])[一二三四五六七八九十]+\s*层|(?<![a-z])[bＢ]\d"
             r"|[东西南北]侧|[东西南北]门|大堂|广场|机房|上风|下风|方向|附近|旁边|对面"
+            # a verb of placing before 在 ("张贴在轿厢内"; not a time: "装在 3 天内")
+            r"|(?:贴|装|挂|停|摆|搁)在(?![^，。；]{0,4}\d)"
             r"|(?:在|于|到|至|去)[^，。；]{0,12}(?:室|房|厅|柜|库|区|门|台|处|楼|层|侧|车位|中心)"
             # a locative phrase: "在值班日志上签字", "张贴在轿厢内" (not a span of time or
             # a threshold: "在24小时内上报", "在三个工作日内", "在60度以上时")
@@ -311,7 +321,8 @@ TYPES: tuple[AskType, ...] = (
         # 谁家" before one, or where it is made ("哪里产的", "哪国产"; not "哪里产生")
         _re(
             r"牌子|品牌|厂家|厂商|哪家公司|哪个公司|什么公司|啥公司|供应商|哪家的|谁家的?"
-            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产(?![生品权业])"
+            r"|(?:哪|什么|啥)(?:家|个)?\s*(?:厂|企业)|(?:哪|什么|啥)(?:家|个)[\u4e00-\u9fff]{1,4}(?:公司|厂|企业)"
+            r"|生产商|制造商|(?:哪里|哪儿|哪国|什么地方)产(?![生品权业])"
             r"|(?:哪家|谁家|什么公司|哪个公司)\S{0,3}(?:做|生产|制造|装|供|造)"
         ),
         _re(r"品牌|牌子|厂家|厂商|公司|集团|有限"),
@@ -327,6 +338,8 @@ TYPES: tuple[AskType, ...] = (
         # they are called ("主管是谁", "值班的保安叫啥"), or how one addresses them
         _re(
             rf"(?:{_PERSON})[^，。？?；;\s]{{0,4}}(?:叫什么|叫啥|名字|姓名|是谁|是哪位|姓什么|姓啥)"
+            # who did it, and the name asked ("谁签字批准的 叫啥名")
+            r"|谁[^，。？?；;]{0,8}(?:叫什么|叫啥|名字|姓名)"
             r"|姓什么|姓啥|贵姓|怎么称呼|如何称呼|称呼"
         ),
         _re(
@@ -343,7 +356,11 @@ TYPES: tuple[AskType, ...] = (
         "name",
         _re(r"叫什么名|名字|姓名|叫啥|叫什么|名称"),
         # "姓名" given as a value ("姓名：…"), not a form field ("填写访客姓名")
-        _re(r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"),
+        # or a name in quotation marks ("小程序“明湖服务”")
+        _re(
+            r"姓名\s*[:：为是]|名为|名叫|称为|简称|[\u4e00-\u9fff](?:先生|女士|师傅)|[厅馆]"
+            r"|[“\"「『][^”\"」』\s]{2,12}[”\"」』]"
+        ),
     ),
     AskType(
         "who",
@@ -355,6 +372,16 @@ TYPES: tuple[AskType, ...] = (
             r"部|主管|经理|负责人|人员|单位|企业|机关|中心|服务台|业主|租户|物业|机构|部门|政府|委员会|公司"
             r"|派出所|员|者|方|人|师|长|队|组|科|局|所|会|由.{1,12}(?:负责|承担|组织|审批|批准|签发)"
         ),
+    ),
+    AskType(
+        "first",
+        # the first thing to do asked ("第一步干嘛", "先拔啥"): answered by a first step
+        _re(
+            r"第一步|第一件事|头一件事|首先(?:要|得|该)?(?:干|做|弄)"
+            r"|先(?:要|得|该)?(?:干|做|弄|拔|按|拉|关|开|打)(?:啥|嘛|什么|哪)"
+        ),
+        # or what to do before it ("施工前…委托设计单位", "事先告知")
+        _re(r"第一|首先|先|前|预先"),
     ),
     AskType(
         "procedure",
@@ -398,6 +425,7 @@ _SHADOWS = {
     "frequency": ("duration", "count", "time"),
     "phone": ("count", "who", "procedure", "how", "date", "time"),
     "procedure": ("how",),
+    "first": ("procedure", "how"),
     "money": ("count", "penalty"),
     "ratio": ("money",),
     "penalty": ("procedure", "how"),
@@ -481,7 +509,11 @@ _LENGTH_UNITS = r"米|m\b|寸|厘米|cm|毫米|mm|公里|km"
 #: A size asked in one dimension (a length, a weight, an area, a power) and the units
 #: that state it: "多大尺寸" is not answered by "可容纳 60 人", "多远" not by "4 公斤".
 _DIMENSIONS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
-    (_re(r"尺寸|多长(?!时间)|多宽|多高|多远|多厚|多少米"), _re(_LENGTH_UNITS)),
+    (
+        _re(r"尺寸|多长(?!时间)|多宽|多高|多远|多厚|多少米|(?:多少|几)\s*(?:寸|英寸|厘米|毫米)"),
+        _re(_LENGTH_UNITS),
+    ),
+    (_re(r"(?:多少|几)\s*(?:升|立方)|容积"), _re(r"升|l\b|立方|m³")),
     (_re(r"多重|重量|多少公斤|多少斤|多少吨"), _re(r"公斤|kg|千克|斤|吨|克")),
     (_re(r"面积|多少平"), _re(r"平方|㎡|亩")),
     (_re(r"功率|多少瓦|多少千瓦"), _re(r"瓦|kw|w\b")),
@@ -582,6 +614,44 @@ def _thing_counted(question: str, text: str) -> bool:
     )
 
 
+#: A question asking a spacing ("隔多远放一个", "每隔几米"): a size given per unit ("每 30
+#: 米设 1 具") answers it. Another question asking a size is not answered by a spacing
+#: ("离火多远" by "每 30 米设 1 具"). (Durations are left alone: "多久轮岗" asks how often
+#: as well as how long, and "每 12 小时轮换一次" answers it.)
+_PER_ASKED_RE = re.compile(
+    r"隔|每\s*(?:隔\s*)?(?:多|几)|(?:多远|多少米|几米).{0,6}一\s*[个具处台根]"
+)
+_PER_VALUE_RE = re.compile(rf"每\s*(?:隔\s*)?{_NUM}\s*(?:{_LENGTH_UNITS})")
+
+
+def _per_agrees(question: str, text: str) -> bool:
+    """False when ``question`` asks a size but no spacing, and ``text`` gives a size only
+    as a spacing ("每 30 米")."""
+    if _PER_ASKED_RE.search(question) or "measure" not in question_types(question):
+        return True
+    bare = _PER_VALUE_RE.sub("，", text)
+    return bare == text or (gives("measure", bare) and _dimension_agrees(question, bare))
+
+
+#: An alternative question ("用的是海康的还是大华的"): 还是 between two options of one
+#: clause - not "still" before a verb ("还是要登记吗").
+_ALTERNATIVE_RE = re.compile(
+    r"([^，,。？?；;！!\s]{2,12})还是(?![要得需会能可应该再先])([^，,。？?；;！!\s]{1,12})"
+)
+
+
+def _alternative_named(question: str, text: str) -> bool:
+    """False when ``question`` asks which of two options ("A 还是 B") and ``text`` names
+    neither: the last content word before 还是 nor a content word after it."""
+    match = _ALTERNATIVE_RE.search(question) if "还是" in question else None
+    if match is None or "吗" in question[match.end() :]:
+        return True
+    before = [w for w in terms(match.group(1), search=False) if not asks_only(w)]
+    options = before[-1:] + [w for w in terms(match.group(2), search=False) if not asks_only(w)]
+    low = text.lower()
+    return not options or any(_word_found(word, low) >= 1.0 for word in options)
+
+
 def units_agree(question: str, text: str) -> bool:
     """Whether ``text`` gives a value in the unit ``question`` asks in, when it asks in
     one: a duration asked in a unit ("几年", "多少分钟") and stated in ``text`` only two or
@@ -599,7 +669,9 @@ def units_agree(question: str, text: str) -> bool:
             return False
     if not _dimension_agrees(question, text) or not _charge_agrees(question, text):
         return False
-    if not _age_agrees(question, text):
+    if not _age_agrees(question, text) or not _per_agrees(question, text):
+        return False
+    if not _alternative_named(question, text):
         return False
     counted = _ASKED_COUNT_RE.search(question)
     if counted is not None:
@@ -766,7 +838,9 @@ class PartCheck:
     """One question part against the answer: ``types`` asked, ``typed`` (the answer gives
     a strict type asked, or none is strict), ``cover`` (0..1) and ``missing`` content
     words, ``found`` (how many of the part's own content words the answer holds),
-    ``answered`` (typed and :meth:`covered`)."""
+    ``every`` (the answer gives every strict type asked: the verifier flags an answer to
+    a part asking two values, "这算几级的事 多快到", that gives one; the offline answerer
+    still gives what it has), ``answered`` (typed and :meth:`covered`)."""
 
     text: str
     types: tuple[str, ...]
@@ -774,6 +848,7 @@ class PartCheck:
     cover: float
     missing: tuple[str, ...] = field(default_factory=tuple)
     found: int = 0
+    every: bool = True
 
     def covered(self, min_cover: float = MIN_WORD_COVER, min_found: int = MIN_WORDS_FOUND) -> bool:
         """``min_cover`` of the weight, or ``min_found`` of the part's own words, found."""
@@ -815,7 +890,9 @@ def check_part(
     cover, missing = word_cover(weights, answer, context, synonyms)
     found = sum(1 for word in content_terms(part) if word not in missing)
     typed = gives_any(types, answer) and units_agree(part, answer)
-    return PartCheck(part, types, typed, round(cover, 3), missing, found)
+    # a part asking several values ("这算几级的事 多快到") is answered by all of them
+    every = all(gives(name, answer) for name in strict_types(types))
+    return PartCheck(part, types, typed, round(cover, 3), missing, found, every)
 
 
 def own_cover(part: str, answer: str, context: str = "") -> float:

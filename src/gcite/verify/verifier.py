@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
+from gcite.knowledge.vocabulary import simplified
 from gcite.stream.parser import parse_all
 from gcite.verify.asks import answer_check, outranked_by, own_cover, question_types
 from gcite.verify.support import SupportModel, support_model
@@ -166,6 +167,8 @@ def answering_report(
     (:func:`gcite.verify.asks.own_cover`).
     ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
     its words at half weight, its answer types when the part asks none).
+    ``question`` is read in simplified characters (a question typed in traditional ones
+    is judged as its simplified form, as it was searched).
     ``context``: the cited documents' titles (words found there count half). When
     the answer also says something it does not cite (a part it declares unknown:
     "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
@@ -177,6 +180,7 @@ def answering_report(
     claims = answer_claims(answer)
     if not question.strip() or not any(claim.ids for claim in claims):
         return None
+    question = simplified(question)  # as the retrieval query holds it
     text = "".join(claim.text for claim in claims)
     carried = ""
     if search_query.strip() and search_query.strip() != question.strip():
@@ -189,7 +193,7 @@ def answering_report(
     follow_up = bool(question_types(carried)) and question.strip() in search_query
     leaning = len(checks) > 1 or follow_up
     for check in checks:
-        answered = check.typed and check.covered(min_cover, FLAG_WORDS)
+        answered = check.typed and check.every and check.covered(min_cover, FLAG_WORDS)
         if leaning and own_cover(check.text, text, context) < FLAG_OWN_COVER:
             answered = False
         parts.append(

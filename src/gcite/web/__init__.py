@@ -23,20 +23,31 @@ at construction. The guide is ``docs/web-search.md``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from gcite.chatflow.seams import WebSource
 from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.registry import WEB_PROVIDERS, load
-from gcite.web.baidu import BaiduSearch
-from gcite.web.bocha import BochaWebSearch
-from gcite.web.http import RetryPolicy
-from gcite.web.offline import OfflineWebSource
-from gcite.web.tavily import TavilySearch
 
 if TYPE_CHECKING:
     from gcite.knowledge.store import StoreHandles
+    from gcite.web.baidu import BaiduSearch
+    from gcite.web.bocha import BochaWebSearch
+    from gcite.web.http import RetryPolicy
+    from gcite.web.offline import OfflineWebSource
+    from gcite.web.tavily import TavilySearch
+
+_EXPORTS = {
+    "BaiduSearch": "gcite.web.baidu",
+    "BochaWebSearch": "gcite.web.bocha",
+    "OfflineWebSource": "gcite.web.offline",
+    "RetryPolicy": "gcite.web.http",
+    "TavilySearch": "gcite.web.tavily",
+}
+"""The provider classes, imported when first named (a service without web search, or
+with one provider, loads no other provider's module)."""
 
 
 def make_web_source(
@@ -66,6 +77,13 @@ def make_web_source(
         )
     source: WebSource = load(entry.source).from_settings(settings, retry=retry, handles=handles)
     return source
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [
