@@ -109,6 +109,19 @@ def test_a_bad_judge_address_is_one_clear_error(url: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["llm_base_url", "embed_base_url", "rerank_url"])
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x", "x.example.com/v1", "http://"])
+def test_a_bad_service_address_is_one_clear_error(name: str, url: str) -> None:
+    """The model's, the embedder's and the reranker's addresses are checked at start like
+    the judge's: their clients are made after ``/ready`` (the model's SDK client by the
+    warm-up, the others at the first search), where a bad one failed every answer."""
+    with pytest.raises(ConfigError, match=name) as caught:
+        _load(**{name: url}, llm_model="m", embed_model="e")
+    assert "\n" not in str(caught.value)
+    good = "http://127.0.0.1:9/v1"
+    assert _load(**{name: good}, llm_model="m", embed_model="e").value(name) == good
+
+
 def test_a_judge_address_without_its_model_is_an_error() -> None:
     with pytest.raises(ConfigError, match="verify_judge_model"):
         _load(verify_judge_base_url="http://127.0.0.1:9/v1")
@@ -137,6 +150,9 @@ def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         ({"convert_max_cells": "0"}, "convert_max_cells"),
         # the verifier is made after start-up: its judge's address is checked before
         ({"verify_judge_base_url": "http://[::1", "verify_judge_model": "j"}, "judge_base_url"),
+        # the model's SDK client is made by the warm-up: its address is checked before
+        ({"llm_base_url": "http://[::1", "llm_model": "m"}, "llm_base_url"),
+        ({"llm_base_url": "ftp://x", "llm_model": "m"}, "llm_base_url"),
     ],
 )
 def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], needle: str) -> None:
