@@ -153,14 +153,38 @@ def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         # the model's SDK client is made by the warm-up: its address is checked before
         ({"llm_base_url": "http://[::1", "llm_model": "m"}, "llm_base_url"),
         ({"llm_base_url": "ftp://x", "llm_model": "m"}, "llm_base_url"),
+        # the web source is built by the app's start-up: its settings are checked before
+        ({"web_provider": "bocha"}, "bocha_api_key"),
+        ({"web_provider": "offline"}, "web_dir"),
     ],
 )
 def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], needle: str) -> None:
-    done = _gcite(tmp_path, "serve", "--port", "0", **env)
+    _one_error_line(_gcite(tmp_path, "serve", "--port", "0", **env), needle)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"web_provider": "tavily"}, "tavily_api_key"),
+        ({"web_provider": "offline", "web_dir": "/nonexistent/pages"}, "/nonexistent/pages"),
+        ({"web_provider": "baidu", "baidu_api_key": "k", "web_freshness": "day"}, "时效"),
+    ],
+)
+def test_serve_with_workers_stops_with_one_error_line(
+    tmp_path: Path, env: dict[str, str], needle: str
+) -> None:
+    """Before any process of the set starts (it used to end in the knowledge process's
+    exit code after its traceback)."""
+    (tmp_path / "data").mkdir()
+    _one_error_line(_gcite(tmp_path, "serve", "--port", "0", "--workers", "2", **env), needle)
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], needle: str) -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("错误: ") and needle in lines[0], done.stderr
     assert "Traceback" not in done.stderr and not Path("/nonexistent").exists()
+    assert "已启动" not in done.stdout
 
 
 def test_section_tables_are_checked_and_take_none_like_top_level_keys(tmp_path: Path) -> None:

@@ -64,8 +64,11 @@ def serve(
         serve_app(app, fd=fd, on_ready=ready_notice(ready_fd))
         return
     from gcite.cli.startup import check_port, check_service
+    from gcite.web import check_web_source
 
     check_port(settings.service.host, settings.service.port)
+    # each process's app builds its web source at start-up: a bad setting is one line here
+    check_web_source(settings)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
