@@ -184,8 +184,9 @@ def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
 
 
 READY_SCRIPT = """
-import json, sys
+import json, sys, time
 from starlette.testclient import TestClient
+from gcite.generate.probe import CACHE_S
 from gcite.config import Settings
 from gcite.service import create_app
 from gcite.service.warmup import WarmUp
@@ -201,12 +202,19 @@ settings = Settings.from_keys(
 )
 modules = ("gcite.verify", "gcite.generate.extractive", "gcite.web.offline")
 with TestClient(create_app(settings)) as client:
-    ready = client.get("/ready")
+    # /ready checks live (the model's address among them): on a busy machine the model
+    # check may miss its timeout, and its result is kept for CACHE_S: ask again after that,
+    # as a load balancer would
+    for _ in range(5):
+        ready = client.get("/ready")
+        if ready.status_code == 200:
+            break
+        time.sleep(CACHE_S + 0.5)
     at_ready = {name: name in sys.modules for name in modules}
     client.app_state["resources"].warm_up()
     warmed = {name: name in sys.modules for name in modules}
-print(json.dumps({"ready": ready.status_code, "begun": begun, "at_ready": at_ready,
-                  "warmed": warmed}))
+print(json.dumps({"ready": ready.status_code, "checks": ready.json(), "begun": begun,
+                  "at_ready": at_ready, "warmed": warmed}))
 """
 
 
@@ -225,7 +233,8 @@ def test_ready_needs_neither_the_verifier_nor_the_offline_answerer_the_warm_up_l
         check=True,
     )
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen["ready"] == 200 and seen["begun"] == [True]
+    assert seen["ready"] == 200, seen["checks"]
+    assert seen["begun"] and all(seen["begun"])
     assert seen["at_ready"] == {
         "gcite.verify": False,
         "gcite.generate.extractive": False,
