@@ -126,7 +126,9 @@ _BAD_WEB_SETTINGS = [
 
 
 @pytest.mark.parametrize(("flags", "needle"), _BAD_WEB_SETTINGS)
-def test_the_start_check_refuses_what_the_factory_refuses(flags: dict[str, str], needle: str) -> None:
+def test_the_start_check_refuses_what_the_factory_refuses(
+    flags: dict[str, str], needle: str
+) -> None:
     """``gcite serve`` checks the web settings before it serves (the app builds its source at
     start-up): the check and the factory give the same one-line error."""
     settings = load_settings(flags, environ={})

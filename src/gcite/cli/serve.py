@@ -133,9 +133,7 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     serve_app(app, fd=fd)
 
 
-def knowledge_app(
-    settings: Settings, key: str, handles: StoreHandles
-) -> tuple[Settings, FastAPI]:
+def knowledge_app(settings: Settings, key: str, handles: StoreHandles) -> tuple[Settings, FastAPI]:
     """The knowledge process's settings (``/retrieval`` under
     :data:`gcite.cli.workers.INTERNAL_PREFIX`, the internal ``key``) and app: one that
     answers no chat (``create_app(answers=False)``: the chat workers answer, they ask it
