@@ -319,6 +319,9 @@ _VALID_SAMPLES = {
     "chunk_size": "700",
     "retrieval_prefix": "/x",
     "verify_judge_base_url": "http://judge/v1",
+    "llm_base_url": "http://llm/v1",
+    "embed_base_url": "http://embed/v1",
+    "rerank_url": "http://rerank/v1/rerank",
 }
 _NEEDED_WITH = {"verify_judge_base_url": {"GCITE_VERIFY_JUDGE_MODEL": "m"}}
 """Other variables a sample needs to be a valid setting."""

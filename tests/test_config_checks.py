@@ -109,6 +109,19 @@ def test_a_bad_judge_address_is_one_clear_error(url: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["llm_base_url", "embed_base_url", "rerank_url"])
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x", "x.example.com/v1", "http://"])
+def test_a_bad_service_address_is_one_clear_error(name: str, url: str) -> None:
+    """The model's, the embedder's and the reranker's addresses are checked at start like
+    the judge's: their clients are made after ``/ready`` (the model's SDK client by the
+    warm-up, the others at the first search), where a bad one failed every answer."""
+    with pytest.raises(ConfigError, match=name) as caught:
+        _load(**{name: url}, llm_model="m", embed_model="e")
+    assert "\n" not in str(caught.value)
+    good = "http://127.0.0.1:9/v1"
+    assert _load(**{name: good}, llm_model="m", embed_model="e").value(name) == good
+
+
 def test_a_judge_address_without_its_model_is_an_error() -> None:
     with pytest.raises(ConfigError, match="verify_judge_model"):
         _load(verify_judge_base_url="http://127.0.0.1:9/v1")
@@ -137,14 +150,41 @@ def _gcite(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         ({"convert_max_cells": "0"}, "convert_max_cells"),
         # the verifier is made after start-up: its judge's address is checked before
         ({"verify_judge_base_url": "http://[::1", "verify_judge_model": "j"}, "judge_base_url"),
+        # the model's SDK client is made by the warm-up: its address is checked before
+        ({"llm_base_url": "http://[::1", "llm_model": "m"}, "llm_base_url"),
+        ({"llm_base_url": "ftp://x", "llm_model": "m"}, "llm_base_url"),
+        # the web source is built by the app's start-up: its settings are checked before
+        ({"web_provider": "bocha"}, "bocha_api_key"),
+        ({"web_provider": "offline"}, "web_dir"),
     ],
 )
 def test_serve_stops_with_one_error_line(tmp_path: Path, env: dict[str, str], needle: str) -> None:
-    done = _gcite(tmp_path, "serve", "--port", "0", **env)
+    _one_error_line(_gcite(tmp_path, "serve", "--port", "0", **env), needle)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"web_provider": "tavily"}, "tavily_api_key"),
+        ({"web_provider": "offline", "web_dir": "/nonexistent/pages"}, "/nonexistent/pages"),
+        ({"web_provider": "baidu", "baidu_api_key": "k", "web_freshness": "day"}, "时效"),
+    ],
+)
+def test_serve_with_workers_stops_with_one_error_line(
+    tmp_path: Path, env: dict[str, str], needle: str
+) -> None:
+    """Before any process of the set starts (it used to end in the knowledge process's
+    exit code after its traceback)."""
+    (tmp_path / "data").mkdir()
+    _one_error_line(_gcite(tmp_path, "serve", "--port", "0", "--workers", "2", **env), needle)
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], needle: str) -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("错误: ") and needle in lines[0], done.stderr
     assert "Traceback" not in done.stderr and not Path("/nonexistent").exists()
+    assert "已启动" not in done.stdout
 
 
 def test_section_tables_are_checked_and_take_none_like_top_level_keys(tmp_path: Path) -> None:

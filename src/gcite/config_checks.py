@@ -114,7 +114,7 @@ def validate(settings: KeyedSettings, *, unlimited: frozenset[str] = frozenset()
     Checks :data:`BOUNDS`, ``chunk_overlap < chunk_size``, ``retrieval_prefix`` (empty or
     ``/segment[/segment...]``, no ``.``/``..`` segment, no trailing ``/``) and, for a
     SQLite ``database_url``, that its directory exists unless ``create_database_dir``, and
-    the citation judge (:func:`_check_judge`).
+    the service addresses and the citation judge's model (:func:`_check_urls`).
     """
     for name, bound in BOUNDS.items():
         if name in unlimited:
@@ -139,26 +139,40 @@ def validate(settings: KeyedSettings, *, unlimited: frozenset[str] = frozenset()
             f"配置项 database_url 的目录不存在: {folder}"
             "（请先创建该目录，或设置 create_database_dir = true）"
         )
-    _check_judge(settings)
+    _check_urls(settings)
 
 
-def _check_judge(settings: KeyedSettings) -> None:
-    """A ``verify_judge_base_url`` is an http(s) address with a host, and comes with its
-    ``verify_judge_model``: the verifier using them is made after the service says it is
-    ready (:class:`gcite.service.resources.Resources`), too late for a setting's error."""
-    url = str(settings.value("verify_judge_base_url") or "").strip()
-    if not url:
-        return
+URL_KEYS = ("llm_base_url", "embed_base_url", "rerank_url", "verify_judge_base_url")
+"""The service addresses checked at start (:func:`url_problem`): what uses them is made
+after the service says it is ready (the model's SDK client, the embedding and rerank
+clients, the verifier), too late for a setting's error - a bad one would fail every answer
+or search while ``/ready`` says ready."""
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) address with a host (a Chinese phrase to follow the
+    value in an error line), else ``None``. The one check of a configured address (the web
+    providers' clients use it too, :func:`gcite.web.http.check_base_url`)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not one
-    except ValueError as exc:
-        raise ConfigError(f"配置项 verify_judge_base_url 的值 {url!r} 不是有效的地址") from exc
+    except ValueError:
+        return "不是有效的地址"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"配置项 verify_judge_base_url 的值 {url!r} 无效：应以 http:// 或 https:// 开头"
-        )
-    if not str(settings.value("verify_judge_model") or "").strip():
+        return "无效：应以 http:// 或 https:// 开头"
+    return None
+
+
+def _check_urls(settings: KeyedSettings) -> None:
+    """Every address of :data:`URL_KEYS` that is set is an http(s) address with a host, and
+    a ``verify_judge_base_url`` comes with its ``verify_judge_model``."""
+    for name in URL_KEYS:
+        url = str(settings.value(name) or "").strip()
+        problem = url_problem(url) if url else None
+        if problem is not None:
+            raise ConfigError(f"配置项 {name} 的值 {url!r} {problem}")
+    judge = str(settings.value("verify_judge_base_url") or "").strip()
+    if judge and not str(settings.value("verify_judge_model") or "").strip():
         raise ConfigError("已设置 verify_judge_base_url，但缺少 verify_judge_model（判定模型名称）")
 
 
@@ -174,9 +188,11 @@ __all__ = [
     "BOUNDS",
     "NONE",
     "NO_LIMIT",
+    "URL_KEYS",
     "Bound",
     "KeyedSettings",
     "no_limit_value",
     "sqlite_folder",
+    "url_problem",
     "validate",
 ]

@@ -1,7 +1,8 @@
 """Registries of the pluggable backends by name: web providers, LLM protocols, store backends.
 
 Adding a web search provider is one module with a class that has
-``from_settings(settings) -> WebSource`` and one line in :data:`WEB_PROVIDERS`; an LLM
+``from_settings(settings) -> WebSource`` and ``check_settings(settings)`` (the same errors,
+nothing built that runs) and one line in :data:`WEB_PROVIDERS`; an LLM
 protocol is one module with a class that has ``from_settings(settings) -> LLMBackend``
 and one line in :data:`LLM_PROTOCOLS`; a store backend is one module with an opener
 ``(settings, *, create, handles) -> HybridStore`` and one entry in :data:`STORE_BACKENDS`,
@@ -34,7 +35,9 @@ class WebProvider:
     ``name``: the ``web_provider`` value. ``source``: ``"module:Class"`` of its
     :class:`~gcite.web.WebSource`, whose ``from_settings(settings, *, retry, handles)``
     builds it (``handles``: the owner's open stores and embedders, for a source that
-    searches a store).
+    searches a store) and whose ``check_settings(settings)`` raises the same
+    ``ConfigError`` without building anything that runs (``gcite serve``'s start-up check,
+    :func:`gcite.web.check_web_source`).
     ``key_env``: the provider's own environment variables for its API key, read in this
     order after the ``<name>_api_key`` setting. ``needs_key``: False for a provider
     without an API key (it has no ``<name>_api_key`` setting).

@@ -310,3 +310,77 @@ def test_a_question_before_ready_begins_the_warm_up_and_is_answered_with_its_ver
         assert answer.json()["answer"]
         assert answer.json()["metadata"]["gcite_verification"]["version"] == 1
         assert warming.done
+
+
+PROCESS_SCRIPT = """
+import json, sys, time
+from starlette.testclient import TestClient
+from gcite.config import Settings
+from gcite.knowledge.store import StoreHandles
+data_dir, tmp, llm_url, pages, kind = sys.argv[1:6]
+settings = Settings.from_keys(
+    data_dir=data_dir, database_url="sqlite:///" + tmp + "/chat.sqlite3",
+    llm_base_url=llm_url, llm_model="m", allow_any_key=True,
+    web_provider="offline", web_dir=pages, web_offline_index="bm25",
+)
+if kind == "knowledge":  # as `gcite serve --knowledge-fd` makes it
+    from gcite.cli.serve import knowledge_app
+    _, app = knowledge_app(settings, "internal-key", StoreHandles())
+else:  # a chat worker (`gcite serve --fd`), or the single process
+    from gcite.service import create_app
+    app = create_app(settings)
+with TestClient(app) as client:
+    client.get("/ready")  # its answer begins the warm-up (ready or not: the model check)
+    state = client.app_state
+    deadline = time.monotonic() + 120
+    while not state["warming"].done and time.monotonic() < deadline:
+        time.sleep(0.02)
+    resources = state["resources"]
+    model = resources.backend
+    while hasattr(model, "inner"):
+        model = model.inner
+    print(json.dumps({
+        "warmed": state["warming"].done,
+        "verifier": resources._verifier is not None,
+        "verifier_module": "gcite.verify" in sys.modules,
+        "model_client": model._client is not None,
+        "model_sdk": "openai" in sys.modules,
+        "web_source": resources.web_source is not None,
+        "retrieval": state["retrieval"].warm,
+    }))
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "answering"), [("worker", True), ("knowledge", False)], ids=["worker", "knowledge"]
+)
+def test_each_process_warms_up_only_what_it_uses(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path, kind: str, answering: bool
+) -> None:
+    """A chat worker's warm-up makes the citation verifier and the model's SDK client (and
+    it has its web source); the knowledge process of ``gcite serve --workers N`` answers
+    no chat (the workers ask it for searches and knowledge-base management): its warm-up
+    loads neither the verifier nor the model's SDK, and it builds no web source (the
+    offline one would index its folder at once); both warm up the store's search. Fresh
+    interpreter each, the apps as ``gcite serve`` makes them."""
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "a.md").write_text("# 页面\n\n巡检记录。", encoding="utf-8")
+    args = [str(role_kb), str(tmp_path), llm.base_url, str(pages), kind]
+    out = subprocess.run(
+        [sys.executable, "-c", PROCESS_SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "warmed": True,
+        "verifier": answering,
+        "verifier_module": answering,
+        "model_client": answering,
+        "model_sdk": answering,
+        "web_source": answering,
+        "retrieval": True,
+    }

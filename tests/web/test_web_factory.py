@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +17,7 @@ from gcite.web import (
     BochaWebSearch,
     TavilySearch,
     WebSource,
+    check_web_source,
     make_web_source,
 )
 from support.web_standin import BOCHA_PATH, web_standin
@@ -107,3 +112,71 @@ def test_bad_settings_values_are_config_errors() -> None:
 def test_offline_needs_a_folder() -> None:
     with pytest.raises(ConfigError, match="web_dir"):
         make_web_source(Settings.from_keys(web_provider="offline"))
+
+
+_BAD_WEB_SETTINGS = [
+    ({"web_provider": "bocha"}, "缺少 API 密钥"),
+    ({"web_provider": "tavily"}, "缺少 API 密钥"),
+    ({"web_provider": "baidu"}, "缺少 API 密钥"),
+    ({"web_provider": "bocha", "bocha_api_key": "k", "web_base_url": "ftp://x"}, "接口地址"),
+    ({"web_provider": "baidu", "baidu_api_key": "k", "web_freshness": "day"}, "时效"),
+    ({"web_provider": "offline"}, "web_dir"),
+    ({"web_provider": "offline", "web_dir": "/nonexistent/pages"}, "不存在"),
+]
+
+
+@pytest.mark.parametrize(("flags", "needle"), _BAD_WEB_SETTINGS)
+def test_the_start_check_refuses_what_the_factory_refuses(
+    flags: dict[str, str], needle: str
+) -> None:
+    """``gcite serve`` checks the web settings before it serves (the app builds its source at
+    start-up): the check and the factory give the same one-line error."""
+    settings = load_settings(flags, environ={})
+    with pytest.raises(ConfigError, match=needle) as checked:
+        check_web_source(settings)
+    with pytest.raises(ConfigError) as built:
+        make_web_source(settings)
+    assert str(checked.value) == str(built.value) and "\n" not in str(checked.value)
+
+
+def test_the_start_check_builds_no_offline_index(tmp_path: Path) -> None:
+    """The offline source starts indexing its folder when it is built: the check reads the
+    settings only (no index thread, nothing written to the data dir)."""
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "a.md").write_text("# 页面\n\n巡检记录。", encoding="utf-8")
+    data = tmp_path / "data"
+    flags = {"web_provider": "offline", "web_dir": str(pages), "data_dir": str(data)}
+    before = {t.name for t in threading.enumerate()}
+    check_web_source(load_settings(flags, environ={}))
+    assert "gcite-web-offline" not in {t.name for t in threading.enumerate()} - before
+    assert not data.exists()
+    with pytest.raises(ConfigError, match="hybrid 或 bm25"):
+        check_web_source(_offline_index(flags, "x"))
+
+
+def _offline_index(flags: dict[str, str], index: str) -> Settings:
+    settings = load_settings(flags, environ={})
+    offline = dataclasses.replace(settings.web.offline, index=index)
+    return dataclasses.replace(settings, web=dataclasses.replace(settings.web, offline=offline))
+
+
+@pytest.mark.parametrize(
+    ("provider", "loaded"),
+    [("none", set()), ("bocha", {"gcite.web.bocha"}), ("offline", {"gcite.web.offline"})],
+)
+def test_the_start_check_imports_only_the_chosen_provider(
+    provider: str, loaded: set[str], tmp_path: Path
+) -> None:
+    script = (
+        "import sys; from gcite.config import load_settings; from gcite.web import "
+        "check_web_source\n"
+        f"check_web_source(load_settings({{'web_provider': {provider!r}, "
+        f"'bocha_api_key': 'k', 'web_dir': {str(tmp_path)!r}}}, environ={{}}))\n"
+        "print(' '.join(sorted(m for m in sys.modules if m in {"
+        "'gcite.web.bocha', 'gcite.web.tavily', 'gcite.web.baidu', 'gcite.web.offline'})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert set(done.stdout.split()) == loaded, done.stderr

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gcite.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from gcite.knowledge.store import StoreHandles
 
 
 @click.command("serve")
@@ -64,8 +70,11 @@ def serve(
         serve_app(app, fd=fd, on_ready=ready_notice(ready_fd))
         return
     from gcite.cli.startup import check_port, check_service
+    from gcite.web import check_web_source
 
     check_port(settings.service.host, settings.service.port)
+    # each process's app builds its web source at start-up: a bad setting is one line here
+    check_web_source(settings)
     if workers > 1:
         from gcite.cli.workers import run_workers
 
@@ -100,27 +109,18 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
     the internal key arrives on stdin; the store is opened now, so a knowledge base held
     by another process stops the set with one line (a data dir without one yet is fine:
     the Knowledge API creates it)."""
-    import dataclasses
-
     from gcite.cli.startup import translate_in_use
-    from gcite.cli.workers import INTERNAL_PREFIX, exit_with_parent
-    from gcite.config import with_internal_key
+    from gcite.cli.workers import exit_with_parent
     from gcite.errors import StoreError
     from gcite.knowledge.access import KnowledgeAccess
     from gcite.knowledge.store import StoreHandles
-    from gcite.service import create_app
     from gcite.service.server import serve_app
 
     key = sys.stdin.readline().strip()
     if not key:
         raise click.ClickException("知识库进程没有收到内部密钥（须由 gcite serve --workers 启动）")
-    service = dataclasses.replace(settings.service, retrieval_prefix=INTERNAL_PREFIX)
-    knowledge = dataclasses.replace(settings, service=service, internal_key=key)
-    # The internal key's roles follow the config file: re-derived when the key tables are
-    # re-read (gcite.config.KeyTables, at each request of the knowledge process).
-    with_internal_key(knowledge)
     handles = StoreHandles()
-    app = create_app(knowledge, handles)
+    knowledge, app = knowledge_app(settings, key, handles)
     # held open for the life of the process: the app's own access shares the handle
     access = KnowledgeAccess(knowledge, handles)
     try:
@@ -131,6 +131,26 @@ def _serve_knowledge(settings: Settings, fd: int) -> None:
             raise translated from exc
     exit_with_parent()
     serve_app(app, fd=fd)
+
+
+def knowledge_app(settings: Settings, key: str, handles: StoreHandles) -> tuple[Settings, FastAPI]:
+    """The knowledge process's settings (``/retrieval`` under
+    :data:`gcite.cli.workers.INTERNAL_PREFIX`, the internal ``key``) and app: one that
+    answers no chat (``create_app(answers=False)``: the chat workers answer, they ask it
+    for searches and knowledge-base management), so its warm-up loads no verifier nor
+    answering backend and it builds no web source."""
+    import dataclasses
+
+    from gcite.cli.workers import INTERNAL_PREFIX
+    from gcite.config import with_internal_key
+    from gcite.service import create_app
+
+    service = dataclasses.replace(settings.service, retrieval_prefix=INTERNAL_PREFIX)
+    knowledge = dataclasses.replace(settings, service=service, internal_key=key)
+    # The internal key's roles follow the config file: re-derived when the key tables are
+    # re-read (gcite.config.KeyTables, at each request of the knowledge process).
+    with_internal_key(knowledge)
+    return knowledge, create_app(knowledge, handles, answers=False)
 
 
 def _check_model(settings: Settings) -> None:
@@ -162,4 +182,4 @@ def _access_log() -> None:
     logger.propagate = False
 
 
-__all__ = ["serve"]
+__all__ = ["knowledge_app", "serve"]

@@ -10,7 +10,9 @@ The ``gcite serve`` process supervises the set and serves nothing itself:
   API (``/v1/datasets``), with an internal key generated at start-up (handed over on the
   child's stdin, never on a command line) that holds every role a configured key may
   grant (the union of the ``app_keys`` and ``retrieval_keys`` role sets) and is an admin
-  key there. Its pid and port are printed at start-up. The workers reach it through
+  key there. It answers no chat (:func:`gcite.cli.serve.knowledge_app`): it builds no web
+  source and its warm-up loads only the store's search, not the verifier nor the answering
+  backend the workers warm. Its pid and port are printed at start-up. The workers reach it through
   :class:`gcite.knowledge.access.KnowledgeAccess` with ``GCITE_KNOWLEDGE_URL`` /
   ``GCITE_KNOWLEDGE_KEY``. With ``store = "pgvector"``, ``qdrant_url`` or
   ``knowledge_url`` there is none: every worker opens the knowledge base itself (the same

@@ -69,7 +69,7 @@ log = logging.getLogger("gcite.service")
 
 @asynccontextmanager
 async def _lifespan(
-    settings: Settings, handles: StoreHandles | None
+    settings: Settings, handles: StoreHandles | None, answers: bool
 ) -> AsyncIterator[dict[str, Any]]:
     """What the app owns while it runs, as the lifespan state every request sees
     (``request.state.<name>``): ``resources``, ``knowledge`` (its
@@ -78,7 +78,7 @@ async def _lifespan(
     (``POST /retrieval``'s setup), ``warming`` (the start-up warm-up,
     :class:`~gcite.service.warmup.WarmUp`), ``readiness``
     (:class:`~gcite.service.readiness.Readiness`: ``/ready`` and the gate)."""
-    resources = Resources(settings, handles)
+    resources = Resources(settings, handles, answers=answers)
     try:
         # Warmed in the background once the server listens (gcite.service.warmup): /ready
         # answers at once; an answer that comes first waits for it.
@@ -122,7 +122,9 @@ async def _leave(instances: Instances) -> None:
         log.warning("could not remove this process from the database", exc_info=True)
 
 
-def create_app(settings: Settings, handles: StoreHandles | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, handles: StoreHandles | None = None, *, answers: bool = True
+) -> FastAPI:
     """The chat service app for ``settings`` (see the module docstring for the routes).
 
     Builds nothing that holds state: its lifespan (:func:`_lifespan`) opens the
@@ -132,12 +134,16 @@ def create_app(settings: Settings, handles: StoreHandles | None = None) -> FastA
     shutdown; a bad configuration fails the start-up (``ConfigError`` / ``StoreError``;
     ``gcite serve`` checks first, :func:`gcite.cli.startup.check_service`). ``handles``:
     the open stores it shares with its caller (:class:`~gcite.knowledge.store.StoreHandles`;
-    the knowledge process holds the store open through them), else its own.
+    the knowledge process holds the store open through them), else its own. ``answers``
+    False: the app of the knowledge process of ``gcite serve --workers N``, which the chat
+    workers ask for searches and knowledge-base management only (its internal key holds
+    no app role): it builds no web source and its warm-up loads only what those requests
+    use (:meth:`Resources.warm_up`).
     """
     app = FastAPI(
         title="gcite",
         version="0.1.0",
-        lifespan=lambda _app: _lifespan(settings, handles),
+        lifespan=lambda _app: _lifespan(settings, handles, answers),
         docs_url=None,
         redoc_url=None,
     )

@@ -53,14 +53,21 @@ class Resources:
     """The service's shared state (see the module docstring). Raises ``ConfigError`` /
     ``StoreError`` at construction for a bad configuration or an unusable database."""
 
-    def __init__(self, settings: Settings, handles: StoreHandles | None = None) -> None:
+    def __init__(
+        self, settings: Settings, handles: StoreHandles | None = None, *, answers: bool = True
+    ) -> None:
         self.settings = settings
+        # False: the knowledge process of `gcite serve --workers N` (the chat workers
+        # answer): no web source is built, and the warm-up loads nothing of the answers
+        self.answers = answers
         # the open stores and embedders: the store, the verifier, the offline backend and
         # the offline web index share one bundled model
         self.handles = handles if handles is not None else StoreHandles()
         self.conversations = open_conversations(settings)
         self.backend: LLMBackend = make_backend(settings, self.handles.embedders)
-        self.web_source: WebSource | None = make_web_source(settings, handles=self.handles)
+        self.web_source: WebSource | None = (
+            make_web_source(settings, handles=self.handles) if answers else None
+        )
         self._verifier: Verifier | None = None
         self._verifier_lock = threading.Lock()
         self.template = (
@@ -139,10 +146,17 @@ class Resources:
     def warm_up(self) -> None:
         """Load what the first request would otherwise load while others stream (imports,
         the backend's model or dictionary, the verifier), so it does not stall the event
-        loop later; then freeze the objects alive (:mod:`gcite.service.heap`)."""
+        loop later; then freeze the objects alive (:mod:`gcite.service.heap`). Without
+        ``answers`` (the knowledge process) only what the store's requests use: the answer
+        path (the backend, the verifier, the stream parser) is left unloaded."""
+        importlib.import_module("gcite.knowledge.store")
+        if self.answers:
+            self._warm_answers()
+        freeze_startup_objects()
+
+    def _warm_answers(self) -> None:
         importlib.import_module("gcite.stream.parser")
         importlib.import_module("gcite.merge")
-        importlib.import_module("gcite.knowledge.store")
         self.backend.warm_up()
         warm_verifier = getattr(self.verifier, "warm_up", None)
         if warm_verifier is not None:
@@ -150,7 +164,6 @@ class Resources:
                 warm_verifier()
             except Exception:  # the first answer will load it, or report its failure
                 log.warning("warming up the citation verifier failed", exc_info=True)
-        freeze_startup_objects()
 
     async def aclose(self) -> None:
         """Release the web source, the backend, the knowledge store and the database."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gcite.chatflow.seams import WebSource
 from gcite.config import Settings
 from gcite.errors import ConfigError
-from gcite.registry import WEB_PROVIDERS, load
+from gcite.registry import WEB_PROVIDERS, WebProvider, load
 
 if TYPE_CHECKING:
     from gcite.knowledge.store import StoreHandles
@@ -66,6 +66,28 @@ def make_web_source(
     :class:`ConfigError` (Chinese message) for an unknown provider, a missing key or
     folder, or a bad URL / timeout / freshness. Nothing touches the network here.
     """
+    entry = _provider(settings)
+    if entry is None:
+        return None
+    source: WebSource = load(entry.source).from_settings(settings, retry=retry, handles=handles)
+    return source
+
+
+def check_web_source(settings: Settings) -> None:
+    """Raise :class:`ConfigError` (one Chinese line) where :func:`make_web_source` would,
+    building nothing that runs: the chosen provider's class checks its settings
+    (``check_settings(settings)``: an HTTP provider's client made without a connection,
+    the offline source's folder and index way, no index built). Only the chosen provider's
+    module is imported (none for ``"none"``). ``gcite serve`` calls it before it serves:
+    the web source is built by the app's start-up, where an error was a traceback."""
+    entry = _provider(settings)
+    if entry is not None:
+        load(entry.source).check_settings(settings)
+
+
+def _provider(settings: Settings) -> WebProvider | None:
+    """The registry entry of ``settings.web.provider`` (``None`` for ``"none"``); raises
+    :class:`ConfigError` for an unknown one."""
     provider = (settings.web.provider or "none").strip().lower()
     if provider == "none":
         return None
@@ -75,8 +97,7 @@ def make_web_source(
             f"未知的联网搜索提供方 web_provider={settings.web.provider!r}，"
             f"可选: {'、'.join(('none', *WEB_PROVIDERS))}"
         )
-    source: WebSource = load(entry.source).from_settings(settings, retry=retry, handles=handles)
-    return source
+    return entry
 
 
 def __getattr__(name: str) -> Any:
@@ -93,5 +114,6 @@ __all__ = [
     "RetryPolicy",
     "TavilySearch",
     "WebSource",
+    "check_web_source",
     "make_web_source",
 ]

@@ -144,6 +144,12 @@ class HttpWebSource:
             retry=retry,
         )
 
+    @classmethod
+    def check_settings(cls, settings: Settings) -> None:
+        """Raise :class:`ConfigError` where :meth:`from_settings` would (the client it
+        makes opens no connection before the first search: it is dropped)."""
+        cls.from_settings(settings)
+
     @property
     def base_url(self) -> str:
         """The API root requests go to (no trailing slash)."""

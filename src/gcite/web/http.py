@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import httpx
 
+from gcite.config_checks import url_problem
 from gcite.errors import ConfigError, SourceAuthError, SourceTimeout, SourceUnavailable
 
 logger = logging.getLogger("gcite.web")
@@ -166,14 +167,13 @@ def excerpt(body: bytes, limit: int = 200) -> str:
 
 
 def check_base_url(url: str, *, source: str) -> str:
-    """``url`` without a trailing slash; :class:`ConfigError` unless it is http(s)."""
-    cleaned = url.strip().rstrip("/")
-    try:
-        parsed = httpx.URL(cleaned)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise ConfigError(f"{source} 的接口地址无效: {url!r}") from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigError(f"{source} 的接口地址必须以 http:// 或 https:// 开头: {url!r}")
+    """``url`` without a trailing slash; :class:`ConfigError` unless it is an http(s)
+    address with a host (:func:`gcite.config_checks.url_problem`, the one check of an
+    address)."""
+    cleaned = url.strip().rstrip("/") if isinstance(url, str) else ""
+    problem = url_problem(cleaned)
+    if problem is not None:
+        raise ConfigError(f"{source} 的接口地址 {url!r} {problem}")
     return cleaned
 
 

@@ -341,6 +341,18 @@ class OfflineWebSource:
         caller holds open); ``retry`` is ignored
         (nothing is sent). Raises
         :class:`ConfigError` when no folder is set."""
+        return cls._configured(settings, warm_up=True, handles=handles)
+
+    @classmethod
+    def check_settings(cls, settings: Settings) -> None:
+        """Raise :class:`ConfigError` where :meth:`from_settings` would, building no
+        index (nothing is read from the folder)."""
+        cls._configured(settings, warm_up=False, handles=None)
+
+    @classmethod
+    def _configured(
+        cls, settings: Settings, *, warm_up: bool, handles: StoreHandles | None
+    ) -> OfflineWebSource:
         offline = settings.web.offline
         if not offline.dir.strip():
             raise ConfigError(
@@ -350,7 +362,7 @@ class OfflineWebSource:
             offline.dir,
             settings=settings,
             index=offline.index,
-            warm_up=True,
+            warm_up=warm_up,
             handles=handles,
         )
 
