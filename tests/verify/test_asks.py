@@ -784,3 +784,43 @@ def test_a_question_in_traditional_characters_is_judged_as_the_simplified_one() 
     assert simplified_report is not None and traditional is not None
     assert traditional["parts"][0]["types"] == ["phone"]
     assert traditional["answers_question"] is simplified_report["answers_question"] is True
+
+
+def test_a_spacing_asked_as_the_distance_between_is_answered_by_one() -> None:
+    spacing = "地下车库每 30 米设 1 具推车式灭火器。"
+    assert units_agree("地下车库灭火器间距多少米", spacing)
+    assert units_agree("地下车库灭火器之间相距多远", spacing)
+    assert check_part("地下车库灭火器间距多少米", spacing).answered
+
+
+def test_a_phone_asked_after_first_asks_the_phone() -> None:
+    # "先打哪个电话" asks which number: the number answers, with or without "先"
+    assert question_types("会议室投影仪坏了先打哪个电话") == ("phone",)
+    report = answering_report(
+        "会议室投影仪坏了先打哪个电话", "设备出现故障，可拨打会议中心服务台电话 6400[C:1]。"
+    )
+    assert report is not None and report["answers_question"] is True
+    # and "先开哪个门" which door
+    assert question_types("着火了先开哪个门") == ("place",)
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        # which things are kept or posted: a list, not a place
+        ("监控中心存哪些画面", ("list",)),
+        ("电梯里要贴哪些标识", ("list",)),
+        # vehicles or machines taken in are counted, not charged for
+        ("地下车库能收多少辆车", ("count",)),
+        ("维修点一天收多少台电脑", ("count",)),
+        # a name written on a form: who does it, not what anyone is called
+        ("谁负责填写访客姓名", ("who",)),
+        ("谁来登记访客的名字", ("who",)),
+        # and a name asked still is one
+        ("巡更规范是谁签字批准的 名字是什么", ("person",)),
+    ],
+)
+def test_a_word_of_a_value_in_another_sense_asks_no_value(
+    question: str, types: tuple[str, ...]
+) -> None:
+    assert question_types(question) == types

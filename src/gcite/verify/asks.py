@@ -163,8 +163,8 @@ TYPES: tuple[AskType, ...] = (
             # a verb of paying or earning before "多少 / 几": "交多少", "挣几千"
             r"|(?:交|缴|付|花|赔|扣|罚|挣|赚|报销|退|收)了?(?:多少|几[千百万块])"
             r"(?!\s*个?\s*(?:天|小时|钟头|分钟|年|月|次|人|工作日|星期|礼拜|米|公斤|度|时间|工夫|功夫|精力))"
-            # things counted, not a sum ("收多少件", "交多少份材料")
-            r"(?!\s*[个件份张条页箱包])"
+            # things counted, not a sum ("收多少件", "交多少份材料", "能收多少辆车")
+            r"(?!\s*[个件份张条页箱包辆台位名间部具套把根只])"
             # an amount in round figures: "几千", "几百块"
             r"|几[千百万](?:块|元)?(?![\u4e00-\u9fff])"
         ),
@@ -281,7 +281,8 @@ TYPES: tuple[AskType, ...] = (
             r"哪里|在哪|哪儿|哪边|什么地方|啥地方|什么位置|位置在|地点|放哪|停哪|站哪|去哪|几楼"
             # a verb of placing before 哪: "化验单贴哪", "钥匙搁哪了" (the verb stays one of
             # the question's words)
-            r"|(?<=[贴挂装搁摆存锁])哪"
+            # (not which ones: "存哪些画面", "贴哪几张")
+            r"|(?<=[贴挂装搁摆存锁])哪(?![些几种类样])"
             r"|哪层|哪一层|哪个门|哪个口|在几层|哪个房间|哪个区"
         ),
         _re(
@@ -423,7 +424,9 @@ _BY_NAME = {t.name: t for t in TYPES}
 #: how long; "电话多少" asks for a phone number, not a count).
 _SHADOWS = {
     "frequency": ("duration", "count", "time"),
-    "phone": ("count", "who", "procedure", "how", "date", "time"),
+    # "先打哪个电话" asks the number, "先开哪个门" the door: not a first step
+    "phone": ("count", "who", "procedure", "how", "date", "time", "first"),
+    "place": ("first",),
     "procedure": ("how",),
     "first": ("procedure", "how"),
     "money": ("count", "penalty"),
@@ -442,8 +445,16 @@ _SHADOWS = {
 }
 
 
+#: A name written on a form ("填写访客姓名", "登记访客的名字"): what is done with it is
+#: asked ("谁负责填写访客姓名" asks who), not what anyone is called.
+_FORM_FIELD_RE = re.compile(
+    r"((?:填|写|登记|签|录入|输入|留|核对|核实)[^，。？?；;\s]{0,4})(?:名字|姓名)"
+)
+
+
 def question_types(question: str) -> tuple[str, ...]:
     """The names of the answer types ``question`` asks for, in :data:`TYPES` order."""
+    question = _FORM_FIELD_RE.sub(r"\1信息", question)
     found = [t.name for t in TYPES if t.asked.search(question)]
     shadowed = {name for asked in found for name in _SHADOWS.get(asked, ())}
     return tuple(name for name in found if name not in shadowed)
@@ -619,7 +630,7 @@ def _thing_counted(question: str, text: str) -> bool:
 #: ("离火多远" by "每 30 米设 1 具"). (Durations are left alone: "多久轮岗" asks how often
 #: as well as how long, and "每 12 小时轮换一次" answers it.)
 _PER_ASKED_RE = re.compile(
-    r"隔|每\s*(?:隔\s*)?(?:多|几)|(?:多远|多少米|几米).{0,6}一\s*[个具处台根]"
+    r"隔|间距|相距|之间|每\s*(?:隔\s*)?(?:多|几)|(?:多远|多少米|几米).{0,6}一\s*[个具处台根]"
 )
 _PER_VALUE_RE = re.compile(rf"每\s*(?:隔\s*)?{_NUM}\s*(?:{_LENGTH_UNITS})")
 
