@@ -824,3 +824,10 @@ def test_a_word_of_a_value_in_another_sense_asks_no_value(
     question: str, types: tuple[str, ...]
 ) -> None:
     assert question_types(question) == types
+
+
+def test_a_time_asked_how_long_is_a_duration_not_a_length() -> None:
+    # "时间多长" asks how long in time, like "多长时间"
+    assert question_types("UPS后备时间多长") == ("duration",)
+    assert check_part("UPS后备时间多长", "UPS 各配 1 套，后备时间 2 小时。").answered
+    assert "measure" in question_types("电缆多长")
