@@ -501,6 +501,51 @@ async def test_a_stop_before_the_retrieval_gives_up_the_search_job(
     scheduler.close()
 
 
+@pytest.fixture(scope="module")
+def traditional_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The corpus of :func:`kb` written in traditional characters (OpenCC ``s2t``)."""
+    import opencc
+
+    to_traditional = opencc.OpenCC("s2t")
+    base = tmp_path_factory.mktemp("traditional")
+    write_mixed(base / "simplified")
+    (base / "docs").mkdir()
+    for path in sorted((base / "simplified").iterdir()):
+        if path.suffix in {".md", ".txt", ".html"}:
+            text = to_traditional.convert(path.read_text("utf-8"))
+            (base / "docs" / path.name).write_text(text, "utf-8")
+        else:
+            (base / "docs" / path.name).write_bytes(path.read_bytes())
+    (base / "manifest.json").write_text(json.dumps(MANIFEST, ensure_ascii=False), "utf-8")
+    with MemoryStore() as store:
+        store.ingest([base / "docs"], dataset=DATASET, manifest=base / "manifest.json")
+        yield store
+
+
+def test_documents_in_traditional_characters_are_searched_in_either_script(
+    kb: Any, traditional_kb: Any
+) -> None:
+    """The keyword search matches a document and a question whatever script each is
+    written in: the tokens of both are cut from the simplified form, so the corpus written
+    in traditional characters gives a question in either script the results (chunks and
+    scores) the simplified corpus gives, and the chunks keep their own characters."""
+    from gcite.knowledge.sparse import simplified
+
+    def found(store: Any, question: str) -> list[tuple[str, float, str]]:
+        hits = store.search(question, roles=["运维工程师"], top_k=3)
+        return [(h["title"], h["metadata"]["score"], h["content"]) for h in hits]
+
+    expected = found(kb, QUERY)
+    assert expected
+    for question in (QUERY, "電梯維保記錄由誰簽字？"):
+        got = found(traditional_kb, question)
+        assert [(title, score) for title, score, _ in got] == [
+            (title, score) for title, score, _ in expected
+        ]
+        assert [simplified(text) for _, _, text in got] == [text for _, _, text in expected]
+        assert got[0][2] != expected[0][2]  # quoted as written
+
+
 async def test_a_question_in_traditional_characters_is_answered_as_the_simplified_one(
     kb: Any,
 ) -> None:

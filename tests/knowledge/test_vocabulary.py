@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gcite.errors import ConfigError
+from gcite.knowledge.sparse import simplified
 from gcite.knowledge.vocabulary import (
     Vocabulary,
     VocabularyBuilder,
@@ -15,7 +16,6 @@ from gcite.knowledge.vocabulary import (
     parse_synonyms,
     read_synonyms,
     shipped_synonyms,
-    simplified,
 )
 
 DOC = (

@@ -28,8 +28,7 @@ from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_
 from gcite.generate.prompt import NO_ANSWER
 from gcite.knowledge.chunking import ARTICLE_RE
 from gcite.knowledge.jurisdiction import document_place, places_named
-from gcite.knowledge.sparse import terms
-from gcite.knowledge.vocabulary import simplified
+from gcite.knowledge.sparse import simplified, terms
 from gcite.verify.asks import (
     SYNONYMS,
     better_answer,

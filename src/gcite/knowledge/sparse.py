@@ -74,6 +74,29 @@ _IDENTIFIER = re.compile(
 )
 
 
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+
+
+@functools.cache
+def _t2s() -> Any:
+    """OpenCC's traditional-to-simplified converter (its dictionaries loaded once per
+    process)."""
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def simplified(text: str) -> str:
+    """``text`` with traditional Chinese characters and phrases written in simplified ones
+    ("報修電話" -> 报修电话; OpenCC ``t2s``); text without Chinese, and simplified text,
+    unchanged. The tokens of every text are cut from this form (:func:`words`), so a
+    document and a question match whichever script each is written in; quotes keep the
+    document's own characters."""
+    if not _CJK_RUN.search(text):
+        return text
+    return str(_t2s().convert(text))
+
+
 @dataclass(frozen=True)
 class Sparse:
     """A sparse vector: parallel ``indices`` (uint32 token ids) and ``values``."""
@@ -98,11 +121,12 @@ def jieba_module() -> Any:
 
 
 def _words(text: str, *, search: bool = True) -> list[str]:
-    """Lower-cased jieba tokens of ``text`` holding a letter, digit or CJK character
-    (``search``: search mode, a long word and its sub-words; else the accurate cut),
-    then every code/identifier (``eq-000123``) as one whole token."""
+    """Lower-cased jieba tokens of ``text`` (in simplified characters: :func:`simplified`)
+    holding a letter, digit or CJK character (``search``: search mode, a long word and its
+    sub-words; else the accurate cut), then every code/identifier (``eq-000123``) as one
+    whole token."""
     jieba = _jieba()
-    lowered = text.lower()
+    lowered = simplified(text.lower())
     blocks = _LONG_BLOCK.sub(r"\g<0> ", lowered)
     cut = jieba.lcut_for_search(blocks) if search else jieba.lcut(blocks)
     tokens = [token.strip() for token in cut]

@@ -47,7 +47,7 @@ from importlib.resources import files
 from typing import Any
 
 from gcite.errors import ConfigError
-from gcite.knowledge.sparse import NON_CONTENT, jieba_module, words
+from gcite.knowledge.sparse import NON_CONTENT, jieba_module, simplified, words
 
 #: Key of a document's vocabulary in its catalog entry.
 CATALOG_KEY = "vocabulary"
@@ -70,24 +70,6 @@ _DEFINED = re.compile(
 # a number or an ordinal (十章, 第三) is never what a typo stands for
 _NUMERALS = frozenset("零一二三四五六七八九十百千万两第")
 _SPLIT = re.compile(r"[\s,，、;；]+")
-
-
-@functools.cache
-def _t2s() -> Any:
-    """OpenCC's traditional-to-simplified converter (its dictionaries loaded once per
-    process)."""
-    import opencc
-
-    return opencc.OpenCC("t2s")
-
-
-def simplified(text: str) -> str:
-    """``text`` with traditional Chinese characters and phrases written in simplified ones
-    ("報修電話" -> 报修电话; OpenCC ``t2s``); text without Chinese, and simplified text,
-    unchanged."""
-    if not _CJK_RUN.search(text):
-        return text
-    return str(_t2s().convert(text))
 
 
 def document_vocabulary(text: str) -> dict[str, Any]:

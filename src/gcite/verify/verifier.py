@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gcite.config import Settings
-from gcite.knowledge.vocabulary import simplified
+from gcite.knowledge.sparse import simplified
 from gcite.stream.parser import parse_all
 from gcite.verify.asks import answer_check, outranked_by, own_cover, question_types
 from gcite.verify.support import SupportModel, support_model
