@@ -7,6 +7,7 @@ interpreter, real modules."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -225,8 +226,12 @@ def test_ready_needs_neither_the_verifier_nor_the_offline_answerer_the_warm_up_l
     citation verifier's modules, the offline answerer (a model is configured) nor a web
     provider (none is): the verifier is made by the warm-up, which ``/ready``'s answer
     begins. Fresh interpreter."""
+    # its own copy: the session's knowledge base may be held open by this test process
+    # (an embedded store is opened by one process at a time)
+    data_dir = tmp_path / "data"
+    shutil.copytree(role_kb, data_dir)
     out = subprocess.run(
-        [sys.executable, "-c", READY_SCRIPT, str(role_kb), str(tmp_path), llm.base_url],
+        [sys.executable, "-c", READY_SCRIPT, str(data_dir), str(tmp_path), llm.base_url],
         capture_output=True,
         text=True,
         timeout=300,
