@@ -404,6 +404,7 @@ def main() -> None:
     pg: Postgres | None = None
     try:
         wait_port(llm_port)
+        llm = (llm_port, standin.pid)
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             sources: list[Path | None] = [None]
@@ -416,25 +417,12 @@ def main() -> None:
             for store in args.stores.split(","):
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
+                database = pg if store == "pgvector" else None
                 for src in sources:
                     name = f"{store}-{label(src)}"
-                    report[name] = run_store(
-                        store,
-                        root,
-                        (llm_port, standin.pid),
-                        pg if store == "pgvector" else None,
-                        args,
-                        src,
-                    )
+                    report[name] = run_store(store, root, llm, database, args, src)
                 # more start-ups: a busy machine scatters them
-                turns = more_startups(
-                    store,
-                    root,
-                    (llm_port, standin.pid),
-                    pg if store == "pgvector" else None,
-                    args,
-                    sources,
-                )
+                turns = more_startups(store, root, llm, database, args, sources)
                 for code, times in turns.items():
                     report[f"{store}-{code}"]["startups"] = times
             if pg is not None:

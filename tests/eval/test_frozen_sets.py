@@ -13,7 +13,7 @@ from its gold law). Also the sizes and mix each set promises in its README
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,30 @@ class FrozenSet:
     laws_categories: dict[str, int] = field(default_factory=dict)
     # Every law keypoint is quoted verbatim from one of its gold laws.
     keypoints_verbatim: bool = False
+
+
+# the sixth to the ninth sets promise the same mix (their READMEs)
+SAME_MIX = FrozenSet(
+    folder="frozen-6",
+    handbook_total=105,
+    handbook_answerable=72,
+    handbook_categories={
+        "colloquial": 31,
+        "abbreviation": 8,
+        "typo": 9,
+        "extra-words": 7,
+        "multi-part": 8,
+        "follow-up": 9,
+        "close-unanswerable": 25,
+        "off-topic": 8,
+    },
+    laws_total=50,
+    laws_answerable=43,
+    laws_unanswerable=7,
+    near_docs_required=True,
+    laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
+    keypoints_verbatim=True,
+)
 
 
 SETS = [
@@ -142,90 +166,10 @@ SETS = [
         laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
         keypoints_verbatim=True,
     ),
-    FrozenSet(
-        folder="frozen-6",
-        handbook_total=105,
-        handbook_answerable=72,
-        handbook_categories={
-            "colloquial": 31,
-            "abbreviation": 8,
-            "typo": 9,
-            "extra-words": 7,
-            "multi-part": 8,
-            "follow-up": 9,
-            "close-unanswerable": 25,
-            "off-topic": 8,
-        },
-        laws_total=50,
-        laws_answerable=43,
-        laws_unanswerable=7,
-        near_docs_required=True,
-        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
-        keypoints_verbatim=True,
-    ),
-    FrozenSet(
-        folder="frozen-7",
-        handbook_total=105,
-        handbook_answerable=72,
-        handbook_categories={
-            "colloquial": 31,
-            "abbreviation": 8,
-            "typo": 9,
-            "extra-words": 7,
-            "multi-part": 8,
-            "follow-up": 9,
-            "close-unanswerable": 25,
-            "off-topic": 8,
-        },
-        laws_total=50,
-        laws_answerable=43,
-        laws_unanswerable=7,
-        near_docs_required=True,
-        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
-        keypoints_verbatim=True,
-    ),
-    FrozenSet(
-        folder="frozen-8",
-        handbook_total=105,
-        handbook_answerable=72,
-        handbook_categories={
-            "colloquial": 31,
-            "abbreviation": 8,
-            "typo": 9,
-            "extra-words": 7,
-            "multi-part": 8,
-            "follow-up": 9,
-            "close-unanswerable": 25,
-            "off-topic": 8,
-        },
-        laws_total=50,
-        laws_answerable=43,
-        laws_unanswerable=7,
-        near_docs_required=True,
-        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
-        keypoints_verbatim=True,
-    ),
-    FrozenSet(
-        folder="frozen-9",
-        handbook_total=105,
-        handbook_answerable=72,
-        handbook_categories={
-            "colloquial": 31,
-            "abbreviation": 8,
-            "typo": 9,
-            "extra-words": 7,
-            "multi-part": 8,
-            "follow-up": 9,
-            "close-unanswerable": 25,
-            "off-topic": 8,
-        },
-        laws_total=50,
-        laws_answerable=43,
-        laws_unanswerable=7,
-        near_docs_required=True,
-        laws_categories={"layperson": 15, "colloquial": 22, "multi-part": 6},
-        keypoints_verbatim=True,
-    ),
+    SAME_MIX,
+    replace(SAME_MIX, folder="frozen-7"),
+    replace(SAME_MIX, folder="frozen-8"),
+    replace(SAME_MIX, folder="frozen-9"),
 ]
 IDS = [s.folder for s in SETS]
 

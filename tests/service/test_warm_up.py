@@ -129,20 +129,25 @@ def test_warm_up_never_calls_the_model_nor_the_verifier_judge(tmp_path: Path) ->
         assert judge.requests == []
 
 
-def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
-    role_kb: Path, llm: OpenAIStandin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The warm-up runs in the background: with it blocked (an injected warm-up that waits
-    for the test), the server listens and ``/ready`` answers 200; a question asked
-    meanwhile is answered once the warm-up has returned (what it loads, an answer needs)."""
-    settings = Settings.from_keys(
-        data_dir=role_kb,
+def _served(data_dir: Path, llm: OpenAIStandin, tmp_path: Path) -> Settings:
+    """A service on ``data_dir`` answering with the stand-in model, any key, no web."""
+    return Settings.from_keys(
+        data_dir=data_dir,
         database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
         llm_base_url=llm.base_url,
         llm_model="standin-model",
         allow_any_key=True,
         web_provider="none",
     )
+
+
+def test_ready_does_not_wait_for_the_warm_up_and_answers_come_after_it(
+    role_kb: Path, llm: OpenAIStandin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up runs in the background: with it blocked (an injected warm-up that waits
+    for the test), the server listens and ``/ready`` answers 200; a question asked
+    meanwhile is answered once the warm-up has returned (what it loads, an answer needs)."""
+    settings = _served(role_kb, llm, tmp_path)
     app = create_app(settings)
     started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
@@ -295,14 +300,7 @@ def test_a_question_before_ready_begins_the_warm_up_and_is_answered_with_its_ver
     warm-up, waits for it, and its answer is whole (the verifier made by the warm-up)."""
     from starlette.testclient import TestClient
 
-    settings = Settings.from_keys(
-        data_dir=role_kb,
-        database_url=f"sqlite:///{tmp_path / 'chat.sqlite3'}",
-        llm_base_url=llm.base_url,
-        llm_model="standin-model",
-        allow_any_key=True,
-        web_provider="none",
-    )
+    settings = _served(role_kb, llm, tmp_path)
     with TestClient(create_app(settings)) as client:
         warming = client.app_state["warming"]
         assert not warming.begun

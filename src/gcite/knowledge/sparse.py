@@ -74,9 +74,6 @@ _IDENTIFIER = re.compile(
 )
 
 
-_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
-
-
 @functools.cache
 def _t2s() -> Any:
     """OpenCC's traditional-to-simplified converter (its dictionaries loaded once per
@@ -92,7 +89,7 @@ def simplified(text: str) -> str:
     unchanged. The tokens of every text are cut from this form (:func:`words`), so a
     document and a question match whichever script each is written in; quotes keep the
     document's own characters."""
-    if not _CJK_RUN.search(text):
+    if not _CJK.search(text):
         return text
     return str(_t2s().convert(text))
 
