@@ -26,7 +26,8 @@
 //   chunksAfterAbort  keep handing over the chunks already received after
 //               abort() (a runtime may still deliver queued chunks)
 //   onDelivered function called after each chunk was handed over
-//   requests    array: every request's {url, method, header, data} is pushed
+//   requests    array: every request's {url, method, header, data} is pushed;
+//               its `done` turns true once the body was delivered or it failed
 'use strict';
 const http = require('node:http');
 
@@ -118,13 +119,14 @@ function install(wx, net) {
     let req = null;
     const random = prng(net.seed || 1);
     const maxChunk = net.maxChunk || 7;
-    const entry = { url: options.url, method: options.method, header: options.header, data: options.data, enableChunked: options.enableChunked, responseType: options.responseType, aborted: false, lateChunks: 0 };
+    const entry = { url: options.url, method: options.method, header: options.header, data: options.data, enableChunked: options.enableChunked, responseType: options.responseType, aborted: false, lateChunks: 0, done: false };
     net.requests.push(entry);
     const lateDelivery = Boolean(net.chunksAfterAbort);
 
     function fail(msg) {
       if (finished) return;
       finished = true;
+      entry.done = true;
       if (options.fail) options.fail({ errMsg: 'request:fail ' + msg });
       if (options.complete) options.complete({ errMsg: 'request:fail ' + msg });
     }
@@ -171,6 +173,7 @@ function install(wx, net) {
           res.on('end', function () {
             if (aborted || finished) return;
             finished = true;
+            entry.done = true;
             let data = Buffer.concat(parts).toString('utf8');
             try { data = JSON.parse(data); } catch (e) { /* text stays text */ }
             const result = { statusCode: res.statusCode, header: header, data: data, errMsg: 'request:ok' };
@@ -216,6 +219,7 @@ function install(wx, net) {
           queue.then(function () { return deliver(rest); }).then(function () {
             if (aborted || finished) return;
             finished = true;
+            entry.done = true;
             const result = { statusCode: res.statusCode, header: header, data: new ArrayBuffer(0), errMsg: 'request:ok' };
             if (options.success) options.success(result);
             if (options.complete) options.complete(result);
