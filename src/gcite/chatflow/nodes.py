@@ -38,9 +38,13 @@ def without_hidden(value: Any) -> Any:
     carry ``access_roles``.
     """
     if isinstance(value, dict):
-        return {k: without_hidden(v) for k, v in value.items() if k not in HIDDEN_FIELDS}
+        return {
+            k: without_hidden(v) if isinstance(v, dict | list) else v
+            for k, v in value.items()
+            if k not in HIDDEN_FIELDS
+        }
     if isinstance(value, list):
-        return [without_hidden(v) for v in value]
+        return [without_hidden(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 

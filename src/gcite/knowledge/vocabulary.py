@@ -212,6 +212,19 @@ class Vocabulary:
     _normalised: dict[str, str] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # what normalise() derives from a word of the documents alone (jieba's dictionary does
+    # not change): its search-mode parts' start positions (:func:`part_starts`), whether
+    # its cut holds a function word, whether it holds a dictionary word (:func:`_has_word`);
+    # filled as queries need them, at most one entry per word of the documents
+    _starts: dict[str, Mapping[str, tuple[int, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _function_word: dict[str, bool] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _holds_word: dict[str, bool] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def known(self, word: str) -> bool:
         """Whether ``word`` occurs in the documents (as a word or inside one)."""
@@ -306,7 +319,7 @@ class Vocabulary:
         targets = [
             w
             for w in self.by_sound.get(_pinyin_key(window), ())
-            if _has_word(w) and not _NUMERALS.intersection(w)
+            if self._has_word(w) and not _NUMERALS.intersection(w)
         ]
         match = self._best(targets)
         return match if match is not None and match != window else None
@@ -321,14 +334,34 @@ class Vocabulary:
                 w
                 for w in self.by_first.get(token[0], ())
                 if len(token) < len(w) <= 3 * len(token)
-                and _abbreviates(token, w)
-                and not NON_CONTENT.intersection(jieba_module().lcut(w))
+                and abbreviates_at(token, w, self._part_starts(w))
+                and not self._has_function_word(w)
             ]
             if 0 < len(found) <= MAX_CANDIDATES:
                 target = self._best(found)
                 if target is not None:
                     text = text.replace(token, target)
         return text
+
+    def _part_starts(self, word: str) -> Mapping[str, tuple[int, ...]]:
+        starts = self._starts.get(word)
+        if starts is None:
+            starts = self._starts[word] = part_starts(word)
+        return starts
+
+    def _has_function_word(self, word: str) -> bool:
+        found = self._function_word.get(word)
+        if found is None:
+            found = self._function_word[word] = bool(
+                NON_CONTENT.intersection(jieba_module().lcut(word))
+            )
+        return found
+
+    def _has_word(self, word: str) -> bool:
+        found = self._holds_word.get(word)
+        if found is None:
+            found = self._holds_word[word] = _has_word(word)
+        return found
 
     def _defined(self, text: str) -> str:
         lowered = text.lower()
@@ -340,21 +373,28 @@ class Vocabulary:
         return f"{text} {' '.join(extra)}" if extra else text
 
 
-def _abbreviates(short: str, long: str) -> bool:
-    """Whether ``short`` is formed as Chinese abbreviations are: each character the first
-    of a part of ``long`` (jieba's search-mode words: 柴发 of 柴油|发电机, 冷机 of
-    冷水|机组), in order; a short form of three or more characters may end with the long
-    form's last character (消控室 of 消防|控制|室)."""
+def part_starts(long: str) -> dict[str, tuple[int, ...]]:
+    """The start positions in ``long`` of its parts (jieba's search-mode words, every
+    occurrence), by the part's first character: what :func:`abbreviates_at` matches."""
     starts: dict[str, list[int]] = {}
     for part in jieba_module().cut_for_search(long):
         index = long.find(part, 0)
         while index != -1:
             starts.setdefault(part[0], []).append(index)
             index = long.find(part, index + 1)
+    return {char: tuple(found) for char, found in starts.items()}
+
+
+def abbreviates_at(short: str, long: str, starts: Mapping[str, Sequence[int]]) -> bool:
+    """Whether ``short`` is formed as Chinese abbreviations are: each character the first
+    of a part of ``long`` (jieba's search-mode words: 柴发 of 柴油|发电机, 冷机 of
+    冷水|机组), in order; a short form of three or more characters may end with the long
+    form's last character (消控室 of 消防|控制|室). ``starts``: :func:`part_starts` of
+    ``long``."""
     position = -1
     for number, char in enumerate(short):
         last = number == len(short) - 1 and len(short) >= 3 and long[-1] == char
-        options = [i for i in starts.get(char, []) if i > position]
+        options = [i for i in starts.get(char, ()) if i > position]
         if last and not options:
             options = [len(long) - 1] if len(long) - 1 > position else []
         if not options:

