@@ -35,6 +35,7 @@ load average is printed before and after.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -53,6 +54,9 @@ from lawset import CORPUS, DATASET, require_corpus
 
 FROZEN = Path(__file__).resolve().parent / "data"
 SCORE_TOLERANCE = 1e-12
+CALLGRIND_WARM = 40
+"""Questions searched before the counted ones under callgrind (imports, dictionaries, the
+embedder's memo)."""
 
 
 def all_questions() -> list[str]:
@@ -69,9 +73,9 @@ def all_questions() -> list[str]:
 # --------------------------------------------------------------------------- the worker
 
 
-def worker(store_name: str, data: Path, url: str) -> None:
-    """One code's searches (run with its ``src`` on ``PYTHONPATH``): reads ``check`` /
-    ``round`` lines on stdin, answers one JSON line each on stdout."""
+def open_searches(store_name: str, data: Path, url: str) -> tuple[Any, Any, Any]:
+    """``(store, settings, search)``: the store as the service opens it and its search of
+    one question as a chat request's retrieval runs it."""
     from gcite.chatflow import nodes
     from gcite.chatflow.gate import BACKGROUND_RANK
     from gcite.config import Settings
@@ -84,6 +88,39 @@ def worker(store_name: str, data: Path, url: str) -> None:
         keys.update(store="pgvector", knowledge_database_url=url)
     settings = Settings.from_keys(**keys)
     store = open_store(settings)
+    top_k = max(settings.knowledge.top_k, BACKGROUND_RANK)
+    dataset = settings.knowledge.dataset or None
+
+    def search(question: str) -> list[dict[str, Any]]:
+        query = store.normalise_query(question)  # _Lookup._run
+        return nodes.search_knowledge(
+            lambda: store, query, roles=[], dataset=dataset, top_k=top_k, score_threshold=0.0
+        )
+
+    return store, settings, search
+
+
+def counted_worker(store_name: str, data: Path, url: str, count: int) -> None:
+    """Under callgrind: :data:`CALLGRIND_WARM` questions, then ``count`` more between two
+    calls of ``os.getppid`` (the marks callgrind dumps its counts at: nothing else here
+    calls it)."""
+    store, _, search = open_searches(store_name, data, url)
+    questions = all_questions()
+    for question in questions[:CALLGRIND_WARM]:
+        search(question)
+    os.getppid()
+    for question in questions[CALLGRIND_WARM : CALLGRIND_WARM + count]:
+        search(question)
+    os.getppid()
+    store.close()
+
+
+def worker(store_name: str, data: Path, url: str) -> None:
+    """One code's searches (run with its ``src`` on ``PYTHONPATH``): reads ``check`` /
+    ``round`` lines on stdin, answers one JSON line each on stdout."""
+    from gcite.chatflow.gate import BACKGROUND_RANK
+
+    store, settings, search = open_searches(store_name, data, url)
     questions = all_questions()
     spent = [0.0]
     embedder = store.embedder()
@@ -100,12 +137,6 @@ def worker(store_name: str, data: Path, url: str) -> None:
     top_k = max(settings.knowledge.top_k, BACKGROUND_RANK)
     dataset = settings.knowledge.dataset or None
 
-    def search(question: str) -> list[dict[str, Any]]:
-        query = store.normalise_query(question)  # _Lookup._run
-        return nodes.search_knowledge(
-            lambda: store, query, roles=[], dataset=dataset, top_k=top_k, score_threshold=0.0
-        )
-
     def one_round() -> dict[str, Any]:
         spent[0] = 0.0
         started = time.thread_time()
@@ -120,9 +151,7 @@ def worker(store_name: str, data: Path, url: str) -> None:
         normalised = [store.normalise_query(q) for q in questions]
         hits = []
         for q in questions:
-            found = store.hits(
-                store.normalise_query(q), dataset=dataset, roles=[], top_k=top_k
-            )
+            found = store.hits(store.normalise_query(q), dataset=dataset, roles=[], top_k=top_k)
             hits.append([[h.id, h.score] for h in found])
         return {"items": items, "hits": hits, "normalised": normalised}
 
@@ -188,9 +217,7 @@ def compare(base: dict[str, Any], current: dict[str, Any]) -> dict[str, int]:
     """Questions normalised otherwise, questions whose items differ and whose raw hits
     differ (ids, order, or a score by more than :data:`SCORE_TOLERANCE`)."""
     items = sum(a != b for a, b in zip(base["items"], current["items"], strict=True))
-    normalised = sum(
-        a != b for a, b in zip(base["normalised"], current["normalised"], strict=True)
-    )
+    normalised = sum(a != b for a, b in zip(base["normalised"], current["normalised"], strict=True))
     hits = 0
     for a, b in zip(base["hits"], current["hits"], strict=True):
         same = len(a) == len(b) and all(
@@ -203,6 +230,62 @@ def compare(base: dict[str, Any], current: dict[str, Any]) -> dict[str, int]:
         "items_differ": items,
         "hits_differ": hits,
     }
+
+
+def instructions(src: Path, store: str, data: Path, url: str, count: int, out: Path) -> int:
+    """The instructions (callgrind's ``Ir``, every thread of the process) of ``count``
+    searches of a worker of ``src`` after its warm-up: the counts callgrind dumped
+    between the worker's two marks (``--dump-before=os_getppid``: ``out.2``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
+    env.update({"PYTHONPATH": str(src), "PYTHONHASHSEED": "0"})
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--dump-before=os_getppid",
+        f"--callgrind-out-file={out}",
+        PY,
+        str(Path(__file__).resolve()),
+        "--counted-worker",
+        store,
+        str(data),
+        url,
+        str(count),
+    ]
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    marked = Path(f"{out}.2")
+    if Path(f"{out}.3").exists() or not marked.exists():
+        raise RuntimeError(f"expected exactly two marks in {out}")
+    for line in marked.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {marked}")
+
+
+def count_store(
+    store: str, root: Path, sources: dict[str, Path], pg: Postgres | None, count: int
+) -> dict[str, Any]:
+    """Instructions per search of each code under callgrind (:func:`instructions` over
+    ``count`` questions), both codes' runs at once (each its own process)."""
+    data, _ = prepare(store, root, pg)
+    url = pg.url if pg is not None else ""
+    out: dict[str, Any] = {"searches": count}
+    with concurrent.futures.ThreadPoolExecutor(len(sources)) as pool:
+        runs = {}
+        for name, src in sources.items():
+            copy = root / f"count-{store}-{name}"
+            if store == "edge":  # a shard is open in one process at a time
+                shutil.copytree(data, copy)
+            else:
+                copy = data
+            cg = root / f"{store}-{name}.cg"
+            runs[name] = pool.submit(instructions, src, store, copy, url, count, cg)
+        for name, run in runs.items():
+            out[name] = {"instructions_per_search": run.result() // count}
+            print(store, name, out[name], file=sys.stderr, flush=True)
+    out["ratio"] = round(
+        out["current"]["instructions_per_search"] / out["baseline"]["instructions_per_search"], 3
+    )
+    return out
 
 
 def run_store(
@@ -271,6 +354,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(sys.argv[2], Path(sys.argv[3]), sys.argv[4])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--counted-worker":
+        counted_worker(sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", default="edge,pgvector")
     parser.add_argument("--baseline", default="main", help="git revision of the baseline")
@@ -279,6 +365,12 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=6, help="measured rounds per code")
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument(
+        "--callgrind",
+        type=int,
+        default=0,
+        help="also count instructions per search under callgrind over this many searches",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     require_corpus()
@@ -305,7 +397,11 @@ def main() -> None:
             for store in args.stores.split(","):
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
-                report[store] = run_store(store, root, sources, pg, args)
+                if args.rounds:
+                    report[store] = run_store(store, root, sources, pg, args)
+                if args.callgrind:
+                    counted = count_store(store, root, sources, pg, args.callgrind)
+                    report.setdefault(store, {})["callgrind"] = counted
         finally:
             if pg is not None:
                 pg.close()

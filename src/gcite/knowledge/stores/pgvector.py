@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -85,6 +86,9 @@ IDLE_WRITERS = 4
 """Write connections kept open between transactions (more writing threads at once open
 more; those beyond this many are closed at their commit)."""
 FAILED = "知识库写入已失败并回滚，正在写入的文档保持旧版本"
+STATEMENTS_KEPT = 64
+"""Search statements' texts a :class:`PgIndex` keeps (one per filter and stage layout:
+a role set, a metadata condition), then it starts over."""
 _migrating = threading.Lock()
 
 
@@ -341,17 +345,33 @@ def _vector_param(params: dict[str, Any], dense: Sequence[float]) -> str:
     return name
 
 
-def _dense_part(position: int, vector: str, where: Any, with_payload: bool) -> Any:
+def _tokens(column: str, held: str | None) -> Any:
+    """A row's token ids in a :meth:`PgIndex.retrieve` statement: the whole ``column``, or,
+    with ``held`` (the ``text[]`` parameter of the keyword stage's token ids), only those
+    of them the row holds (what lexical coverage tests: a few ids sent back, not hundreds)."""
+    sql = _sql()
+    if held is None:
+        return sql.SQL(column)
+    return sql.SQL(
+        "ARRAY(SELECT x FROM unnest({c}) AS x WHERE x = ANY({h}::text[]::bigint[]))"
+    ).format(c=sql.SQL(column), h=sql.Placeholder(held))
+
+
+def _dense_part(
+    position: int, vector: str, where: Any, with_payload: bool, held: str | None = None
+) -> Any:
     """The dense stage at ``position`` of a :meth:`PgIndex.retrieve` statement: the
     ``%(n)s`` nearest chunks under ``where`` by the HNSW index (query: the parameter named
-    ``vector``), as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows."""
+    ``vector``), as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows
+    (``tokens``: :func:`_tokens` with ``held``)."""
     sql = _sql()
     return sql.SQL(
-        "(SELECT {pos}, d, id::text, NULL::float8, tokens, {p}, NULL::float8 FROM "
+        "(SELECT {pos}, d, id::text, NULL::float8, {tk}, {p}, NULL::float8 FROM "
         "(SELECT id, embedding <=> {q}::float4[]::vector AS d, tokens{pc} FROM gcite_kb_chunks "
         "WHERE {w} ORDER BY d LIMIT %(n)s) AS dn)"
     ).format(
         pos=sql.Literal(position),
+        tk=_tokens("tokens", held),
         q=sql.Placeholder(vector, format="b"),
         w=where,
         p=sql.SQL("payload") if with_payload else sql.SQL("NULL::jsonb"),
@@ -359,14 +379,16 @@ def _dense_part(position: int, vector: str, where: Any, with_payload: bool) -> A
     )
 
 
-def _keyword_part(position: int, vector: str | None, where: Any, with_payload: bool) -> Any:
+def _keyword_part(
+    position: int, vector: str | None, where: Any, with_payload: bool, held: str | None = None
+) -> Any:
     """The keyword stage at ``position`` of a :meth:`PgIndex.retrieve` statement, as
     ``(position, rank, id, score, tokens, payload, cosine)`` rows: for each query token
     (``%(t<position>)s``, their weights ``%(w<position>)s``) one GIN lookup reading at
     most :data:`POSTINGS_PER_TOKEN` chunks under ``where`` (no row's lexemes read), the
     weights of the tokens a chunk holds summed, the best ``%(n)s`` joined back for their
-    token ids (and their cosine with the query embedding, the parameter named ``vector``,
-    when given).
+    token ids (:func:`_tokens` with ``held``) and their cosine with the query embedding
+    (the parameter named ``vector``, when given).
     Parameters, not literals: the statement's text is the same for every query under the
     same filter, so the driver prepares it once (no planning per search)."""
     sql = _sql()
@@ -379,7 +401,7 @@ def _keyword_part(position: int, vector: str | None, where: Any, with_payload: b
     )
     return sql.SQL(
         "(SELECT {pos}, (row_number() OVER (ORDER BY b.s DESC, b.n_tokens, b.id))::float8, "
-        "c.id::text, b.s, c.tokens, {p}, {cos} FROM (SELECT m.id, sum(m.w) AS s, m.n_tokens "
+        "c.id::text, b.s, {tk}, {p}, {cos} FROM (SELECT m.id, sum(m.w) AS s, m.n_tokens "
         "FROM unnest({t}::text[], {wt}::float8[]) AS k(t, w) CROSS JOIN LATERAL "
         "(SELECT id, n_tokens, k.w AS w FROM gcite_kb_chunks WHERE lexemes @@ k.t::tsquery "
         "AND {w} LIMIT {cap}) AS m GROUP BY m.id, m.n_tokens "
@@ -387,6 +409,7 @@ def _keyword_part(position: int, vector: str | None, where: Any, with_payload: b
         "JOIN gcite_kb_chunks AS c ON c.id = b.id)"
     ).format(
         pos=sql.Literal(position),
+        tk=_tokens("c.tokens", held),
         p=sql.SQL("c.payload") if with_payload else sql.SQL("NULL::jsonb"),
         cos=cosine_sql,
         t=sql.Placeholder(f"t{position}"),
@@ -417,6 +440,7 @@ class PgIndex:
         self._stale = False
         self.dim = 0
         self._dumper = _float4s_dumper()
+        self._statements: dict[tuple[Any, ...], str] = {}  # _statement()'s, by layout
         migrate(url)
         with pg_errors("无法连接知识库数据库", url):
             self.dim = self._column_dim()
@@ -641,14 +665,18 @@ class PgIndex:
             conn.execute(sql.SQL("DELETE FROM gcite_kb_chunks WHERE {}").format(where), {})
 
     def _where(self, flt: Any) -> Any:
+        """The filter as SQL (:meth:`_where_text`)."""
+        return _sql().SQL(self._where_text(flt))
+
+    def _where_text(self, flt: Any) -> str:
         """The filter as SQL text for a query that also has ``%s`` parameters: its literal
         values are rendered here, so a ``%`` in one (a role name) is escaped, never a
         placeholder."""
-        sql = _sql()
         if flt is None:
-            return sql.SQL("true")
+            return "true"
         with pg_errors("知识库查询失败", self.url):
-            return sql.SQL(flt.as_string(self.reader()).replace("%", "%%"))
+            text: str = flt.as_string(self.reader()).replace("%", "%%")
+            return text
 
     def nearest(
         self, stage: Stage, flt: Any, limit: int, *, with_payload: bool = True
@@ -658,24 +686,32 @@ class PgIndex:
     def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
         """Every stage's candidates (:meth:`nearest` without payloads) from one statement
         (one round trip; the keyword candidates with their cosines when the keyword stage
-        carries the query embedding)."""
-        return self._retrieve(stages, flt, limit, with_payload=False)
+        carries the query embedding). With a keyword stage, a candidate's ``tokens`` are
+        the keyword stage's token ids it holds (all that lexical coverage tests)."""
+        return self._retrieve(stages, flt, limit, with_payload=False, held=True)
 
     def _retrieve(
-        self, stages: Sequence[Stage], flt: Any, limit: int, *, with_payload: bool
+        self,
+        stages: Sequence[Stage],
+        flt: Any,
+        limit: int,
+        *,
+        with_payload: bool,
+        held: bool = False,
     ) -> list[list[Candidate]]:
         """The candidates of ``stages`` from one statement: each stage's part (a dense
         stage's and a keyword stage's, :func:`_dense_part`, :func:`_keyword_part`) tagged
-        with its position, its rows in its order."""
-        sql = _sql()
-        where = self._where(flt)
-        parts: list[Any] = []
+        with its position, its rows in its order. ``held``: the rows' token ids only
+        those of the (first) keyword stage. The statement's text depends on the filter
+        and the stages' layout alone (the values are parameters): it is kept
+        (:meth:`_statement`)."""
+        where = self._where_text(flt)
         params: dict[str, Any] = {"n": int(limit)}
+        layout: list[tuple[str, int, str | None]] = []
         for position, stage in enumerate(stages):
             if stage.sparse is None:
                 self._check_dim()
-                vector = _vector_param(params, stage.dense or [])
-                parts.append(_dense_part(position, vector, where, with_payload))
+                layout.append(("dense", position, _vector_param(params, stage.dense or [])))
                 continue
             tokens = list(dict.fromkeys(int(t) for t in stage.sparse.indices))
             if not tokens:
@@ -686,14 +722,15 @@ class PgIndex:
             cosine = None
             if stage.dense is not None and self.dim:
                 cosine = _vector_param(params, stage.dense)
-            parts.append(_keyword_part(position, cosine, where, with_payload))
+            layout.append(("keyword", position, cosine))
         found: list[list[Candidate]] = [[] for _ in stages]
-        if not parts:
+        if not layout:
             return found
-        # dense rows by distance (relaxed_order iterative scans may return a few out of
-        # order), keyword rows by rank
-        query = sql.SQL(" UNION ALL ").join(parts) + sql.SQL(" ORDER BY 1, 2, 3")
-        for position, key, point_id, score, tokens_, payload, cosine_ in self._read(query, params):
+        keyword = next((f"t{p}" for kind, p, _ in layout if kind == "keyword"), None)
+        statement = self._statement(where, tuple(layout), with_payload, keyword if held else None)
+        for position, key, point_id, score, tokens_, payload, cosine_ in self._read(
+            statement, params
+        ):
             if score is None:  # a dense stage's row: the score is the cosine
                 cosine_ = score = 1.0 - float(key)
             found[position].append(
@@ -706,6 +743,38 @@ class PgIndex:
                 )
             )
         return found
+
+    def _statement(
+        self,
+        where: str,
+        layout: tuple[tuple[str, int, str | None], ...],
+        with_payload: bool,
+        held: str | None,
+    ) -> str:
+        """The text of a :meth:`_retrieve` statement (the last :data:`STATEMENTS_KEPT` kept):
+        ``layout``: each part's kind (``dense`` | ``keyword``), position and vector
+        parameter; ``held``: the parameter of the token ids the rows keep (None: all)."""
+        key = (where, layout, with_payload, held)
+        known = self._statements.get(key)
+        if known is not None:
+            return known
+        sql = _sql()
+        condition = sql.SQL(where)
+        parts = [
+            _dense_part(position, vector or "", condition, with_payload, held)
+            if kind == "dense"
+            else _keyword_part(position, vector, condition, with_payload, held)
+            for kind, position, vector in layout
+        ]
+        # dense rows by distance (relaxed_order iterative scans may return a few out of
+        # order), keyword rows by rank
+        query = sql.SQL(" UNION ALL ").join(parts) + sql.SQL(" ORDER BY 1, 2, 3")
+        with pg_errors("知识库查询失败", self.url):
+            text: str = query.as_string(self.reader())
+        if len(self._statements) >= STATEMENTS_KEPT:
+            self._statements.clear()  # atomic: other threads may be searching
+        self._statements[key] = text
+        return text
 
     def _check_dim(self) -> None:
         """Raise :class:`StoreError` while the store holds no chunk (no dimension yet)."""
@@ -891,12 +960,19 @@ def _dataset_info(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in _ENTRY_COLUMNS}
 
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def _uuids(ids: Sequence[str]) -> list[str]:
-    """The ids that are UUIDs (any other id names no chunk)."""
+    """The ids that are UUIDs, in their canonical form (any other id names no chunk); an
+    id in that form already (every id a search found) is taken as it is."""
     import uuid
 
     out = []
     for i in ids:
+        if isinstance(i, str) and _CANONICAL_UUID.fullmatch(i):
+            out.append(i)
+            continue
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             out.append(str(uuid.UUID(str(i))))
     return out
