@@ -145,6 +145,50 @@ def test_a_kept_result_is_the_result_normalising_again_gives() -> None:
     assert built.normalise(queries[1]) == first[1]
 
 
+def test_what_a_document_word_gives_is_derived_once_per_vocabulary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What normalising derives from a word of the documents alone (its jieba parts, the
+    pinyin key of a query window) is computed at its first use and kept: other questions
+    that try the same words do not cut them again, and get what a fresh vocabulary
+    computes."""
+    from gcite.knowledge import vocabulary as module
+    from gcite.knowledge.sparse import jieba_module
+
+    jieba = jieba_module()
+    cut = jieba.cut_for_search
+    keyed = module._pinyin_key
+    parts: list[str] = []
+    windows: list[str] = []
+
+    def counted_cut(text: str, *args: object, **kwargs: object) -> object:
+        parts.append(text)
+        return cut(text, *args, **kwargs)
+
+    def counted_key(word: str) -> str:
+        windows.append(word)
+        return keyed(word)
+
+    queries = [
+        "柴发多久试一次",
+        "柴发坏了找谁",
+        "消控室在几楼",
+        "消控室电话",
+        "巡梗点在哪",
+        "巡梗点几个",
+    ]
+    fresh = build_vocabulary([document_vocabulary(DOC)], shipped_synonyms())
+    expected = [fresh.normalise(q) for q in queries]
+    built = build_vocabulary([document_vocabulary(DOC)], shipped_synonyms())
+    monkeypatch.setattr(jieba, "cut_for_search", counted_cut)
+    monkeypatch.setattr(module, "_pinyin_key", counted_key)
+    assert [built.normalise(q) for q in queries] == expected
+    assert expected[0].startswith("柴油发电机") and expected[2].startswith("消防控制室")
+    assert parts and len(parts) == len(set(parts))  # each long word cut once
+    assert windows and len(windows) == len(set(windows))  # each window keyed once
+    assert built == fresh
+
+
 def test_a_replaced_catalog_object_is_never_taken_for_the_cached_one(tmp_path: Path) -> None:
     import copy
 

@@ -102,6 +102,8 @@ MAX_DOCUMENT_WORDS = 50_000
 
 NORMALISED_KEPT = 256
 """How many queries' normalised text a :class:`Vocabulary` keeps (then it starts over)."""
+SOUND_KEYS_KEPT = 4096
+"""How many query windows' pinyin keys a :class:`Vocabulary` keeps (then it starts over)."""
 
 
 class VocabularyBuilder:
@@ -225,6 +227,11 @@ class Vocabulary:
     _holds_word: dict[str, bool] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # the pinyin keys of the query windows looked up lately (a question's words recur in
+    # others'), at most SOUND_KEYS_KEPT
+    _window_keys: dict[str, str] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def known(self, word: str) -> bool:
         """Whether ``word`` occurs in the documents (as a word or inside one)."""
@@ -318,7 +325,7 @@ class Vocabulary:
             return None
         targets = [
             w
-            for w in self.by_sound.get(_pinyin_key(window), ())
+            for w in self.by_sound.get(self._window_key(window), ())
             if self._has_word(w) and not _NUMERALS.intersection(w)
         ]
         match = self._best(targets)
@@ -342,6 +349,15 @@ class Vocabulary:
                 if target is not None:
                     text = text.replace(token, target)
         return text
+
+    def _window_key(self, window: str) -> str:
+        key = self._window_keys.get(window)
+        if key is None:
+            key = _pinyin_key(window)
+            if len(self._window_keys) >= SOUND_KEYS_KEPT:
+                self._window_keys.clear()  # atomic: other threads may be normalising too
+            self._window_keys[window] = key
+        return key
 
     def _part_starts(self, word: str) -> Mapping[str, tuple[int, ...]]:
         starts = self._starts.get(word)
