@@ -11,7 +11,12 @@ Its CPU per answer, measured in the same run as the service's, is what the machi
 charges for the event loop's wake-ups, the reads and the writes alone: the part of the
 service's figure that no change to gcite can remove on that machine.
 
-Usage: ``python relay_floor.py --port N --llm-port M``.
+``--stack``: the same relay written with the libraries ``gcite serve`` is built on and
+nothing of gcite: a FastAPI route returning a ``StreamingResponse`` of the ``openai``
+SDK's stream, served by uvicorn with httptools and uvloop. What it adds to the plain relay
+is the libraries' own cost per answer.
+
+Usage: ``python relay_floor.py --port N --llm-port M [--stack]``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import AsyncIterator
+
+import openai
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 
 HEAD_LIMIT = 1 << 16
 SEPARATORS = (",", ":")  # as the service writes its frames
@@ -72,11 +83,44 @@ async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, llm_
         writer.close()
 
 
+def serve_stack(port: int, llm_port: int) -> None:
+    """The relay on FastAPI, the ``openai`` SDK and uvicorn (httptools, uvloop)."""
+    app = FastAPI()
+    client = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{llm_port}/v1", api_key="bench")
+
+    @app.post("/v1/chat-messages")
+    async def chat(request: Request) -> StreamingResponse:
+        query = str((await request.json()).get("query", ""))
+
+        async def frames() -> AsyncIterator[bytes]:
+            stream = await client.chat.completions.create(
+                model="standin", stream=True, messages=[{"role": "user", "content": query}]
+            )
+            async for chunk in stream:
+                text = chunk.choices[0].delta.content if chunk.choices else None
+                if text:
+                    frame = json.dumps(
+                        {"event": "message", "answer": text},
+                        ensure_ascii=False,
+                        separators=SEPARATORS,
+                    )
+                    yield b"data: " + frame.encode() + b"\n\n"
+            yield b'data: {"event":"message_end"}\n\n'
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--llm-port", type=int, required=True)
+    parser.add_argument("--stack", action="store_true", help="FastAPI, openai, uvicorn")
     args = parser.parse_args()
+    if args.stack:
+        serve_stack(args.port, args.llm_port)
+        return
 
     async def serve() -> None:
         server = await asyncio.start_server(
