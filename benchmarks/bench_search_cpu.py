@@ -54,9 +54,6 @@ from lawset import CORPUS, DATASET, require_corpus
 
 FROZEN = Path(__file__).resolve().parent / "data"
 SCORE_TOLERANCE = 1e-12
-CALLGRIND_WARM = 40
-"""Questions searched before the counted ones under callgrind (imports, dictionaries, the
-embedder's memo)."""
 
 
 def all_questions() -> list[str]:
@@ -101,15 +98,17 @@ def open_searches(store_name: str, data: Path, url: str) -> tuple[Any, Any, Any]
 
 
 def counted_worker(store_name: str, data: Path, url: str, count: int) -> None:
-    """Under callgrind: :data:`CALLGRIND_WARM` questions, then ``count`` more between two
-    calls of ``os.getppid`` (the marks callgrind dumps its counts at: nothing else here
-    calls it)."""
+    """Under callgrind: every question once (the warm-up: imports, dictionaries, what the
+    store and the embedder keep; a service's steady state), then the first ``count``
+    again between two calls of ``os.getppid`` (the marks callgrind dumps its counts at:
+    nothing else here calls it). As in the timed rounds, no question is found normalised
+    from its previous search (more questions than the vocabulary keeps)."""
     store, _, search = open_searches(store_name, data, url)
     questions = all_questions()
-    for question in questions[:CALLGRIND_WARM]:
+    for question in questions:
         search(question)
     os.getppid()
-    for question in questions[CALLGRIND_WARM : CALLGRIND_WARM + count]:
+    for question in questions[:count]:
         search(question)
     os.getppid()
     store.close()
@@ -234,8 +233,9 @@ def compare(base: dict[str, Any], current: dict[str, Any]) -> dict[str, int]:
 
 def instructions(src: Path, store: str, data: Path, url: str, count: int, out: Path) -> int:
     """The instructions (callgrind's ``Ir``, every thread of the process) of ``count``
-    searches of a worker of ``src`` after its warm-up: the counts callgrind dumped
-    between the worker's two marks (``--dump-before=os_getppid``: ``out.2``)."""
+    searches of a worker of ``src`` after its warm-up (:func:`counted_worker`): the
+    counts callgrind dumped between the worker's two marks (``--dump-before=os_getppid``:
+    ``out.2``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GCITE_")}
     env.update({"PYTHONPATH": str(src), "PYTHONHASHSEED": "0"})
     command = [
