@@ -30,11 +30,13 @@ from support.pg import fresh_database
 
 _T = TypeVar("_T")
 _ROUND_TRIP = re.compile(r"^F\s+\d+\s+(Query|Sync)\b", re.MULTILINE)
+_SQL = re.compile(r'^F\s+\d+\s+(?:Query|Parse\s+"\w*")\s+"([^"]*)"', re.MULTILINE)
 
 
 class Wire:
-    """Counts what ``store`` sends to its database and its pool checkouts (connections
-    opened after :meth:`attach` are traced: the pool is emptied first)."""
+    """Counts what ``store`` sends to its database and its pool checkouts (the pool is
+    emptied first: every connection it opens is traced). ``statements``: the SQL of the
+    last :meth:`count`."""
 
     def __init__(self, store: ConversationStore, trace_dir: Path) -> None:
         self.store = store
@@ -73,7 +75,9 @@ class Wire:
             sent = len(self.statements)
         else:
             self._trace.seek(start)
-            sent = len(_ROUND_TRIP.findall(self._trace.read()))
+            trace = self._trace.read()
+            sent = len(_ROUND_TRIP.findall(trace))
+            self.statements[:] = _SQL.findall(trace)
         return result, sent, self.checkouts - checkouts
 
     def close(self) -> None:
@@ -122,8 +126,11 @@ def test_an_answer_costs_one_transaction_per_write(wire: Wire) -> None:
     chunks = [{"id": "1", "content": "内容"}]
     _, sent, checkouts = wire.count(lambda: store.set_chunks(first.id, chunks))
     assert (sent, checkouts) == ONE_WRITE[kind]  # Plan B
+    metadata = {"retriever_resources": chunks, "usage": {"total_tokens": 9}}
     _, sent, checkouts = wire.count(
-        lambda: store.finish_message(first.id, answer="答[C:1]", status="normal", cited_ids=["1"])
+        lambda: store.finish_message(
+            first.id, answer="答[C:1]", status="normal", cited_ids=["1"], metadata=metadata
+        )
     )
     assert (sent, checkouts) == ONE_WRITE[kind]  # the outcome
     (second, past), sent, checkouts = wire.count(
@@ -132,6 +139,9 @@ def test_an_answer_costs_one_transaction_per_write(wire: Wire) -> None:
         )
     )
     assert (sent, checkouts) == FOLLOW_UP[kind]  # the row and the history: one transaction
+    reads = [sql for sql in wire.statements if sql.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 1 and "chunk_metadata" in reads[0]
+    assert "message_metadata" not in reads[0] and "retriever_resources" not in reads[0]
     assert [(m.id, m.answer, m.chunk_metadata, m.cited_ids) for m in past] == [
         (first.id, "答[C:1]", chunks, ["1"])
     ]

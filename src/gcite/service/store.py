@@ -214,7 +214,14 @@ _UPDATE_MESSAGE = update(_MESSAGES).where(
     _MESSAGES.c.id == bindparam("b_id", type_=_MESSAGES.c.id.type)
 )
 _HISTORY = (
-    select(_MESSAGES)
+    select(
+        _MESSAGES.c.id,
+        _MESSAGES.c.query,
+        _MESSAGES.c.answer,
+        _MESSAGES.c.failed,
+        _MESSAGES.c.chunk_metadata,
+        _MESSAGES.c.cited_ids,
+    )
     .where(
         _MESSAGES.c.conversation_id
         == bindparam("b_conversation", type_=_MESSAGES.c.conversation_id.type),
@@ -325,9 +332,32 @@ def _ratings(connection: Connection, message_ids: list[str]) -> dict[str, str]:
     return {message_id: rating for message_id, rating in rows}
 
 
-def _history(connection: Connection, conversation_id: str, limit: int) -> list[MessageRecord]:
+@dataclass(frozen=True)
+class PastMessage:
+    """What a follow-up's prompt needs of an earlier message (:meth:`ConversationStore.history`):
+    only these columns are read (the answer's metadata, often the largest, is not decoded)."""
+
+    id: str
+    query: str
+    answer: str
+    failed: bool
+    chunk_metadata: list[dict[str, Any]]
+    cited_ids: list[str]
+
+
+def _history(connection: Connection, conversation_id: str, limit: int) -> list[PastMessage]:
     rows = connection.execute(_HISTORY, {"b_conversation": conversation_id, "b_limit": limit}).all()
-    return [_msg(r) for r in reversed(rows)]
+    return [
+        PastMessage(
+            id=r.id,
+            query=r.query,
+            answer=r.answer or "",
+            failed=bool(r.failed),
+            chunk_metadata=list(r.chunk_metadata or []),
+            cited_ids=list(r.cited_ids or []),
+        )
+        for r in reversed(rows)
+    ]
 
 
 #: Threads of a ConversationStore (:meth:`ConversationStore.call`).
@@ -442,7 +472,7 @@ class ConversationStore:
         inputs: dict[str, Any],
         conversation_id: str | None = None,
         history: int = 0,
-    ) -> tuple[MessageRecord, list[MessageRecord]]:
+    ) -> tuple[MessageRecord, list[PastMessage]]:
         """:meth:`start_message`, and the last ``history`` finished messages of the
         conversation before it (:meth:`history`), read in the same transaction: one
         connection and one commit for a turn's start."""
@@ -572,7 +602,7 @@ class ConversationStore:
                 return None
             return _msg(row, _ratings(connection, [row.id]).get(row.id))
 
-    def history(self, conversation_id: str, *, limit: int = 20) -> list[MessageRecord]:
+    def history(self, conversation_id: str, *, limit: int = 20) -> list[PastMessage]:
         """The last ``limit`` finished messages of a conversation, oldest first."""
         with self.engine.connect() as connection:
             return _history(connection, conversation_id, limit)
@@ -942,6 +972,7 @@ __all__ = [
     "ConversationRecord",
     "ConversationStore",
     "MessageRecord",
+    "PastMessage",
     "migrate",
     "schema_revision",
     "sqlalchemy_url",
