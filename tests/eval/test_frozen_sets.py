@@ -7,7 +7,8 @@ from its gold law). Also the sizes and mix each set promises in its README
 (``benchmarks/data/frozen``, ``benchmarks/data/frozen-2``, ``benchmarks/data/frozen-3``,
 ``benchmarks/data/frozen-4``, ``benchmarks/data/frozen-5``,
 ``benchmarks/data/frozen-6``, ``benchmarks/data/frozen-7``,
-``benchmarks/data/frozen-8``, ``benchmarks/data/frozen-9``).
+``benchmarks/data/frozen-8``, ``benchmarks/data/frozen-9``,
+``benchmarks/data/frozen-10``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class FrozenSet:
     keypoints_verbatim: bool = False
 
 
-# the sixth to the ninth sets promise the same mix (their READMEs)
+# the sixth to the tenth sets promise the same mix (their READMEs)
 SAME_MIX = FrozenSet(
     folder="frozen-6",
     handbook_total=105,
@@ -170,6 +171,7 @@ SETS = [
     replace(SAME_MIX, folder="frozen-7"),
     replace(SAME_MIX, folder="frozen-8"),
     replace(SAME_MIX, folder="frozen-9"),
+    replace(SAME_MIX, folder="frozen-10"),
 ]
 IDS = [s.folder for s in SETS]
 
