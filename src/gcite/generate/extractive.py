@@ -26,7 +26,6 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
-from gcite.knowledge.chunking import ARTICLE_RE
 from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import simplified, terms
 from gcite.verify.asks import (
@@ -40,7 +39,7 @@ from gcite.verify.asks import (
     strict_types,
     units_agree,
 )
-from gcite.verify.sanctions import asks_sanction, in_sanctions
+from gcite.verify.sanctions import asks_sanction, in_sanctions, law_articles
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -338,6 +337,7 @@ class _Unit:
     lead_in: int = -1  # an enumerated item's: the position of its list heading
     lead_text: str = ""  # ... and that heading ("有下列行为之一的，处…罚款：")
     provision: bool = False  # of a chunk of a law's articles ("第十八条 …")
+    penalty: bool = False  # a law's penalty provision (gcite.verify.sanctions)
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -387,7 +387,7 @@ def _chunk_units(
     title_cover = _weighted_cover(query_weights, title)
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
     heads = _list_heads(body)
-    provision = any(ARTICLE_RE.match(line) for line in content.splitlines())
+    provision = law_articles(content)
     out: list[_Unit] = []
     for position, sentence in enumerate(body):
         if _answers_nothing(sentence):
@@ -414,6 +414,7 @@ def _chunk_units(
                 lead_in=head,
                 lead_text=body[head].text if head >= 0 else "",
                 provision=provision,
+                penalty=provision and in_sanctions(sentence.context),
             )
         )
     return out
@@ -709,9 +710,9 @@ def _vouch_for_rules(units: Sequence[_Unit], asked: Asked) -> None:
     stay weak."""
     if asked.sanction:
         return
-    penalties = [u for u in units if not u.weak and in_sanctions(u.sentence.context)]
+    penalties = [u for u in units if not u.weak and u.penalty]
     for unit in units:
-        if not unit.weak or in_sanctions(unit.sentence.context):
+        if not unit.weak or unit.penalty:
             continue
         if any(p.title == unit.title and _restates(unit, p, asked.weights) for p in penalties):
             unit.weak = False
@@ -734,7 +735,7 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
             continue  # another city's or province's regulation does not answer
         if narrow.named and not names_document(asked.text, unit.title):
             continue  # the question names its document
-        if not asked.sanction and in_sanctions(unit.sentence.context):
+        if not asked.sanction and unit.penalty:
             continue  # a penalty provision answers what happens, not the rule asked
         out.setdefault(unit.chunk_id, []).append(unit)
     return out
@@ -942,8 +943,7 @@ def _adds_to(second: _Unit, first: _Unit, asked: Asked) -> bool:
     """Whether ``second`` adds to ``first`` what ``asked`` asks: one of the question's
     words (or their synonyms) ``first`` does not hold, or - a question about a sanction -
     a penalty provision beside the rule it sanctions."""
-    penalty = in_sanctions(second.sentence.context)
-    if asked.sanction and penalty and not in_sanctions(first.sentence.context):
+    if asked.sanction and second.penalty and not first.penalty:
         return True
     low, first_low = second.quote.lower(), first.quote.lower()
     return any(_found(w, low) >= 1.0 and _found(w, first_low) < 1.0 for w in asked.weights)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.knowledge.sparse import terms
+from gcite.verify.sanctions import law_articles
 from gcite.verify.scope import SentenceFilter, in_scope
 from gcite.verify.text import bigram_coverage, sentences
 
@@ -1001,8 +1002,9 @@ def _body_checks(
         return
     title = str(chunk.get("document_title") or "")
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
+    law = law_articles(content)
     for position, sentence in enumerate(body):
-        if keep is not None and not keep(title, sentence):
+        if keep is not None and not keep(title, sentence, law):
             continue
         yield (
             position,
