@@ -122,8 +122,19 @@ def test_a_penalty_provision_vouches_only_for_the_sentences_restating_its_words(
         body = [s for s in sentences(content) if not s.heading]
         return [
             _Unit(
-                "1", 0, k, s, s.text, 0.5, 0.5, 0.5, False, title=title, weak=weak,
-                provision=True, penalty=in_sanctions(s.context),
+                "1",
+                0,
+                k,
+                s,
+                s.text,
+                0.5,
+                0.5,
+                0.5,
+                False,
+                title=title,
+                weak=weak,
+                provision=True,
+                penalty=in_sanctions(s.context),
             )
             for k, s in enumerate(body)
         ]
