@@ -1139,7 +1139,78 @@ def answer_parts(
 ) -> list[PartAnswer]:
     """``query`` cut into the questions it asks (:func:`gcite.verify.asks.question_parts`;
     a follow-up's own words only), each answered by :func:`pick_sentences` with the other
-    parts carried; a sentence already used by an earlier part is not repeated."""
+    parts carried; a sentence already used by an earlier part is not repeated.
+
+    The chunks are read in simplified characters (:func:`simplified_chunks`: a document
+    written in traditional ones is matched as the question, which the query
+    normalisation wrote in simplified ones), and the sentences quoted in the document's
+    own characters (:func:`as_written`)."""
+    simple, written = simplified_chunks(chunks)
+    parts = _answer_parts(
+        query,
+        simple,
+        previous=previous,
+        support=support,
+        max_sentences=max_sentences,
+    )
+    if not written:
+        return parts
+    return [
+        replace(part, picks=[as_written(pick, simple, written) for pick in part.picks])
+        for part in parts
+    ]
+
+
+def simplified_chunks(
+    chunks: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """``chunks`` with their ``content`` and ``document_title`` in simplified characters
+    (:func:`gcite.knowledge.sparse.simplified`), and the original ``content`` of those
+    that changed, by chunk id. A chunk whose simplified content differs in length from
+    its own (OpenCC converts character for character, so none does in practice) is kept
+    as written: its quotes could not be mapped back."""
+    out: list[dict[str, Any]] = []
+    written: dict[str, str] = {}
+    for chunk in chunks:
+        content, title = chunk.get("content"), chunk.get("document_title")
+        if not isinstance(content, str):
+            out.append(chunk)
+            continue
+        simple = simplified(content)
+        if simple == content or len(simple) != len(content):
+            out.append(chunk)
+            continue
+        written[str(chunk.get("id") or "").strip()] = content
+        renamed = simplified(title) if isinstance(title, str) else title
+        out.append({**chunk, "content": simple, "document_title": renamed})
+    return out, written
+
+
+def as_written(pick: Pick, simple: Sequence[dict[str, Any]], written: dict[str, str]) -> Pick:
+    """``pick`` (a sentence of a chunk of ``simple``) in its document's own characters:
+    the same span of the original content (``written``, by chunk id)."""
+    original = written.get(pick.chunk_id)
+    if original is None:
+        return pick
+    content = next(
+        (str(c.get("content")) for c in simple if str(c.get("id") or "").strip() == pick.chunk_id),
+        "",
+    )
+    at = content.find(pick.sentence)
+    if at < 0:
+        return pick
+    return replace(pick, sentence=original[at : at + len(pick.sentence)])
+
+
+def _answer_parts(
+    query: str,
+    chunks: Sequence[dict[str, Any]],
+    *,
+    previous: str,
+    support: SupportModel | None,
+    max_sentences: int,
+) -> list[PartAnswer]:
+    """:func:`answer_parts` on chunks already read in simplified characters."""
     own = _new_part(query, previous) if previous and previous.strip() in query else query
     parts = question_parts(own)
     if len(parts) <= 1:
@@ -1289,6 +1360,7 @@ __all__ = [
     "Pick",
     "answer_cues",
     "answer_parts",
+    "as_written",
     "asked_of",
     "choose_units",
     "compose_answer",
@@ -1298,4 +1370,5 @@ __all__ = [
     "pick_sentences",
     "previous_question",
     "query_terms",
+    "simplified_chunks",
 ]

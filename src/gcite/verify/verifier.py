@@ -134,6 +134,17 @@ def _cited_titles(answer: str, chunks: Sequence[Mapping[str, Any]]) -> str:
     return " ".join(dict.fromkeys(t for t in titles if t))
 
 
+def _simplified_chunk(chunk: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``chunk`` with its ``content`` and ``document_title`` in simplified characters (the
+    same mapping when they are)."""
+    content, title = chunk.get("content"), chunk.get("document_title")
+    simple = simplified(content) if isinstance(content, str) else content
+    renamed = simplified(title) if isinstance(title, str) else title
+    if simple == content and renamed == title:
+        return chunk
+    return {**chunk, "content": simple, "document_title": renamed}
+
+
 def _content_of(chunks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for chunk in chunks:
@@ -168,7 +179,9 @@ def answering_report(
     ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
     its words at half weight, its answer types when the part asks none).
     ``question`` is read in simplified characters (a question typed in traditional ones
-    is judged as its simplified form, as it was searched).
+    is judged as its simplified form, as it was searched), and so are the answer, the
+    titles and the chunks (a document written in traditional characters, quoted as
+    written, is compared with the question's words in the same form).
     ``context``: the cited documents' titles (words found there count half). When
     the answer also says something it does not cite (a part it declares unknown:
     "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
@@ -181,7 +194,9 @@ def answering_report(
     if not question.strip() or not any(claim.ids for claim in claims):
         return None
     question = simplified(question)  # as the retrieval query holds it
-    text = "".join(claim.text for claim in claims)
+    text = simplified("".join(claim.text for claim in claims))
+    context = simplified(context)
+    chunks = [_simplified_chunk(chunk) for chunk in chunks]
     carried = ""
     if search_query.strip() and search_query.strip() != question.strip():
         carried = search_query.replace(question.strip(), " ").strip()
