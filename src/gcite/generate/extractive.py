@@ -162,7 +162,8 @@ WEAK_TYPED_SEMANTIC = 0.35
 #: (``MIN_SEMANTIC``); a knowledge-base chunk's cover need only reach
 #: ``FIRST_TYPED_COVER`` when such a sentence leads (a saved web page ranked first,
 #: ``FIRST_WEB_TYPED_COVER``: the knowledge base's ranking does not vouch for it);
-#: above the threshold, it is not dropped as "unrelated in meaning" for its words alone.
+#: above the threshold, a knowledge-base chunk is not dropped as "unrelated in meaning"
+#: for its words alone (a web page is: :func:`_retrieval_first`).
 FIRST_TYPED_LEXICAL = 0.2
 FIRST_TYPED_LEXICAL_ALONE = 0.25
 FIRST_TYPED_COVER = 0.2
@@ -794,15 +795,14 @@ def _rank_chunks(
     it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``.
     A chunk whose sentences are all unrelated in meaning to the question (embedding
     evidence under ``MIN_SEMANTIC``) and hold under ``LEXICAL_ALONE`` of its words is
-    left out, unless it is the retrieval's first chunk above the threshold, or below it
-    with a lead that counts the thing a "几个" question counts."""
+    left out, unless it is the retrieval's first chunk (:func:`_retrieval_first`)."""
     ranked: _Ranked = []
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
         if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
-        first = leads[0].rank == 0 and (not leads[0].weak or _counts_asked(leads[0], asked))
+        first = _retrieval_first(leads[0], asked)
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
         unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
@@ -812,6 +812,18 @@ def _rank_chunks(
     ranked.sort(key=_chunk_order)
     ranked_weak.sort(key=_chunk_order)
     return ranked, ranked_weak
+
+
+def _retrieval_first(lead: _Unit, asked: Asked) -> bool:
+    """Whether ``lead``'s chunk is the knowledge retrieval's first, above the threshold or,
+    below it, with a lead that counts the thing a "几个" question counts: its ranking
+    vouches for the chunk's meaning. A saved web page first in the list (the relevance
+    gate passed no knowledge-base chunk on) is not: no ranking against the knowledge base
+    vouches for it, and a page on another subject sharing a few of the question's words
+    ("吃" in a page on meeting-room etiquette) would answer an off-topic question."""
+    if lead.rank != 0 or lead.source == "web":
+        return False
+    return not lead.weak or _counts_asked(lead, asked)
 
 
 def _steps(best: _Unit, members: Sequence[_Unit], limit: int) -> list[_Unit]:
