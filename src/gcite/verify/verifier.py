@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING, Any
 from gcite.config import Settings
 from gcite.knowledge.sparse import simplified
 from gcite.stream.parser import parse_all
-from gcite.verify.asks import answer_check, outranked_by, own_cover, question_types
+from gcite.verify.asks import (
+    answer_check,
+    outranked_by,
+    own_cover,
+    question_types,
+    sides_typed,
+)
 from gcite.verify.support import SupportModel, support_model
 
 if TYPE_CHECKING:
@@ -171,7 +177,9 @@ def answering_report(
     nothing to judge (no question, or nothing cited: a refusal). Each part of the
     question (:func:`gcite.verify.asks.question_parts`) is answered when the answer
     gives a value of the strict answer type it asks for (a sum of money, a duration, a
-    phone number, a place...) and holds ``min_cover`` of the weight of its content
+    phone number, a place...; each side of a part typed as two questions with a space
+    between them the type it asks, :func:`gcite.verify.asks.sides_typed`) and holds
+    ``min_cover`` of the weight of its content
     words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them; a part of
     a question of several parts, or of a follow-up (``search_query`` holds the question
     after an earlier one), also needs ``FLAG_OWN_COVER`` of its own words
@@ -208,14 +216,16 @@ def answering_report(
     follow_up = bool(question_types(carried)) and question.strip() in search_query
     leaning = len(checks) > 1 or follow_up
     for check in checks:
-        answered = check.typed and check.every and check.covered(min_cover, FLAG_WORDS)
+        # two questions typed with a space between them: each gets the type it asks
+        typed = check.typed and sides_typed(check.text, text, carried=carried)
+        answered = typed and check.every and check.covered(min_cover, FLAG_WORDS)
         if leaning and own_cover(check.text, text, context) < FLAG_OWN_COVER:
             answered = False
         parts.append(
             {
                 "text": check.text,
                 "types": list(check.types),
-                "typed": check.typed,
+                "typed": typed,
                 "cover": check.cover,
                 "missing": list(check.missing),
                 "answered": answered,
