@@ -30,6 +30,12 @@ the same run (A/B on the same load); ``--current REV`` measures a revision as th
 code instead of the working tree (so the tree may change while a run goes on);
 ``--workers N`` runs ``gcite serve --workers N`` (all its processes counted).
 
+``--floor`` measures :mod:`relay_floor` too, at the same levels, before the stores: a relay
+of no features (the stand-in's deltas read and written as Dify frames, nothing else). Its
+CPU per answer is what this machine charges for the wake-ups, reads and writes alone, the
+part of the service's figure that no change to gcite removes here; then the same relay on
+gcite's libraries (FastAPI, the ``openai`` SDK, uvicorn): what the stack adds.
+
 ``--profile DIR`` attaches ``py-spy record`` to each store's service after its warm-up, for
 the levels measured (raw collapsed stacks in ``DIR/<store>.txt``, then the top entries by
 self and inclusive samples): profile runs are for finding work; py-spy's sampling slows the
@@ -335,6 +341,30 @@ def run_store(
     return out
 
 
+def run_floor(llm: tuple[int, int], args: argparse.Namespace, *, stack: bool) -> dict[str, Any]:
+    """CPU per answer and first text of :mod:`relay_floor` at ``args.levels`` (``stack``:
+    its version on gcite's libraries)."""
+    port = free_port()
+    script = Path(__file__).with_name("relay_floor.py")
+    command = [PY, str(script), "--port", str(port), "--llm-port", str(llm[0])]
+    command += ["--stack"] if stack else []
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    out: dict[str, Any] = {}
+    try:
+        wait_port(port)
+        target = Target("floor", port, False, service=proc.pid, standin=llm[1])
+        for _ in range(10):
+            asyncio.run(target.one())
+        for n in args.levels:
+            out[str(n)] = measure(target, n, args.answers if n > 1 else args.single, None, llm[1])
+            print("stack" if stack else "floor", n, out[str(n)], file=sys.stderr, flush=True)
+            time.sleep(1.0)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return out
+
+
 def more_startups(
     store: str,
     root: Path,
@@ -385,6 +415,9 @@ def main() -> None:
         help="git revision measured as the current code (default: the working tree)",
     )
     parser.add_argument("--workers", type=int, default=1, help="gcite serve --workers N")
+    parser.add_argument(
+        "--floor", action="store_true", help="measure relay_floor.py too (no-feature relay)"
+    )
     args = parser.parse_args()
     args.levels = [int(n) for n in args.levels.split(",") if n]
     require_corpus()
@@ -414,7 +447,10 @@ def main() -> None:
             if args.baseline:
                 sources.insert(0, baseline_src(root, args.baseline))
                 report["baseline"] = args.baseline
-            for store in args.stores.split(","):
+            if args.floor:
+                report["floor"] = run_floor(llm, args, stack=False)
+                report["floor-stack"] = run_floor(llm, args, stack=True)
+            for store in filter(None, args.stores.split(",")):
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
                 database = pg if store == "pgvector" else None

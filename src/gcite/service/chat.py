@@ -112,22 +112,17 @@ def prepare(
     (:mod:`gcite.chatflow.scheduler`); ``arrival``: the request's number in it;
     ``tasks``: where the run's tasks are kept (the process's, :class:`RunHandle`)."""
     conversations = resources.conversations
-    try:
-        record = conversations.start_message(
+    try:  # the message row and the history of a follow-up: one transaction
+        record, earlier = conversations.start_turn(
             user=caller.owner(body.user),
             query=body.query,
             inputs=body.inputs,
             conversation_id=body.conversation_id or None,
+            history=HISTORY_TURNS,
         )
     except KeyError as exc:
         raise ApiError(404, "not_found", "Conversation Not Exists.") from exc
-    past: list[PastTurn] = []
-    if body.conversation_id:
-        past = [
-            PastTurn(m.query, m.answer, m.failed, m.chunk_metadata, m.cited_ids)
-            for m in conversations.history(record.conversation_id, limit=HISTORY_TURNS)
-            if m.id != record.id
-        ]
+    past = [PastTurn(m.query, m.answer, m.failed, m.chunk_metadata, m.cited_ids) for m in earlier]
     turn = Turn(query=body.query, roles=caller.roles, history=earlier_turns(past))
     env = Envelope(
         task_id=new_id(),

@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -214,7 +214,14 @@ _UPDATE_MESSAGE = update(_MESSAGES).where(
     _MESSAGES.c.id == bindparam("b_id", type_=_MESSAGES.c.id.type)
 )
 _HISTORY = (
-    select(_MESSAGES)
+    select(
+        _MESSAGES.c.id,
+        _MESSAGES.c.query,
+        _MESSAGES.c.answer,
+        _MESSAGES.c.failed,
+        _MESSAGES.c.chunk_metadata,
+        _MESSAGES.c.cited_ids,
+    )
     .where(
         _MESSAGES.c.conversation_id
         == bindparam("b_conversation", type_=_MESSAGES.c.conversation_id.type),
@@ -325,6 +332,34 @@ def _ratings(connection: Connection, message_ids: list[str]) -> dict[str, str]:
     return {message_id: rating for message_id, rating in rows}
 
 
+@dataclass(frozen=True)
+class PastMessage:
+    """What a follow-up's prompt needs of an earlier message (:meth:`ConversationStore.history`):
+    only these columns are read (the answer's metadata, often the largest, is not decoded)."""
+
+    id: str
+    query: str
+    answer: str
+    failed: bool
+    chunk_metadata: list[dict[str, Any]]
+    cited_ids: list[str]
+
+
+def _history(connection: Connection, conversation_id: str, limit: int) -> list[PastMessage]:
+    rows = connection.execute(_HISTORY, {"b_conversation": conversation_id, "b_limit": limit}).all()
+    return [
+        PastMessage(
+            id=r.id,
+            query=r.query,
+            answer=r.answer or "",
+            failed=bool(r.failed),
+            chunk_metadata=list(r.chunk_metadata or []),
+            cited_ids=list(r.cited_ids or []),
+        )
+        for r in reversed(rows)
+    ]
+
+
 #: Threads of a ConversationStore (:meth:`ConversationStore.call`).
 STORE_THREADS = 8
 _T = TypeVar("_T")
@@ -372,6 +407,13 @@ class ConversationStore:
         # write lock never fill that executor (under a burst, a Plan B chunk write queued
         # behind them; benchmarks/bench_scale.py).
         self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="gcite-db")
+        # A single-statement write is its own transaction: on PostgreSQL it runs in
+        # autocommit (no BEGIN and COMMIT round trips); on SQLite in a write transaction
+        # (there autocommit costs more: a PRAGMA when the connection is handed back).
+        self._autocommit_writes = not sqlite
+        # The stop poll's own connection, kept open in autocommit (:meth:`take_stops`).
+        self._poll: Connection | None = None
+        self._poll_lock = threading.Lock()
         self.instance_id = str(uuid.uuid4())
         """The id this process's messages are written with (:meth:`register_instance`)."""
 
@@ -384,6 +426,8 @@ class ConversationStore:
     def close(self) -> None:
         """Release the connection pool and the store's threads."""
         self._threads.shutdown(wait=True)  # the writes already queued are made
+        with self._poll_lock:
+            self._drop_poll()
         self.engine.dispose()
 
     @contextmanager
@@ -391,6 +435,16 @@ class ConversationStore:
         """A write transaction (committed at the end, rolled back on an exception)."""
         with self._write_lock, self.engine.begin() as connection:
             yield connection
+
+    def _write_one(self, statement: Any, values: dict[str, Any]) -> None:
+        """Execute one write statement, atomic as a transaction of its own (see
+        ``_autocommit_writes``: PostgreSQL runs it in autocommit)."""
+        if not self._autocommit_writes:
+            with self._writing() as connection:
+                connection.execute(statement, values)
+            return
+        with self.engine.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(statement, values)
 
     # ------------------------------------------------------------------ writes
     def start_message(
@@ -405,6 +459,23 @@ class ConversationStore:
 
         Raises ``KeyError`` when ``conversation_id`` is given but does not exist for ``user``.
         """
+        record, _ = self.start_turn(
+            user=user, query=query, inputs=inputs, conversation_id=conversation_id
+        )
+        return record
+
+    def start_turn(
+        self,
+        *,
+        user: str,
+        query: str,
+        inputs: dict[str, Any],
+        conversation_id: str | None = None,
+        history: int = 0,
+    ) -> tuple[MessageRecord, list[PastMessage]]:
+        """:meth:`start_message`, and the last ``history`` finished messages of the
+        conversation before it (:meth:`history`), read in the same transaction: one
+        connection and one commit for a turn's start."""
         now = int(time.time())
         record = MessageRecord(
             id=str(uuid.uuid4()),
@@ -466,14 +537,16 @@ class ConversationStore:
                     "instance_id": self.instance_id,
                 },
             )
-        return record
+            past = (
+                _history(connection, record.conversation_id, history)
+                if conversation_id and history > 0
+                else []
+            )
+        return record, past
 
     def set_chunks(self, message_id: str, chunk_metadata: list[dict[str, Any]]) -> None:
         """Store the merge node's ``chunk_metadata`` as soon as it is known (Plan B)."""
-        with self._writing() as connection:
-            connection.execute(
-                _UPDATE_MESSAGE, {"b_id": message_id, "chunk_metadata": chunk_metadata}
-            )
+        self._write_one(_UPDATE_MESSAGE, {"b_id": message_id, "chunk_metadata": chunk_metadata})
 
     def finish_message(
         self,
@@ -505,8 +578,7 @@ class ConversationStore:
         }
         if chunk_metadata is not None:
             values["chunk_metadata"] = chunk_metadata
-        with self._writing() as connection:
-            connection.execute(_UPDATE_MESSAGE, values)
+        self._write_one(_UPDATE_MESSAGE, values)
 
     # ------------------------------------------------------------------- reads
     def get_conversation(self, conversation_id: str, user: str) -> ConversationRecord | None:
@@ -530,13 +602,10 @@ class ConversationStore:
                 return None
             return _msg(row, _ratings(connection, [row.id]).get(row.id))
 
-    def history(self, conversation_id: str, *, limit: int = 20) -> list[MessageRecord]:
+    def history(self, conversation_id: str, *, limit: int = 20) -> list[PastMessage]:
         """The last ``limit`` finished messages of a conversation, oldest first."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                _HISTORY, {"b_conversation": conversation_id, "b_limit": limit}
-            ).all()
-        return [_msg(r) for r in reversed(rows)]
+            return _history(connection, conversation_id, limit)
 
     def list_messages(
         self, conversation_id: str, *, first_id: str | None = None, limit: int = 20
@@ -681,15 +750,41 @@ class ConversationStore:
         if not task_ids:
             return []
         wanted = {_no_nul(task_id) for task_id in task_ids}
-        with self.engine.connect() as connection:  # most polls find none: no write then
-            if connection.execute(_ANY_STOP).first() is None:
-                return []
+        if not self._any_stop():  # most polls find none: no write then
+            return []
         # one DELETE ... RETURNING takes the wanted records and drops the stale ones
         with self._writing() as connection:
             rows = connection.execute(
                 _TAKE_STOPS, {"b_tasks": task_ids, "b_before": int(time.time()) - 3600}
             ).all()
         return [(task_id, owner) for task_id, owner in rows if task_id in wanted]
+
+    def _any_stop(self) -> bool:
+        """Whether any stop record is stored, read on the poll's own connection: kept open
+        in autocommit, so a poll is one statement (no pool checkout, liveness ping, BEGIN or
+        ROLLBACK each time). A connection that fails (the server dropped it) is replaced,
+        and the read tried once more on the new one."""
+        with self._poll_lock:
+            try:
+                return self._poll_once()
+            except SQLAlchemyError:
+                self._drop_poll()
+            return self._poll_once()
+
+    def _poll_once(self) -> bool:
+        if self._poll is None:
+            connection = self.engine.connect()
+            connection.execution_options(isolation_level="AUTOCOMMIT")
+            self._poll = connection
+        return self._poll.execute(_ANY_STOP).first() is not None
+
+    def _drop_poll(self) -> None:
+        """Close the poll's connection (with ``_poll_lock`` held); the next poll opens one."""
+        connection, self._poll = self._poll, None
+        if connection is not None:
+            with suppress(SQLAlchemyError):
+                connection.invalidate()
+                connection.close()
 
     def set_feedback(
         self, message_id: str, user: str, rating: str | None, content: str | None = None
@@ -877,6 +972,7 @@ __all__ = [
     "ConversationRecord",
     "ConversationStore",
     "MessageRecord",
+    "PastMessage",
     "migrate",
     "schema_revision",
     "sqlalchemy_url",
