@@ -81,40 +81,42 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data_dir = root / "data"
     data_dir.mkdir()
     (data_dir / "page.json").write_text(json.dumps(page_config(), ensure_ascii=False))
-    settings = load_settings(
-        {
-            "data_dir": str(data_dir),
-            "dataset": "明湖大厦物业手册",
-            "llm_base_url": standin.base_url,
-            "llm_api_key": "sk-standin",
-            "llm_model": "standin",
-            "web_provider": "offline",
-            "web_dir": str(web),
-            "web_count": 3,
-            "top_k": 5,
-            "embed_backend": "use",
-            "qdrant_url": "",
-            "ping_interval_s": 30.0,
-            # a hang guard only: on a busy machine a search can pass the 10 s default, and
-            # the scenarios need the chunks it finds
-            "kb_timeout_s": 120.0,
-            "app_keys": [
-                ApiKey("demo-visitor", ()),
-                ApiKey("demo-ops", ("运维工程师",)),
-                ApiKey("demo-security", ("安保主管",)),
-            ],
-            "allow_any_key": True,
-        },
-        environ={},
-    )
+    config: dict[str, Any] = {
+        "data_dir": str(data_dir),
+        "dataset": "明湖大厦物业手册",
+        "llm_base_url": standin.base_url,
+        "llm_api_key": "sk-standin",
+        "llm_model": "standin",
+        "web_provider": "offline",
+        "web_dir": str(web),
+        "web_count": 3,
+        "top_k": 5,
+        "embed_backend": "use",
+        "qdrant_url": "",
+        "ping_interval_s": 30.0,
+        # hang guards only: on a busy machine a search can pass the 10 s (knowledge) and
+        # 8 s (web) defaults - the first web search waits for the offline web index the
+        # app builds in the background - and the scenarios need the chunks both find
+        "kb_timeout_s": 120.0,
+        "web_timeout_s": 120.0,
+        "app_keys": [
+            ApiKey("demo-visitor", ()),
+            ApiKey("demo-ops", ("运维工程师",)),
+            ApiKey("demo-security", ("安保主管",)),
+        ],
+        "allow_any_key": True,
+    }
+    settings = load_settings(config, environ={})
     ingest_paths(sorted(kb.glob("*.md")), settings=settings, dataset=settings.knowledge.dataset)
     app = create_app(settings)
     # A second app on the same data, created without page.json: no identities published,
-    # so the page asks for an API key.
+    # so the page asks for an API key. Without a web source: its questions need none, and
+    # a second offline web index on the same folder would be built (staged, embedded)
+    # beside the first one's, which the first question waits for.
     page_json = data_dir / "page.json"
     page_json.rename(data_dir / "page.json.off")
     try:
-        plain_app = create_app(settings)
+        plain_app = create_app(load_settings({**config, "web_provider": "none"}, environ={}))
     finally:
         (data_dir / "page.json.off").rename(page_json)
     try:

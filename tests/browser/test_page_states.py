@@ -1,10 +1,12 @@
 """What a phone user met on the H5 page: verification marks after a reload, following a
 long answer to its end, reasoning shown without markers, a stream cut inside ``<think``,
 the model's footnote definitions, a paste longer than the limit, list markers in the
-sheet, the weak-support legend, the notice under an answer that may not answer."""
+sheet, the weak-support legend, the notice under an answer that may not answer, panel rows
+redrawn from chunk metadata that came again."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -143,3 +145,61 @@ def test_the_sheet_shows_list_items_as_bullets(page: Any, live: Live) -> None:
     assert re.search(r"(?m)^\s*- ", content), "the cited chunk holds a Markdown list"
     assert "• " in text
     assert not re.search(r"(?m)^\s*[-*+] ", text), text
+
+
+def _code_node(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "event": "node_finished",
+        "data": {"node_type": "code", "outputs": {"chunk_metadata": chunks}},
+    }
+
+
+def test_later_chunk_metadata_redraws_a_drawn_panel_row(page: Any) -> None:
+    """chunk_metadata may come again once the text started (the stream contract: the last
+    one wins). A row already drawn from the first one - same number, same id - shows what
+    the last one says (icon, title, subtitle), and its sheet opens the last one's chunk."""
+    rag = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "巡更路线与打卡规范 v2.1",
+        "display_subtitle": "明湖大厦物业手册",
+        "content": "夜间巡更每 1 小时一次。",
+    }
+    early = {"id": "2", "document_title": "待补全的来源", "content": "夜间巡检频次高于白天。"}
+    web = {
+        "id": "2",
+        "source_type": "web",
+        "document_title": "物业巡检流程标准是怎样的？",
+        "display_subtitle": "问答社区 · 2025-08-12",
+        "url": "https://www.wenda-forum.example/question/2871",
+        "content": "行业里常见的做法是夜间巡检频次高于白天。",
+    }
+    body = "".join(
+        "data: " + json.dumps(e, ensure_ascii=False) + "\n\n"
+        for e in [
+            {"event": "workflow_started", "conversation_id": "", "data": {}},
+            _code_node([rag, early]),
+            {"event": "message", "answer": "夜间巡更每小时一次[C:1]，夜间巡检频次高于白天[C:2]，"},
+            {"event": "message", "answer": "两条都要遵守。"},
+            _code_node([rag, web]),
+            {"event": "message_end", "id": "m1", "metadata": {}},
+        ]
+    )
+    page.route(
+        "**/v1/chat-messages",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    message = ask(page, "夜间巡更要打卡多少个点位？")
+    message.locator(".panel-head").click()
+    rows = message.locator(".g-cite-item")
+    assert [r.get_attribute("data-raw-id") for r in rows.all()] == ["1", "2"]
+    second = rows.nth(1)
+    assert second.get_attribute("data-source-type") == "web"
+    assert second.locator("svg").get_attribute("data-icon") == "globe"
+    assert second.locator(".g-cite-item-title").inner_text() == web["document_title"]
+    assert second.locator(".g-cite-item-subtitle").inner_text() == web["display_subtitle"]
+    second.click()
+    page.locator("#sheet").wait_for(state="visible")
+    assert page.locator("#sheet").get_attribute("data-source-type") == "web"
+    assert page.locator("#sheet-subtitle").inner_text() == web["display_subtitle"]
+    assert page.locator("#sheet-foot a.sheet-open").get_attribute("href") == web["url"]

@@ -45,6 +45,11 @@ def test_coverage_ignores_case_and_the_words_that_only_ask() -> None:
     assert coverage("夜间巡更多长时间一次", PATROL) == 1.0
 
 
+def test_coverage_reads_a_document_in_traditional_characters_as_simplified() -> None:
+    # the question's words are cut from the simplified form; the chunk keeps its own
+    assert coverage("夜间巡更要打几个点位", "夜間巡更須打卡全部 24 個點位。") == 1.0
+
+
 def test_above_the_threshold_answers_unless_a_lookalike() -> None:
     assert decide(Evidence(0.8, 0.1, 0.5), 0.5).reason == "above_threshold"
     # the embedding found a passage on something else: little of the question in it

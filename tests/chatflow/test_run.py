@@ -571,3 +571,38 @@ async def test_a_question_in_traditional_characters_is_answered_as_the_simplifie
         checks.append(summary.verification["answers_question"])
     assert answers[0] != NO_ANSWER and answers[1] == answers[0]
     assert checks == [True, True]
+
+
+async def test_a_document_in_traditional_characters_is_answered_and_quoted_as_written(
+    kb: Any, traditional_kb: Any
+) -> None:
+    """The offline answerer and the verifier compare a document written in traditional
+    characters with the question in simplified ones: the corpus in traditional characters
+    gives the answer the simplified corpus gives, quoted in the document's own characters,
+    every citation supported and the question answered."""
+    from gcite.knowledge.sparse import simplified
+    from gcite.verify import SupportModel, verify_answer
+
+    def verifier(answer: str, chunks: list[dict[str, Any]], question: str, query: str) -> Any:
+        return verify_answer(answer, chunks, SupportModel(), question=question, search_query=query)
+
+    answers, reports = [], []
+    for store in (kb, traditional_kb):
+        run = ChatRun(
+            Turn(QUERY, ("运维工程师",)),
+            Deps(
+                settings=Settings.from_keys(),
+                backend=ExtractiveBackend(),
+                get_store=lambda store=store: store,
+                verifier=verifier,
+            ),
+        )
+        await collect(run)
+        summary = run.summary()
+        answers.append(strip_markers(summary.answer).strip())
+        reports.append(summary.verification)
+    assert answers[0] != NO_ANSWER
+    assert answers[1] != answers[0] and simplified(answers[1]) == answers[0]
+    for report in reports:
+        assert report["answers_question"] is True
+        assert report["checked"] and report["supported"] == report["checked"]

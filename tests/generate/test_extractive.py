@@ -185,3 +185,19 @@ def test_a_compound_asked_is_credited_for_its_parts_found() -> None:
     assert _weighted_cover(weights, text) == (0.5 * 0.5 * 10.0 + 5.0) / 20.0
     # a word with no parts in the question gets nothing from its characters alone
     assert _weighted_cover({"安全培训": 10.0, "讲座": 5.0}, "全员安全演练。") == 0.0
+
+
+def test_a_document_in_traditional_characters_is_answered_as_written() -> None:
+    # the question (normalised to simplified characters) is compared with the chunk's
+    # simplified form; the sentence is quoted in the document's own characters
+    content = (
+        "# 物業服務指南\n報修電話：6688-1234，二十四小時有人接聽。\n"
+        "電梯困人時，物業須在兩分鐘內到場。"
+    )
+    chunks = [
+        {"id": "1", "source_type": "rag", "content": content, "document_title": "物業服務指南"}
+    ]
+    answer = ExtractiveBackend().answer("报修电话是多少", chunks)
+    assert answer.startswith("報修電話：6688-1234") and "[C:1]" in answer
+    answer = ExtractiveBackend().answer("电梯困人物业几分钟到", chunks)
+    assert answer == "電梯困人時，物業須在兩分鐘內到場[C:1]。"

@@ -419,3 +419,17 @@ def test_a_party_named_by_a_law_article_is_no_evidence_for_a_weak_who_answer() -
     # a value a law's article states (a deadline) still is
     deadline = "某条例 > 第三章 物业服务\n第十条 业主应当在收到通知之日起三十日内交纳服务费用。"
     assert leads(deadline, "小区的物业费多少天内要交", rank=0, semantic=0.2)
+
+
+def test_a_web_page_first_in_the_list_is_not_vouched_for_by_the_retrieval() -> None:
+    # the relevance gate passed no knowledge-base chunk on: a saved web page is first,
+    # sharing a few of the question's words, on another subject
+    backend = ExtractiveBackend(support=SupportModel(UseEmbedder()))
+    page = (
+        "# 写字楼午休礼仪\n"
+        "午休时请调暗灯光，把手机调成静音，离开工位时关好抽屉，不要在工位上吃味道重的外卖。"
+    )
+    web = {"id": "1", "source_type": "web", "content": page, "document_title": "写字楼午休礼仪"}
+    assert backend.answer("周末吃啥好", [web]) == NO_ANSWER
+    # a question the page answers, close in meaning: still answered from it
+    assert "[C:1]" in backend.answer("午休时手机要调静音吗", [web])

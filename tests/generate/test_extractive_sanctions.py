@@ -110,6 +110,7 @@ def test_a_penalty_provision_above_the_threshold_vouches_for_its_rule(
 
 def test_a_penalty_provision_vouches_only_for_the_sentences_restating_its_words() -> None:
     from gcite.generate.extractive import _Unit, _vouch_for_rules, asked_of
+    from gcite.verify.sanctions import in_sanctions
     from gcite.verify.text import sentences
 
     definition = "某市绿化管理条例 > 第七章 附则\n第五十条 本条例所称绿地，是指公园和街头绿地。"
@@ -120,7 +121,21 @@ def test_a_penalty_provision_vouches_only_for_the_sentences_restating_its_words(
     def units(content: str, title: str, weak: bool) -> list[_Unit]:
         body = [s for s in sentences(content) if not s.heading]
         return [
-            _Unit("1", 0, k, s, s.text, 0.5, 0.5, 0.5, False, title=title, weak=weak)
+            _Unit(
+                "1",
+                0,
+                k,
+                s,
+                s.text,
+                0.5,
+                0.5,
+                0.5,
+                False,
+                title=title,
+                weak=weak,
+                provision=True,
+                penalty=in_sanctions(s.context),
+            )
             for k, s in enumerate(body)
         ]
 
@@ -137,3 +152,22 @@ def test_a_penalty_provision_vouches_only_for_the_sentences_restating_its_words(
     rule = units(RULE, TITLE, weak=True)
     _vouch_for_rules([*penalty, *rule], asked_of("焚烧树叶罚多少", weights, semantic=True))
     assert all(u.weak for u in rule)
+
+
+def test_a_handbook_chapter_of_penalties_answers_like_any_other(
+    backend: ExtractiveBackend,
+) -> None:
+    # a company handbook's chapter 罚则 is no law's penalty chapter: its sentences are the
+    # rules themselves, restating none of an earlier chapter
+    handbook = {
+        "id": "1",
+        "content": "员工手册 > 第五章 罚则\n员工一个月内迟到满三次的，按旷工半天处理。",
+        "document_title": "员工手册",
+        "source_type": "rag",
+        "score": 0.9,
+    }
+    answer = backend.answer("一个月迟到几次算旷工", [handbook])
+    assert "[C:1]" in answer and "三次" in answer
+    # the same chapter of a law's articles stays a penalty provision
+    law = {**handbook, "content": "某某条例 > 第五章 罚则\n第三十条 迟到满三次的，处警告。"}
+    assert backend.answer("一个月迟到几次算旷工", [law]) == "根据现有资料无法确定"

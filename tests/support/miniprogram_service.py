@@ -25,7 +25,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from browser.scenarios import XSS_DOC, XSS_WEB, Scenarios, cut, find_chunk, parse_context
+from browser.scenarios import (
+    WEB_PATROL,
+    XSS_DOC,
+    XSS_WEB,
+    Scenarios,
+    cut,
+    find_chunk,
+    parse_context,
+)
 from gcite.testing import live_service
 from support.openai_standin import OpenAIStandin, Script
 
@@ -90,7 +98,7 @@ class MiniScenarios(Scenarios):
         elif "表格格式" in query:
             # A Markdown answer: heading, list with emphasis, table; superscripts inside.
             rag = find_chunk(chunks, "点位")
-            web = find_chunk(chunks, "夜间一小时一次") or find_chunk(chunks, "巡检")
+            web = find_chunk(chunks, WEB_PATROL)
             cited = {"rag": rag, "web": web} if rag and web else {}
             answer = "根据现有资料无法确定。"
             if rag and web:

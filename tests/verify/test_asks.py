@@ -831,3 +831,26 @@ def test_a_time_asked_how_long_is_a_duration_not_a_length() -> None:
     assert question_types("UPS后备时间多长") == ("duration",)
     assert check_part("UPS后备时间多长", "UPS 各配 1 套，后备时间 2 小时。").answered
     assert "measure" in question_types("电缆多长")
+
+
+def test_two_questions_typed_with_a_space_each_get_the_type_they_ask() -> None:
+    question = "冷机开机前第一步干嘛 维保电话去哪找"
+    # an answer giving where to look the number up, and no first step: flagged
+    half = "冷机维保单位联系方式见工程部共享盘[C:1]。"
+    report = answering_report(question, half)
+    assert report is not None and report["answers_question"] is False
+    # both given: answered
+    both = "冷机开机前先检查冷却水泵，维保单位联系方式见工程部共享盘[C:1]。"
+    report = answering_report(question, both)
+    assert report is not None and report["answers_question"] is True
+
+
+def test_the_sides_of_a_space() -> None:
+    from gcite.verify.asks import spaced_sides
+
+    assert spaced_sides("冷机开机前第一步干嘛 维保电话去哪找") == [
+        "冷机开机前第一步干嘛",
+        "维保电话去哪找",
+    ]
+    # just outside: the first piece says the situation, asking nothing of its own
+    assert spaced_sides("订了会议室人没来 会给留多久") == ["订了会议室人没来 会给留多久"]

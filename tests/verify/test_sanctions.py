@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gcite.verify.sanctions import asks_sanction, in_sanctions
+from gcite.verify.sanctions import asks_sanction, in_sanctions, law_articles, penalty_provision
 from gcite.verify.text import sentences
 
 
@@ -86,3 +86,32 @@ def test_the_headings_of_a_penalty_chapter(context: str) -> None:
 )
 def test_other_headings(context: str) -> None:
     assert not in_sanctions(context)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "某某条例 > 第五章 法律责任\n第四十条 违反本条例规定的，处二百元罚款。",
+        # the next chunk of a long article: no line opens with its number
+        "某某条例 > 第五章 法律责任\n（八）违反本条例第七十八条规定的，处五百元罚款；",
+    ],
+)
+def test_a_law_penalty_provision(content: str) -> None:
+    body = [s for s in sentences(content) if not s.heading]
+    assert law_articles(content)
+    assert body and all(penalty_provision(s.context, content) for s in body)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "员工手册 > 第五章 罚则\n员工一个月内迟到满三次的，按旷工半天处理。",
+        # a handbook citing a law's article is not that law
+        "员工手册 > 第五章 罚则\n严重违纪的，依照《劳动合同法》第三十九条解除劳动合同。",
+    ],
+)
+def test_a_handbook_chapter_of_penalties(content: str) -> None:
+    body = [s for s in sentences(content) if not s.heading]
+    assert body and all(in_sanctions(s.context) for s in body)
+    assert not law_articles(content)
+    assert not any(penalty_provision(s.context, content) for s in body)

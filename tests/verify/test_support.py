@@ -108,3 +108,30 @@ def test_terminal_lines_show_the_supporting_sentence_or_the_weak_mark() -> None:
     assert lines["2"].startswith("   依据：“") and "5 分钟" in lines["2"]
     assert lines["7"] == f"   ⚠ {WEAK_TEXT}" and "\x1b" not in "".join(lines.values())
     assert support_lines(None) == {} and support_lines({"sentences": []}) == {}
+
+
+TRADITIONAL = "報修電話：6688-1234，二十四小時有人接聽。\n電梯困人時，物業須在兩分鐘內到場。"
+
+
+def test_a_document_in_traditional_characters_supports_its_quote_and_a_paraphrase() -> None:
+    # the claim's content words are cut from its simplified form: the span is read so too
+    model = SupportModel()
+    quoted = model.support("物業須在兩分鐘內到場。", TRADITIONAL)
+    simple = model.support("物业须在两分钟内到场。", TRADITIONAL)
+    assert quoted.score >= 0.9 and simple.score >= 0.9
+    assert simple.sentence == "電梯困人時，物業須在兩分鐘內到場。"  # the document's characters
+    assert simple.missing_numbers == ()  # "兩分鐘" states the 2 of "两分钟"
+
+
+def test_the_second_dimension_reads_a_traditional_document_as_simplified() -> None:
+    chunks = [
+        {"id": "1", "source_type": "rag", "content": TRADITIONAL, "document_title": "物業手冊"}
+    ]
+    report = verify_answer(
+        "電梯困人時，物業須在兩分鐘內到場[C:1]。",
+        chunks,
+        SupportModel(),
+        question="电梯困人物业几分钟到",
+    )
+    assert report["supported"] == report["checked"] == 1
+    assert report["answers_question"] is True

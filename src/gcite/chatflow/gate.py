@@ -24,9 +24,11 @@ Coverage (:func:`coverage`) is the IDF-weighted share of the question's content 
 (:func:`gcite.knowledge.sparse.terms`, the project's one tokeniser, without the words
 that only ask - "多长时间", "咋办", "哪查" - which no document repeats,
 :func:`gcite.verify.asks.without_asking`) found in the chunk's text, case ignored ("UPS"
-asked as "ups"). :func:`admit` applies the decision to the knowledge retrieval node's
-items, for the offline answerer and a language model alike. ``score_threshold`` 0 turns
-the gate off (every retrieved chunk is kept, as the threshold itself would).
+asked as "ups") and in simplified characters (the words are cut from that form; a
+document may be written in traditional ones). :func:`admit` applies the decision to the
+knowledge retrieval node's items, for the offline answerer and a language model alike.
+``score_threshold`` 0 turns the gate off (every retrieved chunk is kept, as the threshold
+itself would).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gcite.knowledge.sparse import terms
+from gcite.knowledge.sparse import simplified, terms
 
 FLOOR = 0.3
 """Below this relevance score a chunk is never promoted."""
@@ -105,7 +107,8 @@ class Admitted:
 
 def coverage(question: str, content: str) -> float:
     """IDF-weighted share (0-1) of ``question``'s content words found in ``content``
-    (as substrings, case ignored, so a word cut differently in the chunk still counts).
+    (as substrings, case ignored, so a word cut differently in the chunk still counts; in
+    simplified characters, :func:`gcite.knowledge.sparse.simplified`).
     Words that only ask (:func:`gcite.verify.asks.asks_only`) do not count, unless
     the question has no other; a compound not found counts half the share of its parts
     found. 0 for a question without content words."""
@@ -115,7 +118,7 @@ def coverage(question: str, content: str) -> float:
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    low = content.lower()
+    low = simplified(content).lower()
     return sum(w * _found_share(word.lower(), low) for word, w in weights.items()) / total
 
 

@@ -26,7 +26,6 @@ from typing import Any
 
 from gcite.generate.backends import WEAK_KEY, BackendLifecycle, Usage, estimate_tokens
 from gcite.generate.prompt import NO_ANSWER
-from gcite.knowledge.chunking import ARTICLE_RE
 from gcite.knowledge.jurisdiction import document_place, places_named
 from gcite.knowledge.sparse import simplified, terms
 from gcite.verify.asks import (
@@ -40,7 +39,7 @@ from gcite.verify.asks import (
     strict_types,
     units_agree,
 )
-from gcite.verify.sanctions import asks_sanction, in_sanctions
+from gcite.verify.sanctions import asks_sanction, in_sanctions, law_articles
 from gcite.verify.support import SupportModel
 from gcite.verify.text import Sentence, bigram_coverage, sentences
 
@@ -163,7 +162,8 @@ WEAK_TYPED_SEMANTIC = 0.35
 #: (``MIN_SEMANTIC``); a knowledge-base chunk's cover need only reach
 #: ``FIRST_TYPED_COVER`` when such a sentence leads (a saved web page ranked first,
 #: ``FIRST_WEB_TYPED_COVER``: the knowledge base's ranking does not vouch for it);
-#: above the threshold, it is not dropped as "unrelated in meaning" for its words alone.
+#: above the threshold, a knowledge-base chunk is not dropped as "unrelated in meaning"
+#: for its words alone (a web page is: :func:`_retrieval_first`).
 FIRST_TYPED_LEXICAL = 0.2
 FIRST_TYPED_LEXICAL_ALONE = 0.25
 FIRST_TYPED_COVER = 0.2
@@ -338,6 +338,7 @@ class _Unit:
     lead_in: int = -1  # an enumerated item's: the position of its list heading
     lead_text: str = ""  # ... and that heading ("有下列行为之一的，处…罚款：")
     provision: bool = False  # of a chunk of a law's articles ("第十八条 …")
+    penalty: bool = False  # a law's penalty provision (gcite.verify.sanctions)
 
 
 def _quote(content: str, units: list[Sentence], index: int) -> str:
@@ -387,7 +388,7 @@ def _chunk_units(
     title_cover = _weighted_cover(query_weights, title)
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
     heads = _list_heads(body)
-    provision = any(ARTICLE_RE.match(line) for line in content.splitlines())
+    provision = law_articles(content)
     out: list[_Unit] = []
     for position, sentence in enumerate(body):
         if _answers_nothing(sentence):
@@ -414,6 +415,7 @@ def _chunk_units(
                 lead_in=head,
                 lead_text=body[head].text if head >= 0 else "",
                 provision=provision,
+                penalty=provision and in_sanctions(sentence.context),
             )
         )
     return out
@@ -709,9 +711,9 @@ def _vouch_for_rules(units: Sequence[_Unit], asked: Asked) -> None:
     stay weak."""
     if asked.sanction:
         return
-    penalties = [u for u in units if not u.weak and in_sanctions(u.sentence.context)]
+    penalties = [u for u in units if not u.weak and u.penalty]
     for unit in units:
-        if not unit.weak or in_sanctions(unit.sentence.context):
+        if not unit.weak or unit.penalty:
             continue
         if any(p.title == unit.title and _restates(unit, p, asked.weights) for p in penalties):
             unit.weak = False
@@ -734,7 +736,7 @@ def _by_chunk(units: Sequence[_Unit], asked: Asked, narrow: _Narrowing) -> dict[
             continue  # another city's or province's regulation does not answer
         if narrow.named and not names_document(asked.text, unit.title):
             continue  # the question names its document
-        if not asked.sanction and in_sanctions(unit.sentence.context):
+        if not asked.sanction and unit.penalty:
             continue  # a penalty provision answers what happens, not the rule asked
         out.setdefault(unit.chunk_id, []).append(unit)
     return out
@@ -793,15 +795,14 @@ def _rank_chunks(
     it - "weak", used only when no other can) as ``(score, chunk id, lead sentence)``.
     A chunk whose sentences are all unrelated in meaning to the question (embedding
     evidence under ``MIN_SEMANTIC``) and hold under ``LEXICAL_ALONE`` of its words is
-    left out, unless it is the retrieval's first chunk above the threshold, or below it
-    with a lead that counts the thing a "几个" question counts."""
+    left out, unless it is the retrieval's first chunk (:func:`_retrieval_first`)."""
     ranked: _Ranked = []
     ranked_weak: _Ranked = []
     for chunk_id, members in by_chunk.items():
         leads = [u for u in members if _may_lead(u, asked, narrow)]
         if not leads or leads[0].chunk_cover < _min_cover(leads, asked):
             continue
-        first = leads[0].rank == 0 and (not leads[0].weak or _counts_asked(leads[0], asked))
+        first = _retrieval_first(leads[0], asked)
         unrelated = asked.semantic and max(u.semantic for u in members) < MIN_SEMANTIC
         unrelated = unrelated and not first
         if unrelated and max(u.lexical for u in members) < LEXICAL_ALONE:
@@ -811,6 +812,18 @@ def _rank_chunks(
     ranked.sort(key=_chunk_order)
     ranked_weak.sort(key=_chunk_order)
     return ranked, ranked_weak
+
+
+def _retrieval_first(lead: _Unit, asked: Asked) -> bool:
+    """Whether ``lead``'s chunk is the knowledge retrieval's first, above the threshold or,
+    below it, with a lead that counts the thing a "几个" question counts: its ranking
+    vouches for the chunk's meaning. A saved web page first in the list (the relevance
+    gate passed no knowledge-base chunk on) is not: no ranking against the knowledge base
+    vouches for it, and a page on another subject sharing a few of the question's words
+    ("吃" in a page on meeting-room etiquette) would answer an off-topic question."""
+    if lead.rank != 0 or lead.source == "web":
+        return False
+    return not lead.weak or _counts_asked(lead, asked)
 
 
 def _steps(best: _Unit, members: Sequence[_Unit], limit: int) -> list[_Unit]:
@@ -942,8 +955,7 @@ def _adds_to(second: _Unit, first: _Unit, asked: Asked) -> bool:
     """Whether ``second`` adds to ``first`` what ``asked`` asks: one of the question's
     words (or their synonyms) ``first`` does not hold, or - a question about a sanction -
     a penalty provision beside the rule it sanctions."""
-    penalty = in_sanctions(second.sentence.context)
-    if asked.sanction and penalty and not in_sanctions(first.sentence.context):
+    if asked.sanction and second.penalty and not first.penalty:
         return True
     low, first_low = second.quote.lower(), first.quote.lower()
     return any(_found(w, low) >= 1.0 and _found(w, first_low) < 1.0 for w in asked.weights)
@@ -1139,7 +1151,78 @@ def answer_parts(
 ) -> list[PartAnswer]:
     """``query`` cut into the questions it asks (:func:`gcite.verify.asks.question_parts`;
     a follow-up's own words only), each answered by :func:`pick_sentences` with the other
-    parts carried; a sentence already used by an earlier part is not repeated."""
+    parts carried; a sentence already used by an earlier part is not repeated.
+
+    The chunks are read in simplified characters (:func:`simplified_chunks`: a document
+    written in traditional ones is matched as the question, which the query
+    normalisation wrote in simplified ones), and the sentences quoted in the document's
+    own characters (:func:`as_written`)."""
+    simple, written = simplified_chunks(chunks)
+    parts = _answer_parts(
+        query,
+        simple,
+        previous=previous,
+        support=support,
+        max_sentences=max_sentences,
+    )
+    if not written:
+        return parts
+    return [
+        replace(part, picks=[as_written(pick, simple, written) for pick in part.picks])
+        for part in parts
+    ]
+
+
+def simplified_chunks(
+    chunks: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """``chunks`` with their ``content`` and ``document_title`` in simplified characters
+    (:func:`gcite.knowledge.sparse.simplified`), and the original ``content`` of those
+    that changed, by chunk id. A chunk whose simplified content differs in length from
+    its own (OpenCC converts character for character, so none does in practice) is kept
+    as written: its quotes could not be mapped back."""
+    out: list[dict[str, Any]] = []
+    written: dict[str, str] = {}
+    for chunk in chunks:
+        content, title = chunk.get("content"), chunk.get("document_title")
+        if not isinstance(content, str):
+            out.append(chunk)
+            continue
+        simple = simplified(content)
+        if simple == content or len(simple) != len(content):
+            out.append(chunk)
+            continue
+        written[str(chunk.get("id") or "").strip()] = content
+        renamed = simplified(title) if isinstance(title, str) else title
+        out.append({**chunk, "content": simple, "document_title": renamed})
+    return out, written
+
+
+def as_written(pick: Pick, simple: Sequence[dict[str, Any]], written: dict[str, str]) -> Pick:
+    """``pick`` (a sentence of a chunk of ``simple``) in its document's own characters:
+    the same span of the original content (``written``, by chunk id)."""
+    original = written.get(pick.chunk_id)
+    if original is None:
+        return pick
+    content = next(
+        (str(c.get("content")) for c in simple if str(c.get("id") or "").strip() == pick.chunk_id),
+        "",
+    )
+    at = content.find(pick.sentence)
+    if at < 0:
+        return pick
+    return replace(pick, sentence=original[at : at + len(pick.sentence)])
+
+
+def _answer_parts(
+    query: str,
+    chunks: Sequence[dict[str, Any]],
+    *,
+    previous: str,
+    support: SupportModel | None,
+    max_sentences: int,
+) -> list[PartAnswer]:
+    """:func:`answer_parts` on chunks already read in simplified characters."""
     own = _new_part(query, previous) if previous and previous.strip() in query else query
     parts = question_parts(own)
     if len(parts) <= 1:
@@ -1289,6 +1372,7 @@ __all__ = [
     "Pick",
     "answer_cues",
     "answer_parts",
+    "as_written",
     "asked_of",
     "choose_units",
     "compose_answer",
@@ -1298,4 +1382,5 @@ __all__ = [
     "pick_sentences",
     "previous_question",
     "query_terms",
+    "simplified_chunks",
 ]

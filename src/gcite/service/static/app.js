@@ -279,25 +279,25 @@ function openPanel(panel) {
   panel.toggleText.textContent = TEXT.collapse;
 }
 
+// The panel's rows from `items` (buildPanel) as the latest data says. The rows are drawn
+// again only when something they show changed: the signature is every row's view (type,
+// title, subtitle, hint, link, weak mark, label), so a row drawn from earlier chunk
+// metadata is redrawn when later metadata for the same id says otherwise. `panel.items`
+// is always the latest rows: the sheet and the copy text read them.
 function renderPanel(panel, items, weak) {
   var rows = items.filter(function (item) {
     return item && item.chunk;
   });
-  var weakList = weak || [];
-  var signature = rows
-    .map(function (item) {
-      return item.idx + ":" + item.rawId;
-    })
-    .join(",") + "|" + weakList.join(",");
+  panel.items = rows;
+  // Rows that look the same (same title and subtitle) get the client's segment hint.
+  var views = sourceRows(rows, weak || []);
+  var signature = JSON.stringify(views);
   if (signature === panel.signature) return;
   panel.signature = signature;
-  panel.items = rows;
   panel.root.hidden = rows.length === 0;
   panel.count.textContent = "引用来源（" + rows.length + "）";
   while (panel.list.firstChild) panel.list.removeChild(panel.list.firstChild);
-  // Rows that look the same (same title and subtitle) get the client's segment hint.
-  sourceRows(rows, weakList).forEach(function (view, k) {
-    var item = rows[k];
+  views.forEach(function (view, k) {
     var row = el("button", "g-cite-item" + (view.weak ? " is-weak" : ""));
     row.type = "button";
     row.setAttribute("role", "listitem");
@@ -316,7 +316,7 @@ function renderPanel(panel, items, weak) {
     row.setAttribute("aria-label", view.label + (view.weak ? "（" + WEAK_SUPPORT_TEXT + "）" : ""));
     if (view.weak) row.setAttribute("title", WEAK_SUPPORT_TEXT);
     row.addEventListener("click", function () {
-      openSheet(item, row);
+      openSheet(panel.items[k], row);
     });
     panel.list.appendChild(row);
   });
