@@ -58,9 +58,7 @@ class Candidate:
 
     ``id``: point id; ``score``: the retriever's raw score (cosine, or BM25 with IDF);
     ``tokens``: the token ids of the stored BM25 vector (any collection: a list as the
-    binding returns it, a set; only tested for membership of the query's token ids: from
-    :meth:`VectorIndex.retrieve`, those of the keyword stage's it holds may be all an
-    index gives); ``payload``: the full payload;
+    binding returns it, a set; only tested for membership); ``payload``: the full payload;
     ``cosine``: the query's cosine with the stored dense vector (set for a hit of the dense
     retriever, whose score is that cosine, and by :func:`gcite.knowledge.store.with_cosines`
     for the others; ``None``: scored on its words alone).
@@ -174,9 +172,7 @@ class VectorIndex(Protocol):
         payloads (:func:`nearest_each`), or all from one query where the index can (one
         round trip). A keyword stage that carries the query embedding (``dense``) may get
         its candidates' ``cosine`` set from it (pgvector: in the same query); the others
-        are left to :meth:`cosines`. With a keyword stage, a candidate's ``tokens`` may be
-        only the keyword stage's token ids it holds (pgvector: all that lexical coverage
-        tests, not the whole vector)."""
+        are left to :meth:`cosines`."""
         ...
 
     def cosines(self, dense: list[float], ids: Sequence[str]) -> dict[str, float]:

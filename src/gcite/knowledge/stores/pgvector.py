@@ -345,33 +345,17 @@ def _vector_param(params: dict[str, Any], dense: Sequence[float]) -> str:
     return name
 
 
-def _tokens(column: str, held: str | None) -> Any:
-    """A row's token ids in a :meth:`PgIndex.retrieve` statement: the whole ``column``, or,
-    with ``held`` (the ``text[]`` parameter of the keyword stage's token ids), only those
-    of them the row holds (what lexical coverage tests: a few ids sent back, not hundreds)."""
-    sql = _sql()
-    if held is None:
-        return sql.SQL(column)
-    return sql.SQL(
-        "ARRAY(SELECT x FROM unnest({c}) AS x WHERE x = ANY({h}::text[]::bigint[]))"
-    ).format(c=sql.SQL(column), h=sql.Placeholder(held))
-
-
-def _dense_part(
-    position: int, vector: str, where: Any, with_payload: bool, held: str | None = None
-) -> Any:
+def _dense_part(position: int, vector: str, where: Any, with_payload: bool) -> Any:
     """The dense stage at ``position`` of a :meth:`PgIndex.retrieve` statement: the
     ``%(n)s`` nearest chunks under ``where`` by the HNSW index (query: the parameter named
-    ``vector``), as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows
-    (``tokens``: :func:`_tokens` with ``held``)."""
+    ``vector``), as ``(position, distance, id, NULL, tokens, payload, NULL)`` rows."""
     sql = _sql()
     return sql.SQL(
-        "(SELECT {pos}, d, id::text, NULL::float8, {tk}, {p}, NULL::float8 FROM "
+        "(SELECT {pos}, d, id::text, NULL::float8, tokens, {p}, NULL::float8 FROM "
         "(SELECT id, embedding <=> {q}::float4[]::vector AS d, tokens{pc} FROM gcite_kb_chunks "
         "WHERE {w} ORDER BY d LIMIT %(n)s) AS dn)"
     ).format(
         pos=sql.Literal(position),
-        tk=_tokens("tokens", held),
         q=sql.Placeholder(vector, format="b"),
         w=where,
         p=sql.SQL("payload") if with_payload else sql.SQL("NULL::jsonb"),
@@ -379,16 +363,14 @@ def _dense_part(
     )
 
 
-def _keyword_part(
-    position: int, vector: str | None, where: Any, with_payload: bool, held: str | None = None
-) -> Any:
+def _keyword_part(position: int, vector: str | None, where: Any, with_payload: bool) -> Any:
     """The keyword stage at ``position`` of a :meth:`PgIndex.retrieve` statement, as
     ``(position, rank, id, score, tokens, payload, cosine)`` rows: for each query token
     (``%(t<position>)s``, their weights ``%(w<position>)s``) one GIN lookup reading at
     most :data:`POSTINGS_PER_TOKEN` chunks under ``where`` (no row's lexemes read), the
     weights of the tokens a chunk holds summed, the best ``%(n)s`` joined back for their
-    token ids (:func:`_tokens` with ``held``) and their cosine with the query embedding
-    (the parameter named ``vector``, when given).
+    token ids and their cosine with the query embedding (the parameter named ``vector``,
+    when given).
     Parameters, not literals: the statement's text is the same for every query under the
     same filter, so the driver prepares it once (no planning per search)."""
     sql = _sql()
@@ -401,7 +383,7 @@ def _keyword_part(
     )
     return sql.SQL(
         "(SELECT {pos}, (row_number() OVER (ORDER BY b.s DESC, b.n_tokens, b.id))::float8, "
-        "c.id::text, b.s, {tk}, {p}, {cos} FROM (SELECT m.id, sum(m.w) AS s, m.n_tokens "
+        "c.id::text, b.s, c.tokens, {p}, {cos} FROM (SELECT m.id, sum(m.w) AS s, m.n_tokens "
         "FROM unnest({t}::text[], {wt}::float8[]) AS k(t, w) CROSS JOIN LATERAL "
         "(SELECT id, n_tokens, k.w AS w FROM gcite_kb_chunks WHERE lexemes @@ k.t::tsquery "
         "AND {w} LIMIT {cap}) AS m GROUP BY m.id, m.n_tokens "
@@ -409,7 +391,6 @@ def _keyword_part(
         "JOIN gcite_kb_chunks AS c ON c.id = b.id)"
     ).format(
         pos=sql.Literal(position),
-        tk=_tokens("c.tokens", held),
         p=sql.SQL("c.payload") if with_payload else sql.SQL("NULL::jsonb"),
         cos=cosine_sql,
         t=sql.Placeholder(f"t{position}"),
@@ -686,23 +667,15 @@ class PgIndex:
     def retrieve(self, stages: Sequence[Stage], flt: Any, limit: int) -> list[list[Candidate]]:
         """Every stage's candidates (:meth:`nearest` without payloads) from one statement
         (one round trip; the keyword candidates with their cosines when the keyword stage
-        carries the query embedding). With a keyword stage, a candidate's ``tokens`` are
-        the keyword stage's token ids it holds (all that lexical coverage tests)."""
-        return self._retrieve(stages, flt, limit, with_payload=False, held=True)
+        carries the query embedding)."""
+        return self._retrieve(stages, flt, limit, with_payload=False)
 
     def _retrieve(
-        self,
-        stages: Sequence[Stage],
-        flt: Any,
-        limit: int,
-        *,
-        with_payload: bool,
-        held: bool = False,
+        self, stages: Sequence[Stage], flt: Any, limit: int, *, with_payload: bool
     ) -> list[list[Candidate]]:
         """The candidates of ``stages`` from one statement: each stage's part (a dense
         stage's and a keyword stage's, :func:`_dense_part`, :func:`_keyword_part`) tagged
-        with its position, its rows in its order. ``held``: the rows' token ids only
-        those of the (first) keyword stage. The statement's text depends on the filter
+        with its position, its rows in its order. The statement's text depends on the filter
         and the stages' layout alone (the values are parameters): it is kept
         (:meth:`_statement`)."""
         where = self._where_text(flt)
@@ -726,8 +699,7 @@ class PgIndex:
         found: list[list[Candidate]] = [[] for _ in stages]
         if not layout:
             return found
-        keyword = next((f"t{p}" for kind, p, _ in layout if kind == "keyword"), None)
-        statement = self._statement(where, tuple(layout), with_payload, keyword if held else None)
+        statement = self._statement(where, tuple(layout), with_payload)
         for position, key, point_id, score, tokens_, payload, cosine_ in self._read(
             statement, params
         ):
@@ -749,21 +721,20 @@ class PgIndex:
         where: str,
         layout: tuple[tuple[str, int, str | None], ...],
         with_payload: bool,
-        held: str | None,
     ) -> str:
         """The text of a :meth:`_retrieve` statement (the last :data:`STATEMENTS_KEPT` kept):
         ``layout``: each part's kind (``dense`` | ``keyword``), position and vector
-        parameter; ``held``: the parameter of the token ids the rows keep (None: all)."""
-        key = (where, layout, with_payload, held)
+        parameter."""
+        key = (where, layout, with_payload)
         known = self._statements.get(key)
         if known is not None:
             return known
         sql = _sql()
         condition = sql.SQL(where)
         parts = [
-            _dense_part(position, vector or "", condition, with_payload, held)
+            _dense_part(position, vector or "", condition, with_payload)
             if kind == "dense"
-            else _keyword_part(position, vector, condition, with_payload, held)
+            else _keyword_part(position, vector, condition, with_payload)
             for kind, position, vector in layout
         ]
         # dense rows by distance (relaxed_order iterative scans may return a few out of
