@@ -33,8 +33,9 @@ code instead of the working tree (so the tree may change while a run goes on);
 ``--floor`` measures :mod:`relay_floor` too, at the same levels, before the stores: a relay
 of no features (the stand-in's deltas read and written as Dify frames, nothing else). Its
 CPU per answer is what this machine charges for the wake-ups, reads and writes alone, the
-part of the service's figure that no change to gcite removes here; then the same relay on
-gcite's libraries (FastAPI, the ``openai`` SDK, uvicorn): what the stack adds.
+part of the service's figure that no change to gcite removes here; then with each half on
+gcite's libraries (server: FastAPI on uvicorn; client: httpx, the ``openai`` SDK) and with
+both (:data:`FLOORS`): what each library adds.
 
 ``--profile DIR`` attaches ``py-spy record`` to each store's service after its warm-up, for
 the levels measured (raw collapsed stacks in ``DIR/<store>.txt``, then the top entries by
@@ -341,13 +342,19 @@ def run_store(
     return out
 
 
-def run_floor(llm: tuple[int, int], args: argparse.Namespace, *, stack: bool) -> dict[str, Any]:
-    """CPU per answer and first text of :mod:`relay_floor` at ``args.levels`` (``stack``:
-    its version on gcite's libraries)."""
+FLOORS = (("raw", "raw"), ("asgi", "raw"), ("raw", "httpx"), ("raw", "openai"), ("asgi", "openai"))
+"""The :mod:`relay_floor` variants ``--floor`` measures: (server, client)."""
+
+
+def run_floor(
+    llm: tuple[int, int], args: argparse.Namespace, server: str, client: str
+) -> dict[str, Any]:
+    """CPU per answer and first text of :mod:`relay_floor` (``--server``, ``--client``) at
+    ``args.levels``."""
     port = free_port()
     script = Path(__file__).with_name("relay_floor.py")
     command = [PY, str(script), "--port", str(port), "--llm-port", str(llm[0])]
-    command += ["--stack"] if stack else []
+    command += ["--server", server, "--client", client]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     out: dict[str, Any] = {}
     try:
@@ -357,7 +364,7 @@ def run_floor(llm: tuple[int, int], args: argparse.Namespace, *, stack: bool) ->
             asyncio.run(target.one())
         for n in args.levels:
             out[str(n)] = measure(target, n, args.answers if n > 1 else args.single, None, llm[1])
-            print("stack" if stack else "floor", n, out[str(n)], file=sys.stderr, flush=True)
+            print(f"floor-{server}-{client}", n, out[str(n)], file=sys.stderr, flush=True)
             time.sleep(1.0)
     finally:
         proc.terminate()
@@ -447,9 +454,8 @@ def main() -> None:
             if args.baseline:
                 sources.insert(0, baseline_src(root, args.baseline))
                 report["baseline"] = args.baseline
-            if args.floor:
-                report["floor"] = run_floor(llm, args, stack=False)
-                report["floor-stack"] = run_floor(llm, args, stack=True)
+            for server, client in FLOORS if args.floor else ():
+                report[f"floor-{server}-{client}"] = run_floor(llm, args, server, client)
             for store in filter(None, args.stores.split(",")):
                 if store == "pgvector" and pg is None:
                     pg = Postgres(root)
