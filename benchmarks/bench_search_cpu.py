@@ -49,7 +49,15 @@ from typing import Any
 
 from bench_scale import loadavg
 from bench_service import PY, machine
-from bench_service_cpu import Postgres, baseline_src, prepare, spy, top_entries, unspy
+from bench_service_cpu import (
+    Postgres,
+    baseline_src,
+    finish,
+    prepare,
+    spy,
+    top_entries,
+    unspy,
+)
 from lawset import CORPUS, DATASET, require_corpus
 
 FROZEN = Path(__file__).resolve().parent / "data"
@@ -261,6 +269,16 @@ def instructions(src: Path, store: str, data: Path, url: str, count: int, out: P
     raise RuntimeError(f"no totals in {marked}")
 
 
+def own_data(store: str, data: Path, copy: Path) -> Path:
+    """The data dir one process of ``store`` searches: a copy of ``data`` at ``copy`` for
+    Qdrant Edge (a shard is open in one process at a time), ``data`` itself for pgvector
+    (the knowledge is in the database)."""
+    if store != "edge":
+        return data
+    shutil.copytree(data, copy)
+    return copy
+
+
 def count_store(
     store: str, root: Path, sources: dict[str, Path], pg: Postgres | None, count: int
 ) -> dict[str, Any]:
@@ -272,11 +290,7 @@ def count_store(
     with concurrent.futures.ThreadPoolExecutor(len(sources)) as pool:
         runs = {}
         for name, src in sources.items():
-            copy = root / f"count-{store}-{name}"
-            if store == "edge":  # a shard is open in one process at a time
-                shutil.copytree(data, copy)
-            else:
-                copy = data
+            copy = own_data(store, data, root / f"count-{store}-{name}")
             cg = root / f"{store}-{name}.cg"
             runs[name] = pool.submit(instructions, src, store, copy, url, count, cg)
         for name, run in runs.items():
@@ -295,11 +309,7 @@ def run_store(
     url = pg.url if pg is not None else ""
     codes = []
     for name, src in sources.items():
-        copy = root / f"data-{store}-{name}"
-        if store == "edge":  # a shard is open in one process at a time
-            shutil.copytree(data, copy)
-        else:
-            copy = data
+        copy = own_data(store, data, root / f"data-{store}-{name}")
         codes.append(Code(name, src, store, copy, url))
     out: dict[str, Any] = {}
     spies: list[Any] = []
@@ -405,11 +415,7 @@ def main() -> None:
         finally:
             if pg is not None:
                 pg.close()
-    report["load_after"] = loadavg()
-    text = json.dumps(report, ensure_ascii=False, indent=1)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    finish(report, args.out)
 
 
 if __name__ == "__main__":

@@ -236,6 +236,16 @@ def measure(
     return result
 
 
+def finish(report: dict[str, Any], out: Path | None) -> None:
+    """Note the load after the run in ``report``, print it as JSON, and write it to
+    ``out`` too when given."""
+    report["load_after"] = loadavg()
+    text = json.dumps(report, ensure_ascii=False, indent=1)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
 def top_entries(raw: Path, count: int = 15) -> dict[str, list[tuple[str, float]]]:
     """The ``count`` functions with the most self and inclusive samples (% of all samples)
     in a py-spy raw (collapsed) profile."""
@@ -472,11 +482,7 @@ def main() -> None:
     finally:
         standin.terminate()
         standin.wait(10)
-    report["load_after"] = loadavg()
-    text = json.dumps(report, ensure_ascii=False, indent=1)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    finish(report, args.out)
 
 
 if __name__ == "__main__":
