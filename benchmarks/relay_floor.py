@@ -54,6 +54,7 @@ def frame(text: str) -> bytes:
 
 
 def chat_body(query: str) -> dict[str, object]:
+    """The streaming chat-completion request for ``query``."""
     return {"model": "standin", "stream": True, "messages": [{"role": "user", "content": query}]}
 
 
@@ -65,6 +66,9 @@ def delta_of(data: bytes | str) -> str | None:
 
 
 def raw_client(llm_port: int) -> Client:
+    """A client of the stand-in on ``llm_port`` by hand: asyncio streams, one connection per
+    answer (``connection: close``), its SSE lines read as they come."""
+
     async def deltas(query: str) -> AsyncIterator[str]:
         reader, writer = await asyncio.open_connection("127.0.0.1", llm_port)
         request = json.dumps(chat_body(query)).encode()
@@ -92,6 +96,7 @@ def raw_client(llm_port: int) -> Client:
 
 
 def httpx_client(llm_port: int) -> Client:
+    """A client of the stand-in on ``llm_port`` on httpx (``AsyncClient.stream``, its lines)."""
     client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{llm_port}/v1", timeout=60)
 
     async def deltas(query: str) -> AsyncIterator[str]:
@@ -109,6 +114,7 @@ def httpx_client(llm_port: int) -> Client:
 
 
 def openai_client(llm_port: int) -> Client:
+    """A client of the stand-in on ``llm_port`` on the ``openai`` SDK (streaming chat)."""
     client = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{llm_port}/v1", api_key="bench")
 
     async def deltas(query: str) -> AsyncIterator[str]:
@@ -153,6 +159,8 @@ async def raw_relay(
 
 
 def serve_raw(port: int, deltas: Client) -> None:
+    """The relay on asyncio streams by hand, on uvloop (asyncio's loop without it)."""
+
     async def serve() -> None:
         server = await asyncio.start_server(
             lambda r, w: raw_relay(r, w, deltas), "127.0.0.1", port, limit=HEAD_LIMIT
