@@ -45,6 +45,7 @@ from gcite.testing import MemoryStore
 from gcite.testing.corpus import DATASET, MANIFEST, write_mixed
 from support.clock import ManualClock, until
 from support.web_standin import PayloadWeb as Web
+from support.web_standin import bocha_payload, sample_items
 
 QUERY = "电梯维保记录由谁签字？"
 GUARD_S = 120.0  # hang guard only (a loaded machine may need tens of seconds)
@@ -606,3 +607,34 @@ async def test_a_document_in_traditional_characters_is_answered_and_quoted_as_wr
     for report in reports:
         assert report["answers_question"] is True
         assert report["checked"] and report["supported"] == report["checked"]
+
+
+class HalfPairWeb(Web):
+    """Bocha's payload whose pages hold a lone UTF-16 surrogate (``"\\ud83d"`` in its
+    JSON: an emoji's pair cut by the provider's summary) beside traditional characters."""
+
+    async def search(self, query: str, *, count: int) -> Any:
+        items = sample_items(query, count)
+        for item in items:
+            item["summary"] = "電梯維保記錄由維保單位簽字\ud83d。" + item["summary"]
+            item["snippet"] = "電梯\ud83d維保"
+        return bocha_payload(query, items)
+
+
+async def test_a_web_page_holding_half_a_surrogate_pair_is_answered(kb: Any) -> None:
+    """A web page's lone surrogate (not encodable as UTF-8, and OpenCC takes UTF-8 only) is
+    read as U+FFFD where the page is compared in simplified characters: the answerer and
+    the verifier read the page, and the run ends."""
+    from gcite.verify import SupportModel, verify_answer
+
+    def verifier(answer: str, chunks: list[dict[str, Any]], question: str, query: str) -> Any:
+        return verify_answer(answer, chunks, SupportModel(), question=question, search_query=query)
+
+    run = ChatRun(
+        Turn(QUERY, ("运维工程师",)),
+        dataclasses.replace(deps(kb, ExtractiveBackend(), HalfPairWeb()), verifier=verifier),
+    )
+    events = await collect(run)
+    assert shape(events)[-1] == "ended:succeeded"
+    summary = run.summary()
+    assert summary.verification is not None and summary.verification["checked"]

@@ -201,3 +201,12 @@ def test_a_document_in_traditional_characters_is_answered_as_written() -> None:
     assert answer.startswith("報修電話：6688-1234") and "[C:1]" in answer
     answer = ExtractiveBackend().answer("电梯困人物业几分钟到", chunks)
     assert answer == "電梯困人時，物業須在兩分鐘內到場[C:1]。"
+
+
+def test_a_document_holding_half_a_surrogate_pair_is_quoted_as_written() -> None:
+    # a lone surrogate (half of a pair a web page's JSON cut) is compared as U+FFFD, one
+    # character for one: the quote is the document's own text, the surrogate kept
+    content = "報修電話：6688-1234\ud83d，二十四小時有人接聽。"
+    chunks = [{"id": "1", "source_type": "web", "content": content, "document_title": "服務"}]
+    answer = ExtractiveBackend().answer("报修电话是多少", chunks)
+    assert answer.startswith("報修電話：6688-1234\ud83d，") and "[C:1]" in answer

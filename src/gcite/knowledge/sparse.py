@@ -88,10 +88,17 @@ def simplified(text: str) -> str:
     ("報修電話" -> 报修电话; OpenCC ``t2s``); text without Chinese, and simplified text,
     unchanged. The tokens of every text are cut from this form (:func:`words`), so a
     document and a question match whichever script each is written in; quotes keep the
-    document's own characters."""
+    document's own characters. A lone UTF-16 surrogate (a web page's JSON may hold half of
+    a pair its provider cut) is read as U+FFFD: OpenCC takes UTF-8 only, and the form keeps
+    its length."""
     if not _CJK.search(text):
         return text
-    return str(_t2s().convert(text))
+    try:
+        return str(_t2s().convert(text))
+    except UnicodeEncodeError:
+        from gcite.stream.surrogates import fix_surrogates
+
+        return str(_t2s().convert(fix_surrogates(text)))
 
 
 @dataclass(frozen=True)
