@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -179,4 +178,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
