@@ -57,7 +57,7 @@ def _questions() -> list[tuple[str, list[str]]]:
         for line in (DATA / name / "handbook.jsonl").read_text("utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
-                gold = row.get("gold_passages") or [] if row.get("answerable") else []
+                gold = (row.get("gold_passages") or []) if row.get("answerable") else []
                 rows.append((row["question"], gold))
     for line in (DATA / "handbook-qa.jsonl").read_text("utf-8").splitlines():
         if line.strip():
