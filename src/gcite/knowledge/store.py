@@ -25,6 +25,12 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
+Query vocabulary: the query is first normalised (:mod:`gcite.knowledge.vocabulary`) with
+the vocabulary of the documents the search's ``roles`` may see (:meth:`HybridStore.vocabulary`:
+the catalog's roles under :func:`~gcite.knowledge.filters.role_visibility`, the search
+filter's rule), and the places the jurisdiction ranking reads come from those documents'
+titles too; both are kept per set of visible documents on the store's handle.
+
 Versions: every chunk's payload carries ``version`` (its document's fingerprint, the
 catalog entry's ``hash``). A document is written as a new version beside the old one
 (:meth:`HybridStore.begin_version`, :meth:`~HybridStore.add_points`) and swapped in with
