@@ -8,7 +8,7 @@ from its gold law). Also the sizes and mix each set promises in its README
 ``benchmarks/data/frozen-4``, ``benchmarks/data/frozen-5``,
 ``benchmarks/data/frozen-6``, ``benchmarks/data/frozen-7``,
 ``benchmarks/data/frozen-8``, ``benchmarks/data/frozen-9``,
-``benchmarks/data/frozen-10``).
+``benchmarks/data/frozen-10``, ``benchmarks/data/frozen-11``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class FrozenSet:
     keypoints_verbatim: bool = False
 
 
-# the sixth to the tenth sets promise the same mix (their READMEs)
+# the sixth to the eleventh sets promise the same mix (their READMEs)
 SAME_MIX = FrozenSet(
     folder="frozen-6",
     handbook_total=105,
@@ -147,6 +147,7 @@ SETS = [
     replace(SAME_MIX, folder="frozen-8"),
     replace(SAME_MIX, folder="frozen-9"),
     replace(SAME_MIX, folder="frozen-10"),
+    replace(SAME_MIX, folder="frozen-11"),
 ]
 IDS = [s.folder for s in SETS]
 
