@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import inspect
 import json
 import os
 import shutil
@@ -97,12 +98,21 @@ def open_searches(store_name: str, data: Path, url: str) -> tuple[Any, Any, Any]
     dataset = settings.knowledge.dataset or None
 
     def search(question: str) -> list[dict[str, Any]]:
-        query = store.normalise_query(question)  # _Lookup._run
+        query = normalise(store, question)  # _Lookup._run
         return nodes.search_knowledge(
             lambda: store, query, roles=[], dataset=dataset, top_k=top_k, score_threshold=0.0
         )
 
     return store, settings, search
+
+
+def normalise(store: Any, question: str) -> str:
+    """``question`` normalised as the service's search thread does for a caller without
+    roles (a baseline from before the vocabulary was scoped to the caller's roles: with
+    every document's)."""
+    if "roles" in inspect.signature(store.normalise_query).parameters:
+        return str(store.normalise_query(question, roles=[]))
+    return str(store.normalise_query(question))
 
 
 def counted_worker(store_name: str, data: Path, url: str, count: int) -> None:
@@ -155,10 +165,10 @@ def worker(store_name: str, data: Path, url: str) -> None:
 
     def check() -> dict[str, Any]:
         items = [search(q) for q in questions]
-        normalised = [store.normalise_query(q) for q in questions]
+        normalised = [normalise(store, q) for q in questions]
         hits = []
         for q in questions:
-            found = store.hits(store.normalise_query(q), dataset=dataset, roles=[], top_k=top_k)
+            found = store.hits(normalise(store, q), dataset=dataset, roles=[], top_k=top_k)
             hits.append([[h.id, h.score] for h in found])
         return {"items": items, "hits": hits, "normalised": normalised}
 

@@ -321,12 +321,14 @@ class Normalising:
         self.store = store
         self.searched: list[str] = []
         self.threads: list[str] = []
+        self.roles: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def normalise_query(self, query: str) -> str:
+    def normalise_query(self, query: str, roles: Sequence[str] | None = None) -> str:
         self.threads.append(threading.current_thread().name)
+        self.roles.append(roles)
         return QUERY if query == self.RAW else query
 
     def search(self, query: str, **kwargs: Any) -> Any:
@@ -371,6 +373,7 @@ async def test_the_question_is_normalised_and_searched_in_one_thread_job(kb: Any
     assert shape(events)[-1] == "ended:succeeded"
     assert scheduler.jobs == 1
     assert store.searched == [QUERY] and web.asked == [QUERY]
+    assert store.roles == [["运维工程师"]]  # the turn's roles scope the vocabulary
     assert len(store.threads) == 2 and len(set(store.threads)) == 1  # one job, one thread
     assert store.threads[0].startswith("gcite-search")
     started = {e.node: e.inputs for e in events if isinstance(e, NodeStarted)}
@@ -378,6 +381,73 @@ async def test_the_question_is_normalised_and_searched_in_one_thread_job(kb: Any
     assert started["web_search"]["query"] == QUERY
     assert events[-1].summary.cited_ids
     scheduler.close()
+
+
+PUBLIC_TEXT = "# 停车场管理办法\n\n地下停车场禁止存放易燃易爆物品。临时停车按小时计费。\n"
+RESTRICTED_TEXT = (
+    "# 财务巡查细则\n\n保安每晚巡更一次，巡更点位由财务部确认。\n"
+    "机房配备项目经理不间断电源（UPS），每季度检查一次。\n"
+)
+
+
+@pytest.fixture(scope="module")
+def restricted_kb() -> Iterator[Any]:
+    """One public document and one only the role 财务 may see."""
+    with MemoryStore() as store:
+        store.add(DATASET, "parking.md", PUBLIC_TEXT)
+        store.add(DATASET, "finance.md", RESTRICTED_TEXT, {"access_roles": ["财务"]})
+        yield store
+
+
+def started_queries(events: list[Any]) -> dict[str, str]:
+    """The ``query`` input of each node started with one (the knowledge and web nodes)."""
+    return {
+        e.node: str(e.inputs["query"])
+        for e in events
+        if isinstance(e, NodeStarted) and e.node in {"knowledge_retrieval", "web_search"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("question", "revealed"),
+    [("巡梗点位多久检查", "巡更"), ("UPS多少钱", "不间断电源")],
+)
+async def test_words_of_a_document_hidden_from_the_caller_never_rewrite_the_question(
+    restricted_kb: Any, question: str, revealed: str
+) -> None:
+    """The question is normalised with the vocabulary of the documents the caller may
+    see: a typo fixed or a short form expanded by a restricted document's words would be
+    streamed in the nodes' inputs and sent to the web search."""
+    for roles, shown in (((), False), (("财务",), True)):
+        web = AskedWeb()
+        run = ChatRun(Turn(question, roles), deps(restricted_kb, Watched(), web))
+        events = await asyncio.wait_for(collect(run), GUARD_S)
+        assert shape(events)[-1] == "ended:succeeded"
+        queries = started_queries(events)
+        sent = [queries["knowledge_retrieval"], queries["web_search"], *web.asked]
+        assert all((revealed in q) is shown for q in sent), (roles, sent)
+        if not shown:
+            assert sent == [question] * 3
+
+
+async def test_a_store_whose_normalisation_takes_no_roles_leaves_the_question(
+    restricted_kb: Any,
+) -> None:
+    """A store that cannot scope its vocabulary to the caller's roles is not asked to
+    normalise (fail closed): the question is searched and shown as asked."""
+
+    class Unscoped:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(restricted_kb, name)
+
+        def normalise_query(self, query: str) -> str:
+            return str(restricted_kb.normalise_query(query))  # every document's words
+
+    web = AskedWeb()
+    run = ChatRun(Turn("巡梗点位多久检查"), deps(Unscoped(), Watched(), web))
+    events = await asyncio.wait_for(collect(run), GUARD_S)
+    assert started_queries(events)["knowledge_retrieval"] == "巡梗点位多久检查"
+    assert web.asked == ["巡梗点位多久检查"]
 
 
 async def test_a_store_that_cannot_open_leaves_the_question_and_fails_its_node_only(
@@ -446,7 +516,7 @@ class CountedStore(GatedStore):
         self.normalising = threading.Event()
         self.normalise = threading.Event()
 
-    def normalise_query(self, query: str) -> str:
+    def normalise_query(self, query: str, roles: Sequence[str] | None = None) -> str:
         self.normalised += 1
         self.normalising.set()
         self.normalise.wait(GUARD_S)  # a hang guard

@@ -17,6 +17,7 @@ from gcite.knowledge.filters import (
     filter_payload,
     parse_condition,
     role_condition,
+    role_visibility,
     to_timestamp,
 )
 from gcite.knowledge.stores.edge import EdgeModels
@@ -311,3 +312,19 @@ def test_role_field_negations_need_a_name_and_lists_need_strings() -> None:
         parse_condition(leaf("access_roles", "in", ["法务", 2]))
     with pytest.raises(FilterError, match="非空字符串"):
         parse_condition(leaf("year", "in", [2019, 2021]))
+
+
+def test_role_visibility_is_the_role_filter_over_a_documents_roles() -> None:
+    for value in (None, [], ""):  # no roles: visible to everyone
+        assert all(role_visibility(r)(value) for r in (None, [], ["物业经理"]))
+    assert role_visibility(["物业经理"])(["物业经理", "安保主管"])
+    assert role_visibility([" 物业经理 "])(["物业经理"])  # role names normalised alike
+    assert role_visibility(["安保主管,物业经理"])(["物业经理"])
+    assert not role_visibility([])(["物业经理"])
+    assert not role_visibility(["运维工程师"])(["物业经理"])
+    assert role_visibility(None)(["物业经理"])
+    # a value ingestion never writes (it validates roles) is visible to no role set
+    for odd in ({"roles": ["物业经理"]}, [None], 5, [["物业经理"]]):
+        assert not role_visibility([])(odd) and not role_visibility(["物业经理"])(odd)
+    with pytest.raises(FilterError):
+        role_visibility("物业经理")

@@ -252,3 +252,36 @@ def test_a_question_naming_an_autonomous_region_names_its_regulation() -> None:
     places = catalog_places(h.payload["doc_metadata"]["document_title"] for h in hits)
     ranked = localise(hits, "新疆的商场要配几个灭火器", places)
     assert ranked[0].id == "新疆维吾尔自治区消防条例" and ranked[0].score == 0.85
+
+
+def test_titles_a_caller_cannot_see_do_not_steer_the_ranking(tmp_path: Path) -> None:
+    """The places a search prefers or lowers are those of the titles of the documents the
+    caller may see: a restricted regulation's place changes no one else's scores."""
+
+    def ingested(name: str, documents: dict[str, str]) -> Settings:
+        docs = tmp_path / name
+        docs.mkdir()
+        for title, roles in documents.items():
+            front = f"---\naccess_roles: [{roles}]\n---\n" if roles else ""
+            (docs / f"{title}.md").write_text(f"{front}# {title}\n\n{ARTICLE}", encoding="utf-8")
+        settings = Settings.from_keys(data_dir=tmp_path / f"data-{name}", embed_backend="use")
+        assert ingest_paths([docs], settings=settings, dataset="供暖").ok
+        return settings
+
+    public = {"供暖管理办法": "", "北京市供暖条例": ""}
+    with_restricted = ingested("restricted", {**public, "上海市供暖条例": "上海办事处"})
+    only_public = ingested("public", public)
+    query = "上海暖气室温不达标报修后多久处理"
+
+    def scores(settings: Settings, roles: list[str]) -> list[tuple[str, float]]:
+        with open_store(settings) as store:
+            items = store.search(query, roles=roles, top_k=5)
+        return [(i["metadata"]["document_name"], i["metadata"]["score"]) for i in items]
+
+    with open_store(with_restricted) as store:
+        assert store.places(None) == {"北京", "上海"}
+        assert store.places(["上海办事处"]) == {"北京", "上海"}
+        assert store.places([]) == {"北京"}
+        assert store.places(["别的角色"]) == {"北京"}
+    assert scores(with_restricted, []) == scores(only_public, [])
+    assert scores(with_restricted, ["上海办事处"])[0][0] == "上海市供暖条例.md"

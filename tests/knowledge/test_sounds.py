@@ -174,3 +174,40 @@ def test_a_folder_that_cannot_hold_the_file_is_no_error(tmp_path: Path) -> None:
     keys = SoundKeys(tmp_path / "missing" / SOUNDS_NAME)
     keys.write({"巡更": "xun geng"})
     assert keys.read() == {}
+
+
+def test_a_role_scoped_vocabulary_reads_the_file_and_never_rewrites_it(
+    tmp_path: Path, keyed: list[str]
+) -> None:
+    """The file holds the keys of the whole knowledge base (written by the vocabulary of
+    every document): the vocabulary of the documents a role set sees only reads it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "patrol.md").write_text(
+        "---\naccess_roles: [安保主管]\n---\n" + PATROL, encoding="utf-8"
+    )
+    (docs / "rooms.md").write_text(ROOMS, encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    ingest_paths([docs], settings=settings, dataset="d")
+    path = settings.data_dir / SOUNDS_NAME
+    whole = _file_keys(settings)
+    assert {"巡更", "会议室"} <= set(whole)
+    made = path.stat().st_mtime_ns
+    with open_store(settings) as store:
+        keyed.clear()
+        store.vocabulary(roles=[])
+        store.vocabulary(roles=["安保主管"])
+        assert keyed == []  # every word's key read from the file
+        assert store.normalise_query("巡梗点一共多少个", roles=[]) == "巡梗点一共多少个"
+        assert store.normalise_query("会意室怎么订", roles=[]) == "会议室怎么订"
+        assert store.normalise_query("巡梗点一共多少个", roles=["安保主管"]) == "巡更点一共多少个"
+    assert path.stat().st_mtime_ns == made and _file_keys(settings) == whole
+    # without the file, a role-scoped build keys its words and leaves the file unwritten
+    path.unlink()
+    with open_store(settings) as store:
+        keyed.clear()
+        store.vocabulary(roles=[])
+        assert "会议室" in keyed and "巡更" not in keyed
+        assert not path.exists()
+        store.vocabulary()  # every document's: the file is written again, whole
+    assert _file_keys(settings) == whole

@@ -316,3 +316,29 @@ def test_edge_shards_search_with_one_pool_thread(edge_settings: Settings, tmp_pa
     assert search_config(qdrant_edge, data / "qdrant") is None
     (data / "qdrant" / CONFIG_FILE).write_text("{not json", encoding="utf-8")
     assert search_config(qdrant_edge, data / "qdrant") is None
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        [],
+        ["运维工程师"],
+        ["安保主管", "运维工程师"],
+        [" 运维工程师 "],
+        ["运维工程师,安保主管"],
+        ["没有这个角色"],
+    ],
+)
+def test_the_catalogs_role_rule_is_the_search_filters(
+    contract_settings: Settings, roles: list[str]
+) -> None:
+    """The documents whose words make a role set's query vocabulary (the catalog's roles
+    under :func:`~gcite.knowledge.filters.role_visibility`) are exactly those whose chunks
+    the index's role filter lets the role set see."""
+    from gcite.knowledge.store import visible_documents
+
+    with open_store(contract_settings) as store:
+        everything = {d for d, _, _ in visible_documents(store.catalog, None)}
+        assert len(everything) == 5
+        by_catalog = {d for d, _, _ in visible_documents(store.catalog, roles)}
+        assert by_catalog == store.visible_document_ids(sorted(everything), roles=roles)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gcite.config import Settings
 from gcite.errors import ConfigError
 from gcite.knowledge.sparse import simplified
 from gcite.knowledge.vocabulary import (
@@ -228,3 +229,78 @@ def test_a_question_in_traditional_characters_is_read_in_simplified_ones(
     assert vocabulary.normalise("巡梗點一共多少個") == "巡更点一共多少个"
     assert vocabulary.normalise("消控室在哪") == "消防控制室在哪"
     assert Vocabulary().normalise("會議室") == "会议室"
+
+
+def _role_kb(tmp_path: Path, documents: dict[str, tuple[str, str]]) -> tuple[Path, Settings]:
+    """A knowledge base on Qdrant Edge of ``documents`` (file name -> (roles, text));
+    its docs folder and settings."""
+    from gcite.knowledge import ingest_paths
+
+    docs = tmp_path / "docs"
+    docs.mkdir(exist_ok=True)
+    for name, (roles, text) in documents.items():
+        front = f"---\naccess_roles: [{roles}]\n---\n" if roles else ""
+        (docs / name).write_text(front + text, encoding="utf-8")
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="d").ok
+    return docs, settings
+
+
+def test_role_sets_seeing_the_same_documents_share_one_vocabulary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store keeps one vocabulary per set of visible documents (not per role list), at
+    most VOCABULARIES_KEPT of them, and builds them again after a change of the
+    documents."""
+    from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge import store as store_module
+
+    docs, settings = _role_kb(
+        tmp_path,
+        {
+            "patrol.md": ("安保主管", "# 巡更\n\n夜间巡更每 1 小时一次。"),
+            "rooms.md": ("", "# 会议室\n\n会议室须提前预订。"),
+            "power.md": ("运维工程师", "# 配电\n\n机房配备：不间断电源（UPS）。"),
+        },
+    )
+    with open_store(settings) as store:
+        nobody = store.vocabulary([])
+        assert store.vocabulary(["无关角色"]) is nobody
+        assert store.vocabulary(["无关角色", "另一个"]) is nobody
+        guard = store.vocabulary(["安保主管"])
+        assert guard is not nobody
+        assert store.vocabulary([" 安保主管 ", "无关角色"]) is guard
+        assert store.normalise_query("UPS在哪", roles=["安保主管"]) == "UPS在哪"
+        assert store.normalise_query("UPS在哪", roles=["运维工程师"]) == "UPS在哪 不间断电源"
+        # the least recently used goes first
+        monkeypatch.setattr(store_module, "VOCABULARIES_KEPT", 2)
+        assert store.vocabulary(["安保主管"]) is guard  # used last but one
+        store.vocabulary(None)  # a fourth: the two used least recently go
+        assert store.vocabulary(["安保主管"]) is guard
+        assert store.vocabulary([]) is not nobody  # built again
+    # a change of the documents: the vocabularies are built again
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少", roles=[]) == "报休电话多少"
+        (docs / "rooms.md").write_text("# 会议室\n\n会议室须提前预订，报修电话 8008。", "utf-8")
+        ingest_paths([docs], settings=settings, dataset="d", handles=store.handles)
+        assert store.normalise_query("报休电话多少", roles=[]) == "报修电话多少"
+        assert store.normalise_query("报休电话多少", roles=["安保主管"]) == "报修电话多少"
+
+
+def test_a_document_whose_roles_the_catalog_did_not_record_rewrites_no_users_question(
+    tmp_path: Path,
+) -> None:
+    """A catalog entry without ``doc_metadata`` (a document ingested before the catalog
+    recorded metadata) cannot show whom the document is for: its words join only the
+    vocabulary of internal callers (no role filter) until it is ingested again."""
+    from gcite.knowledge import open_store
+
+    _, settings = _role_kb(tmp_path, {"patrol.md": ("", "# 巡更\n\n" + DOC)})
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少", roles=[]) == "报修电话多少"
+        for entry in store.catalog.datasets.values():
+            for info in entry["documents"].values():
+                del info["doc_metadata"]
+        store.save()
+        assert store.normalise_query("报休电话多少", roles=[]) == "报休电话多少"
+        assert store.normalise_query("报休电话多少", roles=None) == "报修电话多少"

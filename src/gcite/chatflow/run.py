@@ -21,7 +21,7 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -141,6 +141,18 @@ class Deps:
     scheduler: Scheduler = field(default_factory=ProcessScheduler)
 
 
+def _normaliser(store: Any) -> Callable[..., Any] | None:
+    """``store``'s ``normalise_query`` when it takes the caller's ``roles``, else None."""
+    method = getattr(store, "normalise_query", None)
+    if not callable(method):
+        return None
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # no signature to read: not known to take roles
+        return None
+    return method if "roles" in parameters else None
+
+
 class _Lookup:
     """One run's knowledge-base work as one job on the scheduler's search threads.
 
@@ -149,19 +161,26 @@ class _Lookup:
     gate and the answerer), hands it to the event loop at once (:attr:`normalised`: the
     nodes' inputs and the web branch need it before the search ends), then searches with
     it (``search(query)``: :func:`gcite.chatflow.nodes.search_knowledge`). The question
-    is left as it is for a store without ``normalise_query`` (a remote knowledge base
-    normalises its own searches) or when the store cannot be opened or normalising fails
-    (the search then fails, or not, on its own and the knowledge node says why).
+    is normalised with the vocabulary of the documents the caller's ``roles`` may see
+    (``normalise_query(query, roles=...)``): the rewritten question is streamed to the
+    client and sent to the web search, so words of documents hidden from the caller never
+    reach it. The question is left as it is for a store whose ``normalise_query`` does not
+    take the roles (it cannot scope its vocabulary: fail closed) or that has none (a
+    remote knowledge base normalises its own searches, with the roles it is sent), or
+    when the store cannot be opened or normalising fails (the search then fails, or not,
+    on its own and the knowledge node says why).
     """
 
     def __init__(
         self,
         get_store: Callable[[], KnowledgeStore],
         query: str,
+        roles: Sequence[str],
         search: Callable[[str], list[dict[str, Any]]],
         scheduler: Scheduler,
     ) -> None:
         self.query = query
+        self.roles = list(roles)
         self._get_store = get_store
         self._search = search
         loop = asyncio.get_running_loop()
@@ -176,9 +195,9 @@ class _Lookup:
         """In a search thread."""
         query = self.query
         try:
-            normalise_query = getattr(self._get_store(), "normalise_query", None)
-            if callable(normalise_query):
-                query = str(normalise_query(query))
+            normalise_query = _normaliser(self._get_store())
+            if normalise_query is not None:
+                query = str(normalise_query(query, roles=self.roles))
         except Exception as exc:  # the search fails (and says why) on its own
             log.warning("query not normalised: %s", exc)
         finally:
@@ -446,7 +465,7 @@ class ChatRun:
             top_k=max(settings.knowledge.top_k, BACKGROUND_RANK),
             score_threshold=0.0,
         )
-        return _Lookup(get_store, query, search, self.deps.scheduler)
+        return _Lookup(get_store, query, self.turn.roles, search, self.deps.scheduler)
 
     def _gate(self, query: str, items: list[Any], found: _Found) -> list[Any]:
         """The retrieved items the relevance gate passes on (:func:`gcite.chatflow.gate.admit`),

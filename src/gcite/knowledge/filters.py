@@ -49,7 +49,7 @@ import datetime as _dt
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -486,6 +486,116 @@ def _compile_leaf(c: Cond, models: FilterModels, array_fields: frozenset[str]) -
     return _negate(models, base) if op == "≠" else base
 
 
+def _role_filter(roles: Sequence[str], models: FilterModels) -> Any:
+    """:func:`role_condition` of ``roles`` compiled with ``models``: the one role rule of
+    a search's filter and of :func:`role_visibility`."""
+    return compile_node(
+        parse_condition(role_condition(roles)), models, array_fields=frozenset({ROLE_FIELD})
+    )
+
+
+Payload = Mapping[str, Any]
+Predicate = Callable[[Payload], bool]
+
+
+def _values(payload: Payload, key: str) -> list[Any]:
+    """The values at a dotted ``key`` (a list field gives its elements; absent: none)."""
+    value: Any = payload
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return []
+        value = value[part]
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+class PayloadModels:
+    """:class:`FilterModels` building Python predicates over payloads, with Qdrant's
+    semantics (a list field matches when one element does): the in-memory store's
+    filters (:class:`gcite.testing.MemoryStore`) and :func:`role_visibility`."""
+
+    def match_value(self, key: str, value: str) -> Predicate:
+        return lambda p: value in _values(p, key)
+
+    def match_any(self, key: str, values: list[str]) -> Predicate:
+        wanted = set(values)
+        return lambda p: any(v in wanted for v in _values(p, key))
+
+    def substring(self, key: str, value: str) -> Predicate:
+        return lambda p: any(isinstance(v, str) and value in v for v in _values(p, key))
+
+    def prefix(self, key: str, value: str) -> Predicate:
+        return lambda p: any(isinstance(v, str) and v.startswith(value) for v in _values(p, key))
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> Predicate:
+        def inside(v: Any) -> bool:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                return False
+            return (
+                (gt is None or v > gt)
+                and (gte is None or v >= gte)
+                and (lt is None or v < lt)
+                and (lte is None or v <= lte)
+            )
+
+        return lambda p: any(inside(v) for v in _values(p, key))
+
+    def is_empty(self, key: str) -> Predicate:
+        return lambda p: not _values(p, key)
+
+    def filter(
+        self,
+        must: list[Any] | None = None,
+        should: list[Any] | None = None,
+        must_not: list[Any] | None = None,
+    ) -> Predicate:
+        def matches(p: Payload) -> bool:
+            return (
+                all(c(p) for c in must or [])
+                and (not should or any(c(p) for c in should))
+                and not any(c(p) for c in must_not or [])
+            )
+
+        return matches
+
+
+def role_visibility(roles: Sequence[str] | None) -> Callable[[Any], bool]:
+    """Whether a document is visible to a user with ``roles``, by its ``access_roles``
+    value (as its validated metadata holds it: a list of role names, ``[]``, ``None``):
+    the rule of :func:`role_condition`, compiled as a search's filter compiles it, over the
+    lookups (:func:`filter_payload`) the document's chunks carry. ``roles=None``: every
+    document (no role filter, as :func:`build_filter`). A value of another shape (never
+    written by ingestion, which validates roles: :mod:`gcite.roles`) is visible to no
+    role set. Raises :class:`FilterError` for malformed ``roles``."""
+    if roles is None:
+        return lambda _value: True
+    visible = _role_filter(roles, PayloadModels())
+
+    def sees(value: Any) -> bool:
+        if not _role_value(value):  # not a value ingestion writes: fail closed
+            return False
+        return bool(visible(filter_payload({ROLE_FIELD: value})))
+
+    return sees
+
+
+def _role_value(value: Any) -> bool:
+    """Whether ``value`` has the shape of a validated ``access_roles`` value (``None``, a
+    string, a list of strings)."""
+    if value is None or isinstance(value, str):
+        return True
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def build_filter(
     models: FilterModels,
     *,
@@ -506,9 +616,7 @@ def build_filter(
         must.append(models.match_value("dataset_name", dataset))
     fields = array_fields | {ROLE_FIELD}
     if roles is not None:
-        must.append(
-            compile_node(parse_condition(role_condition(roles)), models, array_fields=fields)
-        )
+        must.append(_role_filter(roles, models))
     if isinstance(condition, Cond | Group | Not):
         must.append(compile_node(condition, models, array_fields=fields))
     elif condition is not None:
@@ -531,6 +639,7 @@ __all__ = [
     "Group",
     "Node",
     "Not",
+    "PayloadModels",
     "build_filter",
     "compile_node",
     "filter_payload",
@@ -538,5 +647,6 @@ __all__ = [
     "parse_condition",
     "role_condition",
     "role_names",
+    "role_visibility",
     "to_timestamp",
 ]

@@ -9,11 +9,14 @@ process::
 
     {"format": 1, "pypinyin": "0.55.0", "keys": {"巡更": "xun geng", ...}}
 
-The store (:meth:`gcite.knowledge.store.HybridStore.vocabulary`) builds its vocabulary per
-state of the catalog: with the keys read, computing only the words' keys missing there,
-and writes the file again when the vocabulary's keys differ from what it read (a word
-added or gone with a change of the documents): the file holds the keys of the current
-vocabulary's words. Ingestion builds the vocabulary once it has changed the documents
+The store (:meth:`gcite.knowledge.store.HybridStore.vocabulary`) builds a vocabulary per
+state of the catalog and set of documents a caller's roles may see: with the keys read,
+computing only the words' keys missing there. The file holds the keys of the whole
+knowledge base: only the vocabulary of every document (``roles=None``) writes it again,
+when its keys differ from what it read (a word added or gone with a change of the
+documents); the vocabulary of the documents a role set sees (a part of them) only reads
+it, so the file never shrinks to one role set's words. Ingestion builds the vocabulary of
+every document once it has changed the documents
 (:func:`gcite.knowledge.ingest.ingest_paths`), so the process started after it reads
 the keys. A file of another format or ``pypinyin`` release, a file that is not
 this JSON (a key or value not a string), larger than :data:`MAX_BYTES` or unreadable is

@@ -25,6 +25,12 @@ API (:mod:`gcite.knowledge.rerank`) may reorder them. The round-1 plan (RRF k=60
 prefetches, :func:`~gcite.knowledge.stores.base.hybrid_query`) stays as ``mode="rrf"``
 for the benchmarks.
 
+Query vocabulary: the query is first normalised (:mod:`gcite.knowledge.vocabulary`) with
+the vocabulary of the documents the search's ``roles`` may see (:meth:`HybridStore.vocabulary`:
+the catalog's roles under :func:`~gcite.knowledge.filters.role_visibility`, the search
+filter's rule), and the places the jurisdiction ranking reads come from those documents'
+titles too; both are kept per set of visible documents on the store's handle.
+
 Versions: every chunk's payload carries ``version`` (its document's fingerprint, the
 catalog entry's ``hash``). A document is written as a new version beside the old one
 (:meth:`HybridStore.begin_version`, :meth:`~HybridStore.add_points`) and swapped in with
@@ -47,6 +53,7 @@ import functools
 import hashlib
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +66,7 @@ from gcite.errors import FilterError, StoreError
 from gcite.knowledge.catalog import CATALOG_NAME, Catalog, dataset_by_ref, stable_id
 from gcite.knowledge.embed import Embedder, Embedders
 from gcite.knowledge.faults import checkpoint
-from gcite.knowledge.filters import Node, build_filter
+from gcite.knowledge.filters import ROLE_FIELD, Node, build_filter, role_visibility
 from gcite.knowledge.jurisdiction import catalog_places, hit_title, localise
 from gcite.knowledge.relevance import Calibration, calibration_for, relevance
 from gcite.knowledge.rerank import RERANK_CANDIDATES, RerankClient, RerankError
@@ -93,6 +100,7 @@ from gcite.knowledge.vocabulary import (
     shipped_synonyms,
     sound_keys,
 )
+from gcite.roles import normalise_roles
 
 log = logging.getLogger("gcite.knowledge")
 
@@ -198,12 +206,8 @@ class _Handle:
     refs: int = 0
     # versions being written on an index that shows writes at once: hidden from searches
     staged: frozenset[str] = frozenset()
-    # the query vocabulary, with the catalog revision and the vocabulary_key it was
-    # built for
-    vocabulary: tuple[Any, Any, Vocabulary] | None = None
-    # the places the documents' titles name (gcite.knowledge.jurisdiction), with the
-    # catalog object and revision they were read from
-    places: tuple[Any, int, frozenset[str]] | None = None
+    # the query vocabularies and places of the role sets searching (call with the lock)
+    scopes: _Scopes = field(default_factory=lambda: _Scopes())
 
     def visible(self, flt: Any) -> Any:
         """``flt`` narrowed to the chunks of swapped-in versions (call with the lock held)."""
@@ -214,16 +218,49 @@ class _Handle:
         return models.filter(must=[flt] if flt is not None else None, must_not=[hidden])
 
 
-def vocabulary_key(catalog: Catalog, synonyms_file: str) -> tuple[Any, ...]:
-    """What a store's :class:`Vocabulary` depends on: each document's content hash, and
-    the operator's synonym table (its path and modification time)."""
-    mtime = _mtime(synonyms_file)
-    docs = sorted(
+VOCABULARIES_KEPT = 16
+"""Query vocabularies (and place sets) a store handle keeps, one per set of documents
+visible to the role sets searching lately: the least recently used goes first."""
+SCOPES_KEPT = 256
+"""Role sets whose visible documents a handle remembers for one state of the catalog."""
+
+Documents = frozenset[tuple[str, str, bool]]
+"""The documents a query vocabulary is built from: ``(id, content hash, has a vocabulary
+entry)`` of each (what :class:`Vocabulary` and the places depend on, besides synonyms)."""
+
+_UNKNOWN_ROLES = object()
+"""The roles of a catalog entry that records no metadata (visible to no role set)."""
+
+
+def document_roles(info: Mapping[str, Any]) -> Any:
+    """The ``access_roles`` value of the document of catalog entry ``info``, as ingestion
+    recorded it in ``doc_metadata`` (the value its chunks' role lookups were made from);
+    an entry without ``doc_metadata`` (ingested before the catalog recorded metadata)
+    gives a value :func:`~gcite.knowledge.filters.role_visibility` shows to no role set."""
+    metadata = info.get("doc_metadata")
+    if not isinstance(metadata, Mapping):
+        return _UNKNOWN_ROLES
+    return metadata.get(ROLE_FIELD)
+
+
+def visible_documents(catalog: Catalog, roles: Sequence[str] | None) -> Documents:
+    """The documents of ``catalog`` a user with ``roles`` may see, by the search's role
+    rule (:func:`~gcite.knowledge.filters.role_visibility`; ``None``: all of them), read
+    with the catalog's lock held."""
+    visible = role_visibility(roles)
+    return frozenset(
         (document_id, str(info.get("hash", "")), CATALOG_KEY in info)
+        for document_id, info in _documents(catalog)
+        if visible(document_roles(info))
+    )
+
+
+def _documents(catalog: Catalog) -> list[tuple[str, Mapping[str, Any]]]:
+    return [
+        (document_id, info)
         for entry in catalog.datasets.values()
         for document_id, info in entry.get("documents", {}).items()
-    )
-    return (tuple(docs), synonyms_file, mtime)
+    ]
 
 
 def _mtime(synonyms_file: str) -> float:
@@ -234,49 +271,100 @@ def _mtime(synonyms_file: str) -> float:
     return 0.0
 
 
-def _same_state(cached: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
-    """Whether two ``(catalog, revision, ...)`` states (the vocabulary's also hold the
-    synonyms file and its mtime) are the same:
-    the same catalog object (identity, not equality: comparing two catalogs field by field
-    would list every document) at the same revision, with the same synonym table."""
-    return cached[0] is now[0] and cached[1:] == now[1:]
+class _Scopes:
+    """What a store handle derives from its catalog per set of visible documents: the
+    query vocabularies (by the documents and the synonym table's path and mtime) and the
+    places of the documents' titles (by the documents), each an LRU of
+    :data:`VOCABULARIES_KEPT`; and, for the catalog state they were read in, the visible
+    documents of the role sets seen (role sets seeing the same documents share one
+    vocabulary). Not thread-safe: call with the handle's lock held."""
+
+    def __init__(self) -> None:
+        self._state: tuple[Any, int] | None = None
+        self._visible: dict[frozenset[str] | None, Documents] = {}
+        self.vocabularies: OrderedDict[tuple[Documents, str, float], Vocabulary] = OrderedDict()
+        self.places: OrderedDict[Documents, frozenset[str]] = OrderedDict()
+
+    def documents(self, catalog: Catalog, roles: Sequence[str] | None) -> Documents:
+        """:func:`visible_documents`, listed again only after a save or reload of the
+        catalog (the catalog object itself is kept and compared by identity, not its
+        id(): an id may be reused once the object it named is freed)."""
+        state = self._state
+        if state is None or state[0] is not catalog or state[1] != catalog.revision:
+            self._state = (catalog, catalog.revision)
+            self._visible.clear()
+        scope = None if roles is None else frozenset(normalise_roles(roles))
+        found = self._visible.get(scope)
+        if found is None:
+            found = visible_documents(catalog, roles)
+            if len(self._visible) >= SCOPES_KEPT:
+                self._visible.clear()
+            self._visible[scope] = found
+        return found
 
 
-def catalog_titles(catalog: Catalog) -> list[str]:
-    """The title of every document of ``catalog``, the one its chunks carry: the given
-    ``doc_metadata.document_title``, else the title ingestion found (``title``: the
-    first heading, else the file's stem), else its file name (read with its lock held)."""
+def _recall(kept: OrderedDict[Any, Any], key: Any) -> Any:
+    """``kept[key]`` (then the most recently used) or None."""
+    found = kept.get(key)
+    if found is not None:
+        kept.move_to_end(key)
+    return found
+
+
+def _keep(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key``, the least recently used beyond
+    :data:`VOCABULARIES_KEPT` dropped."""
+    kept[key] = value
+    kept.move_to_end(key)
+    while len(kept) > VOCABULARIES_KEPT:
+        kept.popitem(last=False)
+
+
+def catalog_titles(catalog: Catalog, documents: Documents) -> list[str]:
+    """The title of every document of ``catalog`` among ``documents``, the one its chunks
+    carry: the given ``doc_metadata.document_title``, else the title ingestion found
+    (``title``: the first heading, else the file's stem), else its file name (read with
+    its lock held)."""
+    wanted = {document_id for document_id, _, _ in documents}
     titles: list[str] = []
-    for entry in catalog.datasets.values():
-        for info in entry.get("documents", {}).values():
+    for document_id, info in _documents(catalog):
+        if document_id in wanted:
             found = info.get("title") or info.get("name", "")
             titles.append(hit_title({**info, "document_name": found}))
     return titles
 
 
-def catalog_entries(catalog: Catalog) -> list[Mapping[str, Any]]:
-    """The vocabulary entries of every document of ``catalog`` (read with its lock held)."""
+def catalog_entries(catalog: Catalog, documents: Documents) -> list[Mapping[str, Any]]:
+    """The vocabulary entries of the documents of ``catalog`` among ``documents`` (read
+    with its lock held)."""
+    wanted = {document_id for document_id, _, _ in documents}
     return [
         info.get(CATALOG_KEY) or {}
-        for entry in catalog.datasets.values()
-        for info in entry.get("documents", {}).values()
+        for document_id, info in _documents(catalog)
+        if document_id in wanted
     ]
 
 
 def catalog_vocabulary(
-    entries: Sequence[Mapping[str, Any]], synonyms_file: str, sounds: SoundKeys | None = None
+    entries: Sequence[Mapping[str, Any]],
+    synonyms_file: str,
+    sounds: SoundKeys | None = None,
+    *,
+    whole: bool = True,
 ) -> Vocabulary:
     """The :class:`Vocabulary` of the documents' ``entries`` (:func:`catalog_entries`)
     with the shipped synonym table and the operator's (``synonyms_file``; raises
     :class:`ConfigError` when it cannot be read). ``sounds``: the file keeping the
-    vocabulary's pinyin keys (:mod:`gcite.knowledge.sounds`): read, and written again when
-    the vocabulary's keys differ from what it held."""
+    knowledge base's pinyin keys (:mod:`gcite.knowledge.sounds`): read, and, when
+    ``whole`` (``entries`` are every document's), written again when the vocabulary's
+    keys differ from what it held; the vocabulary of a part of the documents (a role
+    set's) only reads it."""
     groups = list(shipped_synonyms())
     if synonyms_file:
         groups.extend(read_synonyms(synonyms_file))
     known = sounds.read() if sounds is not None else {}
     built = build_vocabulary(list(entries), groups, known)
-    if sounds is not None:
+    if sounds is not None and whole:
         keys = sound_keys(built)
         if keys != known:
             sounds.write(keys)
@@ -414,7 +502,7 @@ class HybridStore:
             raise unknown_dataset(dataset, self.datasets())
         if not text:
             return []
-        text = self.vocabulary().normalise(text)
+        text = self.vocabulary(roles).normalise(text)
         limit = clamp_top_k(top_k)
         threshold = clamp_threshold(score_threshold)
         dense = None
@@ -431,7 +519,7 @@ class HybridStore:
             stages.append(Stage(SPARSE, sparse=sparse, weights=weights))
         depth = max(limit * 4, PREFETCH)
         rerank = mode == "hybrid" and bool(self.settings.rerank.url)
-        places = self.places() if mode == "hybrid" else frozenset()
+        places = self.places(roles) if mode == "hybrid" else frozenset()
         wide = limit + PLACE_EXTRA if places else limit
         cut = functools.partial(_kept, limit=wide, threshold=threshold, rerank=rerank)
         scored = self._scored(stages, flt, depth, (text, dense), weights, mode, cut)
@@ -475,55 +563,57 @@ class HybridStore:
             self._fill_payloads(scored)
         return scored
 
-    def vocabulary(self) -> Vocabulary:
-        """The query vocabulary of the knowledge base as it is now (built from the catalog's
-        documents and the synonym tables when either changed; :mod:`gcite.knowledge.vocabulary`).
-        Raises :class:`ConfigError` when ``synonyms_file`` cannot be read."""
+    def vocabulary(self, roles: Sequence[str] | None = None) -> Vocabulary:
+        """The query vocabulary of the documents a user with ``roles`` may see now, by the
+        search's role rule (``None``: every document; internal callers only), built from
+        the catalog's documents and the synonym tables when either changed, one per set of
+        visible documents (:mod:`gcite.knowledge.vocabulary`). Raises
+        :class:`ConfigError` when ``synonyms_file`` cannot be read, :class:`FilterError`
+        for malformed ``roles``."""
+        check_roles(roles)
         synonyms_file = self.settings.knowledge.synonyms_file
+        mtime = _mtime(synonyms_file)
         with self._handle.lock:
             catalog = self._handle.catalog
-            cached = self._handle.vocabulary
-            # the catalog's documents are listed again (time proportional to their number)
-            # only after a save or reload of the catalog
-            # the catalog object itself is kept (compared by identity), not its id():
-            # an id may be reused once the object it named is freed
-            saved = (catalog, catalog.revision, synonyms_file, _mtime(synonyms_file))
-            if cached is not None and _same_state(cached[0], saved):
-                return cached[2]
-            key = vocabulary_key(catalog, synonyms_file)
-            if cached is not None and cached[1] == key:
-                self._handle.vocabulary = (saved, key, cached[2])
-                return cached[2]
-            entries = catalog_entries(catalog)
+            scopes = self._handle.scopes
+            documents = scopes.documents(catalog, roles)
+            key = (documents, synonyms_file, mtime)
+            found: Vocabulary | None = _recall(scopes.vocabularies, key)
+            if found is not None:
+                return found
+            entries = catalog_entries(catalog, documents)
         # built without the lock (the tokeniser's dictionaries may load first: seconds),
         # so searches and /ready's dataset list are not held up meanwhile; two threads
-        # may build the same vocabulary at once, and a newer catalog state rebuilds it
+        # may build the same vocabulary at once
         sounds = SoundKeys(self.settings.data_dir / SOUNDS_NAME)
-        built = catalog_vocabulary(entries, synonyms_file, sounds)
+        built = catalog_vocabulary(entries, synonyms_file, sounds, whole=roles is None)
         with self._handle.lock:
-            self._handle.vocabulary = (saved, key, built)
+            _keep(self._handle.scopes.vocabularies, key, built)
         return built
 
-    def places(self) -> frozenset[str]:
-        """The places the titles of the knowledge base's documents name
-        (:func:`gcite.knowledge.jurisdiction.catalog_places`), read again after a change of
-        the catalog."""
+    def places(self, roles: Sequence[str] | None = None) -> frozenset[str]:
+        """The places the titles of the documents a user with ``roles`` may see name
+        (:func:`gcite.knowledge.jurisdiction.catalog_places`; ``None``: every document),
+        read again after a change of the catalog."""
+        check_roles(roles)
         with self._handle.lock:
             catalog = self._handle.catalog
-            cached = self._handle.places
-            if cached is not None and _same_state(cached[:2], (catalog, catalog.revision)):
-                return cached[2]
-            revision = catalog.revision
-            titles = catalog_titles(catalog)
-        found = catalog_places(titles)
+            scopes = self._handle.scopes
+            documents = scopes.documents(catalog, roles)
+            found: frozenset[str] | None = _recall(scopes.places, documents)
+            if found is not None:
+                return found
+            titles = catalog_titles(catalog, documents)
+        places = catalog_places(titles)
         with self._handle.lock:
-            self._handle.places = (catalog, revision, found)
-        return found
+            _keep(self._handle.scopes.places, documents, places)
+        return places
 
-    def normalise_query(self, query: str) -> str:
-        """``query`` in the knowledge base's wording (:meth:`Vocabulary.normalise`), as
-        :meth:`search` searches it."""
-        return self.vocabulary().normalise(query_text(query))
+    def normalise_query(self, query: str, roles: Sequence[str] | None = None) -> str:
+        """``query`` in the wording of the documents a user with ``roles`` may see
+        (:meth:`Vocabulary.normalise` of :meth:`vocabulary`), as :meth:`search` searches
+        it for them."""
+        return self.vocabulary(roles).normalise(query_text(query))
 
     def _cosines(self, dense: list[float], ids: list[str]) -> dict[str, float]:
         """:meth:`VectorIndex.cosines`; on a store failure none (logged): those candidates

@@ -30,8 +30,10 @@ answer types are written in simplified Chinese, and so is the rest of this norma
 The vocabulary comes from the documents themselves, at ingest: :func:`document_vocabulary`
 gives a document's words and defined short forms, kept with the document's catalog entry
 (``catalog.json`` or the pgvector catalog table), and :func:`build_vocabulary` joins them
-for a store (:class:`gcite.knowledge.store.HybridStore` builds one per catalog state;
-:class:`gcite.testing.MemoryStore` its own). Pure functions over the one tokeniser
+for a store (:class:`gcite.knowledge.store.HybridStore` builds one per catalog state and
+set of documents a caller's roles may see: a question is never rewritten with the words
+of a document hidden from its caller; :class:`gcite.testing.MemoryStore` likewise). Pure
+functions over the one tokeniser
 (:mod:`gcite.knowledge.sparse`); no module state.
 """
 

@@ -16,7 +16,7 @@ cosine. Nothing is persisted. Thread-safe (one lock).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,15 @@ from typing import Any
 from gcite.errors import StoreError
 from gcite.knowledge.catalog import stable_id
 from gcite.knowledge.chunking import bounded, chunk_text
-from gcite.knowledge.filters import ROLE_FIELD, Node, build_filter, filter_payload
+from gcite.knowledge.filters import (
+    ROLE_FIELD,
+    Node,
+    PayloadModels,
+    Predicate,
+    build_filter,
+    filter_payload,
+    role_visibility,
+)
 from gcite.knowledge.ingest import MAX_TITLE_CHARS
 from gcite.knowledge.relevance import LEXICAL_ONLY, lexical_coverage, relevance
 from gcite.knowledge.results import rank, result_item
@@ -36,7 +44,7 @@ from gcite.knowledge.search_args import (
     unknown_dataset,
 )
 from gcite.knowledge.sparse import document_vector, query_weights
-from gcite.knowledge.store import DocumentPayload
+from gcite.knowledge.store import VOCABULARIES_KEPT, DocumentPayload
 from gcite.knowledge.vocabulary import (
     Vocabulary,
     build_vocabulary,
@@ -44,78 +52,6 @@ from gcite.knowledge.vocabulary import (
     shipped_synonyms,
 )
 from gcite.roles import validate_metadata
-
-Payload = Mapping[str, Any]
-Predicate = Callable[[Payload], bool]
-
-
-def _values(payload: Payload, key: str) -> list[Any]:
-    """The values at a dotted ``key`` (a list field gives its elements; absent: none)."""
-    value: Any = payload
-    for part in key.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return []
-        value = value[part]
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
-class MemoryModels:
-    """:class:`~gcite.knowledge.filters.FilterModels` building Python predicates over
-    payloads, with Qdrant's semantics (a list field matches when one element does)."""
-
-    def match_value(self, key: str, value: str) -> Predicate:
-        return lambda p: value in _values(p, key)
-
-    def match_any(self, key: str, values: list[str]) -> Predicate:
-        wanted = set(values)
-        return lambda p: any(v in wanted for v in _values(p, key))
-
-    def substring(self, key: str, value: str) -> Predicate:
-        return lambda p: any(isinstance(v, str) and value in v for v in _values(p, key))
-
-    def prefix(self, key: str, value: str) -> Predicate:
-        return lambda p: any(isinstance(v, str) and v.startswith(value) for v in _values(p, key))
-
-    def range(
-        self,
-        key: str,
-        *,
-        gt: float | None = None,
-        gte: float | None = None,
-        lt: float | None = None,
-        lte: float | None = None,
-    ) -> Predicate:
-        def inside(v: Any) -> bool:
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                return False
-            return (
-                (gt is None or v > gt)
-                and (gte is None or v >= gte)
-                and (lt is None or v < lt)
-                and (lte is None or v <= lte)
-            )
-
-        return lambda p: any(inside(v) for v in _values(p, key))
-
-    def is_empty(self, key: str) -> Predicate:
-        return lambda p: not _values(p, key)
-
-    def filter(
-        self,
-        must: list[Any] | None = None,
-        should: list[Any] | None = None,
-        must_not: list[Any] | None = None,
-    ) -> Predicate:
-        def matches(p: Payload) -> bool:
-            return (
-                all(c(p) for c in must or [])
-                and (not should or any(c(p) for c in should))
-                and not any(c(p) for c in must_not or [])
-            )
-
-        return matches
 
 
 @dataclass(frozen=True)
@@ -142,11 +78,12 @@ class MemoryStore:
     ) -> None:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        # the query vocabulary (gcite.knowledge.vocabulary): each document's words, and
-        # the synonym groups (default: the shipped table)
+        # the query vocabulary (gcite.knowledge.vocabulary): each document's roles and
+        # words, and the synonym groups (default: the shipped table); the vocabularies
+        # built, by the documents they were built from (at most VOCABULARIES_KEPT)
         self._synonyms = list(shipped_synonyms() if synonyms is None else synonyms)
-        self._vocabularies: dict[str, dict[str, Any]] = {}
-        self._vocabulary: Vocabulary | None = None
+        self._vocabularies: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._built: dict[frozenset[str], Vocabulary] = {}
         self._points: dict[str, list[_Point]] = {}  # document id -> its chunks
         self._datasets: dict[str, dict[str, Any]] = {}
         self._array_fields: set[str] = {ROLE_FIELD}
@@ -204,20 +141,34 @@ class MemoryStore:
                 indexed = f"{title}\n{chunk.text}"
                 points.append(_Point(payload, frozenset(document_vector(indexed).indices)))
             self._points[document_id] = points
-            self._vocabularies[document_id] = document_vocabulary(text)
-            self._vocabulary = None
+            roles = meta.get(ROLE_FIELD)
+            self._vocabularies[document_id] = (roles, document_vocabulary(text))
+            self._built.clear()
         return document_id
 
-    def vocabulary(self) -> Vocabulary:
-        """The query vocabulary of the documents stored now."""
+    def vocabulary(self, roles: Sequence[str] | None = None) -> Vocabulary:
+        """The query vocabulary of the stored documents visible to ``roles`` (the search's
+        role rule, :func:`~gcite.knowledge.filters.role_visibility`; ``None``: every
+        document)."""
+        check_roles(roles)
+        visible = role_visibility(roles)
         with self._lock:
-            if self._vocabulary is None:
-                self._vocabulary = build_vocabulary(self._vocabularies.values(), self._synonyms)
-            return self._vocabulary
+            documents = frozenset(
+                d for d, (value, _) in self._vocabularies.items() if visible(value)
+            )
+            built = self._built.get(documents)
+            if built is None:
+                entries = [self._vocabularies[d][1] for d in sorted(documents)]
+                built = build_vocabulary(entries, self._synonyms)
+                if len(self._built) >= VOCABULARIES_KEPT:
+                    self._built.clear()
+                self._built[documents] = built
+            return built
 
-    def normalise_query(self, query: str) -> str:
-        """``query`` in the stored documents' wording, as :meth:`search` searches it."""
-        return self.vocabulary().normalise(query_text(query))
+    def normalise_query(self, query: str, roles: Sequence[str] | None = None) -> str:
+        """``query`` in the wording of the stored documents visible to ``roles``, as
+        :meth:`search` searches it for them."""
+        return self.vocabulary(roles).normalise(query_text(query))
 
     def ingest(
         self, paths: Iterable[Path], *, dataset: str, manifest: Path | None = None
@@ -279,7 +230,7 @@ class MemoryStore:
         matches = self._filter(dataset, roles, condition)
         if not text:
             return []
-        weights = query_weights(self.vocabulary().normalise(text))
+        weights = query_weights(self.vocabulary(roles).normalise(text))
         limit = clamp_top_k(top_k)
         threshold = clamp_threshold(score_threshold)
         scored: list[tuple[float, dict[str, Any]]] = []
@@ -341,7 +292,7 @@ class MemoryStore:
             fields = frozenset(self._array_fields)
             known = sorted(self._datasets)
         predicate = build_filter(
-            MemoryModels(), dataset=dataset, roles=roles, condition=condition, array_fields=fields
+            PayloadModels(), dataset=dataset, roles=roles, condition=condition, array_fields=fields
         )
         if dataset is not None and dataset not in known:
             raise unknown_dataset(dataset, known)
@@ -352,4 +303,4 @@ class MemoryStore:
             raise StoreError("知识库已关闭")
 
 
-__all__ = ["MemoryModels", "MemoryStore"]
+__all__ = ["MemoryStore"]

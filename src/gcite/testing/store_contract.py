@@ -14,7 +14,7 @@ Nothing here knows which index runs underneath. Needs pytest (the ``testing`` ex
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,15 @@ from gcite.knowledge import KnowledgeStore
 from gcite.testing.corpus import DATASET
 
 RESTRICTED = {"电梯维保规程": "运维工程师", "园区消防巡查制度": "安保主管"}
+
+
+def _normaliser(store: Any) -> Callable[..., str]:
+    """The store's ``normalise_query`` (a store without one normalises only inside its
+    searches: the test is skipped)."""
+    normalise = getattr(store, "normalise_query", None)
+    if normalise is None:
+        pytest.skip("the store has no normalise_query")
+    return cast("Callable[..., str]", normalise)
 
 
 def _titles(items: list[dict[str, Any]]) -> set[str]:
@@ -60,6 +69,46 @@ class KnowledgeStoreContract:
         typo = store.search("维宝记录由谁签字", roles=None, top_k=1)
         assert right and typo and typo[0]["content"] == right[0]["content"]
         assert typo[0]["metadata"]["score"] == right[0]["metadata"]["score"]
+
+    @pytest.mark.parametrize(
+        ("query", "restricted"),
+        [
+            ("防火巡察", "防火巡查"),  # a homophone typo of a word of 园区消防巡查制度 only
+            ("巡记保存几年", "巡查记录保存几年"),  # a short form of one of its words
+        ],
+    )
+    def test_a_restricted_documents_words_rewrite_only_its_readers_questions(
+        self, store: Any, query: str, restricted: str
+    ) -> None:
+        """The query vocabulary a question is normalised with holds the words of the
+        documents the caller may see (the search's role rule), no others."""
+        normalise = _normaliser(store)
+        assert normalise(query, roles=["安保主管"]) == restricted
+        assert normalise(query, roles=["安保主管", "运维工程师"]) == restricted
+        assert normalise(query, roles=None) == restricted  # internal callers: every word
+        assert normalise(query, roles=[]) == query
+        assert normalise(query, roles=["运维工程师"]) == query
+
+    def test_a_public_documents_words_rewrite_every_question(self, store: Any) -> None:
+        normalise = _normaliser(store)
+        for roles in (None, [], ["运维工程师"], ["没有这个角色"]):
+            assert normalise("水相多久清洗", roles=roles) == "水箱多久清洗"
+
+    def test_a_search_normalises_with_the_callers_documents_only(self, store: Any) -> None:
+        """A search scores the question in the wording of the documents the caller may
+        see: a short form of a restricted document's word is expanded for its readers
+        (the public hits score as for the long form) and for no one else (they score as
+        for the question asked)."""
+
+        def scores(query: str, roles: list[str]) -> list[tuple[str, float]]:
+            items = store.search(query, roles=roles, top_k=5)
+            return [(i["content"], i["metadata"]["score"]) for i in items]
+
+        short, long = "巡记 停车场", "巡查记录 停车场"
+        assert scores(short, ["安保主管"]) == scores(long, ["安保主管"])
+        without = scores(short, [])
+        assert without  # the public parking rules
+        assert without != scores(long, [])
 
     def test_blank_query_finds_nothing(self, store: Any) -> None:
         assert store.search("   ", roles=None) == []
