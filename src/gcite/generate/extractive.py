@@ -180,6 +180,10 @@ NATIONAL_MARGIN = 0.2
 #: embedding evidence: where the sentences hold the question's words alike (the articles
 #: of a law share their vocabulary), the one closer in meaning comes first.
 SEMANTIC_PREFERENCE = 0.1
+#: A sentence's embedding evidence for the question is read on the support model's scale
+#: (:class:`~gcite.verify.support.SemanticScale`) raised by this share of its range: a
+#: question is shorter than the claims the verifier compares, its cosines lower.
+QUESTION_SEMANTIC_SHIFT = 1 / 12
 #: Sentences embedded per question (the best lexical candidates).
 MAX_EMBEDDED = 60
 #: Other sentences are added when their score is at least this share of the best one's
@@ -451,10 +455,11 @@ def _add_semantic(units: list[_Unit], probe: str, support: SupportModel) -> list
     """The best lexical candidates (``MAX_EMBEDDED``) with their embedding evidence."""
     units = sorted(units, key=lambda u: (-(u.lexical + 0.2 * u.chunk_cover), u.rank, u.position))
     units = units[:MAX_EMBEDDED]
-    vectors = support.embed([probe, *[u.quote for u in units]])
-    for unit, vector in zip(units, vectors[1:], strict=True):
-        cosine = float(vectors[0] @ vector)
-        unit.semantic = min(1.0, max(0.0, (cosine - 0.2) / 0.6))
+    question = support.embed_query(probe)
+    vectors = support.embed([u.quote for u in units])
+    for unit, vector in zip(units, vectors, strict=True):
+        cosine = float(question @ vector)
+        unit.semantic = support.rescale(cosine, QUESTION_SEMANTIC_SHIFT, query=True)
         unit.relevance = max(unit.lexical, 0.5 * unit.lexical + 0.5 * unit.semantic)
     return units
 
@@ -1328,6 +1333,7 @@ class ExtractiveBackend(BackendLifecycle):
         terms("预热巡更")
         if self.support is not None and self.support.embedder is not None:
             self.support.embed(["预热"])
+            self.support.embed_query("预热")
 
     def answer(self, query: str, chunks: Sequence[dict[str, Any]], previous: str = "") -> str:
         """The full answer text (markers included): every part of the question answered

