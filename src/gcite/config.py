@@ -561,7 +561,8 @@ def _as_choice(name: str, value: Any, where: str) -> str:
     text = str(value)
     choices = CHOICES.get(name)
     if choices is not None and text not in choices:
-        raise ConfigError(f"{where}配置项 {name} 的值 {text!r} 无效，可选: {', '.join(choices)}")
+        listed = ", ".join(choice or '""（空）' for choice in choices)
+        raise ConfigError(f"{where}配置项 {name} 的值 {text!r} 无效，可选: {listed}")
     return text
 
 
