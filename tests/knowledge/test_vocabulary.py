@@ -56,6 +56,33 @@ def test_short_forms_become_the_documents_long_forms(vocabulary: Vocabulary) -> 
     assert vocabulary.normalise("ups多久测一次") == "ups多久测一次 不间断电源"
 
 
+def test_a_definition_inside_a_sentence_defines_the_words_after_its_verb() -> None:
+    text = "二号机房配有不间断电源（UPS）。\n三号机房配有柴油发电机（DG）。\n"
+    vocabulary = build_vocabulary([document_vocabulary(text)])
+    assert vocabulary.normalise("UPS多久测试一次？") == "UPS多久测试一次？ 不间断电源"
+    assert vocabulary.normalise("DG在哪") == "DG在哪 柴油发电机"
+
+
+def test_a_definition_that_is_a_whole_name_stays_whole() -> None:
+    text = "不间断电源（UPS）每季度放电测试。\n消防控制室（消控室）24 小时值守。\n"
+    assert document_vocabulary(text)["short"] == {"ups": "不间断电源", "消控室": "消防控制室"}
+    # a verb inside a name, before a single word, is part of it
+    assert document_vocabulary("视频监控系统（CCTV）")["short"] == {"cctv": "视频监控系统"}
+
+
+def test_a_chinese_short_form_defines_the_shortest_name_holding_it() -> None:
+    entry = document_vocabulary("本单位设置消防控制室（消控室），高低压配电室（配电室）。")
+    assert entry["short"] == {"消控室": "消防控制室", "配电室": "高低压配电室"}
+
+
+def test_a_verb_before_a_single_word_is_just_outside_the_rule() -> None:
+    # the verb's object is one word: the definition is read whole, as before
+    entry = document_vocabulary("二号机房配有发电机（DG）。二号机房的发电机组（GS）。")
+    assert entry["short"] == {"dg": "二号机房配有发电机", "gs": "发电机组"}
+    # a number in brackets is no short form
+    assert document_vocabulary("本条例第七十八条第二款第（十二）项")["short"] == {}
+
+
 def test_synonyms_map_to_the_word_the_documents_use(vocabulary: Vocabulary) -> None:
     assert vocabulary.normalise("升降机多久保养") == "电梯多久保养"
 

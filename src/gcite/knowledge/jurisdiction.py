@@ -30,17 +30,16 @@ The shift is applied to the calibrated relevance (:mod:`gcite.knowledge.relevanc
 its logit scale, so a score stays 0-1 and a first-ranked chunk of a near-certain match
 stays above the threshold; a chunk is never shifted under :data:`KEPT_LEVEL` (the
 background level the relevance gate compares the best chunk with). Pure functions over
-the one tokeniser's dictionary (:func:`gcite.knowledge.sparse.jieba_module`).
+the one tokeniser's dictionary (:func:`gcite.knowledge.sparse.word_tags`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gcite.knowledge.sparse import jieba_module
+from gcite.knowledge.sparse import word_tags
 from gcite.knowledge.stores.base import Hit
 
 #: Administrative units a local regulation's place word ends in (longest first).
@@ -69,16 +68,6 @@ the best chunk with; shifting it down would make an off-topic best chunk stand o
 PLACE_TAG = "ns"
 
 
-@functools.cache
-def _tags() -> Mapping[str, str]:
-    """jieba's dictionary: word -> part-of-speech tag (loaded once per process)."""
-    jieba_module()
-    import jieba.posseg
-
-    tokenizer: Any = jieba.posseg.dt
-    return tokenizer.word_tag_tab  # type: ignore[no-any-return]
-
-
 def _unit_stripped(word: str) -> str:
     for unit in UNITS:
         if word.endswith(unit):
@@ -95,7 +84,7 @@ def document_place(title: str, tags: Mapping[str, str] | None = None) -> str:
     the longest prefix of at most :data:`MAX_PLACE` characters ending in a :data:`UNITS`
     unit whose name has :data:`MIN_NAME` characters or more, the word tagged ``ns``, or its
     name when the unit does not begin a dictionary word with the characters after it."""
-    table = _tags() if tags is None else tags
+    table = word_tags() if tags is None else tags
     text = title.strip()
     if not any(kind in text for kind in KINDS):
         return ""

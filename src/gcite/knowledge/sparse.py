@@ -33,6 +33,7 @@ import hashlib
 import logging
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +123,16 @@ def _jieba() -> Any:
 def jieba_module() -> Any:
     """jieba, its dictionary loaded (once per process)."""
     return _jieba()
+
+
+@functools.cache
+def word_tags() -> Mapping[str, str]:
+    """jieba's dictionary: word -> part-of-speech tag (loaded once per process)."""
+    jieba_module()
+    import jieba.posseg
+
+    tokenizer: Any = jieba.posseg.dt
+    return tokenizer.word_tag_tab  # type: ignore[no-any-return]
 
 
 def _words(text: str, *, search: bool = True) -> list[str]:
@@ -272,4 +283,5 @@ __all__ = [
     "terms",
     "token_id",
     "tokenize",
+    "word_tags",
 ]

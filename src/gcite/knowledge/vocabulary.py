@@ -9,7 +9,9 @@ query is rewritten towards them before it is searched (:meth:`Vocabulary.normali
    ``knowledge/data/synonyms.txt`` plus the file of ``synonyms_file``): a query word of
    a group that the documents do not use is replaced by the group's word they use most;
 2. **defined short forms** - a document defining one ("不间断电源（UPS）") maps the short
-   form to the long one, which is added after it;
+   form to the long one, which is added after it; a definition inside a sentence
+   ("二号机房配有不间断电源（UPS）") defines the words after its last verb or function word
+   (:func:`long_form`);
 3. **short forms** - a query word the documents do not use, formed as Chinese
    abbreviations are from a longer word of theirs (each character the first of one of
    its parts: "柴发" of 柴油|发电机, "消控室" of 消防|控制|室), is replaced by it when that
@@ -49,7 +51,7 @@ from importlib.resources import files
 from typing import Any
 
 from gcite.errors import ConfigError
-from gcite.knowledge.sparse import NON_CONTENT, jieba_module, simplified, words
+from gcite.knowledge.sparse import NON_CONTENT, jieba_module, simplified, word_tags, words
 
 #: Key of a document's vocabulary in its catalog entry.
 CATALOG_KEY = "vocabulary"
@@ -72,6 +74,11 @@ _DEFINED = re.compile(
 # a number or an ordinal (十章, 第三) is never what a typo stands for
 _NUMERALS = frozenset("零一二三四五六七八九十百千万两第")
 _SPLIT = re.compile(r"[\s,，、;；]+")
+# jieba's tags of the words a long form never runs across: a preposition, conjunction or
+# particle (为, 和, 的); a verb ("v": 配有) only with words on both sides (see long_form)
+_FUNCTION_TAGS = ("p", "c", "u")
+_VERB_TAG = "v"
+MIN_LONG_FORM = 3
 
 
 def document_vocabulary(text: str) -> dict[str, Any]:
@@ -92,10 +99,12 @@ def document_vocabulary(text: str) -> dict[str, Any]:
             found.add(pair)
     short: dict[str, str] = {}
     for match in _DEFINED.finditer(text):
-        long_form, short_form = match.group(1), match.group(2)
+        candidate, short_form = match.group(1), match.group(2)
+        if _NUMERALS.issuperset(short_form):
+            continue  # "第七十八条第二款第（十二）项": a number, not a short form
         # an acronym, or the long form's characters in order ("消控室" of 消防控制室)
-        if short_form.isascii() or _in_order(short_form, long_form):
-            short[short_form.lower()] = long_form
+        if short_form.isascii() or _in_order(short_form, candidate):
+            short[short_form.lower()] = long_form(candidate, short_form)
     return {"words": " ".join(sorted(found)), "short": short}
 
 
@@ -419,6 +428,41 @@ def abbreviates_at(short: str, long: str, starts: Mapping[str, Sequence[int]]) -
             return False
         position = min(options)
     return True
+
+
+def long_form(candidate: str, short: str) -> str:
+    """The long form ``short`` defines in ``candidate``, the Chinese characters before its
+    bracket. For a Chinese short form: the shortest suffix starting at a word of jieba's
+    cut with the short form's first character that holds its characters in order and more
+    ("本单位设置消防控制室" -> 消防控制室 for 消控室). For an acronym: the words after the last
+    function word (by jieba's cut: a :data:`NON_CONTENT` word or a preposition, conjunction
+    or particle) or the last verb with a word before it and two or more after it
+    ("二号机房配有不间断电源" -> 不间断电源; "视频监控系统", "备用电源自动投入装置" stay whole: a
+    verb before one word or at the start is part of the name). The candidate whole when no
+    such suffix is :data:`MIN_LONG_FORM` characters or more."""
+    tokens: list[str] = jieba_module().lcut(candidate)
+    if not short.isascii():
+        for index in range(len(tokens) - 1, -1, -1):
+            suffix = "".join(tokens[index:])
+            if len(suffix) > len(short) and suffix[0] == short[0] and _in_order(short, suffix):
+                return suffix
+        return candidate
+    tags = word_tags()
+    for index in range(len(tokens) - 2, -1, -1):
+        rest = "".join(tokens[index + 1 :])
+        if len(rest) >= MIN_LONG_FORM and _ends_before_name(tokens, index, tags):
+            return rest
+    return candidate
+
+
+def _ends_before_name(tokens: Sequence[str], index: int, tags: Mapping[str, str]) -> bool:
+    """Whether a long form starts after ``tokens[index]``: a function word, or a verb with a
+    word before it and two or more after it."""
+    token = tokens[index]
+    tag = tags.get(token, "")
+    if token in NON_CONTENT or tag.startswith(_FUNCTION_TAGS):
+        return True
+    return tag == _VERB_TAG and 0 < index < len(tokens) - 2
 
 
 def _in_order(short: str, long: str) -> bool:
