@@ -152,6 +152,38 @@ def test_an_older_knowledge_base_gets_its_vocabulary_at_the_next_ingest(tmp_path
         assert store.normalise_query("报休电话多少") == "报修电话多少"
 
 
+def test_an_entry_read_with_earlier_rules_is_read_again_at_the_next_ingest(
+    tmp_path: Path,
+) -> None:
+    from gcite.config import Settings
+    from gcite.knowledge import ingest_paths, open_store
+    from gcite.knowledge.vocabulary import CATALOG_KEY
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "room.md").write_text(
+        "# 机房\n\n二号机房配有不间断电源（UPS），每月测试一次。\n", "utf-8"
+    )
+    settings = Settings.from_keys(data_dir=tmp_path / "data", embed_backend="use")
+    assert ingest_paths([docs], settings=settings, dataset="d").added == 1
+    with open_store(settings) as store:
+        assert store.normalise_query("UPS多久测试") == "UPS多久测试 不间断电源"
+        # as an entry written by the earlier rules (the words before the name kept)
+        for entry in store.catalog.datasets.values():
+            for info in entry["documents"].values():
+                kept = info[CATALOG_KEY]
+                info[CATALOG_KEY] = {
+                    "words": kept["words"],
+                    "short": {"ups": "二号机房配有不间断电源"},
+                }
+        store.save()
+        assert store.normalise_query("UPS多久测试") == "UPS多久测试 二号机房配有不间断电源"
+    report = ingest_paths([docs], settings=settings, dataset="d")
+    assert report.unchanged == 1 and report.chunks == 0  # nothing re-embedded
+    with open_store(settings) as store:
+        assert store.normalise_query("UPS多久测试") == "UPS多久测试 不间断电源"
+
+
 def test_a_kept_result_is_the_result_normalising_again_gives() -> None:
     """``normalise`` keeps its results (a chat run's question is normalised, then searched
     and normalised again): what it returns from them is what a fresh vocabulary computes,

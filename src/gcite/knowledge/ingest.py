@@ -80,6 +80,7 @@ from gcite.knowledge.store import (
     open_store,
 )
 from gcite.knowledge.vocabulary import CATALOG_KEY, VocabularyBuilder
+from gcite.knowledge.vocabulary import RULES as VOCABULARY_RULES
 from gcite.roles import RoleValueError, validate_metadata
 
 PIPELINE_VERSION = "2"  # bump when chunking/payload changes, to force re-ingestion
@@ -460,7 +461,9 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
     fingerprint = _fingerprint(document.digest, meta, run.settings, run.embedder.name)
     if previous is not None and previous.get("hash") == fingerprint:
         run.report.unchanged += 1
-        if CATALOG_KEY not in previous:  # ingested before vocabularies were kept
+        kept = previous.get(CATALOG_KEY)
+        # ingested before vocabularies were kept, or read with earlier rules
+        if not isinstance(kept, dict) or kept.get("rules") != VOCABULARY_RULES:
             _add_vocabulary(run.store, previous, document)
         return
     run.array_fields.update(k for k, v in meta.items() if isinstance(v, list))

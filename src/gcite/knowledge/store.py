@@ -249,10 +249,18 @@ def visible_documents(catalog: Catalog, roles: Sequence[str] | None) -> Document
     with the catalog's lock held."""
     visible = role_visibility(roles)
     return frozenset(
-        (document_id, str(info.get("hash", "")), CATALOG_KEY in info)
+        (document_id, str(info.get("hash", "")), _entry_rules(info))
         for document_id, info in _documents(catalog)
         if visible(document_roles(info))
     )
+
+
+def _entry_rules(info: Mapping[str, Any]) -> Any:
+    """The rules a document's vocabulary entry was read with (None: it has none, 1: read
+    before entries were marked): an unchanged document whose entry is read again
+    (:data:`~gcite.knowledge.vocabulary.RULES`) changes the vocabularies it is part of."""
+    entry = info.get(CATALOG_KEY)
+    return entry.get("rules", 1) if isinstance(entry, Mapping) else None
 
 
 def _documents(catalog: Catalog) -> list[tuple[str, Mapping[str, Any]]]:

@@ -55,6 +55,11 @@ from gcite.knowledge.sparse import NON_CONTENT, jieba_module, simplified, word_t
 
 #: Key of a document's vocabulary in its catalog entry.
 CATALOG_KEY = "vocabulary"
+RULES = 2
+"""The version of the rules :func:`document_vocabulary` reads a document with (2: the long
+form of a short form defined mid-sentence is the name, not the words before it). An
+unchanged document whose entry was read with other rules gets a new entry at the next
+ingest (read from its file, nothing re-embedded)."""
 MIN_WORD = 2
 MAX_WORD = 8
 MAX_SHORT_FORM = 4
@@ -134,8 +139,9 @@ class VocabularyBuilder:
         self._short.update(part["short"])
 
     def entry(self) -> dict[str, Any]:
-        """The entry (:func:`document_vocabulary`'s shape) of everything added."""
-        return {"words": " ".join(sorted(self._words)), "short": dict(self._short)}
+        """The entry (:func:`document_vocabulary`'s shape) of everything added, marked with
+        the :data:`RULES` it was read with."""
+        return {"words": " ".join(sorted(self._words)), "short": dict(self._short), "rules": RULES}
 
 
 def parse_synonyms(text: str, *, source: str = "synonyms") -> list[tuple[str, ...]]:
@@ -533,6 +539,7 @@ def sound_keys(vocabulary: Vocabulary) -> dict[str, str]:
 __all__ = [
     "CATALOG_KEY",
     "MAX_DOCUMENT_WORDS",
+    "RULES",
     "Vocabulary",
     "VocabularyBuilder",
     "build_vocabulary",
