@@ -351,10 +351,17 @@ def test_a_document_whose_roles_the_catalog_did_not_record_rewrites_no_users_que
 ) -> None:
     """A catalog entry without ``doc_metadata`` (a document ingested before the catalog
     recorded metadata) cannot show whom the document is for: its words join only the
-    vocabulary of internal callers (no role filter) until it is ingested again."""
-    from gcite.knowledge import open_store
+    vocabulary of internal callers (no role filter) until it is ingested again; the next
+    ingest records the metadata of the unchanged document (nothing re-embedded)."""
+    from gcite.knowledge import ingest_paths, open_store
 
-    _, settings = _role_kb(tmp_path, {"patrol.md": ("", "# 巡更\n\n" + DOC)})
+    docs, settings = _role_kb(
+        tmp_path,
+        {
+            "patrol.md": ("", "# 巡更\n\n" + DOC),
+            "room.md": ("财务", "# 机房\n\n机房配有蓄电池。\n"),
+        },
+    )
     with open_store(settings) as store:
         assert store.normalise_query("报休电话多少", roles=[]) == "报修电话多少"
         for entry in store.catalog.datasets.values():
@@ -363,3 +370,10 @@ def test_a_document_whose_roles_the_catalog_did_not_record_rewrites_no_users_que
         store.save()
         assert store.normalise_query("报休电话多少", roles=[]) == "报休电话多少"
         assert store.normalise_query("报休电话多少", roles=None) == "报修电话多少"
+    report = ingest_paths([docs], settings=settings, dataset="d")
+    assert report.unchanged == 2 and report.chunks == 0
+    with open_store(settings) as store:
+        assert store.normalise_query("报休电话多少", roles=[]) == "报修电话多少"
+        # the restricted document's roles are recorded as its chunks carry them
+        assert store.normalise_query("续电池多久测", roles=[]) == "续电池多久测"
+        assert store.normalise_query("续电池多久测", roles=["财务"]) == "蓄电池多久测"

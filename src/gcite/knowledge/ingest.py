@@ -461,6 +461,12 @@ def _ingest_one(run: _Run, source: _Source, start: float) -> None:
     fingerprint = _fingerprint(document.digest, meta, run.settings, run.embedder.name)
     if previous is not None and previous.get("hash") == fingerprint:
         run.report.unchanged += 1
+        if "doc_metadata" not in previous:  # ingested before the catalog kept metadata
+            # the same metadata its chunks carry (the fingerprint holds it): the role
+            # rule of its vocabulary reads it (gcite.knowledge.store.document_roles)
+            with run.store.lock:
+                previous["doc_metadata"] = _plain(_given(meta, document.metadata, given))
+                run.store.save()
         kept = previous.get(CATALOG_KEY)
         # ingested before vocabularies were kept, or read with earlier rules
         if not isinstance(kept, dict) or kept.get("rules") != VOCABULARY_RULES:
