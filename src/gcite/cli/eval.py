@@ -127,7 +127,10 @@ def eval_command(
         target: dict[str, Any] = {"mode": "remote", "url": service.url}
         settings = source.load()
         asker = RemoteAsker(
-            chat_url(service.url), service.key, timeout_s=settings.llm.timeout_s * 2
+            chat_url(service.url),
+            service.key,
+            timeout_s=settings.llm.timeout_s * 2,
+            deadline_s=settings.llm.total_timeout_s * 2,
         )
     else:
         if demo:
