@@ -64,6 +64,41 @@ def _progress(err: TextIO, total: int) -> Any:
     return show
 
 
+def _check_outputs(questions_file: Path, outputs: dict[str, Path | None]) -> None:
+    """Refuse, before any question is asked, report paths that would fail after the run
+    (no such folder, not writable) or destroy a file of the run (the question file, the
+    other report). ``outputs``: option name to path."""
+    import os
+    import tempfile
+
+    from gcite.cli import os_error_reason
+
+    given = {name: path for name, path in outputs.items() if path is not None}
+    seen: dict[Path, str] = {questions_file.resolve(): "问题文件"}
+    for name, path in given.items():
+        where = path.resolve()
+        if where in seen:
+            raise click.UsageError(f"{name} 与{seen[where]}是同一个文件：{path}")
+        seen[where] = f" {name} "
+        folder = where.parent
+        try:
+            fd, probe = tempfile.mkstemp(prefix=f".{where.name}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise click.ClickException(f"无法写入 {path}: {os_error_reason(exc)}") from exc
+        os.close(fd)
+        Path(probe).unlink(missing_ok=True)
+
+
+def _write_report(path: Path, text: str) -> None:
+    from gcite.cli import os_error_reason
+    from gcite.files import write_atomically
+
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise click.ClickException(f"无法写入 {path}: {os_error_reason(exc)}") from exc
+
+
 @click.command(
     "eval",
     epilog="示例：\n\n"
@@ -115,13 +150,13 @@ def eval_command(
     from gcite.eval.questions import load_questions
     from gcite.eval.report import render_html, report_document
     from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
-    from gcite.files import write_atomically
 
     if service is not None and (roles or demo or source.data_dir is not None):
         raise click.UsageError(
             "--role / --demo / --data-dir 只用于本地模式；连接服务时不能同时使用"
         )
     questions = load_questions(questions_file)
+    _check_outputs(questions_file, {"--json": json_path, "--html": html_path})
     asker: Asker
     if service is not None:
         target: dict[str, Any] = {"mode": "remote", "url": service.url}
@@ -155,11 +190,12 @@ def eval_command(
         questions_file=str(questions_file),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
-    if json_path is not None:
-        write_atomically(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
-    if html_path is not None:
-        write_atomically(html_path, render_html(document))
+    # the figures first: a report that cannot be written (disk full) does not lose them
     click.echo("\n".join(_summary_lines(document["summary"])))
+    if json_path is not None:
+        _write_report(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+    if html_path is not None:
+        _write_report(html_path, render_html(document))
 
 
 __all__ = ["eval_command"]
