@@ -101,3 +101,20 @@ def test_cli_writes_its_report_when_the_service_fails_mid_run(tmp_path: Path) ->
     document = json.loads(out_json.read_text("utf-8"))
     assert [v["outcome"] for v in document["verdicts"]] == ["right", "error", "right"]
     assert "HTTP 500" in out_html.read_text("utf-8")
+
+
+def test_scores_that_are_no_numbers_are_left_out_of_the_report() -> None:
+    # Python's json reads NaN and integers too large for a float; neither is a score
+    chunks = [
+        {**CHUNKS[0], "id": "1", "score": float("nan")},
+        {**CHUNKS[0], "id": "2", "score": 10**400},
+        {**CHUNKS[0], "id": "3", "score": True},
+    ]
+    with dify_standin() as server:
+        server.replies.append(Reply(body=dify_answer(["24 个[C:1][C:2][C:3]"], chunks)))
+        asker = RemoteAsker(server.url + "/v1/chat-messages", "app-k")
+        row = {"question": "夜里巡逻刷几个点", "gold_docs": ["01-patrol.md"]}
+        (verdict,) = asyncio.run(run_questions(parse_lines([json.dumps(row)]), asker))
+    assert verdict.outcome == "right" and verdict.gold_rank == 1 and verdict.gold_score is None
+    assert [s["score"] for s in verdict.sources] == [None, None, None]
+    json.dumps(verdict.as_dict(), allow_nan=False)  # the report is strict JSON
