@@ -118,3 +118,29 @@ def test_scores_that_are_no_numbers_are_left_out_of_the_report() -> None:
     assert verdict.outcome == "right" and verdict.gold_rank == 1 and verdict.gold_score is None
     assert [s["score"] for s in verdict.sources] == [None, None, None]
     json.dumps(verdict.as_dict(), allow_nan=False)  # the report is strict JSON
+
+
+def test_an_answer_that_never_ends_is_cut_at_its_cap() -> None:
+    import httpx
+
+    from gcite.eval.runner import read_stream
+    from gcite.stream.sse import consume_chat_stream
+
+    release = threading.Event()
+
+    async def read(url: str) -> tuple[str, str]:
+        async with httpx.AsyncClient() as client:
+            body = {"query": "q", "response_mode": "streaming", "user": "u", "inputs": {}}
+            updates = consume_chat_stream(client, url, body, {})
+            result, _ = await read_stream(updates, lambda: 0.0, 0.0, max_answer=100)
+        assert result.error is not None
+        return result.answer, f"{result.error.message}（{result.error.code}）"
+
+    try:
+        with dify_standin() as server:
+            endless = dify_answer(["巡更" * 10] * 50, CHUNKS, end=False)
+            server.replies.append(Reply(body=endless, hang_until=release))
+            answer, error = asyncio.run(read(server.url + "/v1/chat-messages"))
+    finally:
+        release.set()
+    assert answer == ("巡更" * 50)[:100] and error == "回答超过 100 个字符（answer_too_long）"

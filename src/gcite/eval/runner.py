@@ -43,6 +43,8 @@ Clock = Callable[[], float]
 EVAL_USER = "gcite-eval"
 #: How many knowledge-base chunks the probe ranks (no score threshold).
 PROBE_TOP_K = 20
+#: At most this many characters of one answer are read (and kept in the report).
+MAX_ANSWER = 200_000
 
 
 class Asker(Protocol):
@@ -70,34 +72,50 @@ async def read_stream(
     started: float,
     *,
     deadline_s: float | None = None,
+    max_answer: int = MAX_ANSWER,
 ) -> tuple[AnswerResult, float | None]:
     """Drain ``updates``: the final :class:`AnswerResult` and the milliseconds from
-    ``started`` to the first answer text (None without text). With ``deadline_s``, a
-    stream still open after that many seconds (a service that hangs yet keeps the
-    connection alive with pings) is closed and ends with a ``timeout`` error, the text
-    received so far kept."""
+    ``started`` to the first answer text (None without text). The stream is closed early
+    and ends with an error, the text received so far kept (cut at ``max_answer``), when
+    it is still open after ``deadline_s`` seconds (``timeout``: a service that hangs yet
+    keeps the connection alive with pings) or its answer passes ``max_answer`` characters
+    (``answer_too_long``: a service that never stops)."""
     first: float | None = None
     result: AnswerResult | None = None
     texts: list[str] = []
+    size = 0
     try:
         async with asyncio.timeout(deadline_s):
             async for update in updates:
                 if isinstance(update, SegmentsReceived):
                     if update.replace:
                         texts.clear()
-                    texts += [s["text"] for s in update.segments if s.get("text")]
+                        size = 0
+                    new = [str(s.get("text")) for s in update.segments if s.get("text")]
+                    texts += new
+                    size += sum(map(len, new))
                     if first is None and texts:
                         first = (clock() - started) * 1000
+                    if size > max_answer:
+                        failed = StreamFailed("answer_too_long", f"回答超过 {max_answer} 个字符")
+                        return _partial(texts, max_answer, failed), first
                 elif isinstance(update, AnswerFinished):
                     result = update.result
     except TimeoutError:
-        text = "".join(texts)
-        message = f"服务在 {deadline_s:.0f} 秒内没有答完"
-        failed = StreamFailed("timeout", message)
-        return AnswerResult(answer=text, raw_answer=text, error=failed), first
+        failed = StreamFailed("timeout", f"服务在 {deadline_s:.0f} 秒内没有答完")
+        return _partial(texts, max_answer, failed), first
+    finally:  # a stream left early: close it (and its connection) now
+        aclose = getattr(updates, "aclose", None)
+        if aclose is not None:
+            await aclose()
     if result is None:  # the consumer always ends with AnswerFinished
         result = AnswerResult(finished=False)
     return result, first
+
+
+def _partial(texts: list[str], max_answer: int, failed: StreamFailed) -> AnswerResult:
+    text = "".join(texts)[:max_answer]
+    return AnswerResult(answer=text, raw_answer=text, error=failed)
 
 
 def observation(
@@ -360,6 +378,7 @@ async def run_questions(
 
 __all__ = [
     "EVAL_USER",
+    "MAX_ANSWER",
     "PROBE_TOP_K",
     "Asker",
     "LocalAsker",
