@@ -55,3 +55,15 @@ def test_reports_are_written_beside_the_questions(questions: Path, tmp_path: Pat
     assert status == 0 and asked == 1, err
     assert json.loads((tmp_path / "o.json").read_text("utf-8"))["summary"]["questions"] == 1
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_progress_shows_an_id_on_one_line_without_escape_sequences() -> None:
+    import io
+
+    from gcite.cli.eval import _progress
+    from gcite.eval import EvalQuestion, Observation, judge
+
+    err = io.StringIO()
+    question = EvalQuestion("\x1b[2J\x1b]0;pwned\x07a\nb\r", "明天天气", False, "off-topic")
+    _progress(err, 1)(0, judge(question, Observation("")))
+    assert err.getvalue() == "[1/1] [2J]0;pwneda b 正确拒答\n"  # ESC and BEL removed

@@ -56,9 +56,11 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
 
 def _progress(err: TextIO, total: int) -> Any:
     from gcite.eval.scoring import OUTCOMES, Verdict
+    from gcite.stream.render import clean_terminal
 
     def show(index: int, verdict: Verdict) -> None:
-        err.write(f"[{index + 1}/{total}] {verdict.id} {OUTCOMES[verdict.outcome]}\n")
+        shown = " ".join(clean_terminal(verdict.id).split())  # one line, no escape sequences
+        err.write(f"[{index + 1}/{total}] {shown} {OUTCOMES[verdict.outcome]}\n")
         err.flush()
 
     return show
