@@ -67,3 +67,40 @@ def test_progress_shows_an_id_on_one_line_without_escape_sequences() -> None:
     question = EvalQuestion("\x1b[2J\x1b]0;pwned\x07a\nb\r", "明天天气", False, "off-topic")
     _progress(err, 1)(0, judge(question, Observation("")))
     assert err.getvalue() == "[1/1] [2J]0;pwneda b 正确拒答\n"  # ESC and BEL removed
+
+
+def test_ctrl_c_mid_run_writes_the_questions_asked_so_far(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    questions = tmp_path / "q.jsonl"
+    rows = [{"id": f"q{i}", "question": "巡更多久一次"} for i in range(3)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out_json, out_html = tmp_path / "o.json", tmp_path / "o.html"
+    release = threading.Event()
+    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    try:
+        with dify_standin() as server:
+            answer = dify_answer(["每 2 小时一次。"], [])
+            server.replies += [Reply(body=answer), Reply(body=answer, hang_until=release)]
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code, "eval", str(questions), "--url", server.url,
+                 "--json", str(out_json), "--html", str(out_html)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            for _ in range(600):  # hang guard: until the second question is being asked
+                if len(server.requests) == 2 or proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+    assert proc.returncode == 1, err
+    assert "已中止：报告只含前 1 题（共 3 题）" in err and "共 1 题" in out
+    document = json.loads(out_json.read_text("utf-8"))
+    assert document["complete"] is False and [v["id"] for v in document["verdicts"]] == ["q0"]
+    assert "运行被中止：只含前 1 题" in out_html.read_text("utf-8")

@@ -16,11 +16,16 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from gcite.cli.options import Service, SettingsSource, service_options, settings_options
+
+if TYPE_CHECKING:
+    from gcite.eval.questions import EvalQuestion
+    from gcite.eval.runner import Asker
+    from gcite.eval.scoring import Verdict
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -55,7 +60,7 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def _progress(err: TextIO, total: int) -> Any:
-    from gcite.eval.scoring import OUTCOMES, Verdict
+    from gcite.eval.scoring import OUTCOMES
     from gcite.stream.render import clean_terminal
 
     def show(index: int, verdict: Verdict) -> None:
@@ -64,6 +69,29 @@ def _progress(err: TextIO, total: int) -> Any:
         err.flush()
 
     return show
+
+
+def _run(questions: list[EvalQuestion], asker: Asker, quiet: bool) -> tuple[list[Verdict], bool]:
+    """Ask every question: (the verdicts, whether Ctrl-C stopped the run). A run stopped
+    after some questions keeps their verdicts, so its report can still be written; one
+    stopped before any is aborted."""
+    from gcite.eval.runner import run_questions
+
+    verdicts: list[Verdict] = []
+    show = None if quiet else _progress(sys.stderr, len(questions))
+
+    def collect(index: int, verdict: Verdict) -> None:
+        verdicts.append(verdict)
+        if show is not None:
+            show(index, verdict)
+
+    try:
+        asyncio.run(run_questions(questions, asker, on_verdict=collect))
+    except KeyboardInterrupt:
+        if not verdicts:
+            raise click.Abort() from None
+        return verdicts, True
+    return verdicts, False
 
 
 def _check_outputs(questions_file: Path, outputs: dict[str, Path | None]) -> None:
@@ -151,7 +179,7 @@ def eval_command(
     from gcite.cli.ask import chat_url
     from gcite.eval.questions import load_questions
     from gcite.eval.report import render_html, report_document
-    from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
+    from gcite.eval.runner import LocalAsker, RemoteAsker
 
     if service is not None and (roles or demo or source.data_dir is not None):
         raise click.UsageError(
@@ -184,13 +212,13 @@ def eval_command(
             "roles": list(roles),
         }
         asker = LocalAsker(settings, roles)
-    progress = None if quiet else _progress(sys.stderr, len(questions))
-    verdicts = asyncio.run(run_questions(questions, asker, on_verdict=progress))
+    verdicts, interrupted = _run(questions, asker, quiet)
     document = report_document(
         verdicts,
         target=target,
         questions_file=str(questions_file),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        complete=not interrupted,
     )
     # the figures first: a report that cannot be written (disk full) does not lose them
     click.echo("\n".join(_summary_lines(document["summary"])))
@@ -198,6 +226,9 @@ def eval_command(
         _write_report(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     if html_path is not None:
         _write_report(html_path, render_html(document))
+    if interrupted:
+        click.echo(f"已中止：报告只含前 {len(verdicts)} 题（共 {len(questions)} 题）", err=True)
+        sys.exit(1)
 
 
 __all__ = ["eval_command"]

@@ -40,14 +40,22 @@ _OUTCOME_COLOURS = {
 
 
 def report_document(
-    verdicts: Sequence[Verdict], *, target: dict[str, Any], questions_file: str, generated_at: str
+    verdicts: Sequence[Verdict],
+    *,
+    target: dict[str, Any],
+    questions_file: str,
+    generated_at: str,
+    complete: bool = True,
 ) -> dict[str, Any]:
-    """The JSON report: run metadata, the aggregate figures and every verdict."""
+    """The JSON report: run metadata, the aggregate figures and every verdict.
+    ``complete``: False when the run was stopped (Ctrl-C) before its last question, the
+    report holding the questions asked so far."""
     return {
         "version": REPORT_VERSION,
         "generated_at": generated_at,
         "target": target,
         "questions_file": questions_file,
+        "complete": complete,
         "summary": aggregate(verdicts),
         "verdicts": [v.as_dict() for v in verdicts],
     }
@@ -282,6 +290,9 @@ def render_html(document: dict[str, Any]) -> str:
         f"出错 {summary['errors']}；用时中位数 {median}。</p>"
         f"{_false_refusal_ranks(summary)}"
     )
+    if document.get("complete") is False:
+        head += f'<p class=meta id="incomplete">运行被中止：只含前 {summary["questions"]} 题。</p>'
+
     rows = "".join(_row(v) for v in verdicts)
     return (
         '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
