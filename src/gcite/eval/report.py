@@ -1,7 +1,8 @@
 """The outputs of ``gcite eval``: the JSON document and the self-contained HTML report.
 
 :func:`report_document` is the JSON (``version``, ``generated_at``, ``target``,
-``questions_file``, ``summary`` from :func:`gcite.eval.scoring.aggregate`, ``verdicts``).
+``questions_file``, ``complete``, ``summary`` from :func:`gcite.eval.scoring.aggregate`,
+``verdicts``).
 :func:`render_html` turns that document into one HTML page with no external assets:
 inline CSS, charts as inline SVG (headline figures, outcomes, right answers by category,
 latencies), and the verdict table; every text from the run is HTML-escaped. Pure.
