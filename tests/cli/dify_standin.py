@@ -45,13 +45,17 @@ def dify_answer(
 @dataclass
 class Reply:
     """What to answer: ``body`` cut into ``pieces`` writes; ``status`` != 200 sends ``body``
-    as JSON; ``break_after`` closes the socket without finishing the chunked body."""
+    as JSON; ``break_after`` closes the socket without finishing the chunked body;
+    ``hang_until`` keeps the stream open (pings) until the event is set."""
 
     body: bytes = b""
     status: int = 200
     content_type: str = "text/event-stream"
     piece: int = 7
     break_after: bool = False
+    #: Set: after the body, keep the stream open with a ``ping`` frame every 50 ms until
+    #: the event is set (a service that hangs mid-stream yet keeps the connection alive).
+    hang_until: threading.Event | None = None
 
 
 @dataclass
@@ -95,6 +99,13 @@ def dify_standin() -> Iterator[DifyStandin]:
                 piece = body[i : i + reply.piece]
                 self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
+            while reply.hang_until is not None and not reply.hang_until.wait(0.05):
+                ping = b"event: ping\n\n"
+                try:
+                    self.wfile.write(f"{len(ping):x}\r\n".encode() + ping + b"\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    return
             if reply.break_after:
                 self.close_connection = True
                 return

@@ -121,3 +121,64 @@ def test_report_renders_charts_and_the_verdict_table(chromium: Any, tmp_path: Pa
         assert page.locator("#verdicts").is_visible()
     finally:
         context.close()
+
+
+#: Markup and script in every text a run puts in the report.
+HOSTILE = (
+    "<script>document.title='pwned'</script></script><script>document.title='pwned'</script>"
+    "\"><img src=x onerror=\"document.title='pwned'\">'><svg onload=\"document.title='pwned'\">"
+    "javascript:document.title='pwned' a\u2028b\u2029c</style></title><!--"
+)
+
+
+def test_hostile_text_in_every_field_stays_text(chromium: Any, tmp_path: Path) -> None:
+    from gcite.eval.questions import PriorTurn
+
+    chunk = {
+        "id": HOSTILE,
+        "source_type": "rag",
+        "document_name": HOSTILE,
+        "document_title": HOSTILE,
+        "content": "第一条 " + HOSTILE,
+        "url": "javascript:document.title='pwned'",
+        "score": float("nan"),  # a service's JSON may say NaN
+    }
+    question = EvalQuestion(
+        HOSTILE, HOSTILE, True, HOSTILE, turns=(PriorTurn(HOSTILE, HOSTILE),),
+        gold_docs=(HOSTILE,), gold_passages=(HOSTILE,), keywords=((HOSTILE + "缺",),),
+    )  # fmt: skip
+    seen = Observation(HOSTILE, [chunk], retrieved=[chunk], latency_ms=5, error=HOSTILE)
+    refused = [
+        judge(EvalQuestion(f"r{i}", "明天天气", False, "off-topic"), Observation("", latency_ms=0))
+        for i in range(2)
+    ]  # all refused, every latency 0
+    document = report_document(
+        [judge(question, seen), *refused],
+        target={"mode": "remote", "url": "javascript:document.title='pwned'" + HOSTILE},
+        questions_file=HOSTILE,
+        generated_at=HOSTILE,
+    )
+    path = tmp_path / "report.html"
+    path.write_text(render_html(document), encoding="utf-8")
+    context = chromium.new_context(viewport={"width": 1200, "height": 900}, locale="zh-CN")
+    page = context.new_page()
+    page.set_default_timeout(HANG_GUARD_MS)
+    events: list[str] = []
+    page.on("dialog", lambda d: (events.append(d.message), d.dismiss()))
+    page.on("pageerror", lambda e: events.append(str(e)))
+    page.on("request", lambda r: r.url == path.as_uri() or events.append(r.url))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        assert page.title() == "gcite 评测报告" and not events
+        live = page.evaluate(
+            "() => [document.scripts.length, document.images.length, "
+            "document.querySelectorAll('a, [onload], [onerror], svg:not(.chart)').length]"
+        )
+        assert live == [0, 0, 0]
+        assert page.locator("svg.chart").count() == 4
+        rows = page.locator("#verdicts tbody tr")
+        assert rows.count() == 3 and HOSTILE[:40] in rows.nth(0).inner_text()
+        assert rows.nth(0).locator("td").count() == 12  # no cell broken out of
+    finally:
+        context.close()

@@ -16,11 +16,16 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from gcite.cli.options import Service, SettingsSource, service_options, settings_options
+
+if TYPE_CHECKING:
+    from gcite.eval.questions import EvalQuestion
+    from gcite.eval.runner import Asker
+    from gcite.eval.scoring import Verdict
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -55,13 +60,73 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def _progress(err: TextIO, total: int) -> Any:
-    from gcite.eval.scoring import OUTCOMES, Verdict
+    from gcite.eval.scoring import OUTCOMES
+    from gcite.stream.render import clean_terminal
 
     def show(index: int, verdict: Verdict) -> None:
-        err.write(f"[{index + 1}/{total}] {verdict.id} {OUTCOMES[verdict.outcome]}\n")
+        shown = " ".join(clean_terminal(verdict.id).split())  # one line, no escape sequences
+        err.write(f"[{index + 1}/{total}] {shown} {OUTCOMES[verdict.outcome]}\n")
         err.flush()
 
     return show
+
+
+def _run(questions: list[EvalQuestion], asker: Asker, quiet: bool) -> tuple[list[Verdict], bool]:
+    """Ask every question: (the verdicts, whether Ctrl-C stopped the run). A run stopped
+    after some questions keeps their verdicts, so its report can still be written; one
+    stopped before any is aborted."""
+    from gcite.eval.runner import run_questions
+
+    verdicts: list[Verdict] = []
+    show = None if quiet else _progress(sys.stderr, len(questions))
+
+    def collect(index: int, verdict: Verdict) -> None:
+        verdicts.append(verdict)
+        if show is not None:
+            show(index, verdict)
+
+    try:
+        asyncio.run(run_questions(questions, asker, on_verdict=collect))
+    except KeyboardInterrupt:
+        if not verdicts:
+            raise click.Abort() from None
+        return verdicts, True
+    return verdicts, False
+
+
+def _check_outputs(questions_file: Path, outputs: dict[str, Path | None]) -> None:
+    """Refuse, before any question is asked, report paths that would fail after the run
+    (no such folder, not writable) or destroy a file of the run (the question file, the
+    other report). ``outputs``: option name to path."""
+    import os
+    import tempfile
+
+    from gcite.cli import os_error_reason
+
+    given = {name: path for name, path in outputs.items() if path is not None}
+    seen: dict[Path, str] = {questions_file.resolve(): "问题文件"}
+    for name, path in given.items():
+        where = path.resolve()
+        if where in seen:
+            raise click.UsageError(f"{name} 与{seen[where]}是同一个文件：{path}")
+        seen[where] = f" {name} "
+        folder = where.parent
+        try:
+            fd, probe = tempfile.mkstemp(prefix=f".{where.name}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise click.ClickException(f"无法写入 {path}: {os_error_reason(exc)}") from exc
+        os.close(fd)
+        Path(probe).unlink(missing_ok=True)
+
+
+def _write_report(path: Path, text: str) -> None:
+    from gcite.cli import os_error_reason
+    from gcite.files import write_atomically
+
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise click.ClickException(f"无法写入 {path}: {os_error_reason(exc)}") from exc
 
 
 @click.command(
@@ -114,20 +179,23 @@ def eval_command(
     from gcite.cli.ask import chat_url
     from gcite.eval.questions import load_questions
     from gcite.eval.report import render_html, report_document
-    from gcite.eval.runner import Asker, LocalAsker, RemoteAsker, run_questions
-    from gcite.files import write_atomically
+    from gcite.eval.runner import LocalAsker, RemoteAsker
 
     if service is not None and (roles or demo or source.data_dir is not None):
         raise click.UsageError(
             "--role / --demo / --data-dir 只用于本地模式；连接服务时不能同时使用"
         )
     questions = load_questions(questions_file)
+    _check_outputs(questions_file, {"--json": json_path, "--html": html_path})
     asker: Asker
     if service is not None:
         target: dict[str, Any] = {"mode": "remote", "url": service.url}
         settings = source.load()
         asker = RemoteAsker(
-            chat_url(service.url), service.key, timeout_s=settings.llm.timeout_s * 2
+            chat_url(service.url),
+            service.key,
+            timeout_s=settings.llm.timeout_s * 2,
+            deadline_s=settings.llm.total_timeout_s * 2,
         )
     else:
         if demo:
@@ -144,19 +212,23 @@ def eval_command(
             "roles": list(roles),
         }
         asker = LocalAsker(settings, roles)
-    progress = None if quiet else _progress(sys.stderr, len(questions))
-    verdicts = asyncio.run(run_questions(questions, asker, on_verdict=progress))
+    verdicts, interrupted = _run(questions, asker, quiet)
     document = report_document(
         verdicts,
         target=target,
         questions_file=str(questions_file),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        complete=not interrupted,
     )
-    if json_path is not None:
-        write_atomically(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
-    if html_path is not None:
-        write_atomically(html_path, render_html(document))
+    # the figures first: a report that cannot be written (disk full) does not lose them
     click.echo("\n".join(_summary_lines(document["summary"])))
+    if json_path is not None:
+        _write_report(json_path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+    if html_path is not None:
+        _write_report(html_path, render_html(document))
+    if interrupted:
+        click.echo(f"已中止：报告只含前 {len(verdicts)} 题（共 {len(questions)} 题）", err=True)
+        sys.exit(1)
 
 
 __all__ = ["eval_command"]

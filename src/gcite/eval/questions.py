@@ -36,6 +36,8 @@ MAX_QUESTIONS = 5000
 MAX_QUESTION = 4000
 #: At most this many bytes read from a question file.
 MAX_FILE_BYTES = 20 * 1024 * 1024
+#: At most this many earlier turns per question (each is asked first when unanswered).
+MAX_TURNS = 20
 OFF_TOPIC = "off-topic"
 
 
@@ -131,8 +133,13 @@ def _turns(value: Any, where: str) -> tuple[PriorTurn, ...]:
         return ()
     if not isinstance(value, list):
         raise ConfigError(f"{where}：turns 必须是列表")
+    if len(value) > MAX_TURNS:
+        raise ConfigError(f"{where}：turns 过多（最多 {MAX_TURNS} 轮）")
     out: list[PriorTurn] = []
     for item in value:
+        query = item.get("query", item.get("question")) if isinstance(item, dict) else item
+        if isinstance(query, str) and len(query.strip()) > MAX_QUESTION:
+            raise ConfigError(f"{where}：turns 里的问题过长（最多 {MAX_QUESTION} 个字符）")
         if isinstance(item, str) and item.strip():
             out.append(PriorTurn(item.strip()))
             continue
@@ -203,6 +210,18 @@ def parse_question(row: Any, where: str, default_id: str) -> EvalQuestion:
     )
 
 
+def _has_lone_surrogate(line: str, row: Any) -> bool:
+    """Whether ``row`` (parsed from ``line``) holds a lone surrogate (``"\\ud800"``): text
+    that cannot be written as UTF-8, so neither sent to a service nor put in a report."""
+    if "\\u" not in line:  # a surrogate can only come from an escape
+        return False
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def parse_lines(lines: Iterable[str], name: str = "问题文件") -> list[EvalQuestion]:
     """Every non-blank line of a JSONL question file. Raises :class:`ConfigError` on a
     bad line (file and line number), a repeated id, no question at all or too many."""
@@ -216,6 +235,10 @@ def parse_lines(lines: Iterable[str], name: str = "问题文件") -> list[EvalQu
             row = json.loads(line)
         except ValueError as exc:
             raise ConfigError(f"{where}：不是有效的 JSON（{exc}）") from exc
+        except RecursionError as exc:
+            raise ConfigError(f"{where}：JSON 嵌套过深") from exc
+        if _has_lone_surrogate(line, row):
+            raise ConfigError(f"{where}：含有无效的 Unicode 转义（孤立的代理项 \\ud800–\\udfff）")
         item = parse_question(row, where, f"L{number}")
         if item.id in seen:
             raise ConfigError(f"{where}：id {item.id!r} 重复")
@@ -242,12 +265,15 @@ def load_questions(path: Path) -> list[EvalQuestion]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"问题文件不是 UTF-8 编码：{path}") from exc
-    return parse_lines(text.splitlines(), str(path))
+    # Only "\n" ends a line: U+2028, U+0085 and the like are valid inside a JSON string
+    # (json.dumps(..., ensure_ascii=False) writes them as they are); "\r" is JSON space.
+    return parse_lines(text.split("\n"), str(path))
 
 
 __all__ = [
     "MAX_QUESTION",
     "MAX_QUESTIONS",
+    "MAX_TURNS",
     "EvalQuestion",
     "GoldArticle",
     "PriorTurn",

@@ -1,7 +1,8 @@
 """The outputs of ``gcite eval``: the JSON document and the self-contained HTML report.
 
 :func:`report_document` is the JSON (``version``, ``generated_at``, ``target``,
-``questions_file``, ``summary`` from :func:`gcite.eval.scoring.aggregate`, ``verdicts``).
+``questions_file``, ``complete``, ``summary`` from :func:`gcite.eval.scoring.aggregate`,
+``verdicts``).
 :func:`render_html` turns that document into one HTML page with no external assets:
 inline CSS, charts as inline SVG (headline figures, outcomes, right answers by category,
 latencies), and the verdict table; every text from the run is HTML-escaped. Pure.
@@ -40,14 +41,22 @@ _OUTCOME_COLOURS = {
 
 
 def report_document(
-    verdicts: Sequence[Verdict], *, target: dict[str, Any], questions_file: str, generated_at: str
+    verdicts: Sequence[Verdict],
+    *,
+    target: dict[str, Any],
+    questions_file: str,
+    generated_at: str,
+    complete: bool = True,
 ) -> dict[str, Any]:
-    """The JSON report: run metadata, the aggregate figures and every verdict."""
+    """The JSON report: run metadata, the aggregate figures and every verdict.
+    ``complete``: False when the run was stopped (Ctrl-C) before its last question, the
+    report holding the questions asked so far."""
     return {
         "version": REPORT_VERSION,
         "generated_at": generated_at,
         "target": target,
         "questions_file": questions_file,
+        "complete": complete,
         "summary": aggregate(verdicts),
         "verdicts": [v.as_dict() for v in verdicts],
     }
@@ -282,6 +291,9 @@ def render_html(document: dict[str, Any]) -> str:
         f"出错 {summary['errors']}；用时中位数 {median}。</p>"
         f"{_false_refusal_ranks(summary)}"
     )
+    if document.get("complete") is False:
+        head += f'<p class=meta id="incomplete">运行被中止：只含前 {summary["questions"]} 题。</p>'
+
     rows = "".join(_row(v) for v in verdicts)
     return (
         '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'

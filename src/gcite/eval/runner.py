@@ -28,14 +28,23 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 from gcite.config import Settings
+from gcite.errors import GciteError
 from gcite.eval.questions import EvalQuestion
 from gcite.eval.scoring import Observation, Verdict, judge
-from gcite.stream.sse import AnswerFinished, AnswerResult, SegmentsReceived, StreamUpdate
+from gcite.stream.sse import (
+    AnswerFinished,
+    AnswerResult,
+    SegmentsReceived,
+    StreamFailed,
+    StreamUpdate,
+)
 
 Clock = Callable[[], float]
 EVAL_USER = "gcite-eval"
 #: How many knowledge-base chunks the probe ranks (no score threshold).
 PROBE_TOP_K = 20
+#: At most this many characters of one answer are read (and kept in the report).
+MAX_ANSWER = 200_000
 
 
 class Asker(Protocol):
@@ -58,21 +67,55 @@ class Asker(Protocol):
 
 
 async def read_stream(
-    updates: AsyncIterator[StreamUpdate], clock: Clock, started: float
+    updates: AsyncIterator[StreamUpdate],
+    clock: Clock,
+    started: float,
+    *,
+    deadline_s: float | None = None,
+    max_answer: int = MAX_ANSWER,
 ) -> tuple[AnswerResult, float | None]:
     """Drain ``updates``: the final :class:`AnswerResult` and the milliseconds from
-    ``started`` to the first answer text (None without text)."""
+    ``started`` to the first answer text (None without text). The stream is closed early
+    and ends with an error, the text received so far kept (cut at ``max_answer``), when
+    it is still open after ``deadline_s`` seconds (``timeout``: a service that hangs yet
+    keeps the connection alive with pings) or its answer passes ``max_answer`` characters
+    (``answer_too_long``: a service that never stops)."""
     first: float | None = None
     result: AnswerResult | None = None
-    async for update in updates:
-        if isinstance(update, SegmentsReceived) and first is None:
-            if any(s.get("text") for s in update.segments):
-                first = (clock() - started) * 1000
-        elif isinstance(update, AnswerFinished):
-            result = update.result
+    texts: list[str] = []
+    size = 0
+    try:
+        async with asyncio.timeout(deadline_s):
+            async for update in updates:
+                if isinstance(update, SegmentsReceived):
+                    if update.replace:
+                        texts.clear()
+                        size = 0
+                    new = [str(s.get("text")) for s in update.segments if s.get("text")]
+                    texts += new
+                    size += sum(map(len, new))
+                    if first is None and texts:
+                        first = (clock() - started) * 1000
+                    if size > max_answer:
+                        failed = StreamFailed("answer_too_long", f"回答超过 {max_answer} 个字符")
+                        return _partial(texts, max_answer, failed), first
+                elif isinstance(update, AnswerFinished):
+                    result = update.result
+    except TimeoutError:
+        failed = StreamFailed("timeout", f"服务在 {deadline_s:.0f} 秒内没有答完")
+        return _partial(texts, max_answer, failed), first
+    finally:  # a stream left early: close it (and its connection) now
+        aclose = getattr(updates, "aclose", None)
+        if aclose is not None:
+            await aclose()
     if result is None:  # the consumer always ends with AnswerFinished
         result = AnswerResult(finished=False)
     return result, first
+
+
+def _partial(texts: list[str], max_answer: int, failed: StreamFailed) -> AnswerResult:
+    text = "".join(texts)[:max_answer]
+    return AnswerResult(answer=text, raw_answer=text, error=failed)
 
 
 def observation(
@@ -82,6 +125,8 @@ def observation(
     error = None
     if result.error is not None:
         error = f"{result.error.message}（{result.error.code}）"
+    elif not result.finished:  # closed cleanly, or never a Dify stream: not an answer
+        error = "事件流没有正常结束（未收到 message_end）"
     verification = (result.metadata or {}).get("gcite_verification")
     return Observation(
         answer=result.answer,
@@ -241,16 +286,25 @@ class LocalAsker:
 
 class RemoteAsker:
     """A running gcite / Dify service (see the module docstring). ``url``: the
-    ``chat-messages`` endpoint (:func:`gcite.cli.ask.chat_url`); ``timeout_s``: per read."""
+    ``chat-messages`` endpoint (:func:`gcite.cli.ask.chat_url`); ``timeout_s``: per read;
+    ``deadline_s``: per request, the whole stream (a question past it is a ``timeout``
+    error verdict)."""
 
     def __init__(
-        self, url: str, key: str, *, timeout_s: float = 120.0, clock: Clock = time.perf_counter
+        self,
+        url: str,
+        key: str,
+        *,
+        timeout_s: float = 120.0,
+        deadline_s: float = 600.0,
+        clock: Clock = time.perf_counter,
     ) -> None:
         import httpx
 
         self.url = url
         self.key = key
         self.clock = clock
+        self.deadline_s = deadline_s
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0))
 
     async def _answer(
@@ -271,7 +325,7 @@ class RemoteAsker:
             headers["Authorization"] = f"Bearer {self.key}"
         started = self.clock()
         updates = consume_chat_stream(self.client, self.url, body, headers)
-        result, first = await read_stream(updates, self.clock, started)
+        result, first = await read_stream(updates, self.clock, started, deadline_s=self.deadline_s)
         return result, (self.clock() - started) * 1000, first
 
     async def ask(self, question: EvalQuestion) -> Observation:
@@ -296,12 +350,24 @@ async def run_questions(
     on_verdict: Callable[[int, Verdict], None] | None = None,
 ) -> list[Verdict]:
     """Warm ``asker`` up, ask every question in order (one at a time) and judge it;
-    ``on_verdict(i, v)`` after each (progress). Closes ``asker`` at the end."""
+    ``on_verdict(i, v)`` after each (progress). Closes ``asker`` at the end.
+
+    A :class:`~gcite.errors.GciteError` on the first question (no service, a wrong key,
+    no knowledge base) is raised: the target cannot be used. After that, one question's
+    failure (the service restarted, answered HTTP 500) is that question's ``error``
+    verdict and the run goes on, so the verdicts already collected are not lost.
+    """
     verdicts: list[Verdict] = []
     try:
         await asker.warm_up()
         for index, question in enumerate(questions):
-            verdict = judge(question, await asker.ask(question))
+            try:
+                seen = await asker.ask(question)
+            except GciteError as exc:
+                if not verdicts:
+                    raise
+                seen = Observation(answer="", error=str(exc) or type(exc).__name__)
+            verdict = judge(question, seen)
             verdicts.append(verdict)
             if on_verdict is not None:
                 on_verdict(index, verdict)
@@ -312,6 +378,7 @@ async def run_questions(
 
 __all__ = [
     "EVAL_USER",
+    "MAX_ANSWER",
     "PROBE_TOP_K",
     "Asker",
     "LocalAsker",

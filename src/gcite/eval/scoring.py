@@ -34,6 +34,7 @@ nothing to divide by).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -247,9 +248,21 @@ def _first_rank(
             continue
         rank += 1
         if wanted(chunk):
-            score = chunk.get("score")
-            return rank, float(score) if isinstance(score, int | float) else None
+            return rank, chunk_score(chunk)
     return None, None
+
+
+def chunk_score(chunk: dict[str, Any]) -> float | None:
+    """A chunk's ``score`` as a finite float, else None (a service's JSON may say ``NaN``
+    or an integer too large for a float; neither is a score, nor valid in the report)."""
+    score = chunk.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return None
+    try:
+        value = float(score)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def gold_rank(
@@ -307,7 +320,7 @@ def _source(question: EvalQuestion, chunk: dict[str, Any]) -> dict[str, Any]:
         "document": str(chunk.get("document_name") or chunk.get("url") or ""),
         "title": str(chunk.get("document_title") or ""),
         "articles": chunk_articles(str(chunk.get("content") or ""))[:6],
-        "score": chunk.get("score") if isinstance(chunk.get("score"), int | float) else None,
+        "score": chunk_score(chunk),
         "gold": is_gold_chunk(question, chunk) if question.has_gold_sources else None,
         "gold_passage": holds_gold_passage(question, chunk),
     }
@@ -488,6 +501,7 @@ __all__ = [
     "Verdict",
     "aggregate",
     "chunk_articles",
+    "chunk_score",
     "gold_doc_rank",
     "gold_rank",
     "gold_rank_by",
