@@ -81,7 +81,12 @@ def test_ctrl_c_mid_run_writes_the_questions_asked_so_far(tmp_path: Path) -> Non
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out_json, out_html = tmp_path / "o.json", tmp_path / "o.html"
     release = threading.Event()
-    code = "import sys; from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    # Ctrl-C as at a terminal: a runner started in the background (a non-interactive
+    # shell's `cmd &`) hands its children SIGINT ignored, and they would never see it
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from gcite.cli import main; sys.argv[0] = 'gcite'; main()"
+    )
     try:
         with dify_standin() as server:
             answer = dify_answer(["每 2 小时一次。"], [])
