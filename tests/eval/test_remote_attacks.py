@@ -8,6 +8,7 @@ import asyncio
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,18 +73,28 @@ def test_a_service_unusable_from_the_first_question_stops_the_run() -> None:
 
 
 def test_a_stream_that_hangs_is_cut_at_the_deadline() -> None:
+    """The hung stream is asked alone (the deadline is wall-clock time: answers that
+    must finish within it would make the test depend on the machine's speed); it pings
+    until the test ends, so it is cut however long the deadline takes to pass. That the
+    run goes on after an error verdict is the HTTP 500 test's."""
+
+    async def ask_alone(asker: RemoteAsker) -> Any:
+        try:
+            return await asker.ask(parse_lines(_questions(1))[0])
+        finally:
+            await asker.aclose()
+
     release = threading.Event()
     try:
         with dify_standin() as server:
             hung = dify_answer(["先说一半"], CHUNKS, end=False)
-            server.replies += [_answer(), Reply(body=hung, hang_until=release), _answer()]
+            server.replies += [Reply(body=hung, hang_until=release)]
             asker = RemoteAsker(server.url + "/v1/chat-messages", "app-k", deadline_s=0.5)
-            verdicts = asyncio.run(run_questions(parse_lines(_questions(3)), asker))
+            seen = asyncio.run(ask_alone(asker))
     finally:
         release.set()
-    assert [v.outcome for v in verdicts] == ["right", "error", "right"]
-    assert "0 秒内没有答完" in (verdicts[1].error or "") and "timeout" in (verdicts[1].error or "")
-    assert verdicts[1].answer == "先说一半"  # the text so far is kept
+    assert "0 秒内没有答完" in (seen.error or "") and "timeout" in (seen.error or "")
+    assert seen.answer == "先说一半"  # the text so far is kept
 
 
 def test_cli_writes_its_report_when_the_service_fails_mid_run(tmp_path: Path) -> None:
